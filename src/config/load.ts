@@ -1,0 +1,86 @@
+/**
+ * Finding and reading the config file: `--config FILE`, else $SWITCHBOARD_CONFIG, else
+ * ~/.switchboard/switchboard.json5; no file means all defaults. Environment overrides are
+ * applied before validation so they are checked like everything else.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { resolve } from "node:path";
+import JSON5 from "json5";
+import { ConfigError } from "../errors/index.js";
+import { parseConfig } from "./parse.js";
+import type { Config } from "./schema.js";
+
+export interface LoadedConfig {
+  config: Config;
+  /** The file read, if any. */
+  path: string | undefined;
+  /** True when a Redis URL was given by file or env: then `start` never embeds its own. */
+  redisExplicit: boolean;
+}
+
+export function expandHome(p: string): string {
+  if (p === "~") return homedir();
+  if (p.startsWith("~/")) return resolve(homedir(), p.slice(2));
+  return resolve(p);
+}
+
+export function defaultConfigPath(env: NodeJS.ProcessEnv = process.env): string {
+  return env.SWITCHBOARD_CONFIG ? expandHome(env.SWITCHBOARD_CONFIG) : expandHome("~/.switchboard/switchboard.json5");
+}
+
+export function readConfigFile(path: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    throw new ConfigError([{ path: "(file)", message: `cannot read ${path}: ${(err as Error).message}` }], path);
+  }
+  try {
+    const parsed: unknown = JSON5.parse(text);
+    if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
+      throw new ConfigError([{ path: "(root)", message: "must be an object" }], path);
+    }
+    return parsed as Record<string, unknown>;
+  } catch (err) {
+    if (err instanceof ConfigError) throw err;
+    const e = err as Error & { lineNumber?: number; columnNumber?: number };
+    const at = e.lineNumber ? `line ${e.lineNumber}, column ${e.columnNumber}` : "(file)";
+    throw new ConfigError([{ path: at, message: `JSON5 syntax: ${e.message}` }], path);
+  }
+}
+
+function setIn(obj: Record<string, unknown>, path: string[], value: unknown): void {
+  let cur = obj;
+  for (const key of path.slice(0, -1)) {
+    const next = cur[key];
+    if (next === null || typeof next !== "object") cur[key] = {};
+    cur = cur[key] as Record<string, unknown>;
+  }
+  cur[path[path.length - 1]!] = value;
+}
+
+export function applyEnvOverrides(raw: Record<string, unknown>, env: NodeJS.ProcessEnv): Record<string, unknown> {
+  const out = structuredClone(raw);
+  if (env.REDIS_URL) setIn(out, ["redis", "url"], env.REDIS_URL);
+  if (env.SWITCHBOARD_STATE_DIR) setIn(out, ["storage", "dir"], env.SWITCHBOARD_STATE_DIR);
+  if (env.SWITCHBOARD_PORT) {
+    const port = Number(env.SWITCHBOARD_PORT);
+    setIn(out, ["gateway", "port"], Number.isFinite(port) ? port : env.SWITCHBOARD_PORT);
+  }
+  if (env.SWITCHBOARD_TOKEN) setIn(out, ["gateway", "auth", "token"], env.SWITCHBOARD_TOKEN);
+  return out;
+}
+
+export function loadConfig(opts: { file?: string; env?: NodeJS.ProcessEnv } = {}): LoadedConfig {
+  const env = opts.env ?? process.env;
+  const path = opts.file ? expandHome(opts.file) : defaultConfigPath(env);
+  const explicitFile = Boolean(opts.file || env.SWITCHBOARD_CONFIG);
+  let raw: Record<string, unknown> = {};
+  if (existsSync(path)) raw = readConfigFile(path);
+  else if (explicitFile) throw new ConfigError([{ path: "(file)", message: `not found: ${path}` }], path);
+  const redisExplicit = Boolean(env.REDIS_URL) || Boolean((raw.redis as Record<string, unknown> | undefined)?.url);
+  const config = parseConfig(applyEnvOverrides(raw, env), existsSync(path) ? path : undefined);
+  config.storage.dir = expandHome(config.storage.dir);
+  return { config, path: existsSync(path) ? path : undefined, redisExplicit };
+}

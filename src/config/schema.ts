@@ -1,0 +1,223 @@
+/**
+ * The one source of truth for Switchboard's configuration: validation, TypeScript types and
+ * defaults all come from these zod schemas. Every object is strict, so a misspelt key is an
+ * error rather than a silently ignored setting. Defaults follow OpenClaw (CONTRACT.md §2).
+ */
+import { z } from "zod";
+
+export const AGENT_ID_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+
+const agentId = z.string().regex(AGENT_ID_PATTERN, "must match [a-z0-9][a-z0-9_-]{0,63}");
+
+function isIanaTimeZone(tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat("en-US", { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export const ResetPolicyConfigSchema = z.strictObject({
+  mode: z.enum(["daily", "idle", "off"]).optional(),
+  atHour: z.number().int().min(0).max(23).optional(),
+  idleMinutes: z.number().int().min(0).optional(),
+  timezone: z.string().refine(isIanaTimeZone, "unknown IANA time zone").optional(),
+});
+
+const ResetByTypeSchema = z.strictObject({
+  dm: ResetPolicyConfigSchema.optional(),
+  direct: ResetPolicyConfigSchema.optional(), // alias of dm, as OpenClaw accepts both
+  group: ResetPolicyConfigSchema.optional(),
+  thread: ResetPolicyConfigSchema.optional(),
+});
+
+const chatTypeInput = z.enum(["dm", "direct", "group", "channel"]);
+
+export const SendPolicyRuleSchema = z.strictObject({
+  action: z.enum(["allow", "deny"]),
+  match: z
+    .strictObject({
+      channel: z.string().min(1).optional(),
+      chatType: chatTypeInput.optional(),
+      keyPrefix: z.string().min(1).optional(),
+      rawKeyPrefix: z.string().min(1).optional(),
+    })
+    .optional(),
+});
+
+export const SendPolicyConfigSchema = z.strictObject({
+  rules: z.array(SendPolicyRuleSchema).default([]),
+  default: z.enum(["allow", "deny"]).default("allow"),
+});
+
+export const ScriptWhenSchema = z.strictObject({
+  contains: z.string().optional(),
+  regex: z
+    .string()
+    .refine((s) => {
+      try {
+        new RegExp(s);
+        return true;
+      } catch {
+        return false;
+      }
+    }, "invalid regular expression")
+    .optional(),
+  provenance: z.enum(["user", "inter_session", "system"]).optional(),
+  step: z.enum(["turn", "reply", "announce"]).optional(),
+});
+
+export const ScriptRuleSchema = z.strictObject({
+  when: ScriptWhenSchema.optional(),
+  delayMs: z.number().int().min(0).max(3_600_000).optional(),
+  fail: z.string().optional(),
+  tools: z.array(z.strictObject({ name: z.string().min(1), args: z.record(z.string(), z.unknown()).default({}) })).optional(),
+  reply: z.string().optional(),
+  usage: z.strictObject({ input: z.number().int().min(0), output: z.number().int().min(0) }).optional(),
+});
+
+export const RuntimeConfigSchema = z.discriminatedUnion("kind", [
+  z.strictObject({ kind: z.literal("echo") }),
+  z.strictObject({ kind: z.literal("script"), rules: z.array(ScriptRuleSchema).default([]) }),
+  z.strictObject({
+    kind: z.literal("openai"),
+    baseUrl: z.string().url(),
+    model: z.string().min(1),
+    apiKeyEnv: z.string().min(1).optional(),
+    systemPrompt: z.string().optional(),
+    temperature: z.number().min(0).max(2).optional(),
+    maxToolRounds: z.number().int().min(0).max(32).default(8),
+  }),
+]);
+
+const SubagentsConfigSchema = z.strictObject({
+  maxSpawnDepth: z.number().int().min(1).max(5).default(1),
+  maxChildrenPerAgent: z.number().int().min(1).max(20).default(5),
+  maxConcurrent: z.number().int().min(1).default(8),
+  allowAgents: z.array(z.string()).default([]),
+  runTimeoutSeconds: z.number().int().min(0).default(0),
+  archiveAfterMinutes: z.number().int().min(0).default(60),
+});
+
+const AgentEntrySchema = z.strictObject({
+  id: agentId,
+  name: z.string().optional(),
+  default: z.boolean().optional(),
+  sandboxed: z.boolean().optional(),
+  runtime: RuntimeConfigSchema.optional(),
+  subagents: z
+    .strictObject({ allowAgents: z.array(z.string()).optional(), maxSpawnDepth: z.number().int().min(1).max(5).optional() })
+    .optional(),
+});
+
+export const ChannelConfigSchema = z.discriminatedUnion("kind", [
+  z.strictObject({
+    kind: z.literal("webhook"),
+    url: z.string().url(),
+    headers: z.record(z.string(), z.string()).optional(),
+    timeoutMs: z.number().int().min(100).max(120_000).default(10_000),
+  }),
+  // Records the delivery as delivered without sending anywhere: demos, tests, dry runs.
+  z.strictObject({ kind: z.literal("log") }),
+]);
+
+export const ConfigSchema = z.strictObject({
+  redis: z
+    .strictObject({
+      url: z.string().regex(/^rediss?:\/\//, "must be a redis:// or rediss:// URL").default("redis://127.0.0.1:6379"),
+      prefix: z
+        .string()
+        .regex(/^[A-Za-z0-9_.-]{1,32}$/, "letters, digits, _ . - (1-32 chars); the hash tag is added for you")
+        .default("sb"),
+    })
+    .prefault({}),
+  storage: z.strictObject({ dir: z.string().min(1).default("~/.switchboard") }).prefault({}),
+  gateway: z
+    .strictObject({
+      host: z.string().min(1).default("127.0.0.1"),
+      port: z.number().int().min(0).max(65535).default(7420),
+      auth: z.strictObject({ token: z.string().min(8, "use at least 8 characters").optional() }).prefault({}),
+    })
+    .prefault({}),
+  workers: z
+    .strictObject({
+      concurrency: z.number().int().min(1).max(1000).default(16),
+      // How long a worker may go silent before its job (and session lease) is taken over.
+      lockDurationMs: z.number().int().min(1000).max(600_000).default(30_000),
+      stalledIntervalMs: z.number().int().min(1000).max(600_000).default(30_000),
+      deliveryAttempts: z.number().int().min(1).max(50).default(5),
+      deliveryBackoffMs: z.number().int().min(10).max(600_000).default(1000),
+    })
+    .prefault({}),
+  maintenance: z
+    .strictObject({
+      sweepEveryMs: z.number().int().min(1000).default(60_000),
+      sweepBatch: z.number().int().min(1).max(10_000).default(500),
+    })
+    .prefault({}),
+  session: z
+    .strictObject({
+      scope: z.enum(["per-sender", "global"]).default("per-sender"),
+      dmScope: z.enum(["main", "per-peer", "per-channel-peer", "per-account-channel-peer"]).default("main"),
+      mainKey: z
+        .string()
+        .trim()
+        .toLowerCase()
+        .regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/, "letters, digits, _ . - (no ':')")
+        .default("main"),
+      identityLinks: z.record(z.string(), z.array(z.string())).default({}),
+      reset: ResetPolicyConfigSchema.optional(),
+      resetByType: ResetByTypeSchema.optional(),
+      resetByChannel: z.record(z.string(), ResetPolicyConfigSchema).optional(),
+      idleMinutes: z.number().int().min(0).optional(),
+      resetTriggers: z.array(z.string().min(1)).default(["/new", "/reset"]),
+      sendPolicy: SendPolicyConfigSchema.optional(),
+      agentToAgent: z.strictObject({ maxPingPongTurns: z.number().int().min(0).max(5).default(5) }).prefault({}),
+    })
+    .prefault({}),
+  tools: z
+    .strictObject({
+      sessions: z.strictObject({ visibility: z.enum(["self", "tree", "agent", "all"]).default("tree") }).prefault({}),
+      agentToAgent: z
+        .strictObject({ enabled: z.boolean().default(false), allow: z.array(z.string()).default([]) })
+        .prefault({}),
+    })
+    .prefault({}),
+  agents: z
+    .strictObject({
+      defaults: z
+        .strictObject({
+          runtime: RuntimeConfigSchema.default({ kind: "echo" }),
+          sandbox: z.strictObject({ sessionToolsVisibility: z.enum(["spawned", "all"]).default("spawned") }).prefault({}),
+          subagents: SubagentsConfigSchema.prefault({}),
+        })
+        .prefault({}),
+      list: z.array(AgentEntrySchema).default([]),
+    })
+    .prefault({}),
+  channels: z.record(z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, "lowercase channel id"), ChannelConfigSchema).default({}),
+}).superRefine((cfg, ctx) => {
+  const loopback = ["127.0.0.1", "localhost", "::1"].includes(cfg.gateway.host);
+  if (!loopback && !cfg.gateway.auth.token) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["gateway", "auth", "token"],
+      message: `required when gateway.host (${cfg.gateway.host}) is not loopback`,
+    });
+  }
+  const seen = new Set<string>();
+  cfg.agents.list.forEach((a, i) => {
+    if (seen.has(a.id)) ctx.addIssue({ code: "custom", path: ["agents", "list", i, "id"], message: `duplicate agent id "${a.id}"` });
+    seen.add(a.id);
+  });
+});
+
+export type Config = z.output<typeof ConfigSchema>;
+export type ConfigInput = z.input<typeof ConfigSchema>;
+export type ResetPolicyConfig = z.output<typeof ResetPolicyConfigSchema>;
+export type SendPolicyConfig = z.output<typeof SendPolicyConfigSchema>;
+export type RuntimeConfig = z.output<typeof RuntimeConfigSchema>;
+export type ScriptRule = z.output<typeof ScriptRuleSchema>;
+export type ChannelConfig = z.output<typeof ChannelConfigSchema>;
+export type AgentEntry = Config["agents"]["list"][number];

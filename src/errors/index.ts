@@ -1,0 +1,11 @@
+export { SwitchboardError, isSwitchboardError } from "./switchboard-error.js";
+export { ConfigError, type ConfigIssue } from "./config-error.js";
+export { ValidationError } from "./validation-error.js";
+export {
+  InvalidSessionKeyError,
+  InvalidAgentIdError,
+  InvalidSessionIdError,
+  SessionNotFoundError,
+  LabelConflictError,
+} from "./session-errors.js";
+export { StaleFenceError, RunNotFoundError, SendBlockedError, TranscriptLockError } from "./run-errors.js";

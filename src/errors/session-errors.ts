@@ -1,0 +1,39 @@
+import { SwitchboardError } from "./switchboard-error.js";
+
+/** A session key that cannot be parsed or canonicalised (empty, `agent::x`, bad agent id…). */
+export class InvalidSessionKeyError extends SwitchboardError {
+  constructor(key: string, reason: string) {
+    super("invalid_session_key", `Invalid session key ${JSON.stringify(key)}: ${reason}`, { key });
+  }
+}
+
+/** An agent id outside `[a-z0-9][a-z0-9_-]{0,63}`. */
+export class InvalidAgentIdError extends SwitchboardError {
+  constructor(agentId: string) {
+    super(
+      "invalid_agent_id",
+      `Invalid agentId ${JSON.stringify(agentId)}. Agent IDs must match [a-z0-9][a-z0-9_-]{0,63}.`,
+      { agentId },
+    );
+  }
+}
+
+/** A sessionId that would be unsafe as a file name: never turned into a path. */
+export class InvalidSessionIdError extends SwitchboardError {
+  constructor(sessionId: string) {
+    super("invalid_session_id", `Invalid session ID: ${JSON.stringify(sessionId)}`, { sessionId });
+  }
+}
+
+export class SessionNotFoundError extends SwitchboardError {
+  constructor(ref: string) {
+    super("session_not_found", `No session found: ${ref}`, { ref });
+  }
+}
+
+/** Two sessions claim one label, or one label is asked for twice. */
+export class LabelConflictError extends SwitchboardError {
+  constructor(label: string, holder: string) {
+    super("label_conflict", `Label ${JSON.stringify(label)} is already used by ${holder}`, { label, holder });
+  }
+}

@@ -1,0 +1,107 @@
+import { describe, expect, it } from "vitest";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseConfig, loadConfig, defaultAgentId } from "../../src/config/index.js";
+import { ConfigError } from "../../src/errors/index.js";
+
+function issuesOf(input: unknown): string[] {
+  try {
+    parseConfig(input);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as ConfigError).issues.map((i) => `${i.path}: ${i.message}`);
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("config defaults (CONTRACT §2)", () => {
+  it("an empty config gets OpenClaw's defaults", () => {
+    const c = parseConfig({});
+    expect(c.redis).toEqual({ url: "redis://127.0.0.1:6379", prefix: "sb" });
+    expect(c.gateway.port).toBe(7420);
+    expect(c.session.dmScope).toBe("main");
+    expect(c.session.mainKey).toBe("main");
+    expect(c.session.resetTriggers).toEqual(["/new", "/reset"]);
+    expect(c.session.agentToAgent.maxPingPongTurns).toBe(5);
+    expect(c.tools.sessions.visibility).toBe("tree");
+    expect(c.tools.agentToAgent.enabled).toBe(false);
+    expect(c.agents.defaults.subagents.maxSpawnDepth).toBe(1);
+    expect(c.agents.defaults.subagents.maxChildrenPerAgent).toBe(5);
+    expect(c.agents.defaults.runtime).toEqual({ kind: "echo" });
+    expect(c.agents.defaults.sandbox.sessionToolsVisibility).toBe("spawned");
+    expect(defaultAgentId(c)).toBe("main");
+  });
+
+  it("default agent is the one marked default, else the first", () => {
+    expect(defaultAgentId(parseConfig({ agents: { list: [{ id: "ops" }, { id: "main2", default: true }] } }))).toBe("main2");
+    expect(defaultAgentId(parseConfig({ agents: { list: [{ id: "ops" }, { id: "b" }] } }))).toBe("ops");
+  });
+});
+
+describe("config errors list every problem as path: message", () => {
+  it("rejects unknown keys at any depth", () => {
+    const issues = issuesOf({ sesion: {}, session: { dmScope: "main", bogus: 1 } });
+    expect(issues.some((i) => i.startsWith("(root)") || i.includes("sesion"))).toBe(true);
+    expect(issues.some((i) => i.includes("session") && i.includes("bogus"))).toBe(true);
+  });
+
+  it("reports several problems at once with paths", () => {
+    const issues = issuesOf({
+      session: { dmScope: "per-nobody", reset: { atHour: 25, timezone: "Mars/Olympus" } },
+      agents: { list: [{ id: "Bad Id" }] },
+      tools: { sessions: { visibility: "everyone" } },
+    });
+    expect(issues.find((i) => i.startsWith("session.dmScope:"))).toBeDefined();
+    expect(issues.find((i) => i.startsWith("session.reset.atHour:"))).toBeDefined();
+    expect(issues.find((i) => i.startsWith("session.reset.timezone:"))).toMatch(/IANA/);
+    expect(issues.find((i) => i.startsWith("agents.list[0].id:"))).toBeDefined();
+    expect(issues.find((i) => i.startsWith("tools.sessions.visibility:"))).toBeDefined();
+  });
+
+  it("requires a token when the gateway listens beyond loopback", () => {
+    expect(issuesOf({ gateway: { host: "0.0.0.0" } })).toEqual([
+      "gateway.auth.token: required when gateway.host (0.0.0.0) is not loopback",
+    ]);
+    expect(parseConfig({ gateway: { host: "0.0.0.0", auth: { token: "s3cret-token" } } }).gateway.host).toBe("0.0.0.0");
+  });
+
+  it("rejects duplicate agent ids and out-of-range ping-pong", () => {
+    const issues = issuesOf({ agents: { list: [{ id: "a" }, { id: "a" }] }, session: { agentToAgent: { maxPingPongTurns: 6 } } });
+    expect(issues).toContain('agents.list[1].id: duplicate agent id "a"');
+    expect(issues.find((i) => i.startsWith("session.agentToAgent.maxPingPongTurns:"))).toBeDefined();
+  });
+});
+
+describe("loadConfig", () => {
+  it("reads JSON5 and applies env overrides before validating", () => {
+    const dir = mkdtempSync(join(tmpdir(), "sb-cfg-"));
+    const file = join(dir, "sb.json5");
+    writeFileSync(file, `{ // comments are fine\n session: { dmScope: 'per-peer' }, gateway: { port: 9000, }, }`);
+    const { config, redisExplicit, path } = loadConfig({
+      file,
+      env: { REDIS_URL: "redis://127.0.0.1:6390", SWITCHBOARD_PORT: "9100", SWITCHBOARD_STATE_DIR: dir, SWITCHBOARD_TOKEN: "tok-12345678" },
+    });
+    expect(path).toBe(file);
+    expect(redisExplicit).toBe(true);
+    expect(config.redis.url).toBe("redis://127.0.0.1:6390");
+    expect(config.gateway.port).toBe(9100);
+    expect(config.gateway.auth.token).toBe("tok-12345678");
+    expect(config.storage.dir).toBe(dir);
+    expect(config.session.dmScope).toBe("per-peer");
+  });
+
+  it("reports JSON5 syntax errors with a line", () => {
+    const dir = mkdtempSync(join(tmpdir(), "sb-cfg-"));
+    const file = join(dir, "bad.json5");
+    writeFileSync(file, "{ session: { dmScope: 'main' \n");
+    expect(() => loadConfig({ file, env: {} })).toThrow(/JSON5 syntax/);
+  });
+
+  it("a missing explicit file is an error, a missing default file means defaults", () => {
+    expect(() => loadConfig({ file: "/nonexistent/sb.json5", env: {} })).toThrow(ConfigError);
+    const { config, redisExplicit } = loadConfig({ env: { SWITCHBOARD_CONFIG: "" , HOME: "/nonexistent-home" } });
+    expect(redisExplicit).toBe(false);
+    expect(config.gateway.port).toBe(7420);
+  });
+});
