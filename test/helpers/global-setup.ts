@@ -1,5 +1,7 @@
 import type { TestProject } from "vitest/node";
+import { fileURLToPath } from "node:url";
 import { acquireTestRedis } from "./redis-server.js";
+import { ensureBuilt } from "./build-dist.js";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -10,6 +12,7 @@ declare module "vitest" {
 let release: (() => Promise<void>) | undefined;
 
 export async function setup(project: TestProject): Promise<void> {
+  ensureBuilt(fileURLToPath(new URL("../../", import.meta.url)));
   const r = await acquireTestRedis();
   release = r.release;
   project.provide("redisUrl", r.url);

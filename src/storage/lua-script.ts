@@ -1,0 +1,35 @@
+/**
+ * Lua scripts live in their own `.lua` files (readable, with KEYS/ARGV headers) and are
+ * registered on an ioredis client with `defineCommand`, which uses EVALSHA and falls back to
+ * EVAL after a script-cache flush (e.g. a Redis restart).
+ */
+import { readFileSync } from "node:fs";
+import type { Redis } from "ioredis";
+
+const cache = new Map<string, string>();
+
+export function readLua(dirUrl: string | URL, name: string): string {
+  const url = new URL(`${name}.lua`, dirUrl);
+  const key = url.href;
+  let text = cache.get(key);
+  if (text === undefined) {
+    text = readFileSync(url, "utf8");
+    cache.set(key, text);
+  }
+  return text;
+}
+
+/** Define `name` on the client once (idempotent per client), returning a typed caller. */
+export function luaCommand(
+  redis: Redis,
+  dirUrl: string | URL,
+  name: string,
+): (keys: string[], args: (string | number)[]) => Promise<unknown> {
+  const cmd = `sb_${name.replace(/[^a-zA-Z0-9]/g, "_")}`;
+  const r = redis as unknown as Record<string, unknown>;
+  if (typeof r[cmd] !== "function") {
+    redis.defineCommand(cmd, { lua: readLua(dirUrl, name) });
+  }
+  return (keys, args) =>
+    (r[cmd] as (n: number, ...a: (string | number)[]) => Promise<unknown>).call(redis, keys.length, ...keys, ...args);
+}

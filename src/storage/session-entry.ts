@@ -1,0 +1,100 @@
+/**
+ * The session entry stored per session key: the fields of the seeds' row shape and
+ * REFERENCE.md §2.2. `SessionPatchSchema` validates what operators may change through
+ * `sessions.patch`; internal writers use `SessionEntryPatch` directly.
+ */
+import { z } from "zod";
+
+export const DeliveryContextSchema = z.strictObject({
+  channel: z.string().optional(),
+  to: z.string().optional(),
+  accountId: z.string().optional(),
+  threadId: z.string().optional(),
+});
+export type DeliveryContext = z.infer<typeof DeliveryContextSchema>;
+
+export interface SessionOrigin {
+  label?: string;
+  provider?: string;
+  chatType?: string;
+  from?: string;
+  to?: string;
+  accountId?: string;
+  threadId?: string;
+}
+
+export type SessionKind = "main" | "group" | "cron" | "hook" | "node" | "other";
+
+export interface SessionEntry {
+  key: string;
+  sessionId: string;
+  agentId: string;
+  kind: SessionKind;
+  updatedAt: number;
+  createdAt: number;
+  rev: number;
+  // identity
+  label?: string;
+  displayName?: string;
+  subject?: string;
+  chatType?: "dm" | "group" | "channel";
+  channel?: string;
+  groupId?: string;
+  topicId?: string;
+  origin?: SessionOrigin;
+  // delivery (external routes only: inter-session traffic never overwrites these)
+  deliveryContext?: DeliveryContext;
+  lastChannel?: string;
+  lastTo?: string;
+  lastAccountId?: string;
+  lastThreadId?: string;
+  // lineage (immutable once set)
+  spawnedBy?: string;
+  parentSessionKey?: string;
+  spawnDepth?: number;
+  subagentRole?: "orchestrator" | "leaf";
+  sandboxed?: boolean;
+  // toggles and model
+  sendPolicy?: "allow" | "deny";
+  model?: string;
+  modelOverride?: string;
+  providerOverride?: string;
+  thinkingLevel?: string;
+  verboseLevel?: string;
+  // run state
+  systemSent?: boolean;
+  abortedLastRun?: boolean;
+  status?: "running" | "done" | "failed" | "killed" | "timeout";
+  startedAt?: number;
+  endedAt?: number;
+  runtimeMs?: number;
+  // usage
+  inputTokens?: number;
+  outputTokens?: number;
+  totalTokens?: number;
+  contextTokens?: number;
+  /** The session this one replaced at its last reset, for the audit trail. */
+  previousSessionId?: string;
+  resetReason?: string;
+}
+
+/** A write: any entry field, with null meaning "remove this field". */
+export type SessionEntryPatch = {
+  [K in keyof SessionEntry]?: SessionEntry[K] | null;
+};
+
+/** What `sessions.patch` accepts from operators and tools: the toggles, never ids or lineage. */
+export const SessionPatchSchema = z.strictObject({
+  label: z.string().trim().min(1).max(512).nullable().optional(),
+  displayName: z.string().max(512).nullable().optional(),
+  sendPolicy: z
+    .string()
+    .transform((v) => v.toLowerCase())
+    .pipe(z.enum(["allow", "deny"], { error: 'invalid sendPolicy (use "allow"|"deny")' }))
+    .nullable()
+    .optional(),
+  model: z.string().min(1).max(200).nullable().optional(),
+  thinkingLevel: z.string().max(32).nullable().optional(),
+  verboseLevel: z.string().max(32).nullable().optional(),
+});
+export type SessionPatch = z.infer<typeof SessionPatchSchema>;

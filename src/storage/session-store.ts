@@ -1,0 +1,253 @@
+/**
+ * The session index in Redis. One JSON entry per session key plus sorted-set and hash indexes,
+ * all maintained by one Lua script per write, so concurrent writers on any number of hosts
+ * never lose an update and the indexes never disagree with the entries.
+ *
+ * Reads the tools need are served from the indexes in O(limit): newest-first over all sessions,
+ * per agent or per kind, by sessionId, by unique label, children of a parent, and due-stale.
+ */
+import type { Redis } from "ioredis";
+import { LabelConflictError, SessionNotFoundError, SwitchboardError } from "../errors/index.js";
+import { luaCommand } from "./lua-script.js";
+import { RedisKeys } from "./redis-keys.js";
+import type { SessionEntry, SessionEntryPatch, SessionKind } from "./session-entry.js";
+
+const LUA_DIR = new URL("./lua/", import.meta.url);
+
+export interface UpsertOptions {
+  /** "touch" (default) moves updatedAt forward to now; "preserve" keeps it (metadata-only). */
+  activity?: "touch" | "preserve";
+  /** When the session goes stale (ms), null for never; omitted leaves the stale index alone. */
+  staleAt?: number | null;
+  /** Numeric fields to add to atomically (token counters). */
+  increment?: Partial<Record<"inputTokens" | "outputTokens" | "totalTokens" | "contextTokens", number>>;
+  /** "upsert" (default), "create" (fail if it exists), "update" (fail if missing). */
+  mode?: "upsert" | "create" | "update";
+  now?: number;
+}
+
+export interface ListQuery {
+  agentId?: string;
+  kinds?: SessionKind[];
+  /** Only sessions updated within the last N minutes. */
+  activeMinutes?: number;
+  limit?: number;
+  /** Only children of this session (spawnedBy). */
+  spawnedBy?: string;
+  label?: string;
+  /** Case-insensitive substring over key, label, displayName, subject, sessionId. */
+  search?: string;
+  /** Include the reserved `global` / `unknown` sessions (never listed by tools). */
+  includeReserved?: boolean;
+  now?: number;
+}
+
+/** How far a filtered list may page through an index before it stops (documented limit). */
+export const LIST_SCAN_LIMIT = 10_000;
+const PAGE = 200;
+
+export class SessionStore {
+  readonly keys: RedisKeys;
+  private readonly upsertLua;
+  private readonly deleteLua;
+
+  constructor(
+    private readonly redis: Redis,
+    prefix: string,
+  ) {
+    this.keys = new RedisKeys(prefix);
+    this.upsertLua = luaCommand(redis, LUA_DIR, "session-upsert");
+    this.deleteLua = luaCommand(redis, LUA_DIR, "session-delete");
+  }
+
+  async get(sessionKey: string): Promise<SessionEntry | null> {
+    const raw = await this.redis.get(this.keys.session(sessionKey));
+    return raw ? (JSON.parse(raw) as SessionEntry) : null;
+  }
+
+  async require(sessionKey: string): Promise<SessionEntry> {
+    const entry = await this.get(sessionKey);
+    if (!entry) throw new SessionNotFoundError(sessionKey);
+    return entry;
+  }
+
+  async getMany(sessionKeys: string[]): Promise<(SessionEntry | null)[]> {
+    if (sessionKeys.length === 0) return [];
+    const raws = await this.redis.mget(sessionKeys.map((k) => this.keys.session(k)));
+    return raws.map((r) => (r ? (JSON.parse(r) as SessionEntry) : null));
+  }
+
+  async keyForSessionId(sessionId: string): Promise<string | null> {
+    return await this.redis.hget(this.keys.sessionIdIndex(), sessionId);
+  }
+
+  async keyForLabel(agentId: string, label: string): Promise<string | null> {
+    return await this.redis.hget(this.keys.labelIndex(agentId), label);
+  }
+
+  async isChildOf(parentKey: string, childKey: string): Promise<boolean> {
+    return (await this.redis.zscore(this.keys.childrenIndex(parentKey), childKey)) !== null;
+  }
+
+  async childKeys(parentKey: string): Promise<string[]> {
+    return await this.redis.zrange(this.keys.childrenIndex(parentKey), 0, -1);
+  }
+
+  /**
+   * Merge `patch` into the entry for `sessionKey` atomically. `agentId` and `kind` decide which
+   * indexes hold the key; they come from the key itself and never change for a key.
+   */
+  async upsert(
+    sessionKey: string,
+    ident: { agentId: string; kind: SessionKind },
+    patch: SessionEntryPatch,
+    opts: UpsertOptions = {},
+  ): Promise<SessionEntry> {
+    const now = opts.now ?? Date.now();
+    const full: SessionEntryPatch = { ...patch, agentId: ident.agentId, kind: ident.kind };
+    const staleArg = opts.staleAt === undefined ? "keep" : opts.staleAt === null ? "" : String(opts.staleAt);
+    const childKey = typeof patch.spawnedBy === "string" ? this.keys.childrenIndex(patch.spawnedBy) : "";
+    try {
+      const out = (await this.upsertLua(
+        [
+          this.keys.session(sessionKey),
+          this.keys.updatedIndex(),
+          this.keys.agentIndex(ident.agentId),
+          this.keys.kindIndex(ident.kind),
+          this.keys.sessionIdIndex(),
+          this.keys.labelIndex(ident.agentId),
+          this.keys.staleIndex(),
+          childKey,
+        ],
+        [
+          JSON.stringify(full),
+          now,
+          opts.activity ?? "touch",
+          staleArg,
+          opts.increment ? JSON.stringify(opts.increment) : "",
+          sessionKey,
+          opts.mode ?? "upsert",
+        ],
+      )) as string;
+      return JSON.parse(out) as SessionEntry;
+    } catch (err) {
+      throw translateScriptError(err, sessionKey, patch);
+    }
+  }
+
+  async delete(sessionKey: string, agentId: string, kind: SessionKind): Promise<SessionEntry | null> {
+    const raw = (await this.deleteLua(
+      [
+        this.keys.session(sessionKey),
+        this.keys.updatedIndex(),
+        this.keys.agentIndex(agentId),
+        this.keys.kindIndex(kind),
+        this.keys.sessionIdIndex(),
+        this.keys.labelIndex(agentId),
+        this.keys.staleIndex(),
+      ],
+      [sessionKey, `${this.keys.base}:idx:children:`],
+    )) as string | null;
+    return raw ? (JSON.parse(raw) as SessionEntry) : null;
+  }
+
+  /** Sessions whose stale instant has passed, oldest first: the sweep's work list. */
+  async dueStale(now: number, limit: number): Promise<string[]> {
+    return await this.redis.zrangebyscore(this.keys.staleIndex(), "-inf", now, "LIMIT", 0, limit);
+  }
+
+  async count(agentId?: string): Promise<number> {
+    return await this.redis.zcard(agentId ? this.keys.agentIndex(agentId) : this.keys.updatedIndex());
+  }
+
+  /**
+   * Newest first. Unfiltered queries cost O(limit); filters (search, label, several kinds with
+   * an agent) page through the chosen index and stop after LIST_SCAN_LIMIT keys.
+   */
+  async list(q: ListQuery = {}): Promise<SessionEntry[]> {
+    const limit = Math.max(1, Math.min(q.limit ?? 1000, 10_000));
+    const now = q.now ?? Date.now();
+    const minScore = q.activeMinutes ? now - q.activeMinutes * 60_000 : -Infinity;
+
+    if (q.label && q.agentId) {
+      const key = await this.keyForLabel(q.agentId, q.label);
+      const entry = key ? await this.get(key) : null;
+      return entry && this.matches(entry, q, minScore) ? [entry] : [];
+    }
+    if (q.spawnedBy) {
+      const keys = await this.childKeys(q.spawnedBy);
+      const entries = (await this.getMany(keys)).filter((e): e is SessionEntry => !!e && this.matches(e, q, minScore));
+      return entries.sort((a, b) => b.updatedAt - a.updatedAt).slice(0, limit);
+    }
+
+    // Pick the narrowest index; several kinds are merged by score.
+    const sources =
+      q.kinds && q.kinds.length > 0 && !q.agentId
+        ? q.kinds.map((k) => this.keys.kindIndex(k))
+        : [q.agentId ? this.keys.agentIndex(q.agentId) : this.keys.updatedIndex()];
+
+    const merged: { key: string; score: number }[] = [];
+    for (const src of sources) merged.push(...(await this.scanIndex(src, q, minScore, limit)));
+    merged.sort((a, b) => b.score - a.score);
+    const keys = [...new Set(merged.map((m) => m.key))].slice(0, limit * 2);
+    const entries = (await this.getMany(keys)).filter((e): e is SessionEntry => !!e && this.matches(e, q, minScore));
+    return entries.sort((a, b) => b.updatedAt - a.updatedAt).slice(0, limit);
+  }
+
+  private async scanIndex(
+    index: string,
+    q: ListQuery,
+    minScore: number,
+    limit: number,
+  ): Promise<{ key: string; score: number }[]> {
+    const filtered = Boolean(q.search || q.label || (q.kinds && q.agentId) || !q.includeReserved);
+    const out: { key: string; score: number }[] = [];
+    let offset = 0;
+    const min = Number.isFinite(minScore) ? String(minScore) : "-inf";
+    while (out.length < limit && offset < LIST_SCAN_LIMIT) {
+      const count = filtered ? PAGE : limit;
+      const page = await this.redis.zrevrangebyscore(index, "+inf", min, "WITHSCORES", "LIMIT", offset, count);
+      if (page.length === 0) break;
+      const batch: { key: string; score: number }[] = [];
+      for (let i = 0; i < page.length; i += 2) batch.push({ key: page[i]!, score: Number(page[i + 1]) });
+      offset += batch.length;
+      if (!filtered) return batch;
+      const entries = await this.getMany(batch.map((b) => b.key));
+      entries.forEach((e, i) => {
+        if (e && this.matches(e, q, minScore)) out.push(batch[i]!);
+      });
+      if (batch.length < count) break;
+    }
+    return out;
+  }
+
+  private matches(e: SessionEntry, q: ListQuery, minScore: number): boolean {
+    if (!q.includeReserved && (e.key === "global" || e.key === "unknown")) return false;
+    if (e.updatedAt < minScore) return false;
+    if (q.agentId && e.agentId !== q.agentId) return false;
+    if (q.kinds && q.kinds.length > 0 && !q.kinds.includes(e.kind)) return false;
+    if (q.label && e.label !== q.label) return false;
+    if (q.search) {
+      const needle = q.search.toLowerCase();
+      const hay = [e.key, e.label, e.displayName, e.subject, e.sessionId].filter(Boolean).join("\n").toLowerCase();
+      if (!hay.includes(needle)) return false;
+    }
+    return true;
+  }
+}
+
+function translateScriptError(err: unknown, sessionKey: string, patch: SessionEntryPatch): unknown {
+  const msg = (err as Error)?.message ?? "";
+  if (msg.includes("ERR_LABEL")) {
+    const holder = msg.split("ERR_LABEL ")[1]?.trim() ?? "another session";
+    return new LabelConflictError(String(patch.label), holder);
+  }
+  if (msg.includes("ERR_MISSING")) return new SessionNotFoundError(sessionKey);
+  if (msg.includes("ERR_EXISTS")) return new SwitchboardError("session_exists", `Session already exists: ${sessionKey}`);
+  if (msg.includes("ERR_LINEAGE")) {
+    const field = msg.split("ERR_LINEAGE ")[1]?.trim();
+    return new SwitchboardError("lineage_immutable", `Session lineage cannot change (${field}) for ${sessionKey}`);
+  }
+  if (msg.includes("ERR_NO_SESSION_ID")) return new SwitchboardError("invalid_entry", `Session ${sessionKey} needs a sessionId`);
+  return err;
+}
