@@ -1,2 +1,25 @@
-// Library entry point (CONTRACT.md §8): filled in as the pure modules land.
-export { parseConfig } from "./config/index.js";
+/**
+ * Switchboard's library entry (CONTRACT.md §8): the pure session logic, with no Redis and no
+ * I/O, for embedding and for tests.
+ */
+export { parseConfig, ConfigSchema, type Config, type ConfigInput } from "./config/index.js";
+export { ConfigError, SwitchboardError, ValidationError, InvalidSessionKeyError, InvalidAgentIdError, InvalidSessionIdError } from "./errors/index.js";
+export {
+  resolveInboundSession,
+  canonicalSessionKey,
+  resolveResetPolicy,
+  evaluateFreshness,
+  resolveSendPolicy,
+  parseResetTrigger,
+  parseChatCommand,
+  chatTypeFromKey,
+  sessionKindFromKey,
+  isValidAgentId,
+  isSafeSessionId,
+  InboundMessageSchema,
+  type InboundMessage,
+  type ResetPolicy,
+  type Freshness,
+} from "./session/index.js";
+export { sanitizeHistory } from "./history/sanitize-history.js";
+export type { TranscriptMessage, TranscriptEntry } from "./transcript/types.js";

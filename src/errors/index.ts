@@ -7,5 +7,6 @@ export {
   InvalidSessionIdError,
   SessionNotFoundError,
   LabelConflictError,
+  SessionConflictError,
 } from "./session-errors.js";
 export { StaleFenceError, RunNotFoundError, SendBlockedError, TranscriptLockError } from "./run-errors.js";

@@ -37,3 +37,13 @@ export class LabelConflictError extends SwitchboardError {
     super("label_conflict", `Label ${JSON.stringify(label)} is already used by ${holder}`, { label, holder });
   }
 }
+
+/** A compare-and-set on the sessionId lost: someone else reset the session first. */
+export class SessionConflictError extends SwitchboardError {
+  constructor(sessionKey: string, currentSessionId: string) {
+    super("session_conflict", `Session ${sessionKey} changed concurrently (now ${currentSessionId || "absent"})`, {
+      sessionKey,
+      currentSessionId,
+    });
+  }
+}

@@ -41,4 +41,52 @@ export class RedisKeys {
   staleIndex(): string {
     return `${this.base}:idx:stale`;
   }
+
+  // ---- runs: per-session inbox, in-flight turn, lease with fencing, run records ----
+  inbox(sessionKey: string): string {
+    return `${this.base}:inbox:${sessionKey}`;
+  }
+  inflight(sessionKey: string): string {
+    return `${this.base}:inflight:${sessionKey}`;
+  }
+  /** Holds the fencing token of the worker that currently owns the session. */
+  lease(sessionKey: string): string {
+    return `${this.base}:lease:${sessionKey}`;
+  }
+  /** Monotonic counter: every new lease gets a larger token than any before it. */
+  fence(sessionKey: string): string {
+    return `${this.base}:fence:${sessionKey}`;
+  }
+  run(runId: string): string {
+    return `${this.base}:run:${runId}`;
+  }
+  /** Runs of one session by creation time (status pages, /stop bookkeeping). */
+  sessionRuns(sessionKey: string): string {
+    return `${this.base}:runs:${sessionKey}`;
+  }
+  /** Pub/sub: a run reached a terminal state (message = runId). */
+  runDoneChannel(): string {
+    return `${this.base}:ev:run-done`;
+  }
+  /** Pub/sub: abort the run of a session wherever it executes (message = JSON). */
+  cancelChannel(): string {
+    return `${this.base}:ev:cancel`;
+  }
+  // ---- outbound deliveries ----
+  delivery(id: string): string {
+    return `${this.base}:dlv:${id}`;
+  }
+  deliveryIndex(): string {
+    return `${this.base}:idx:dlv`;
+  }
+  deliveriesBySession(sessionKey: string): string {
+    return `${this.base}:idx:dlv:s:${sessionKey}`;
+  }
+  deliveriesByChannel(channel: string): string {
+    return `${this.base}:idx:dlv:c:${channel}`;
+  }
+  /** Transcript lock/index keys are built by the transcript store from this base. */
+  get transcriptPrefix(): string {
+    return this.base;
+  }
 }

@@ -7,7 +7,7 @@
  * per agent or per kind, by sessionId, by unique label, children of a parent, and due-stale.
  */
 import type { Redis } from "ioredis";
-import { LabelConflictError, SessionNotFoundError, SwitchboardError } from "../errors/index.js";
+import { LabelConflictError, SessionConflictError, SessionNotFoundError, SwitchboardError } from "../errors/index.js";
 import { luaCommand } from "./lua-script.js";
 import { RedisKeys } from "./redis-keys.js";
 import type { SessionEntry, SessionEntryPatch, SessionKind } from "./session-entry.js";
@@ -23,6 +23,8 @@ export interface UpsertOptions {
   increment?: Partial<Record<"inputTokens" | "outputTokens" | "totalTokens" | "contextTokens", number>>;
   /** "upsert" (default), "create" (fail if it exists), "update" (fail if missing). */
   mode?: "upsert" | "create" | "update";
+  /** Compare-and-set: fail with SessionConflictError unless the stored sessionId is this one. */
+  expectSessionId?: string;
   now?: number;
 }
 
@@ -127,6 +129,7 @@ export class SessionStore {
           opts.increment ? JSON.stringify(opts.increment) : "",
           sessionKey,
           opts.mode ?? "upsert",
+          opts.expectSessionId ?? "",
         ],
       )) as string;
       return JSON.parse(out) as SessionEntry;
@@ -238,6 +241,9 @@ export class SessionStore {
 
 function translateScriptError(err: unknown, sessionKey: string, patch: SessionEntryPatch): unknown {
   const msg = (err as Error)?.message ?? "";
+  if (msg.includes("ERR_CONFLICT")) {
+    return new SessionConflictError(sessionKey, msg.split("ERR_CONFLICT ")[1]?.trim() ?? "");
+  }
   if (msg.includes("ERR_LABEL")) {
     const holder = msg.split("ERR_LABEL ")[1]?.trim() ?? "another session";
     return new LabelConflictError(String(patch.label), holder);

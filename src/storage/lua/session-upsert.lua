@@ -18,9 +18,10 @@
   ARGV[5] incr JSON      {field: delta} numeric increments applied after the merge, or ""
   ARGV[6] session key (stored in the entry)
   ARGV[7] create mode    "upsert" | "create" (fail if it exists) | "update" (fail if missing)
+  ARGV[8] expected sessionId or "": compare-and-set, so two concurrent resets rotate once
 
   Returns the new entry JSON, or an error reply:
-    "ERR_EXISTS", "ERR_MISSING", "ERR_LABEL <holder>", "ERR_LINEAGE <field>", "ERR_NO_SESSION_ID"
+    "ERR_CONFLICT <current sessionId>", "ERR_EXISTS", "ERR_MISSING", "ERR_LABEL <holder>", "ERR_LINEAGE <field>", "ERR_NO_SESSION_ID"
 ]]
 local oldRaw = redis.call("GET", KEYS[1])
 local mode = ARGV[7]
@@ -28,6 +29,9 @@ if oldRaw and mode == "create" then return redis.error_reply("ERR_EXISTS") end
 if (not oldRaw) and mode == "update" then return redis.error_reply("ERR_MISSING") end
 
 local old = oldRaw and cjson.decode(oldRaw) or {}
+if ARGV[8] ~= "" and old.sessionId ~= ARGV[8] then
+  return redis.error_reply("ERR_CONFLICT " .. tostring(old.sessionId))
+end
 local patch = cjson.decode(ARGV[1])
 local now = tonumber(ARGV[2])
 local entry = {}

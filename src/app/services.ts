@@ -1,0 +1,63 @@
+/**
+ * Everything a Switchboard process talks to, built once from the config: Redis clients by role,
+ * the session store, transcripts, run machinery and queues. Gateway, workers, CLI and tests all
+ * start from here, so there is one place that decides how the pieces are wired.
+ */
+import type { Redis } from "ioredis";
+import type { Logger } from "pino";
+import type { Config } from "../config/schema.js";
+import { createQueues, closeQueues, createRedis, type Queues } from "../queues/index.js";
+import { CancelBus, Inbox, RunRecords, SessionLeases } from "../runs/index.js";
+import { RedisKeys, SessionStore } from "../storage/index.js";
+import { TranscriptStore } from "../transcript/index.js";
+import { createLogger } from "./logger.js";
+
+export interface Services {
+  config: Config;
+  log: Logger;
+  keys: RedisKeys;
+  /** Commands (not blocking, not subscribed). */
+  redis: Redis;
+  sessions: SessionStore;
+  transcripts: TranscriptStore;
+  leases: SessionLeases;
+  inbox: Inbox;
+  runs: RunRecords;
+  queues: Queues;
+  cancels: CancelBus;
+  /** A new dedicated connection (subscribers, BullMQ workers); closed by `close()`. */
+  connection(role: "worker" | "subscriber"): Redis;
+  close(): Promise<void>;
+}
+
+export function createServices(config: Config, opts: { role: "gateway" | "worker" | "cli" | "all"; log?: Logger }): Services {
+  const log = opts.log ?? createLogger(`switchboard-${opts.role}`);
+  const keys = new RedisKeys(config.redis.prefix);
+  const redis = createRedis(config.redis.url, opts.role === "gateway" || opts.role === "cli" ? "producer" : "worker", log);
+  const extra: Redis[] = [];
+  const queueConn = createRedis(config.redis.url, "producer", log);
+  const queues = createQueues(queueConn, keys);
+  return {
+    config,
+    log,
+    keys,
+    redis,
+    sessions: new SessionStore(redis, config.redis.prefix),
+    // The hash-tagged base keeps transcript locks in the same slot as the session lease (fence).
+    transcripts: new TranscriptStore({ redis, prefix: keys.base, storageDir: config.storage.dir }),
+    leases: new SessionLeases(redis, keys, config.workers.lockDurationMs),
+    inbox: new Inbox(redis, keys),
+    runs: new RunRecords(redis, keys),
+    queues,
+    cancels: new CancelBus(redis, keys),
+    connection(role) {
+      const c = createRedis(config.redis.url, role, log);
+      extra.push(c);
+      return c;
+    },
+    async close() {
+      await closeQueues(queues);
+      await Promise.allSettled([redis, queueConn, ...extra].map((c) => c.quit().catch(() => c.disconnect())));
+    },
+  };
+}

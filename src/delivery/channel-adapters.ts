@@ -1,0 +1,37 @@
+/**
+ * Outbound channel adapters, configured under `channels` (CONTRACT §2). `webhook` POSTs the
+ * message as JSON and treats any non-2xx answer as a failure to retry; `log` only records.
+ */
+import type { ChannelConfig } from "../config/schema.js";
+import type { DeliveryRoute } from "./delivery-log.js";
+
+export interface OutboundMessage extends DeliveryRoute {
+  id: string;
+  message: string;
+  sessionKey: string;
+  kind: string;
+}
+
+export class DeliveryHttpError extends Error {
+  constructor(
+    message: string,
+    readonly status?: number,
+  ) {
+    super(message);
+    this.name = "DeliveryHttpError";
+  }
+}
+
+export async function sendThroughChannel(cfg: ChannelConfig, msg: OutboundMessage): Promise<void> {
+  if (cfg.kind === "log") return;
+  const res = await fetch(cfg.url, {
+    method: "POST",
+    headers: { "content-type": "application/json", "idempotency-key": msg.id, ...(cfg.headers ?? {}) },
+    body: JSON.stringify(msg),
+    signal: AbortSignal.timeout(cfg.timeoutMs),
+  });
+  if (!res.ok) {
+    const body = (await res.text().catch(() => "")).slice(0, 200);
+    throw new DeliveryHttpError(`webhook answered ${res.status}${body ? `: ${body}` : ""}`, res.status);
+  }
+}

@@ -1,0 +1,204 @@
+/**
+ * `POST /v1/inbound`: a channel message arrives. Resolve its session key, evaluate freshness at
+ * the message time, handle reset triggers and the standalone commands (`/send`, `/status`,
+ * `/stop`), enforce sendPolicy, record origin and delivery route, and enqueue the turn.
+ * Runs in the gateway; everything it writes is atomic in Redis, so any number of gateways can
+ * take inbound traffic for the same session at once.
+ */
+import { randomUUID } from "node:crypto";
+import type { Services } from "../app/services.js";
+import { agentRuntime } from "../config/agents.js";
+import { ValidationError } from "../errors/index.js";
+import { zodIssues } from "../config/parse.js";
+import { freshnessOf, policyFor, staleAtFor } from "../lifecycle/freshness-check.js";
+import { resetPatch } from "../lifecycle/rotate.js";
+import { identOf } from "../lifecycle/session-ident.js";
+import { statusCard } from "../lifecycle/status-card.js";
+import { enqueueTurn } from "../runs/enqueue.js";
+import { stopSession } from "../runs/stop.js";
+import { parseChatCommand } from "../session/chat-commands.js";
+import { InboundMessageSchema, type InboundMessage } from "../session/inbound-message.js";
+import { resolveInboundSession } from "../session/key-build.js";
+import { greetingPrompt, parseNewModelHint, parseResetTrigger } from "../session/reset-triggers.js";
+import { resolveSendPolicy } from "../session/send-policy.js";
+import type { SessionEntry, SessionEntryPatch } from "../storage/session-entry.js";
+import { enqueueDelivery } from "../workers/deliver.js";
+
+export interface InboundResult {
+  ok: true;
+  agentId: string;
+  sessionKey: string;
+  sessionId?: string;
+  runId?: string;
+  isNewSession?: boolean;
+  resetReason?: string;
+  blocked?: "send_policy_deny";
+  command?: "send" | "status" | "stop";
+  sendPolicy?: "allow" | "deny" | "inherit";
+  stopped?: number;
+  status?: string;
+  duplicate?: boolean;
+}
+
+/** How long a channel's messageId is remembered for de-duplicating webhook retries. */
+const MESSAGE_DEDUP_SECONDS = 24 * 3600;
+const MAX_ROTATION_RACES = 5;
+
+export function parseInbound(body: unknown): InboundMessage {
+  const r = InboundMessageSchema.safeParse(body);
+  if (!r.success) throw new ValidationError("invalid inbound message", zodIssues(r.error));
+  return r.data;
+}
+
+function routeOf(msg: InboundMessage) {
+  const to = msg.chatType === "dm" ? msg.from : (msg.groupId ?? msg.to ?? msg.from);
+  return {
+    channel: msg.channel,
+    to,
+    ...(msg.accountId ? { accountId: msg.accountId } : {}),
+    ...(msg.threadId !== undefined ? { threadId: String(msg.threadId) } : {}),
+  };
+}
+
+function knownModels(svc: Services): string[] {
+  const models = new Set<string>();
+  for (const a of [{ runtime: svc.config.agents.defaults.runtime }, ...svc.config.agents.list]) {
+    if (a.runtime?.kind === "openai") models.add(a.runtime.model);
+  }
+  return [...models];
+}
+
+export async function handleInbound(svc: Services, body: unknown): Promise<InboundResult> {
+  const msg = parseInbound(body);
+  const { agentId, sessionKey } = resolveInboundSession(svc.config, msg);
+  const dedupKey = msg.messageId ? `${svc.keys.base}:inmsg:${msg.channel}:${msg.accountId ?? "default"}:${msg.messageId}` : undefined;
+  if (dedupKey) {
+    const prior = await svc.redis.get(dedupKey);
+    if (prior) return { ...(JSON.parse(prior) as InboundResult), duplicate: true };
+  }
+  const result = await handleResolved(svc, msg, agentId, sessionKey);
+  if (dedupKey) await svc.redis.set(dedupKey, JSON.stringify(result), "EX", MESSAGE_DEDUP_SECONDS, "NX");
+  return result;
+}
+
+async function handleResolved(svc: Services, msg: InboundMessage, agentId: string, sessionKey: string): Promise<InboundResult> {
+  const { config } = svc;
+  const now = msg.timestamp ?? Date.now();
+  const ident = identOf(config, sessionKey);
+  const route = routeOf(msg);
+  const base = { ok: true as const, agentId, sessionKey };
+  const command = parseChatCommand(msg.text);
+
+  let entry = await svc.sessions.get(sessionKey);
+  const policyCtx = () => ({
+    sessionKey,
+    channel: msg.channel,
+    chatType: msg.chatType,
+    ...(entry ? { entry: { ...(entry.sendPolicy ? { sendPolicy: entry.sendPolicy } : {}), channel: msg.channel, chatType: msg.chatType } } : {}),
+  });
+
+  // Metadata of where the session is reached: recorded without counting as activity.
+  const meta: SessionEntryPatch = {
+    channel: msg.channel,
+    chatType: msg.chatType,
+    ...(msg.groupId ? { groupId: msg.groupId } : {}),
+    ...(msg.groupSubject ? { subject: msg.groupSubject, displayName: msg.groupSubject } : msg.senderName && msg.chatType === "dm" ? { displayName: msg.senderName } : {}),
+    origin: {
+      provider: msg.channel,
+      chatType: msg.chatType,
+      from: msg.from,
+      ...(msg.to ? { to: msg.to } : {}),
+      ...(msg.accountId ? { accountId: msg.accountId } : {}),
+      ...(msg.threadId !== undefined ? { threadId: String(msg.threadId) } : {}),
+      ...(msg.senderName ? { label: msg.senderName } : {}),
+    },
+    deliveryContext: route,
+    lastChannel: route.channel,
+    lastTo: route.to,
+    ...(route.accountId ? { lastAccountId: route.accountId } : {}),
+    ...(route.threadId ? { lastThreadId: route.threadId } : { lastThreadId: null }),
+  };
+
+  if (command?.kind === "send") {
+    if ("error" in command) throw new ValidationError(command.error);
+    entry = await svc.sessions.upsert(sessionKey, ident, { ...(entry ? {} : { sessionId: randomUUID() }), ...meta, sendPolicy: command.value }, { activity: "preserve", now });
+    const effective = resolveSendPolicy(config, policyCtx());
+    await reply(svc, sessionKey, route, `Send policy: ${command.value ?? `inherit (${effective})`}.`, "command");
+    return { ...base, sessionId: entry.sessionId, command: "send", sendPolicy: command.value ?? "inherit" };
+  }
+
+  if (resolveSendPolicy(config, policyCtx()) === "deny") {
+    svc.log.info({ sessionKey }, "Send blocked by policy for session");
+    return { ...base, blocked: "send_policy_deny" };
+  }
+
+  if (command?.kind === "status") {
+    const [depth, running] = await Promise.all([svc.inbox.depth(sessionKey), svc.inbox.hasInflight(sessionKey)]);
+    const runtime = agentRuntime(config, agentId);
+    const text = statusCard(entry, { queueDepth: depth, running, sendPolicy: resolveSendPolicy(config, policyCtx()), ...(runtime.kind === "openai" ? { model: runtime.model } : {}) });
+    await reply(svc, sessionKey, route, text, "command");
+    return { ...base, ...(entry ? { sessionId: entry.sessionId } : {}), command: "status", status: text };
+  }
+
+  if (command?.kind === "stop") {
+    const stopped = await stopSession(svc, sessionKey);
+    if (entry) await svc.sessions.upsert(sessionKey, ident, { abortedLastRun: stopped > 0 }, { activity: "preserve" });
+    await reply(svc, sessionKey, route, stopped > 0 ? `Stopped ${stopped} run(s).` : "Nothing to stop.", "command");
+    return { ...base, ...(entry ? { sessionId: entry.sessionId } : {}), command: "stop", stopped };
+  }
+
+  // Reset triggers and freshness, evaluated at the message time. A compare-and-set on the
+  // sessionId means concurrent messages (on any gateway) rotate a stale session exactly once.
+  const trigger = parseResetTrigger(msg.text, config.session.resetTriggers);
+  for (let attempt = 0; ; attempt++) {
+    const fresh = entry ? freshnessOf(config, entry, now) : undefined;
+    const rotate = !entry || trigger.triggered || !fresh?.fresh;
+    const resetReason = trigger.triggered ? trigger.command : entry && fresh && !fresh.fresh ? fresh.staleReason : undefined;
+    let text = msg.text;
+    const patch: SessionEntryPatch = { ...meta, updatedAt: now };
+    if (trigger.triggered) {
+      const hint = parseNewModelHint(trigger.remainder, knownModels(svc));
+      if (hint.model) patch.modelOverride = hint.model;
+      text = hint.rest.trim() ? hint.rest : greetingPrompt(now, policyFor(config, sessionKey, msg.channel).timezone);
+    }
+    const newSessionId = rotate ? randomUUID() : entry!.sessionId;
+    if (rotate) Object.assign(patch, entry ? resetPatch(entry, newSessionId, resetReason ?? "new") : { sessionId: newSessionId });
+    try {
+      const next = await svc.sessions.upsert(sessionKey, ident, patch, {
+        now,
+        staleAt: staleAtFor(config, sessionKey, Math.max(now, entry?.updatedAt ?? 0), msg.channel),
+        ...(entry ? { expectSessionId: entry.sessionId } : { mode: "create" as const }),
+      });
+      const turn = await enqueueTurn(svc, {
+        sessionKey,
+        agentId,
+        sessionId: next.sessionId,
+        text,
+        step: "turn",
+        provenance: "user",
+        messageTs: now,
+        deliver: route,
+        ...(rotate && entry ? { archive: { sessionId: entry.sessionId, kind: "reset" as const } } : {}),
+      });
+      return {
+        ...base,
+        sessionId: next.sessionId,
+        runId: turn.runId,
+        isNewSession: rotate,
+        ...(resetReason ? { resetReason } : {}),
+      };
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if ((code === "session_conflict" || code === "session_exists") && attempt < MAX_ROTATION_RACES) {
+        entry = await svc.sessions.get(sessionKey); // someone else rotated or created it first: re-evaluate
+        continue;
+      }
+      throw err;
+    }
+  }
+}
+
+async function reply(svc: Services, sessionKey: string, route: ReturnType<typeof routeOf>, message: string, kind: string): Promise<void> {
+  await enqueueDelivery(svc, { id: `cmd-${randomUUID()}`, sessionKey, route, message, kind });
+}
+

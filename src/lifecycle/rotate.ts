@@ -1,0 +1,75 @@
+/**
+ * Starting a new session for a key (reset trigger, stale daily/idle, `sessions.reset`):
+ * a new sessionId by compare-and-set, counters cleared, toggles and lineage kept. The old
+ * transcript is archived as `.reset.<ts>` either by the turn that caused the reset (in session
+ * order) or by a maintenance job that waits for the session lease.
+ */
+import { randomUUID } from "node:crypto";
+import type { Services } from "../app/services.js";
+import type { SessionEntry, SessionEntryPatch } from "../storage/session-entry.js";
+import { identOf } from "./session-ident.js";
+import { staleAtFor } from "./freshness-check.js";
+import { jobIdPart } from "../queues/queue-names.js";
+
+/** Cleared on every new session (OpenClaw §3.5); everything else (toggles, sendPolicy, lineage, label) is kept. */
+const CLEARED_ON_RESET: (keyof SessionEntry)[] = [
+  "inputTokens",
+  "outputTokens",
+  "totalTokens",
+  "contextTokens",
+  "systemSent",
+  "abortedLastRun",
+  "status",
+  "startedAt",
+  "endedAt",
+  "runtimeMs",
+];
+
+export function resetPatch(old: SessionEntry, newSessionId: string, reason: string): SessionEntryPatch {
+  const patch: SessionEntryPatch = { sessionId: newSessionId, previousSessionId: old.sessionId, resetReason: reason };
+  for (const f of CLEARED_ON_RESET) (patch as Record<string, unknown>)[f] = null;
+  return patch;
+}
+
+export interface ArchiveJobData {
+  sessionKey: string;
+  agentId: string;
+  sessionId: string;
+  kind: "reset" | "deleted";
+}
+
+export async function enqueueArchive(svc: Services, data: ArchiveJobData): Promise<void> {
+  await svc.queues.maintenance.add("archive", data, {
+    jobId: `archive-${jobIdPart(data.sessionId)}-${data.kind}`,
+    attempts: 20,
+    backoff: { type: "exponential", delay: 1000 },
+  });
+}
+
+/**
+ * Rotate `old` to a new sessionId unless someone else already did (returns null then).
+ * `archive: "job"` queues the archive; `"caller"` leaves it to the caller's turn.
+ */
+export async function rotateSession(
+  svc: Services,
+  old: SessionEntry,
+  opts: { reason: string; now?: number; activity?: "touch" | "preserve"; archive: "job" | "caller"; extra?: SessionEntryPatch },
+): Promise<SessionEntry | null> {
+  const now = opts.now ?? Date.now();
+  const ident = identOf(svc.config, old.key);
+  const newSessionId = randomUUID();
+  let next: SessionEntry;
+  try {
+    next = await svc.sessions.upsert(old.key, ident, { ...resetPatch(old, newSessionId, opts.reason), ...(opts.extra ?? {}) }, {
+      expectSessionId: old.sessionId,
+      activity: opts.activity ?? "touch",
+      now,
+      staleAt: staleAtFor(svc.config, old.key, Math.max(old.updatedAt, now), old.channel),
+    });
+  } catch (err) {
+    if ((err as { code?: string }).code === "session_conflict") return null;
+    throw err;
+  }
+  if (opts.archive === "job") await enqueueArchive(svc, { sessionKey: old.key, agentId: ident.agentId, sessionId: old.sessionId, kind: "reset" });
+  return next;
+}

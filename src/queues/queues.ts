@@ -1,0 +1,23 @@
+import { Queue, type ConnectionOptions } from "bullmq";
+import type { RedisKeys } from "../storage/redis-keys.js";
+import { QUEUE_NAMES, type QueueName } from "./queue-names.js";
+
+/** Finished jobs stay visible in Bull Board for a while, bounded so Redis does not grow forever. */
+export const DEFAULT_JOB_RETENTION = {
+  removeOnComplete: { age: 24 * 3600, count: 5000 },
+  removeOnFail: { age: 7 * 24 * 3600, count: 20000 },
+};
+
+export type Queues = Record<QueueName, Queue>;
+
+export function createQueues(connection: ConnectionOptions, keys: RedisKeys): Queues {
+  const out = {} as Queues;
+  for (const name of QUEUE_NAMES) {
+    out[name] = new Queue(name, { connection, prefix: keys.bullPrefix, defaultJobOptions: DEFAULT_JOB_RETENTION });
+  }
+  return out;
+}
+
+export async function closeQueues(queues: Queues): Promise<void> {
+  await Promise.allSettled(Object.values(queues).map((q) => q.close()));
+}

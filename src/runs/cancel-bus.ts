@@ -1,0 +1,39 @@
+/**
+ * Cancelling a run wherever it executes. BullMQ's `worker.cancelJob` only reaches the local
+ * worker, so cancels are broadcast on Redis pub/sub and each worker process aborts the runs it
+ * holds for that session.
+ */
+import type { Redis } from "ioredis";
+import type { RedisKeys } from "../storage/redis-keys.js";
+
+export interface CancelMessage {
+  sessionKey: string;
+  /** Only this run; absent means whatever the session is running now. */
+  runId?: string;
+  reason: "killed" | "timeout" | "reset";
+}
+
+export class CancelBus {
+  constructor(
+    private readonly publisher: Redis,
+    private readonly keys: RedisKeys,
+  ) {}
+
+  async publish(msg: CancelMessage): Promise<number> {
+    return await this.publisher.publish(this.keys.cancelChannel(), JSON.stringify(msg));
+  }
+
+  /** Subscribe a dedicated connection; `onCancel` runs for every cancel message. */
+  static async listen(subscriber: Redis, keys: RedisKeys, onCancel: (m: CancelMessage) => void): Promise<void> {
+    const channel = keys.cancelChannel();
+    subscriber.on("message", (ch: string, raw: string) => {
+      if (ch !== channel) return;
+      try {
+        onCancel(JSON.parse(raw) as CancelMessage);
+      } catch {
+        // A malformed message is not ours to act on.
+      }
+    });
+    await subscriber.subscribe(channel);
+  }
+}

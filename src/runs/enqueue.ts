@@ -1,0 +1,37 @@
+/**
+ * The one way a turn enters the system (inbound chat, `agent` RPC, sessions_send, reply-back
+ * and announce steps): push it to the session inbox with its run record, then wake the
+ * session's drainer. Push-before-wake is what makes the dedup'd drain job sufficient.
+ */
+import { randomUUID } from "node:crypto";
+import type { Services } from "../app/services.js";
+import type { Turn } from "./turn.js";
+
+export interface DrainData {
+  sessionKey: string;
+  leaseWaits?: number;
+}
+
+export function drainJobOptions(sessionKey: string) {
+  return {
+    // At most one active drain per session, plus one follow-up stored while it is active.
+    deduplication: { id: sessionKey, keepLastIfActive: true },
+    attempts: 10,
+    backoff: { type: "exponential" as const, delay: 500 },
+  };
+}
+
+/** Wake the session's drainer (its turns must already be in the inbox). */
+export async function requestDrain(svc: Services, sessionKey: string): Promise<void> {
+  await svc.queues.runs.add("drain", { sessionKey } satisfies DrainData, drainJobOptions(sessionKey));
+}
+
+export type TurnRequest = Omit<Turn, "runId" | "enqueuedAt" | "messageTs"> & { runId?: string; messageTs?: number };
+
+export async function enqueueTurn(svc: Services, req: TurnRequest): Promise<Turn> {
+  const now = Date.now();
+  const turn: Turn = { ...req, runId: req.runId ?? randomUUID(), enqueuedAt: now, messageTs: req.messageTs ?? now };
+  await svc.inbox.push(turn);
+  await requestDrain(svc, turn.sessionKey);
+  return turn;
+}

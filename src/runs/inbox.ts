@@ -1,0 +1,76 @@
+/**
+ * The per-session inbox: the source of truth for what a session still has to run, in arrival
+ * order. Producers push (with the run record, in one MULTI); only the lease holder takes.
+ */
+import type { Redis } from "ioredis";
+import { StaleFenceError } from "../errors/index.js";
+import { luaCommand } from "../storage/lua-script.js";
+import type { RedisKeys } from "../storage/redis-keys.js";
+import type { LeaseHandle } from "./session-lease.js";
+import type { Turn } from "./turn.js";
+import { RUN_RECORD_TTL_SECONDS } from "./run-records.js";
+
+const LUA_DIR = new URL("./lua/", import.meta.url);
+
+export class Inbox {
+  private readonly takeLua;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: RedisKeys,
+  ) {
+    this.takeLua = luaCommand(redis, LUA_DIR, "turn-take");
+  }
+
+  /** Queue a turn and create its run record (status queued) atomically. */
+  async push(turn: Turn): Promise<void> {
+    const runKey = this.keys.run(turn.runId);
+    await this.redis
+      .multi()
+      .hset(runKey, {
+        runId: turn.runId,
+        sessionKey: turn.sessionKey,
+        agentId: turn.agentId,
+        sessionId: turn.sessionId,
+        step: turn.step,
+        status: "queued",
+        createdAt: String(turn.enqueuedAt),
+        ...(turn.source ? { sourceSessionKey: turn.source.sessionKey, sourceTool: turn.source.tool } : {}),
+        ...(turn.traceId ? { traceId: turn.traceId } : {}),
+      })
+      .expire(runKey, RUN_RECORD_TTL_SECONDS)
+      .zadd(this.keys.sessionRuns(turn.sessionKey), turn.enqueuedAt, turn.runId)
+      .rpush(this.keys.inbox(turn.sessionKey), JSON.stringify(turn))
+      .exec();
+  }
+
+  /** The next turn for the lease holder: an unfinished in-flight turn first, else the oldest queued. */
+  async take(lease: LeaseHandle): Promise<Turn | null> {
+    try {
+      const raw = (await this.takeLua(
+        [lease.fenceKey, this.keys.inbox(lease.sessionKey), this.keys.inflight(lease.sessionKey)],
+        [lease.token],
+      )) as string | null;
+      return raw ? (JSON.parse(raw) as Turn) : null;
+    } catch (err) {
+      if ((err as Error).message?.includes("STALE")) throw new StaleFenceError(lease.sessionKey, lease.token, null);
+      throw err;
+    }
+  }
+
+  async depth(sessionKey: string): Promise<number> {
+    return await this.redis.llen(this.keys.inbox(sessionKey));
+  }
+
+  async hasInflight(sessionKey: string): Promise<boolean> {
+    return (await this.redis.llen(this.keys.inflight(sessionKey))) > 0;
+  }
+
+  /** Remove every queued (not in-flight) turn atomically, returning them (`/stop`). */
+  async drop(sessionKey: string): Promise<Turn[]> {
+    const key = this.keys.inbox(sessionKey);
+    const res = await this.redis.multi().lrange(key, 0, -1).del(key).exec();
+    const items = (res?.[0]?.[1] as string[] | undefined) ?? [];
+    return items.map((i) => JSON.parse(i) as Turn);
+  }
+}

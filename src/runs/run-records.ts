@@ -1,0 +1,129 @@
+/**
+ * Run records: the status of every run (queued → running → ok|error|timeout|killed), answered
+ * by any gateway from Redis. Writes by a lease holder are fenced; the terminal write also frees
+ * the in-flight slot and notifies waiters in the same script (run-finish.lua).
+ */
+import type { Redis } from "ioredis";
+import { StaleFenceError } from "../errors/index.js";
+import { luaCommand } from "../storage/lua-script.js";
+import type { RedisKeys } from "../storage/redis-keys.js";
+import type { LeaseHandle } from "./session-lease.js";
+import { isTerminal, type RunStatus, type TerminalStatus } from "./turn.js";
+
+const LUA_DIR = new URL("./lua/", import.meta.url);
+
+/** Run records stay readable for a week after they are written or finished. */
+export const RUN_RECORD_TTL_SECONDS = 7 * 24 * 3600;
+
+export interface RunRecord {
+  runId: string;
+  sessionKey: string;
+  agentId?: string;
+  sessionId?: string;
+  step?: string;
+  status: RunStatus;
+  reply?: string;
+  error?: string;
+  createdAt?: number;
+  startedAt?: number;
+  endedAt?: number;
+  usage?: { input: number; output: number };
+  attempts?: number;
+  sourceSessionKey?: string;
+  traceId?: string;
+  /** The result is saved (reply/usage) even if the record is not terminal yet. */
+  resultSaved?: boolean;
+}
+
+export class RunRecords {
+  private readonly updateLua;
+  private readonly finishLua;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: RedisKeys,
+  ) {
+    this.updateLua = luaCommand(redis, LUA_DIR, "run-update");
+    this.finishLua = luaCommand(redis, LUA_DIR, "run-finish");
+  }
+
+  async get(runId: string): Promise<RunRecord | null> {
+    const h = await this.redis.hgetall(this.keys.run(runId));
+    return Object.keys(h).length ? decodeRecord(h) : null;
+  }
+
+  /** Fenced partial update by the lease holder. */
+  async update(lease: LeaseHandle, runId: string, fields: Record<string, string | number>): Promise<void> {
+    const flat = Object.entries(fields).flatMap(([k, v]) => [k, String(v)]);
+    try {
+      await this.updateLua([lease.fenceKey, this.keys.run(runId)], [lease.token, ...flat]);
+    } catch (err) {
+      throw mapStale(err, lease);
+    }
+  }
+
+  /** Terminal write + in-flight pop + notification, atomically. Returns false if already terminal. */
+  async finish(
+    lease: LeaseHandle,
+    runId: string,
+    status: TerminalStatus,
+    fields: Record<string, string | number> = {},
+  ): Promise<boolean> {
+    const all = { ...fields, status, endedAt: fields.endedAt ?? Date.now() };
+    const flat = Object.entries(all).flatMap(([k, v]) => [k, String(v)]);
+    try {
+      const res = await this.finishLua(
+        [lease.fenceKey, this.keys.run(runId), this.keys.inflight(lease.sessionKey)],
+        [lease.token, runId, this.keys.runDoneChannel(), RUN_RECORD_TTL_SECONDS, ...flat],
+      );
+      return res === 1;
+    } catch (err) {
+      throw mapStale(err, lease);
+    }
+  }
+
+  /** Mark queued runs killed without a lease (they never reached a worker) and notify waiters. */
+  async killQueued(runIds: string[], reason: string): Promise<void> {
+    if (runIds.length === 0) return;
+    const m = this.redis.multi();
+    const now = String(Date.now());
+    for (const id of runIds) {
+      m.hset(this.keys.run(id), { status: "killed", error: reason, endedAt: now });
+      m.publish(this.keys.runDoneChannel(), id);
+    }
+    await m.exec();
+  }
+}
+
+function mapStale(err: unknown, lease: LeaseHandle): unknown {
+  if ((err as Error)?.message?.includes("STALE")) return new StaleFenceError(lease.sessionKey, lease.token, null);
+  return err;
+}
+
+function num(v: string | undefined): number | undefined {
+  return v === undefined || v === "" ? undefined : Number(v);
+}
+
+export function decodeRecord(h: Record<string, string>): RunRecord {
+  const rec: RunRecord = { runId: h.runId ?? "", sessionKey: h.sessionKey ?? "", status: (h.status ?? "queued") as RunStatus };
+  if (h.agentId) rec.agentId = h.agentId;
+  if (h.sessionId) rec.sessionId = h.sessionId;
+  if (h.step) rec.step = h.step;
+  if (h.reply !== undefined && (h.resultSaved === "1" || isTerminal(h.status))) rec.reply = h.reply;
+  if (h.error) rec.error = h.error;
+  const createdAt = num(h.createdAt);
+  if (createdAt !== undefined) rec.createdAt = createdAt;
+  const startedAt = num(h.startedAt);
+  if (startedAt !== undefined) rec.startedAt = startedAt;
+  const endedAt = num(h.endedAt);
+  if (endedAt !== undefined) rec.endedAt = endedAt;
+  if (h.usageInput !== undefined || h.usageOutput !== undefined) {
+    rec.usage = { input: Number(h.usageInput ?? 0), output: Number(h.usageOutput ?? 0) };
+  }
+  const attempts = num(h.attempts);
+  if (attempts !== undefined) rec.attempts = attempts;
+  if (h.sourceSessionKey) rec.sourceSessionKey = h.sourceSessionKey;
+  if (h.traceId) rec.traceId = h.traceId;
+  if (h.resultSaved === "1") rec.resultSaved = true;
+  return rec;
+}

@@ -1,0 +1,81 @@
+/**
+ * `agent.wait`: wait for a run to reach a terminal state, answered from Redis by any process.
+ * One subscriber connection per process listens on the run-done channel; each wait registers
+ * locally and then reads the record, so a run that finished before the wait answers at once
+ * and one that finishes after is caught by the notification (subscribe-then-check: nothing is
+ * missed). Notifications lost while disconnected are covered by re-checking on reconnect and
+ * by a slow poll.
+ */
+import type { Redis } from "ioredis";
+import type { RedisKeys } from "../storage/redis-keys.js";
+import { RunRecords, type RunRecord } from "./run-records.js";
+import { isTerminal } from "./turn.js";
+
+type Waiter = (rec: RunRecord) => void;
+
+export class RunWaiter {
+  private readonly waiters = new Map<string, Set<Waiter>>();
+  private readonly ready: Promise<void>;
+  private poll: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly subscriber: Redis,
+    private readonly keys: RedisKeys,
+    private readonly records: RunRecords,
+    pollMs = 2000,
+  ) {
+    const channel = keys.runDoneChannel();
+    subscriber.on("message", (ch: string, runId: string) => {
+      if (ch === channel) void this.check(runId);
+    });
+    // After a reconnect ioredis re-subscribes; anything published meanwhile is re-read here.
+    subscriber.on("ready", () => this.recheckAll());
+    this.ready = subscriber.subscribe(channel).then(() => undefined);
+    this.poll = setInterval(() => this.recheckAll(), pollMs);
+    this.poll.unref();
+  }
+
+  /** Resolves with the terminal record, or with the current (non-terminal) record on timeout. */
+  async wait(runId: string, timeoutMs: number): Promise<{ record: RunRecord | null; timedOut: boolean }> {
+    await this.ready;
+    return await new Promise((resolve) => {
+      let done = false;
+      const finish = (record: RunRecord | null, timedOut: boolean) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        this.waiters.get(runId)?.delete(waiter);
+        if (this.waiters.get(runId)?.size === 0) this.waiters.delete(runId);
+        resolve({ record, timedOut });
+      };
+      const waiter: Waiter = (rec) => finish(rec, false);
+      const timer = setTimeout(() => {
+        this.records.get(runId).then(
+          (rec) => finish(rec, !(rec && isTerminal(rec.status))),
+          () => finish(null, true),
+        );
+      }, Math.max(0, timeoutMs));
+      let set = this.waiters.get(runId);
+      if (!set) this.waiters.set(runId, (set = new Set()));
+      set.add(waiter);
+      // Registered first, then checked: a run that finished already answers now.
+      void this.check(runId);
+    });
+  }
+
+  private async check(runId: string): Promise<void> {
+    const set = this.waiters.get(runId);
+    if (!set || set.size === 0) return;
+    const rec = await this.records.get(runId).catch(() => null);
+    if (rec && isTerminal(rec.status)) for (const w of [...set]) w(rec);
+  }
+
+  private recheckAll(): void {
+    for (const runId of this.waiters.keys()) void this.check(runId);
+  }
+
+  async close(): Promise<void> {
+    if (this.poll) clearInterval(this.poll);
+    this.poll = undefined;
+  }
+}

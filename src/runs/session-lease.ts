@@ -1,0 +1,80 @@
+/**
+ * The per-session lease: at most one worker (on any host) runs turns of a session at a time.
+ * Each acquisition gets a fresh fencing token; every write a holder makes (transcript append,
+ * run record update, turn take/finish) checks the token in the same atomic step, so a holder
+ * that stalled past its lease (GC pause, network blip) cannot write after a new holder took over.
+ */
+import type { Redis } from "ioredis";
+import { luaCommand } from "../storage/lua-script.js";
+import type { RedisKeys } from "../storage/redis-keys.js";
+
+const LUA_DIR = new URL("./lua/", import.meta.url);
+
+export interface LeaseHandle {
+  sessionKey: string;
+  token: number;
+  /** The Redis key holding the token: the transcript store checks it before each append. */
+  fenceKey: string;
+  /** Aborted when a renewal finds the lease gone: the holder must stop writing. */
+  lost: AbortSignal;
+  release(): Promise<boolean>;
+}
+
+export type AcquireResult = { acquired: true; lease: LeaseHandle } | { acquired: false; retryInMs: number };
+
+export class SessionLeases {
+  private readonly acquireLua;
+  private readonly renewLua;
+  private readonly releaseLua;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: RedisKeys,
+    private readonly ttlMs: number,
+  ) {
+    this.acquireLua = luaCommand(redis, LUA_DIR, "lease-acquire");
+    this.renewLua = luaCommand(redis, LUA_DIR, "lease-renew");
+    this.releaseLua = luaCommand(redis, LUA_DIR, "lease-release");
+  }
+
+  async tryAcquire(sessionKey: string): Promise<AcquireResult> {
+    const leaseKey = this.keys.lease(sessionKey);
+    const [token, pttl] = (await this.acquireLua([leaseKey, this.keys.fence(sessionKey)], [this.ttlMs])) as [number, number];
+    if (!token) return { acquired: false, retryInMs: pttl > 0 ? pttl : this.ttlMs };
+
+    const lost = new AbortController();
+    // Renew well before expiry; three chances per TTL ride out a slow Redis round trip.
+    const timer = setInterval(() => {
+      this.renewLua([leaseKey], [token, this.ttlMs]).then(
+        (ok) => {
+          if (ok !== 1) {
+            clearInterval(timer);
+            lost.abort(new Error(`lease on ${sessionKey} lost`));
+          }
+        },
+        () => {
+          // A failed renewal is not yet a lost lease: the next tick retries; if Redis stays
+          // away past the TTL the token no longer matches and every fenced write refuses.
+        },
+      );
+    }, Math.max(200, Math.floor(this.ttlMs / 3)));
+    timer.unref();
+
+    let released = false;
+    return {
+      acquired: true,
+      lease: {
+        sessionKey,
+        token,
+        fenceKey: leaseKey,
+        lost: lost.signal,
+        release: async () => {
+          if (released) return false;
+          released = true;
+          clearInterval(timer);
+          return (await this.releaseLua([leaseKey], [token])) === 1;
+        },
+      },
+    };
+  }
+}

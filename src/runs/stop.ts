@@ -1,0 +1,20 @@
+/**
+ * `/stop` (and `subagents kill`): abort the session's running turn wherever it runs, drop its
+ * queued turns (their records become `killed`, waiters are told), and do the same for the
+ * sub-agent sessions it spawned, recursively. Returns how many runs were stopped.
+ */
+import type { Services } from "../app/services.js";
+
+export async function stopSession(svc: Services, sessionKey: string, seen = new Set<string>()): Promise<number> {
+  if (seen.has(sessionKey)) return 0;
+  seen.add(sessionKey);
+  const dropped = await svc.inbox.drop(sessionKey);
+  await svc.runs.killQueued(dropped.map((t) => t.runId), "stopped");
+  let count = dropped.length;
+  if (await svc.inbox.hasInflight(sessionKey)) {
+    await svc.cancels.publish({ sessionKey, reason: "killed" });
+    count++;
+  }
+  for (const child of await svc.sessions.childKeys(sessionKey)) count += await stopSession(svc, child, seen);
+  return count;
+}

@@ -1,0 +1,51 @@
+/**
+ * A turn: one message for one session, waiting in that session's inbox until the session's
+ * lease holder runs it. Everything a worker needs travels in the turn, so a worker on any host
+ * can run it; the transcript and run record are keyed by `runId`, which makes re-runs after a
+ * crash idempotent.
+ */
+import type { RunProvenance, RunStep } from "../runtimes/types.js";
+import type { DeliveryContext } from "../storage/session-entry.js";
+
+export interface TurnContinuation {
+  /** Queue and job name to add when the run has a result (e.g. the next agent-to-agent step). */
+  queue: string;
+  name: string;
+  data: Record<string, unknown>;
+}
+
+export interface Turn {
+  runId: string;
+  sessionKey: string;
+  agentId: string;
+  /** The transcript this turn belongs to (fixed at enqueue time, so a later reset cannot move it). */
+  sessionId: string;
+  text: string;
+  step: RunStep;
+  provenance: RunProvenance;
+  /** Inter-session origin, stored on the user message (CONTRACT §7). */
+  source?: { sessionKey: string; tool: string; channel?: string };
+  extraSystemPrompt?: string;
+  /** Message time (ms): the user line's timestamp. */
+  messageTs: number;
+  enqueuedAt: number;
+  /** Where the reply goes (an inbound chat), if anywhere. */
+  deliver?: DeliveryContext & { channel: string };
+  runTimeoutSeconds?: number;
+  continuation?: TurnContinuation;
+  /** Agent-to-agent loop guard: hops taken by the chain this turn belongs to. */
+  hop?: number;
+  traceId?: string;
+  model?: string;
+  /** A reset that happened with this turn: its old transcript is archived before the turn runs,
+   *  in session order, so earlier turns still finish in the old transcript. */
+  archive?: { sessionId: string; kind: "reset" | "deleted" };
+}
+
+export const TERMINAL_STATUSES = ["ok", "error", "timeout", "killed"] as const;
+export type TerminalStatus = (typeof TERMINAL_STATUSES)[number];
+export type RunStatus = "queued" | "running" | TerminalStatus;
+
+export function isTerminal(status: string | undefined): status is TerminalStatus {
+  return (TERMINAL_STATUSES as readonly string[]).includes(status ?? "");
+}

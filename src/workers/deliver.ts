@@ -1,0 +1,57 @@
+/**
+ * The `deliver` job: one outbound message to one channel. Retried with exponential backoff by
+ * BullMQ; the delivery record shows every attempt and the final outcome. A message whose
+ * session is denied by sendPolicy is recorded as `blocked` and never sent.
+ */
+import type { Job } from "bullmq";
+import type { Services } from "../app/services.js";
+import { DeliveryLog, sendThroughChannel, type DeliveryRoute } from "../delivery/index.js";
+import { resolveSendPolicy } from "../session/send-policy.js";
+
+export interface DeliverData {
+  id: string;
+  sessionKey: string;
+  route: DeliveryRoute;
+  message: string;
+  kind: string;
+}
+
+export function createDeliverProcessor(svc: Services) {
+  const log = new DeliveryLog(svc.redis, svc.keys);
+  return async (job: Job<DeliverData>): Promise<{ status: string }> => {
+    const d = job.data;
+    await log.open({ id: d.id, sessionKey: d.sessionKey, kind: d.kind, message: d.message, ...d.route });
+    const entry = await svc.sessions.get(d.sessionKey);
+    const policy = resolveSendPolicy(svc.config, {
+      sessionKey: d.sessionKey,
+      ...(entry ? { entry: { ...(entry.sendPolicy ? { sendPolicy: entry.sendPolicy } : {}), ...(entry.channel ? { channel: entry.channel } : {}), ...(entry.chatType ? { chatType: entry.chatType } : {}) } } : {}),
+    });
+    if (policy === "deny") {
+      await log.setStatus(d.id, "blocked", "send blocked by session policy");
+      return { status: "blocked" };
+    }
+    const channel = svc.config.channels[d.route.channel];
+    if (!channel) {
+      await log.setStatus(d.id, "no_route", `no adapter configured for channel ${d.route.channel}`);
+      return { status: "no_route" };
+    }
+    try {
+      await sendThroughChannel(channel, { id: d.id, message: d.message, sessionKey: d.sessionKey, kind: d.kind, ...d.route });
+    } catch (err) {
+      const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+      await log.attempt(d.id, lastAttempt ? "failed" : "pending", (err as Error).message);
+      throw err;
+    }
+    await log.attempt(d.id, "delivered");
+    return { status: "delivered" };
+  };
+}
+
+/** Queue an outbound message (reply, announce or explicit `send`) with retries. */
+export async function enqueueDelivery(svc: Services, data: DeliverData): Promise<void> {
+  await svc.queues.delivery.add("deliver", data, {
+    jobId: data.id.replace(/[^A-Za-z0-9_.-]/g, "_"),
+    attempts: svc.config.workers.deliveryAttempts,
+    backoff: { type: "exponential", delay: svc.config.workers.deliveryBackoffMs },
+  });
+}

@@ -1,0 +1,80 @@
+/**
+ * Maintenance queue:
+ *  - `sweep` (a Job Scheduler, every `maintenance.sweepEveryMs`): rotates sessions that went
+ *    stale (daily boundary or idle expiry) without waiting for their next message. It reads
+ *    only the stale index entries that are due, so it costs O(stale sessions), not O(all).
+ *    The lazy check on the next message stays; a compare-and-set makes sure a session that
+ *    both paths see stale is rotated once.
+ *  - `archive`: renames an old transcript to `.reset.<ts>`/`.deleted.<ts>` while holding the
+ *    session lease, so it never races a turn still writing to it.
+ */
+import { DelayedError, type Job } from "bullmq";
+import type { Services } from "../app/services.js";
+import { freshnessOf, staleAtFor } from "../lifecycle/freshness-check.js";
+import { rotateSession, type ArchiveJobData } from "../lifecycle/rotate.js";
+import { identOf } from "../lifecycle/session-ident.js";
+
+export const SWEEP_SCHEDULER_ID = "session-sweep";
+
+export interface SweepResult {
+  examined: number;
+  rotated: number;
+  rescheduled: number;
+}
+
+export async function sweepOnce(svc: Services, now = Date.now()): Promise<SweepResult> {
+  const due = await svc.sessions.dueStale(now, svc.config.maintenance.sweepBatch);
+  const result: SweepResult = { examined: due.length, rotated: 0, rescheduled: 0 };
+  for (const key of due) {
+    const entry = await svc.sessions.get(key);
+    if (!entry) continue;
+    const f = freshnessOf(svc.config, entry, now);
+    if (f.fresh) {
+      // Policy changed or the session was touched after it was indexed: index its new instant.
+      await svc.sessions.upsert(key, identOf(svc.config, key), {}, {
+        activity: "preserve",
+        staleAt: staleAtFor(svc.config, key, entry.updatedAt, entry.channel),
+      });
+      result.rescheduled++;
+      continue;
+    }
+    const rotated = await rotateSession(svc, entry, { reason: f.staleReason ?? "daily", now, archive: "job", activity: "preserve" });
+    if (rotated) result.rotated++;
+  }
+  return result;
+}
+
+export function createMaintenanceProcessor(svc: Services) {
+  return async (job: Job, token?: string): Promise<unknown> => {
+    if (job.name === "sweep") {
+      const r = await sweepOnce(svc);
+      await job.updateProgress(100);
+      return r;
+    }
+    if (job.name === "archive") {
+      const d = job.data as ArchiveJobData;
+      const acquired = await svc.leases.tryAcquire(d.sessionKey);
+      if (!acquired.acquired) {
+        await job.moveToDelayed(Date.now() + Math.min(acquired.retryInMs + 50, 30_000), token);
+        throw new DelayedError();
+      }
+      try {
+        const path = await svc.transcripts.archive(d.agentId, d.sessionId, d.kind);
+        return { archived: path ?? null };
+      } finally {
+        await acquired.lease.release();
+      }
+    }
+    throw new Error(`unknown maintenance job ${job.name}`);
+  };
+}
+
+export async function ensureSweepScheduler(svc: Services): Promise<void> {
+  // Idempotent: every worker calls it at boot (BullMQ upserts the one scheduler).
+  await svc.queues.maintenance.upsertJobScheduler(
+    SWEEP_SCHEDULER_ID,
+    { every: svc.config.maintenance.sweepEveryMs },
+    { name: "sweep", data: {}, opts: { removeOnComplete: { count: 100 }, removeOnFail: { count: 100 } } },
+  );
+}
+

@@ -1,0 +1,238 @@
+/**
+ * Runs one turn for the lease holder. Every step is idempotent on the turn's runId, so a turn
+ * re-run after a crash (or a stalled job retried on another host) finishes the same run and
+ * leaves each transcript line exactly once:
+ *
+ *   user line `<runId>:u`  →  record running  →  runtime  →  assistant/tool lines `<runId>:a…`
+ *   →  result saved on the record  →  follow-ups enqueued with deterministic job ids
+ *   →  finish (terminal record + in-flight freed + waiters notified, one script)
+ *
+ * A re-run that finds the result already saved skips the runtime and reuses it. Every write is
+ * fenced by the session lease token.
+ */
+import { randomUUID } from "node:crypto";
+import type { Services } from "../app/services.js";
+import { agentRuntime } from "../config/agents.js";
+import { StaleFenceError } from "../errors/index.js";
+import { createRuntime } from "../runtimes/registry.js";
+import { RunAbortedError, type RunOutput, type ToolInvoker } from "../runtimes/types.js";
+import type { LeaseHandle } from "../runs/session-lease.js";
+import { isTerminal, type TerminalStatus, type Turn } from "../runs/turn.js";
+import type { TranscriptEntry, TranscriptMessage } from "../transcript/types.js";
+import { jobIdPart } from "../queues/queue-names.js";
+import { isSilentReply } from "./silent-reply.js";
+import { enqueueDelivery } from "./deliver.js";
+
+/** How many recent transcript messages a runtime sees as history. */
+const HISTORY_LIMIT = 50;
+
+export type ToolInvokerFactory = (ctx: { sessionKey: string; agentId: string; runId: string; sandboxed: boolean }) => ToolInvoker;
+
+export interface TurnOutcome {
+  status: TerminalStatus;
+  reply?: string;
+  error?: string;
+}
+
+/** Local registry of running turns, so a cancel broadcast can abort them. */
+export class RunningTurns {
+  private readonly bySession = new Map<string, { runId: string; controller: AbortController }>();
+
+  start(sessionKey: string, runId: string): AbortController {
+    const controller = new AbortController();
+    this.bySession.set(sessionKey, { runId, controller });
+    return controller;
+  }
+  end(sessionKey: string, runId: string): void {
+    if (this.bySession.get(sessionKey)?.runId === runId) this.bySession.delete(sessionKey);
+  }
+  /** Abort the session's running turn (optionally only if it is `runId`). Returns true if one was aborted. */
+  abort(sessionKey: string, reason: string, runId?: string): boolean {
+    const cur = this.bySession.get(sessionKey);
+    if (!cur || (runId && cur.runId !== runId)) return false;
+    cur.controller.abort(new Error(reason));
+    return true;
+  }
+  get size(): number {
+    return this.bySession.size;
+  }
+}
+
+function entry(id: string, runId: string, message: TranscriptMessage, ts: number): TranscriptEntry {
+  return { type: "message", id, runId, timestamp: new Date(ts).toISOString(), message };
+}
+
+export class TurnExecutor {
+  constructor(
+    private readonly svc: Services,
+    private readonly running: RunningTurns,
+    private readonly tools: ToolInvokerFactory,
+  ) {}
+
+  async execute(turn: Turn, lease: LeaseHandle): Promise<TurnOutcome> {
+    const { svc } = this;
+    const fence = { key: lease.fenceKey, token: lease.token };
+    const record = await svc.runs.get(turn.runId);
+    if (record && isTerminal(record.status)) {
+      // Finished before a crash freed the slot (or killed while queued): just free it now.
+      await svc.runs.finish(lease, turn.runId, record.status);
+      return { status: record.status, ...(record.reply !== undefined ? { reply: record.reply } : {}) };
+    }
+
+    if (turn.archive) await svc.transcripts.archive(turn.agentId, turn.archive.sessionId, turn.archive.kind);
+    await svc.transcripts.ensure(turn.agentId, turn.sessionId);
+    const userMessage: TranscriptMessage = {
+      role: "user",
+      content: turn.text,
+      timestamp: turn.messageTs,
+      ...(turn.source
+        ? {
+            provenance: {
+              kind: "inter_session" as const,
+              sourceSessionKey: turn.source.sessionKey,
+              sourceTool: turn.source.tool,
+              ...(turn.source.channel ? { sourceChannel: turn.source.channel } : {}),
+            },
+          }
+        : {}),
+    };
+    await svc.transcripts.append(turn.agentId, turn.sessionId, [entry(`${turn.runId}:u`, turn.runId, userMessage, turn.messageTs)], { fence });
+
+    let output: RunOutput | undefined;
+    let outcome: TurnOutcome;
+    if (record?.resultSaved) {
+      outcome = { status: "ok", reply: record.reply ?? "" };
+    } else {
+      await svc.runs.update(lease, turn.runId, {
+        status: "running",
+        startedAt: record?.startedAt ?? Date.now(),
+        attempts: (record?.attempts ?? 0) + 1,
+      });
+      const result = await this.runRuntime(turn, lease);
+      output = result.output;
+      outcome = result.outcome;
+      await this.recordResult(turn, lease, outcome, output);
+    }
+
+    if (outcome.status === "ok") await this.enqueueFollowUps(turn, outcome.reply ?? "");
+    const finishedNow = await svc.runs.finish(lease, turn.runId, outcome.status, {
+      ...(outcome.error ? { error: outcome.error } : {}),
+    });
+    if (finishedNow) await this.updateSessionAfterRun(turn, outcome, output);
+    return outcome;
+  }
+
+  private async runRuntime(turn: Turn, lease: LeaseHandle): Promise<{ outcome: TurnOutcome; output?: RunOutput }> {
+    const { svc } = this;
+    const controller = this.running.start(turn.sessionKey, turn.runId);
+    const signals = [controller.signal, lease.lost];
+    if (turn.runTimeoutSeconds && turn.runTimeoutSeconds > 0) signals.push(AbortSignal.timeout(turn.runTimeoutSeconds * 1000));
+    const signal = AbortSignal.any(signals);
+    try {
+      const entryNow = await svc.sessions.get(turn.sessionKey);
+      const history = (await svc.transcripts.messages(turn.agentId, turn.sessionId, HISTORY_LIMIT + 1)).slice(0, -1);
+      const runtime = createRuntime(agentRuntime(svc.config, turn.agentId));
+      const output = await runtime.run({
+        runId: turn.runId,
+        agentId: turn.agentId,
+        sessionKey: turn.sessionKey,
+        sessionId: turn.sessionId,
+        text: turn.text,
+        step: turn.step,
+        provenance: turn.provenance,
+        history,
+        signal,
+        tools: this.tools({ sessionKey: turn.sessionKey, agentId: turn.agentId, runId: turn.runId, sandboxed: entryNow?.sandboxed ?? false }),
+        ...(turn.extraSystemPrompt ? { extraSystemPrompt: turn.extraSystemPrompt } : {}),
+        ...((turn.model ?? entryNow?.modelOverride) ? { model: turn.model ?? entryNow?.modelOverride } : {}),
+      });
+      if (signal.aborted) throw new RunAbortedError(signal.reason);
+      return { outcome: { status: "ok", reply: output.reply }, output };
+    } catch (err) {
+      if (lease.lost.aborted) throw new StaleFenceError(turn.sessionKey, lease.token, null);
+      if (err instanceof RunAbortedError || signal.aborted) {
+        const reason = signal.reason as Error | undefined;
+        const timedOut = reason?.name === "TimeoutError";
+        return { outcome: { status: timedOut ? "timeout" : "killed", error: timedOut ? "run timed out" : (reason?.message ?? "killed") } };
+      }
+      if (err instanceof StaleFenceError) throw err;
+      return { outcome: { status: "error", error: (err as Error)?.message ?? String(err) } };
+    } finally {
+      this.running.end(turn.sessionKey, turn.runId);
+    }
+  }
+
+  private async recordResult(turn: Turn, lease: LeaseHandle, outcome: TurnOutcome, output: RunOutput | undefined): Promise<void> {
+    const { svc } = this;
+    const now = Date.now();
+    const lines: TranscriptEntry[] = [];
+    (output?.toolCalls ?? []).forEach((call, i) => {
+      const callId = `call_${turn.runId.slice(0, 8)}_${i}`;
+      lines.push(
+        entry(`${turn.runId}:t${i}`, turn.runId, { role: "assistant", content: [{ type: "toolCall", id: callId, name: call.name, arguments: call.args }], timestamp: now }, now),
+        entry(`${turn.runId}:r${i}`, turn.runId, { role: "toolResult", toolCallId: callId, toolName: call.name, content: [{ type: "text", text: JSON.stringify(call.result) }], isError: false, timestamp: now }, now),
+      );
+    });
+    if (outcome.status === "ok") {
+      lines.push(
+        entry(`${turn.runId}:a`, turn.runId, {
+          role: "assistant",
+          content: [{ type: "text", text: outcome.reply ?? "" }],
+          timestamp: now,
+          stopReason: "stop",
+          ...(output?.model ? { model: output.model } : {}),
+          ...(output?.usage ? { usage: { input: output.usage.input, output: output.usage.output, totalTokens: output.usage.input + output.usage.output } } : {}),
+        }, now),
+      );
+    } else {
+      lines.push(
+        entry(`${turn.runId}:a`, turn.runId, { role: "assistant", content: [], timestamp: now, stopReason: outcome.status === "error" ? "error" : "aborted", errorMessage: outcome.error }, now),
+      );
+    }
+    await svc.transcripts.append(turn.agentId, turn.sessionId, lines, { fence: { key: lease.fenceKey, token: lease.token } });
+    await svc.runs.update(lease, turn.runId, {
+      resultSaved: outcome.status === "ok" ? 1 : 0,
+      reply: outcome.reply ?? "",
+      ...(output?.usage ? { usageInput: output.usage.input, usageOutput: output.usage.output } : {}),
+    });
+  }
+
+  /** Reply delivery and continuations, with job ids derived from the runId (re-runs add nothing new). */
+  private async enqueueFollowUps(turn: Turn, reply: string): Promise<void> {
+    const { svc } = this;
+    if (turn.deliver && !isSilentReply(reply)) {
+      await enqueueDelivery(svc, { id: `reply-${turn.runId}`, sessionKey: turn.sessionKey, route: turn.deliver, message: reply.trim(), kind: "reply" });
+    }
+    if (turn.continuation) {
+      const c = turn.continuation;
+      const queue = svc.queues[c.queue as keyof typeof svc.queues];
+      if (queue) await queue.add(c.name, { ...c.data, runId: turn.runId, reply }, { jobId: `cont-${jobIdPart(turn.runId)}` });
+    }
+  }
+
+  private async updateSessionAfterRun(turn: Turn, outcome: TurnOutcome, output: RunOutput | undefined): Promise<void> {
+    const { svc } = this;
+    const entryNow = await svc.sessions.get(turn.sessionKey);
+    if (!entryNow || entryNow.sessionId !== turn.sessionId) return; // rotated meanwhile: stats belong to the old one
+    await svc.sessions.upsert(
+      turn.sessionKey,
+      { agentId: entryNow.agentId, kind: entryNow.kind },
+      {
+        abortedLastRun: outcome.status === "killed" || outcome.status === "timeout",
+        systemSent: true,
+        ...(output?.model ? { model: output.model } : {}),
+      },
+      {
+        // Run bookkeeping is not user activity: freshness stays driven by message times.
+        activity: "preserve",
+        ...(output?.usage
+          ? { increment: { inputTokens: output.usage.input, outputTokens: output.usage.output, totalTokens: output.usage.input + output.usage.output } }
+          : {}),
+      },
+    );
+  }
+}
+
+export function newRunId(): string {
+  return randomUUID();
+}
