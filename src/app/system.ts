@@ -1,0 +1,64 @@
+/**
+ * Assembling a process: gateway, workers, or both (`switchboard start`). Tests use the same
+ * entry point, so what they exercise is what operators run.
+ */
+import type { Config } from "../config/schema.js";
+import { createGateway, type Gateway } from "../gateway/server.js";
+import { QUEUE_NAMES, type QueueName } from "../queues/queue-names.js";
+import { startWorkerHost, type WorkerHost } from "../workers/worker-host.js";
+import { createServices, type Services } from "./services.js";
+import { createToolRuntime } from "../tools/tool-runtime.js";
+
+export interface SystemOptions {
+  gateway?: boolean;
+  workers?: { queues?: QueueName[]; concurrency?: number } | false;
+  logger?: boolean;
+}
+
+export interface SwitchboardSystem {
+  svc: Services;
+  gateway?: Gateway;
+  workers?: WorkerHost;
+  /** The gateway's base URL once listening. */
+  url?: string;
+  close(): Promise<void>;
+}
+
+export async function startSystem(config: Config, opts: SystemOptions = {}): Promise<SwitchboardSystem> {
+  const role = opts.gateway && opts.workers ? "all" : opts.gateway ? "gateway" : "worker";
+  const svc = createServices(config, { role });
+  const tools = createToolRuntime(svc);
+  let workers: WorkerHost | undefined;
+  let gateway: Gateway | undefined;
+  let url: string | undefined;
+  try {
+    if (opts.workers) {
+      workers = await startWorkerHost(svc, {
+        queues: opts.workers.queues ?? [...QUEUE_NAMES],
+        ...(opts.workers.concurrency ? { concurrency: opts.workers.concurrency } : {}),
+        tools: tools.invokerFor,
+        processors: tools.processors,
+      });
+    }
+    if (opts.gateway) {
+      gateway = await createGateway(svc, { tools: tools.endpoint, ...(opts.logger !== undefined ? { logger: opts.logger } : {}) });
+      url = await gateway.listen();
+    }
+  } catch (err) {
+    await workers?.close().catch(() => {});
+    await gateway?.close().catch(() => {});
+    await svc.close();
+    throw err;
+  }
+  return {
+    svc,
+    ...(gateway ? { gateway } : {}),
+    ...(workers ? { workers } : {}),
+    ...(url ? { url } : {}),
+    async close() {
+      await gateway?.close().catch(() => {});
+      await workers?.close().catch(() => {});
+      await svc.close();
+    },
+  };
+}

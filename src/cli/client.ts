@@ -1,0 +1,115 @@
+/**
+ * How the CLI reaches Switchboard: over HTTP to a gateway (`--url`, $SWITCHBOARD_URL, or the
+ * one `switchboard start` recorded), else directly against Redis with the very same RPC code.
+ * `sessions` and `history` therefore work with no gateway running at all.
+ */
+import type { Config } from "../config/schema.js";
+import { loadConfig } from "../config/load.js";
+import { createServices, type Services } from "../app/services.js";
+import { readRuntimeInfo } from "../app/runtime-file.js";
+import { createRpcMethods } from "../rpc/methods.js";
+import { RunWaiter } from "../runs/run-waiter.js";
+import { SwitchboardError } from "../errors/index.js";
+
+export interface GlobalOptions {
+  config?: string;
+  url?: string;
+  token?: string;
+}
+
+export interface Client {
+  mode: "http" | "direct";
+  describe: string;
+  rpc(method: string, params?: unknown): Promise<unknown>;
+  get(path: string): Promise<unknown>;
+  close(): Promise<void>;
+  /** Direct mode only: the services (status needs queue counts). */
+  svc?: Services;
+}
+
+export class RpcCallError extends SwitchboardError {}
+
+export function httpClient(base: string, token: string | undefined): Client {
+  const headers: Record<string, string> = { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) };
+  const parse = async (res: Response) => {
+    const body = (await res.json().catch(() => ({}))) as { ok?: boolean; result?: unknown; error?: { code?: string; message?: string } };
+    if (res.status === 401) throw new RpcCallError("unauthorized", "gateway refused the token (set --token or SWITCHBOARD_TOKEN)");
+    if (body.ok === false) throw new RpcCallError(body.error?.code ?? "error", body.error?.message ?? `HTTP ${res.status}`);
+    if (!res.ok) throw new RpcCallError("http_error", `HTTP ${res.status}`);
+    return body;
+  };
+  return {
+    mode: "http",
+    describe: base,
+    async rpc(method, params) {
+      const res = await fetch(`${base}/v1/rpc/${method}`, { method: "POST", headers, body: JSON.stringify(params ?? {}) });
+      return ((await parse(res)) as { result: unknown }).result;
+    },
+    async get(path) {
+      return await parse(await fetch(`${base}${path}`, { headers }));
+    },
+    async close() {},
+  };
+}
+
+export function directClient(config: Config): Client {
+  const svc = createServices(config, { role: "cli" });
+  let waiter: RunWaiter | undefined;
+  let rpc: ReturnType<typeof createRpcMethods> | undefined;
+  const methods = () => {
+    if (!rpc) {
+      waiter = new RunWaiter(svc.connection("subscriber"), svc.keys, svc.runs);
+      rpc = createRpcMethods(svc, waiter);
+    }
+    return rpc;
+  };
+  return {
+    mode: "direct",
+    describe: config.redis.url,
+    svc,
+    async rpc(method, params) {
+      const h = methods()[method];
+      if (!h) throw new RpcCallError("not_found", `unknown method ${method}`);
+      return await h(params ?? {});
+    },
+    async get(path) {
+      const m = /^\/v1\/runs\/(.+)$/.exec(path);
+      if (m) return await svc.runs.get(decodeURIComponent(m[1]!));
+      throw new RpcCallError("not_found", `not available without a gateway: ${path}`);
+    },
+    async close() {
+      await waiter?.close();
+      await svc.close();
+    },
+  };
+}
+
+async function reachable(base: string): Promise<boolean> {
+  try {
+    const res = await fetch(`${base}/healthz`, { signal: AbortSignal.timeout(1000) });
+    return res.ok;
+  } catch {
+    return false;
+  }
+}
+
+export function loadCliConfig(opts: GlobalOptions): { config: Config; redisExplicit: boolean } {
+  const loaded = loadConfig(opts.config ? { file: opts.config } : {});
+  const runtime = readRuntimeInfo(loaded.config.storage.dir);
+  // An embedded Redis of a running `switchboard start` wins over the default URL.
+  if (!loaded.redisExplicit && runtime) loaded.config.redis.url = runtime.redisUrl;
+  return loaded;
+}
+
+export async function connect(opts: GlobalOptions, prefer: "http" | "direct" = "http"): Promise<Client> {
+  const { config } = loadCliConfig(opts);
+  const token = opts.token ?? process.env.SWITCHBOARD_TOKEN ?? config.gateway.auth.token;
+  const explicitUrl = opts.url ?? process.env.SWITCHBOARD_URL;
+  if (explicitUrl) return httpClient(explicitUrl.replace(/\/$/, ""), token);
+  if (prefer === "http") {
+    const runtime = readRuntimeInfo(config.storage.dir);
+    const candidates = [runtime?.gatewayUrl, `http://${config.gateway.host === "0.0.0.0" ? "127.0.0.1" : config.gateway.host}:${config.gateway.port}`].filter(Boolean) as string[];
+    for (const base of candidates) if (await reachable(base)) return httpClient(base, token);
+  }
+  return directClient(config);
+}

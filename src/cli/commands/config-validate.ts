@@ -1,0 +1,18 @@
+import { ConfigError } from "../../errors/index.js";
+import { loadConfig } from "../../config/load.js";
+
+/** `switchboard config validate [FILE]`: exit 1 with every problem as `path: message`. */
+export function configValidate(file: string | undefined, opts: { config?: string; json?: boolean }): number {
+  const target = file ?? opts.config;
+  try {
+    const { path } = loadConfig(target ? { file: target } : {});
+    if (opts.json) process.stdout.write(JSON.stringify({ ok: true, path: path ?? null }) + "\n");
+    else process.stdout.write(`${path ?? "(no config file: all defaults)"}: valid\n`);
+    return 0;
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    if (opts.json) process.stdout.write(JSON.stringify({ ok: false, issues: err.issues }) + "\n");
+    else for (const i of err.issues) process.stderr.write(`${i.path}: ${i.message}\n`);
+    return 1;
+  }
+}

@@ -1,0 +1,27 @@
+import { connect, type GlobalOptions } from "../client.js";
+import { printJson } from "../output.js";
+
+/** `switchboard send <sessionKey> <message> [--wait SEC]`: enqueue a turn, optionally wait for the reply. */
+export async function sendCommand(sessionKey: string, message: string, opts: GlobalOptions & { wait?: string; json?: boolean; agent?: string }): Promise<number> {
+  const client = await connect(opts);
+  try {
+    const accepted = (await client.rpc("agent", { sessionKey, message, ...(opts.agent ? { agentId: opts.agent } : {}) })) as { runId: string; sessionKey: string };
+    const waitSec = opts.wait ? Number(opts.wait) : 0;
+    if (!waitSec) {
+      if (opts.json) printJson({ ...accepted, status: "accepted" });
+      else process.stdout.write(`queued run ${accepted.runId} in ${accepted.sessionKey}\n`);
+      return 0;
+    }
+    const res = (await client.rpc("agent.wait", { runId: accepted.runId, timeoutMs: Math.round(waitSec * 1000) })) as {
+      status: string;
+      reply?: string;
+      error?: string;
+    };
+    if (opts.json) printJson({ ...accepted, ...res });
+    else if (res.status === "ok") process.stdout.write(`${res.reply ?? ""}\n`);
+    else process.stderr.write(`run ${accepted.runId}: ${res.status}${res.error ? `: ${res.error}` : ""}\n`);
+    return res.status === "ok" ? 0 : 2;
+  } finally {
+    await client.close();
+  }
+}

@@ -1,0 +1,67 @@
+/**
+ * `switchboard start | gateway | worker`: long-running processes. SIGINT/SIGTERM close the
+ * gateway first (no new work), then the workers (time-boxed), then Redis connections.
+ */
+import { loadConfig } from "../../config/load.js";
+import type { Config } from "../../config/schema.js";
+import { startEmbeddedRedis, redisAnswers, type EmbeddedRedis } from "../../app/embedded-redis.js";
+import { removeRuntimeInfo, writeRuntimeInfo } from "../../app/runtime-file.js";
+import { startSystem, type SwitchboardSystem } from "../../app/system.js";
+import { createLogger } from "../../app/logger.js";
+import { parseQueueList } from "../../queues/queue-names.js";
+import type { GlobalOptions } from "../client.js";
+
+const log = createLogger("switchboard");
+
+function onShutdown(fn: () => Promise<void>): void {
+  let closing = false;
+  const handler = (sig: string) => {
+    if (closing) process.exit(1);
+    closing = true;
+    log.info({ signal: sig }, "shutting down");
+    fn().then(
+      () => process.exit(0),
+      (err) => {
+        log.error({ err }, "shutdown failed");
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGINT", () => handler("SIGINT"));
+  process.on("SIGTERM", () => handler("SIGTERM"));
+}
+
+async function ensureRedis(config: Config, redisExplicit: boolean, allowEmbedded: boolean): Promise<EmbeddedRedis | undefined> {
+  if (await redisAnswers(config.redis.url)) return undefined;
+  if (redisExplicit || !allowEmbedded) throw new Error(`Redis does not answer at ${config.redis.url}`);
+  const embedded = await startEmbeddedRedis(config.storage.dir);
+  log.info({ url: embedded.url, dataDir: embedded.dataDir }, `no Redis at ${config.redis.url}: started an embedded redis-server`);
+  config.redis.url = embedded.url;
+  return embedded;
+}
+
+export async function serveCommand(mode: "start" | "gateway" | "worker", opts: GlobalOptions & { queues?: string; concurrency?: string }): Promise<void> {
+  const { config, redisExplicit } = loadConfig(opts.config ? { file: opts.config } : {});
+  const embedded = await ensureRedis(config, redisExplicit, mode === "start");
+  let system: SwitchboardSystem;
+  try {
+    system = await startSystem(config, {
+      gateway: mode !== "worker",
+      workers: mode === "gateway" ? false : { queues: parseQueueList(opts.queues), ...(opts.concurrency ? { concurrency: Number(opts.concurrency) } : {}) },
+    });
+  } catch (err) {
+    await embedded?.stop();
+    throw err;
+  }
+  if (mode === "start") {
+    writeRuntimeInfo(config.storage.dir, { pid: process.pid, redisUrl: config.redis.url, startedAt: Date.now(), ...(system.url ? { gatewayUrl: system.url } : {}) });
+  }
+  const where = system.url ? ` gateway ${system.url} (Bull Board ${system.url}/admin/queues)` : "";
+  log.info({ redis: config.redis.url, storage: config.storage.dir }, `switchboard ${mode} ready:${where}`);
+  process.stderr.write(`switchboard ${mode} ready:${where} redis ${config.redis.url}\n`);
+  onShutdown(async () => {
+    await system.close();
+    if (mode === "start") removeRuntimeInfo(config.storage.dir);
+    await embedded?.stop();
+  });
+}

@@ -1,0 +1,68 @@
+#!/usr/bin/env node
+/**
+ * `switchboard`: one CLI for the all-in-one process, the gateway, workers and operator
+ * commands (CONTRACT §1). Errors print as one line with their stable code; exit 1.
+ */
+import { Command } from "commander";
+import { SwitchboardError } from "../errors/index.js";
+import { ConfigError } from "../errors/index.js";
+import { callCommand } from "./commands/call.js";
+import { configValidate } from "./commands/config-validate.js";
+import { historyCommand } from "./commands/history.js";
+import { sendCommand } from "./commands/send.js";
+import { serveCommand } from "./commands/serve.js";
+import { sessionsCommand } from "./commands/sessions.js";
+import { statusCommand } from "./commands/status.js";
+import type { GlobalOptions } from "./client.js";
+
+const program = new Command("switchboard")
+  .description("Session gateway for AI agents on BullMQ + Redis")
+  .option("--config <file>", "config file (JSON5); default $SWITCHBOARD_CONFIG or ~/.switchboard/switchboard.json5")
+  .option("--url <url>", "gateway URL (or $SWITCHBOARD_URL)")
+  .option("--token <token>", "gateway bearer token (or $SWITCHBOARD_TOKEN)")
+  .showHelpAfterError();
+
+const g = (cmd: Command): GlobalOptions => cmd.optsWithGlobals() as GlobalOptions;
+let exitCode = 0;
+const run = (fn: (...a: never[]) => Promise<number | void> | number) =>
+  async (...args: unknown[]) => {
+    const code = await (fn as (...a: unknown[]) => Promise<number | void> | number)(...args);
+    if (typeof code === "number") exitCode = code;
+  };
+
+program.command("start").description("gateway + workers in one process (starts its own redis-server when none is configured)")
+  .action(run(async (_o: unknown, cmd: Command) => serveCommand("start", g(cmd))));
+program.command("gateway").description("HTTP gateway only (stateless; scale behind a load balancer)")
+  .action(run(async (_o: unknown, cmd: Command) => serveCommand("gateway", g(cmd))));
+program.command("worker").description("BullMQ workers only (scale out on any number of hosts)")
+  .option("--queues <list>", "comma-separated: runs,announce,delivery,maintenance (default all)")
+  .option("--concurrency <n>", "jobs in parallel per queue")
+  .action(run(async (_o: unknown, cmd: Command) => serveCommand("worker", g(cmd) as never)));
+program.command("status").description("gateway, Redis, queue depths, workers, recent sessions").option("--json")
+  .action(run(async (_o: unknown, cmd: Command) => statusCommand(g(cmd))));
+program.command("sessions").description("list sessions").option("--json").option("--active <minutes>").option("--agent <id>").option("--limit <n>")
+  .action(run(async (_o: unknown, cmd: Command) => sessionsCommand(g(cmd))));
+program.command("send <sessionKey> <message>").description("enqueue a message into a session").option("--wait <seconds>").option("--agent <id>").option("--json")
+  .action(run(async (key: string, message: string, _o: unknown, cmd: Command) => sendCommand(key, message, g(cmd))));
+program.command("history <sessionKey>").description("print a transcript").option("--limit <n>").option("--json")
+  .action(run(async (key: string, _o: unknown, cmd: Command) => historyCommand(key, g(cmd))));
+program.command("call <method>").description("call a gateway RPC method").option("--params <json>")
+  .action(run(async (method: string, _o: unknown, cmd: Command) => callCommand(method, g(cmd))));
+program.command("config").description("configuration").command("validate [file]").option("--json")
+  .action(run((file: string | undefined, _o: unknown, cmd: Command) => configValidate(file, g(cmd))));
+
+program.parseAsync(process.argv).then(
+  () => {
+    if (exitCode) process.exitCode = exitCode;
+  },
+  (err: unknown) => {
+    if (err instanceof ConfigError) {
+      process.stderr.write(err.issues.map((i) => `${i.path}: ${i.message}`).join("\n") + "\n");
+    } else if (err instanceof SwitchboardError) {
+      process.stderr.write(`error [${err.code}]: ${err.message}\n`);
+    } else {
+      process.stderr.write(`error: ${(err as Error)?.message ?? String(err)}\n`);
+    }
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,103 @@
+/**
+ * The HTTP gateway (CONTRACT §4). Stateless: every answer comes from Redis, so any number of
+ * gateways can sit behind a load balancer, and `agent.wait` survives reconnects and restarts.
+ */
+import Fastify, { type FastifyInstance } from "fastify";
+import type { Services } from "../app/services.js";
+import { SwitchboardError } from "../errors/index.js";
+import { handleInbound } from "../inbound/handle-inbound.js";
+import { createRpcMethods, type RpcHandler } from "../rpc/methods.js";
+import { RunWaiter } from "../runs/run-waiter.js";
+import { createAuthHook } from "./auth.js";
+import { registerBullBoard } from "./bull-board.js";
+import { httpErrorHandler } from "./http-errors.js";
+import { renderMetrics } from "./metrics.js";
+
+export interface ToolEndpoint {
+  (name: string, body: unknown): Promise<unknown>;
+}
+
+export interface GatewayOptions {
+  /** Session tools behind POST /v1/tools/<name>. */
+  tools?: ToolEndpoint;
+  logger?: boolean;
+}
+
+export interface Gateway {
+  app: FastifyInstance;
+  waiter: RunWaiter;
+  rpc: Record<string, RpcHandler>;
+  listen(): Promise<string>;
+  close(): Promise<void>;
+}
+
+export async function createGateway(svc: Services, opts: GatewayOptions = {}): Promise<Gateway> {
+  const app = Fastify({ logger: opts.logger ? { level: process.env.LOG_LEVEL ?? "info" } : false, bodyLimit: 4 * 1024 * 1024 });
+  const waiter = new RunWaiter(svc.connection("subscriber"), svc.keys, svc.runs);
+  const rpc = createRpcMethods(svc, waiter);
+
+  app.setErrorHandler(httpErrorHandler);
+  app.addHook("onRequest", createAuthHook(svc.config.gateway.auth.token));
+
+  app.get("/healthz", async () => ({ ok: true }));
+  app.get("/readyz", async (_req, reply) => {
+    try {
+      await svc.redis.ping();
+      return { ok: true, redis: "up" };
+    } catch (err) {
+      return reply.status(503).send({ ok: false, redis: "down", error: (err as Error).message });
+    }
+  });
+  app.get("/metrics", async (_req, reply) => reply.type("text/plain; version=0.0.4").send(await renderMetrics(svc)));
+
+  app.post("/v1/inbound", async (req, reply) => reply.status(202).send(await handleInbound(svc, req.body)));
+
+  app.post<{ Params: { method: string } }>("/v1/rpc/:method", async (req, reply) => {
+    const handler = rpc[req.params.method];
+    if (!handler) return reply.status(404).send({ ok: false, error: { code: "not_found", message: `unknown method ${req.params.method}` } });
+    try {
+      return { ok: true, result: await handler(req.body ?? {}) };
+    } catch (err) {
+      // RPC answers 200 with ok:false for domain errors, 400 for invalid params (CONTRACT §4).
+      if (err instanceof SwitchboardError && err.code !== "invalid_request") {
+        return { ok: false, error: { code: err.code, message: err.message } };
+      }
+      throw err;
+    }
+  });
+
+  app.post<{ Params: { name: string } }>("/v1/tools/:name", async (req, reply) => {
+    if (!opts.tools) return reply.status(404).send({ ok: false, error: { code: "not_found", message: "session tools are not enabled" } });
+    return await opts.tools(req.params.name, req.body);
+  });
+
+  app.get<{ Params: { id: string } }>("/v1/runs/:id", async (req, reply) => {
+    const rec = await svc.runs.get(req.params.id);
+    if (!rec) return reply.status(404).send({ ok: false, error: { code: "run_not_found", message: `No run found: ${req.params.id}` } });
+    return rec;
+  });
+
+  app.get<{ Querystring: { sessionKey?: string; channel?: string; limit?: string } }>("/v1/deliveries", async (req) => {
+    const q = req.query;
+    const limit = q.limit ? Number(q.limit) : undefined;
+    if (limit !== undefined && (!Number.isInteger(limit) || limit < 1)) {
+      throw new SwitchboardError("invalid_request", "limit must be a positive integer");
+    }
+    return await rpc["deliveries.list"]!({ ...(q.sessionKey ? { sessionKey: q.sessionKey } : {}), ...(q.channel ? { channel: q.channel } : {}), ...(limit ? { limit } : {}) });
+  });
+
+  await registerBullBoard(app, svc.queues);
+
+  return {
+    app,
+    waiter,
+    rpc,
+    async listen() {
+      return await app.listen({ host: svc.config.gateway.host, port: svc.config.gateway.port });
+    },
+    async close() {
+      await waiter.close();
+      await app.close();
+    },
+  };
+}

@@ -1,0 +1,198 @@
+/**
+ * Credential redaction for text that leaves a session through a tool (REFERENCE.md §5.3,
+ * OpenClaw `logging/redact.ts` default patterns). sessions_history hands one agent another
+ * session's transcript, so anything that looks like a secret is masked before it goes out.
+ *
+ * Rules of the masking (kept from OpenClaw so imported expectations hold):
+ * - a token shorter than 18 characters becomes `***`;
+ * - a longer one keeps its first 6 and last 4 characters: `sk-1234567890abcdef1234` → `sk-123…1234`;
+ * - the key or label in front of a value (`API_KEY=`, `"password":`, `--token `, `Bearer `)
+ *   stays, only the value is masked, so a reader still sees *what* was hidden;
+ * - a PEM private-key block keeps its BEGIN and END lines around `…redacted…`.
+ *
+ * All patterns look at the original text and the masked spans are applied in one pass, so a
+ * value matched by two patterns (`API_KEY=sk-…` is both an assignment and an `sk-` token) is
+ * masked once, never re-masked into `***`.
+ *
+ * Every pattern is linear on its input: no nested quantifiers, no lazy `[\s\S]*?` runs that
+ * could rescan the rest of a megabyte for each candidate start (PEM blocks are found with two
+ * forward scans for that reason). Transcript text is untrusted input.
+ */
+
+const MASK_MIN_LENGTH = 18;
+const MASK_KEEP_START = 6;
+const MASK_KEEP_END = 4;
+
+export interface RedactResult {
+  text: string;
+  /** True when at least one value was masked. */
+  redacted: boolean;
+}
+
+/** Masks one secret value (see the file comment). Counts code points so an emoji is never split. */
+export function maskToken(token: string): string {
+  const chars = Array.from(token);
+  if (chars.length < MASK_MIN_LENGTH) return "***";
+  return `${chars.slice(0, MASK_KEEP_START).join("")}…${chars.slice(-MASK_KEEP_END).join("")}`;
+}
+
+/** One region of the input to replace. */
+interface Span {
+  start: number;
+  end: number;
+  replacement: string;
+}
+
+/**
+ * A pattern whose secret sits in one of the named groups `v`, `v2`, `v3` (the first that
+ * matched is masked, the rest of the match is kept). The `d` flag gives the group's exact
+ * position, even when the same characters also occur in the label.
+ * `accept` can veto a match (assignment names are checked in code, see below); after a veto
+ * the scan resumes just after `resumeGroup`, so a real match inside the rejected one is found.
+ */
+interface ValuePattern {
+  name: string;
+  re: RegExp;
+  accept?: (m: RegExpExecArray) => boolean;
+  resumeGroup?: string;
+}
+
+const VALUE_GROUPS = ["v", "v2", "v3"] as const;
+
+/**
+ * Which assignment names hold secrets. Upper-case env style ending in the word (`OPENAI_API_KEY`,
+ * `PASSWORD`), a name joining the word with `_`/`-` (`api_key`, `X-Api-Key`, `db-password`),
+ * camelCase (`apiKey`, `clientSecret`), or a bare `password`/`passwd` in any case.
+ * A bare English `key:`/`token:`/`secret:` (and `monkey:`) is prose and stays untouched.
+ */
+const SECRET_NAME_RES: RegExp[] = [
+  /^[A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD)$/,
+  /[_-](?:key|token|secret|password|passwd)$/i,
+  /[a-z0-9](?:Key|Token|Secret|Password|Passwd)$/,
+  /^(?:password|passwd)$/i,
+];
+
+function isSecretName(name: string): boolean {
+  return SECRET_NAME_RES.some((re) => re.test(name));
+}
+
+// A value: a double- or single-quoted string on one line, or a bare run up to whitespace/quote.
+const ASSIGNED_VALUE = String.raw`(?:"(?<v>[^"\n]+)"|'(?<v2>[^'\n]+)'|(?<v3>[^\s"'\\]+))`;
+
+const VALUE_PATTERNS: ValuePattern[] = [
+  // Assignments: `OPENAI_API_KEY=sk-…`, `DB_PASSWORD: "hunter2"`, `"API_TOKEN": "…"`, `x-api-key: …`.
+  // The look-behind anchors the name at the start of an identifier, so a long identifier is
+  // scanned once, not once per character; the regex only wants names *ending* in a secret word
+  // (cheap to reject `x = 1`), and isSecretName then judges case and word boundaries.
+  {
+    name: "assignment",
+    re: new RegExp(
+      String.raw`(?<![A-Za-z0-9_-])(?<name>[A-Za-z0-9_-]*?(?:key|token|secret|passwd|password))["']?[ \t]*[=:][ \t]*${ASSIGNED_VALUE}`,
+      "dgi",
+    ),
+    accept: (m) => isSecretName(m.groups?.name ?? ""),
+    resumeGroup: "name",
+  },
+  // JSON fields: `"apiKey": "…"` (key case-insensitive, escaped quotes inside the value allowed).
+  {
+    name: "json",
+    re: new RegExp(
+      String.raw`"(?:api[Kk]ey|api_key|token|secret|password|passwd|access[Tt]oken|access_token|refresh[Tt]oken|refresh_token)"\s*:\s*"(?<v>(?:[^"\\\n]|\\.)+)"`,
+      "dgi",
+    ),
+  },
+  // CLI flags: `--api-key VALUE`, `--token=VALUE`; `--token-file` is another flag and is kept.
+  {
+    name: "cli",
+    re: new RegExp(
+      String.raw`--(?:api[-_]?key|hook[-_]token|token|secret|password|passwd)(?:[ \t]+|=)(?:"(?<v>[^"\n]+)"|'(?<v2>[^'\n]+)'|(?<v3>[^\s"']+))`,
+      "dg",
+    ),
+  },
+  // Authorization headers (any token length).
+  { name: "authorization", re: /\b[Aa]uthorization\s*[:=]\s*[Bb]earer\s+(?<v>[A-Za-z0-9._\-+=/~]+)/dg },
+  // A bare bearer token of 18+ characters ("Bearer authentication" is prose and too short).
+  { name: "bearer", re: /\b[Bb]earer\s+(?<v>[A-Za-z0-9._\-+=/~]{18,})/dg },
+  // Well-known token prefixes.
+  { name: "openai", re: /\b(?<v>sk-[A-Za-z0-9_-]{8,})\b/dg },
+  { name: "github", re: /\b(?<v>ghp_[A-Za-z0-9]{20,})\b/dg },
+  { name: "github-pat", re: /\b(?<v>github_pat_[A-Za-z0-9_]{20,})\b/dg },
+  { name: "slack", re: /\b(?<v>xox[baprs]-[A-Za-z0-9-]{10,})\b/dg },
+  { name: "slack-app", re: /\b(?<v>xapp-[A-Za-z0-9-]{10,})\b/dg },
+  { name: "groq", re: /\b(?<v>gsk_[A-Za-z0-9_-]{10,})\b/dg },
+  { name: "google", re: /\b(?<v>AIza[0-9A-Za-z_-]{20,})\b/dg },
+  { name: "perplexity", re: /\b(?<v>pplx-[A-Za-z0-9_-]{10,})\b/dg },
+  { name: "npm", re: /\b(?<v>npm_[A-Za-z0-9]{10,})\b/dg },
+  // Telegram bot tokens: in API URLs as `bot<id>:<secret>` (the `bot` label stays) or bare `<id>:<secret>`.
+  { name: "telegram-url", re: /\bbot(?<v>\d+:[A-Za-z0-9_-]{20,})\b/dg },
+  { name: "telegram", re: /\b(?<v>\d{6,}:[A-Za-z0-9_-]{20,})\b/dg },
+];
+
+function collectValueSpans(text: string, pattern: ValuePattern, spans: Span[]): void {
+  const { re } = pattern;
+  re.lastIndex = 0;
+  for (let m = re.exec(text); m !== null; m = re.exec(text)) {
+    if (pattern.accept && !pattern.accept(m)) {
+      const resume = pattern.resumeGroup ? m.indices?.groups?.[pattern.resumeGroup] : undefined;
+      re.lastIndex = resume ? resume[1] : m.index + 1;
+      continue;
+    }
+    const groups = m.indices?.groups;
+    let span: [number, number] | undefined;
+    for (const g of VALUE_GROUPS) {
+      span = groups?.[g];
+      if (span) break;
+    }
+    if (span) spans.push({ start: span[0], end: span[1], replacement: maskToken(text.slice(span[0], span[1])) });
+  }
+}
+
+const PEM_BEGIN_RE = /-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----/g;
+const PEM_END_RE = /-----END [A-Z ]{0,40}PRIVATE KEY-----/g;
+
+/**
+ * PEM private-key blocks → BEGIN line, `…redacted…`, END line. Two forward scans instead of a
+ * lazy regex: an unterminated BEGIN costs one search, not one per BEGIN.
+ */
+function collectPemSpans(text: string, spans: Span[]): void {
+  if (!text.includes("PRIVATE KEY-----")) return;
+  PEM_BEGIN_RE.lastIndex = 0;
+  for (let begin = PEM_BEGIN_RE.exec(text); begin !== null; begin = PEM_BEGIN_RE.exec(text)) {
+    PEM_END_RE.lastIndex = begin.index + begin[0].length;
+    const end = PEM_END_RE.exec(text);
+    if (!end) return; // no END after this point: no later BEGIN can be closed either
+    spans.push({
+      start: begin.index,
+      end: end.index + end[0].length,
+      replacement: `${begin[0]}\n…redacted…\n${end[0]}`,
+    });
+    PEM_BEGIN_RE.lastIndex = end.index + end[0].length;
+  }
+}
+
+/** Applies non-overlapping spans: the earliest wins, then the longest; overlapping later ones are dropped. */
+function applySpans(text: string, spans: Span[]): string {
+  if (spans.length === 0) return text;
+  spans.sort((a, b) => a.start - b.start || b.end - a.end);
+  let out = "";
+  let cursor = 0;
+  for (const span of spans) {
+    if (span.start < cursor) continue;
+    out += text.slice(cursor, span.start) + span.replacement;
+    cursor = span.end;
+  }
+  return out + text.slice(cursor);
+}
+
+/** Masks credentials in `text` (see the file comment). Pure; `redacted` tells whether anything changed. */
+export function redactSecrets(text: string): RedactResult {
+  if (!text) return { text, redacted: false };
+  const spans: Span[] = [];
+  collectPemSpans(text, spans);
+  for (const pattern of VALUE_PATTERNS) collectValueSpans(text, pattern, spans);
+  const next = applySpans(text, spans);
+  return { text: next, redacted: next !== text };
+}
+
+/** The names of the built-in patterns, for diagnostics and tests. */
+export const REDACTION_PATTERN_NAMES: readonly string[] = ["pem", ...VALUE_PATTERNS.map((p) => p.name)];

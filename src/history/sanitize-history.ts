@@ -1,0 +1,213 @@
+/**
+ * sessions_history's view of a transcript (REFERENCE.md §5.3, CONTRACT.md §5 and §8): what the
+ * gateway's `chat.history` pass and the tool's own sanitiser do in OpenClaw, as one pure function.
+ *
+ * Order, and why:
+ * 1. select: tool results (`toolResult`/`tool`) go unless `includeTools`; assistant messages
+ *    whose visible text is only `NO_REPLY` go (they were never said to anyone);
+ * 2. per message: `details`/`usage`/`cost` removed (bulky, and not the reader's business);
+ *    assistant text normalised (hidden reasoning and tool scaffolding out); every text field
+ *    (string content, block `text`/`thinking`/`partialJson`, message `text`) redacted, *then*
+ *    cut to `maxChars` (redacting first, so a secret straddling the cut is still recognised);
+ *    thinking signatures dropped; image bytes replaced by `{ omitted: true, bytes }`;
+ * 3. a message still over 128 KB of JSON (giant tool arguments, hundreds of blocks) becomes a
+ *    `[chat.history omitted: message too large]` placeholder, keeping its place in the order;
+ * 4. byte cap: oldest messages dropped until the array fits `maxBytes` (newest kept);
+ * 5. hard cap: if the one message left is still too big, a fixed placeholder replaces it.
+ *
+ * The input is never mutated: messages and blocks are shallow-copied before any change.
+ */
+import type { ContentBlock, TranscriptMessage } from "../transcript/types.js";
+import { isNoReply, messageRawText } from "./extract-reply.js";
+import { normalizeAssistantText } from "./normalize-text.js";
+import { redactSecrets } from "./redact.js";
+import { capArrayByJsonBytes, jsonBytes, truncateText } from "./truncate.js";
+
+/** Per text field, in UTF-16 units (OpenClaw SESSIONS_HISTORY_TEXT_MAX_CHARS). */
+export const HISTORY_TEXT_MAX_CHARS = 4000;
+/** Whole result, JSON bytes (OpenClaw SESSIONS_HISTORY_MAX_BYTES). */
+export const HISTORY_MAX_BYTES = 80 * 1024;
+/** One message, JSON bytes (the gateway's chat.history per-message limit). */
+export const HISTORY_MESSAGE_MAX_BYTES = 128 * 1024;
+export const CHAT_HISTORY_OMITTED_TEXT = "[chat.history omitted: message too large]";
+export const SESSIONS_HISTORY_OMITTED_TEXT = "[sessions_history omitted: message too large]";
+
+export interface SanitizeHistoryOptions {
+  /** Keep `toolResult`/`tool` messages (default false). */
+  includeTools?: boolean;
+  /** Per text field, UTF-16 units (default 4 000). */
+  maxChars?: number;
+  /** Whole array, JSON bytes (default 80 KiB). */
+  maxBytes?: number;
+}
+
+export interface SanitizeHistoryResult {
+  messages: TranscriptMessage[];
+  /** Anything at all was left out: dropped messages, cut content, removed metadata. */
+  truncated: boolean;
+  /** Messages were dropped by the byte cap or replaced by the hard cap. */
+  droppedMessages: boolean;
+  /** A text field was cut, a thinking signature or image data removed, or a message replaced by the 128 KB placeholder. */
+  contentTruncated: boolean;
+  /** At least one credential was masked. */
+  contentRedacted: boolean;
+  /** JSON byte size of `messages`. */
+  bytes: number;
+}
+
+interface MessageOutcome {
+  message: TranscriptMessage;
+  contentTruncated: boolean;
+  redacted: boolean;
+  metadataRemoved: boolean;
+}
+
+type MutableRecord = Record<string, unknown>;
+
+const STRIPPED_MESSAGE_FIELDS = ["details", "usage", "cost"] as const;
+// Blocks that make an assistant message more than words: a message carrying one is never "silent".
+const SILENT_ALLOWED_BLOCK_TYPES = new Set(["text", "thinking"]);
+
+function isObject(value: unknown): value is MutableRecord {
+  return typeof value === "object" && value !== null;
+}
+
+function isToolMessage(message: unknown): boolean {
+  return isObject(message) && (message.role === "toolResult" || message.role === "tool");
+}
+
+/** An assistant message whose whole visible text is NO_REPLY (and that called no tool, showed no image…). */
+function isSilentAssistantMessage(message: unknown): boolean {
+  if (!isObject(message) || message.role !== "assistant") return false;
+  const content = (message as TranscriptMessage).content;
+  if (Array.isArray(content)) {
+    const onlyWords = content.every(
+      (block) => isObject(block) && typeof block.type === "string" && SILENT_ALLOWED_BLOCK_TYPES.has(block.type),
+    );
+    if (!onlyWords) return false;
+  } else if (typeof content !== "string") {
+    return false;
+  }
+  const raw = messageRawText(message as TranscriptMessage);
+  // Normalisation only removes text: no "no_reply" in the raw text, no NO_REPLY after it (cheap exit on big texts).
+  if (!/no_reply/i.test(raw)) return false;
+  return isNoReply(normalizeAssistantText(raw).text);
+}
+
+function assertPositive(name: string, value: number): number {
+  if (!Number.isFinite(value) || value <= 0) throw new RangeError(`${name} must be a positive number, got ${value}`);
+  return Math.floor(value);
+}
+
+function sanitizeMessage(message: TranscriptMessage, maxChars: number): MessageOutcome {
+  const entry: MutableRecord = { ...message };
+  let contentTruncated = false;
+  let redacted = false;
+  let metadataRemoved = false;
+  const isAssistant = entry.role === "assistant";
+
+  const cleanText = (text: string, normalize: boolean): string => {
+    const visible = normalize ? normalizeAssistantText(text).text : text;
+    const red = redactSecrets(visible);
+    const cut = truncateText(red.text, maxChars);
+    redacted ||= red.redacted;
+    contentTruncated ||= cut.truncated;
+    return cut.text;
+  };
+
+  const cleanBlock = (block: unknown): unknown => {
+    if (!isObject(block)) return block;
+    const out: MutableRecord = { ...block };
+    if (typeof out.text === "string") out.text = cleanText(out.text, isAssistant && out.type === "text");
+    if (out.type === "thinking") {
+      if (typeof out.thinking === "string") out.thinking = cleanText(out.thinking, false);
+      // The provider's signature over the reasoning: large, opaque, useless to a reader.
+      if ("thinkingSignature" in out) {
+        delete out.thinkingSignature;
+        contentTruncated = true;
+      }
+    }
+    if (typeof out.partialJson === "string") out.partialJson = cleanText(out.partialJson, false);
+    if (out.type === "image") {
+      if (typeof out.data === "string") out.bytes = out.data.length; // base64 length, as OpenClaw B-APR reports it
+      if ("data" in out) {
+        delete out.data;
+        contentTruncated = true;
+      }
+      out.omitted = true;
+    }
+    return out;
+  };
+
+  for (const field of STRIPPED_MESSAGE_FIELDS) {
+    if (field in entry) {
+      delete entry[field];
+      metadataRemoved = true;
+    }
+  }
+  if (typeof entry.content === "string") entry.content = cleanText(entry.content, isAssistant);
+  else if (Array.isArray(entry.content)) entry.content = entry.content.map(cleanBlock) as ContentBlock[];
+  if (typeof entry.text === "string") entry.text = cleanText(entry.text, isAssistant);
+
+  let result = entry as TranscriptMessage;
+  if (jsonBytes(result) > HISTORY_MESSAGE_MAX_BYTES) {
+    result = { role: typeof entry.role === "string" ? entry.role : "assistant", content: CHAT_HISTORY_OMITTED_TEXT };
+    contentTruncated = true;
+  }
+  return { message: result, contentTruncated, redacted, metadataRemoved };
+}
+
+/** The sessions_history pipeline (see the file comment). Pure: no I/O, input untouched. */
+export function sanitizeHistory(
+  messages: readonly TranscriptMessage[],
+  opts: SanitizeHistoryOptions = {},
+): SanitizeHistoryResult {
+  const maxChars = assertPositive("maxChars", opts.maxChars ?? HISTORY_TEXT_MAX_CHARS);
+  const maxBytes = assertPositive("maxBytes", opts.maxBytes ?? HISTORY_MAX_BYTES);
+
+  const selected = messages.filter(
+    (m) => (opts.includeTools === true || !isToolMessage(m)) && !isSilentAssistantMessage(m),
+  );
+
+  let contentTruncated = false;
+  let contentRedacted = false;
+  let metadataRemoved = false;
+  const sanitized = selected.map((message) => {
+    if (!isObject(message)) return message; // not a message: passed through, as OpenClaw does
+    const outcome = sanitizeMessage(message, maxChars);
+    contentTruncated ||= outcome.contentTruncated;
+    contentRedacted ||= outcome.redacted;
+    metadataRemoved ||= outcome.metadataRemoved;
+    return outcome.message;
+  });
+
+  const capped = capArrayByJsonBytes(sanitized, maxBytes);
+  let items = capped.items;
+  let bytes = capped.bytes;
+  let hardCapped = false;
+  if (bytes > maxBytes) {
+    // The byte cap stops at one message, so here that one is too big by itself; the "keep the
+    // last if it fits" branch mirrors OpenClaw's hard cap and guards a cap that stops earlier.
+    hardCapped = true;
+    const last = items.at(-1);
+    const lastOnly = last === undefined ? [] : [last];
+    const lastBytes = jsonBytes(lastOnly);
+    if (lastBytes <= maxBytes) {
+      items = lastOnly;
+      bytes = lastBytes;
+    } else {
+      items = [{ role: "assistant", content: SESSIONS_HISTORY_OMITTED_TEXT }];
+      bytes = jsonBytes(items);
+    }
+  }
+
+  const droppedMessages = capped.items.length < selected.length || hardCapped;
+  return {
+    messages: items,
+    truncated: droppedMessages || contentTruncated || hardCapped || metadataRemoved,
+    droppedMessages,
+    contentTruncated,
+    contentRedacted,
+    bytes,
+  };
+}

@@ -1,0 +1,205 @@
+/**
+ * The gateway RPC methods (CONTRACT §4). Pure service functions over `Services`, so the HTTP
+ * gateway and the CLI's direct-to-Redis mode run the very same code.
+ */
+import { createHash, randomUUID } from "node:crypto";
+import type { z } from "zod";
+import type { Services } from "../app/services.js";
+import { defaultAgentId } from "../config/agents.js";
+import { zodIssues } from "../config/parse.js";
+import { SendBlockedError, SessionNotFoundError, SwitchboardError, ValidationError } from "../errors/index.js";
+import { DeliveryLog } from "../delivery/index.js";
+import { enqueueArchive, rotateSession } from "../lifecycle/rotate.js";
+import { identOf } from "../lifecycle/session-ident.js";
+import { enqueueTurn } from "../runs/enqueue.js";
+import type { RunWaiter } from "../runs/run-waiter.js";
+import { stopSession } from "../runs/stop.js";
+import { isTerminal } from "../runs/turn.js";
+import { canonicalSessionKey } from "../session/key-canonical.js";
+import { resolveSendPolicy } from "../session/send-policy.js";
+import type { SessionEntry } from "../storage/session-entry.js";
+import { enqueueDelivery } from "../workers/deliver.js";
+import * as P from "./params.js";
+
+export type RpcHandler = (params: unknown) => Promise<unknown>;
+
+export function parseParams<T extends z.ZodType>(schema: T, params: unknown, method: string): z.output<T> {
+  const r = schema.safeParse(params ?? {});
+  if (!r.success) throw new ValidationError(`invalid params for ${method}`, zodIssues(r.error));
+  return r.data;
+}
+
+/** chat.history bounds (OpenClaw's): default 200 messages, at most 1000. */
+export const CHAT_HISTORY_DEFAULT = 200;
+
+export function sendPolicyOf(svc: Services, sessionKey: string, entry: SessionEntry | null): "allow" | "deny" {
+  return resolveSendPolicy(svc.config, {
+    sessionKey,
+    ...(entry
+      ? { entry: { ...(entry.sendPolicy ? { sendPolicy: entry.sendPolicy } : {}), ...(entry.channel ? { channel: entry.channel } : {}), ...(entry.chatType ? { chatType: entry.chatType } : {}) } }
+      : {}),
+  });
+}
+
+/** Make sure a session entry exists (tools and RPC may address a session that never chatted). */
+export async function ensureSession(svc: Services, sessionKey: string, extra: Partial<SessionEntry> = {}): Promise<SessionEntry> {
+  const existing = await svc.sessions.get(sessionKey);
+  if (existing) return existing;
+  try {
+    return await svc.sessions.upsert(sessionKey, identOf(svc.config, sessionKey), { sessionId: randomUUID(), ...extra }, { mode: "create" });
+  } catch (err) {
+    if ((err as { code?: string }).code === "session_exists") return (await svc.sessions.get(sessionKey))!;
+    throw err;
+  }
+}
+
+export function createRpcMethods(svc: Services, waiter?: RunWaiter): Record<string, RpcHandler> {
+  const canon = (key: string, agentId?: string) => canonicalSessionKey(svc.config, key, agentId ? { agentId } : {});
+  const deliveries = new DeliveryLog(svc.redis, svc.keys);
+
+  return {
+    "sessions.list": async (raw) => {
+      const p = parseParams(P.SessionsListParams, raw, "sessions.list");
+      const rows = await svc.sessions.list({
+        ...(p.limit ? { limit: p.limit } : {}),
+        ...(p.activeMinutes ? { activeMinutes: p.activeMinutes } : {}),
+        ...(p.agentId ? { agentId: p.agentId } : {}),
+        ...(p.kinds ? { kinds: p.kinds } : {}),
+        ...(p.label ? { label: p.label } : {}),
+        ...(p.search ? { search: p.search } : {}),
+        ...(p.spawnedBy ? { spawnedBy: canon(p.spawnedBy) } : {}),
+        includeReserved: Boolean(p.includeGlobal || p.includeUnknown),
+      });
+      const sessions = rows.filter((r) => (r.key !== "global" || p.includeGlobal) && (r.key !== "unknown" || p.includeUnknown));
+      return { ts: Date.now(), count: sessions.length, sessions };
+    },
+
+    "sessions.resolve": async (raw) => {
+      const p = parseParams(P.SessionsResolveParams, raw, "sessions.resolve");
+      let key: string | null = null;
+      if (p.key !== undefined) key = canon(p.key, p.agentId);
+      else if (p.sessionId !== undefined) key = await svc.sessions.keyForSessionId(p.sessionId);
+      else if (p.label !== undefined) key = await svc.sessions.keyForLabel(p.agentId ?? defaultAgentId(svc.config), p.label);
+      const entry = key ? await svc.sessions.get(key) : null;
+      if (!entry || (p.spawnedBy && entry.spawnedBy !== canon(p.spawnedBy))) {
+        const what = p.label !== undefined ? `with label: ${p.label}` : `${p.key ?? p.sessionId}`;
+        throw new SessionNotFoundError(what);
+      }
+      return { key: entry.key, entry };
+    },
+
+    "sessions.patch": async (raw) => {
+      const p = parseParams(P.SessionsPatchParams, raw, "sessions.patch");
+      const key = canon(p.key);
+      const { key: _k, model, ...rest } = p;
+      const patch = { ...rest, ...(model !== undefined ? { modelOverride: model } : {}) };
+      const entry = await svc.sessions.upsert(key, identOf(svc.config, key), patch, { mode: "update", activity: "preserve" });
+      return { key, entry };
+    },
+
+    "sessions.reset": async (raw) => {
+      const p = parseParams(P.SessionsResetParams, raw, "sessions.reset");
+      const key = canon(p.key);
+      const old = await svc.sessions.get(key);
+      if (!old) throw new SessionNotFoundError(key);
+      const stopped = await stopSession(svc, key);
+      const next = await rotateSession(svc, old, { reason: p.reason ?? "reset", archive: "job", activity: "preserve" });
+      const entry = next ?? (await svc.sessions.require(key));
+      return { key, sessionId: entry.sessionId, previousSessionId: old.sessionId, stopped, entry };
+    },
+
+    "sessions.delete": async (raw) => {
+      const p = parseParams(P.SessionsDeleteParams, raw, "sessions.delete");
+      const key = canon(p.key);
+      const { agentId, kind } = identOf(svc.config, key);
+      if (key === canon("main", agentId)) throw new SwitchboardError("forbidden", `Cannot delete the main session (${key}); use sessions.reset`);
+      const stopped = await stopSession(svc, key);
+      const old = await svc.sessions.delete(key, agentId, kind);
+      if (!old) throw new SessionNotFoundError(key);
+      if (p.deleteTranscript !== false) await enqueueArchive(svc, { sessionKey: key, agentId, sessionId: old.sessionId, kind: "deleted" });
+      return { key, deleted: true, stopped };
+    },
+
+    "chat.history": async (raw) => {
+      const p = parseParams(P.ChatHistoryParams, raw, "chat.history");
+      const key = canon(p.sessionKey);
+      const entry = await svc.sessions.get(key);
+      if (!entry) return { sessionKey: key, messages: [] };
+      const messages = await svc.transcripts.messages(entry.agentId, entry.sessionId, p.limit ?? CHAT_HISTORY_DEFAULT);
+      return { sessionKey: key, sessionId: entry.sessionId, messages };
+    },
+
+    agent: async (raw) => {
+      const p = parseParams(P.AgentParams, raw, "agent");
+      const agentId = p.agentId ?? defaultAgentId(svc.config);
+      const key = canon(p.sessionKey ?? "main", agentId);
+      const entry = await ensureSession(svc, key);
+      if (sendPolicyOf(svc, key, entry) === "deny") throw new SendBlockedError(key);
+      // An idempotency key maps to a fixed runId, so a retried call cannot start a second run.
+      const runId = p.idempotencyKey ? uuidFrom(`${key}\n${p.idempotencyKey}`) : randomUUID();
+      if (p.idempotencyKey && (await svc.runs.get(runId))) return { runId, sessionKey: key, sessionId: entry.sessionId, duplicate: true };
+      const route = p.deliver
+        ? { channel: p.channel ?? entry.deliveryContext?.channel ?? entry.lastChannel ?? "", ...(p.to ?? entry.lastTo ? { to: p.to ?? entry.lastTo } : {}), ...(p.accountId ? { accountId: p.accountId } : {}), ...(p.threadId !== undefined ? { threadId: String(p.threadId) } : {}) }
+        : undefined;
+      const turn = await enqueueTurn(svc, {
+        runId,
+        sessionKey: key,
+        agentId: entry.agentId,
+        sessionId: entry.sessionId,
+        text: p.message,
+        step: "turn",
+        provenance: "user",
+        ...(route?.channel ? { deliver: route } : {}),
+        ...(p.runTimeoutSeconds ? { runTimeoutSeconds: p.runTimeoutSeconds } : {}),
+        ...(p.extraSystemPrompt ? { extraSystemPrompt: p.extraSystemPrompt } : {}),
+      });
+      return { runId: turn.runId, sessionKey: key, sessionId: entry.sessionId };
+    },
+
+    "agent.wait": async (raw) => {
+      const p = parseParams(P.AgentWaitParams, raw, "agent.wait");
+      if (!waiter) throw new SwitchboardError("unavailable", "agent.wait needs a subscriber connection");
+      const { record } = await waiter.wait(p.runId, p.timeoutMs ?? 30_000);
+      if (!record) throw new SwitchboardError("run_not_found", `No run found: ${p.runId}`);
+      const done = isTerminal(record.status);
+      return {
+        runId: p.runId,
+        status: done ? record.status : "timeout",
+        ...(done && record.reply !== undefined ? { reply: record.reply } : {}),
+        ...(record.error ? { error: record.error } : {}),
+        ...(record.startedAt ? { startedAt: record.startedAt } : {}),
+        ...(record.endedAt ? { endedAt: record.endedAt } : {}),
+        ...(done ? {} : { runStatus: record.status }),
+      };
+    },
+
+    send: async (raw) => {
+      const p = parseParams(P.SendParams, raw, "send");
+      const key = p.sessionKey ? canon(p.sessionKey) : `channel:${p.channel}`;
+      if (p.sessionKey) {
+        const entry = await svc.sessions.get(key);
+        if (sendPolicyOf(svc, key, entry) === "deny") throw new SendBlockedError(key);
+      }
+      const id = p.idempotencyKey ? `send-${createHash("sha256").update(p.idempotencyKey).digest("hex").slice(0, 32)}` : `send-${randomUUID()}`;
+      await enqueueDelivery(svc, {
+        id,
+        sessionKey: key,
+        kind: "send",
+        message: p.message,
+        route: { channel: p.channel, ...(p.to ? { to: p.to } : {}), ...(p.accountId ? { accountId: p.accountId } : {}), ...(p.threadId !== undefined ? { threadId: String(p.threadId) } : {}) },
+      });
+      return { id, status: "queued" };
+    },
+
+    "deliveries.list": async (raw) => {
+      const q = (raw ?? {}) as { sessionKey?: string; channel?: string; limit?: number };
+      return { deliveries: await deliveries.list(q) };
+    },
+  };
+}
+
+/** A stable RFC-4122-shaped id from a string (idempotency keys → runIds). */
+export function uuidFrom(s: string): string {
+  const h = createHash("sha256").update(s).digest("hex");
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}

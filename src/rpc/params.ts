@@ -1,0 +1,57 @@
+/** zod schemas of the gateway RPC params (CONTRACT §4): validation and types in one place. */
+import { z } from "zod";
+import { SessionPatchSchema } from "../storage/session-entry.js";
+
+const key = z.string().trim().min(1).max(512);
+const kinds = z.array(z.enum(["main", "group", "cron", "hook", "node", "other"]));
+
+export const SessionsListParams = z.strictObject({
+  limit: z.number().int().min(1).max(10_000).optional(),
+  activeMinutes: z.number().int().min(1).optional(),
+  agentId: z.string().optional(),
+  kinds: kinds.optional(),
+  label: z.string().optional(),
+  search: z.string().max(200).optional(),
+  spawnedBy: key.optional(),
+  includeGlobal: z.boolean().optional(),
+  includeUnknown: z.boolean().optional(),
+});
+
+export const SessionsResolveParams = z
+  .strictObject({ key: key.optional(), sessionId: z.string().optional(), label: z.string().optional(), agentId: z.string().optional(), spawnedBy: key.optional() })
+  .superRefine((p, ctx) => {
+    const n = [p.key, p.sessionId, p.label].filter((v) => v !== undefined).length;
+    if (n === 0) ctx.addIssue({ code: "custom", message: "Either key, sessionId, or label is required", path: [] });
+    if (n > 1) ctx.addIssue({ code: "custom", message: "Provide either key, sessionId, or label (not multiple)", path: [] });
+  });
+
+export const SessionsPatchParams = SessionPatchSchema.extend({ key });
+export const SessionsResetParams = z.strictObject({ key, reason: z.enum(["new", "reset"]).optional() });
+export const SessionsDeleteParams = z.strictObject({ key, deleteTranscript: z.boolean().optional() });
+export const ChatHistoryParams = z.strictObject({ sessionKey: key, limit: z.number().int().min(1).max(1000).optional() });
+
+export const AgentParams = z.strictObject({
+  sessionKey: key.optional(),
+  agentId: z.string().optional(),
+  message: z.string().min(1).max(1_000_000),
+  deliver: z.boolean().optional(),
+  channel: z.string().optional(),
+  to: z.string().optional(),
+  accountId: z.string().optional(),
+  threadId: z.union([z.string(), z.number()]).optional(),
+  runTimeoutSeconds: z.number().int().min(0).max(172_800).optional(),
+  idempotencyKey: z.string().max(200).optional(),
+  extraSystemPrompt: z.string().max(100_000).optional(),
+});
+
+export const AgentWaitParams = z.strictObject({ runId: z.string().min(1), timeoutMs: z.number().int().min(0).max(600_000).optional() });
+
+export const SendParams = z.strictObject({
+  sessionKey: key.optional(),
+  channel: z.string().min(1),
+  to: z.string().min(1).optional(),
+  accountId: z.string().optional(),
+  threadId: z.union([z.string(), z.number()]).optional(),
+  message: z.string().min(1).max(100_000),
+  idempotencyKey: z.string().max(200).optional(),
+});

@@ -1,0 +1,64 @@
+/**
+ * The contract between a worker and an agent runtime (CONTRACT.md §6). A runtime turns one
+ * incoming message (plus the session's recent history) into a reply. It gets an AbortSignal:
+ * `/stop`, `subagents kill` and `runTimeoutSeconds` abort it, and it must stop promptly.
+ */
+import type { TranscriptMessage } from "../transcript/types.js";
+
+/** Which step of the system asked for this turn: ordinary turn, reply-back step, or announce. */
+export type RunStep = "turn" | "reply" | "announce";
+
+/** Where the incoming text came from, as the script runtime's `when.provenance` sees it. */
+export type RunProvenance = "user" | "inter_session" | "system";
+
+export interface ToolCallResult {
+  name: string;
+  args: Record<string, unknown>;
+  result: unknown;
+}
+
+/** Lets a runtime call the session tools as the session it is running in. */
+export interface ToolInvoker {
+  /** JSON schemas of the tools this session may call (offered to LLMs as function tools). */
+  definitions(): { name: string; description: string; parameters: Record<string, unknown> }[];
+  call(name: string, args: Record<string, unknown>): Promise<unknown>;
+}
+
+export interface RunInput {
+  runId: string;
+  agentId: string;
+  sessionKey: string;
+  sessionId: string;
+  text: string;
+  step: RunStep;
+  provenance: RunProvenance;
+  /** Context for agent-to-agent steps (OpenClaw's extraSystemPrompt). */
+  extraSystemPrompt?: string;
+  /** Recent transcript messages, oldest first, not including `text`. */
+  history: TranscriptMessage[];
+  signal: AbortSignal;
+  tools: ToolInvoker;
+  /** Model override for this session, if any. */
+  model?: string;
+}
+
+export interface RunOutput {
+  reply: string;
+  usage?: { input: number; output: number };
+  model?: string;
+  /** Tool calls made during the turn, in order (recorded in the transcript). */
+  toolCalls?: ToolCallResult[];
+}
+
+export interface AgentRuntime {
+  readonly kind: string;
+  run(input: RunInput): Promise<RunOutput>;
+}
+
+/** Thrown when a run is aborted; the worker maps the abort reason to killed/timeout. */
+export class RunAbortedError extends Error {
+  constructor(readonly reason: unknown) {
+    super(`run aborted: ${reason instanceof Error ? reason.message : String(reason)}`);
+    this.name = "RunAbortedError";
+  }
+}
