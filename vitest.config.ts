@@ -9,5 +9,6 @@ export default defineConfig({
     pool: "forks",
     // Two cores here and in CI: files with real processes and timing want room to breathe.
     maxWorkers: 2,
+    env: { LOG_LEVEL: process.env.LOG_LEVEL ?? "error" },
   },
 });
