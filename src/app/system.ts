@@ -58,6 +58,7 @@ export async function startSystem(config: Config, opts: SystemOptions = {}): Pro
     async close() {
       await gateway?.close().catch(() => {});
       await workers?.close().catch(() => {});
+      await tools.close();
       await svc.close();
     },
   };

@@ -173,7 +173,13 @@ export const ConfigSchema = z.strictObject({
       idleMinutes: z.number().int().min(0).optional(),
       resetTriggers: z.array(z.string().min(1)).default(["/new", "/reset"]),
       sendPolicy: SendPolicyConfigSchema.optional(),
-      agentToAgent: z.strictObject({ maxPingPongTurns: z.number().int().min(0).max(5).default(5) }).prefault({}),
+      agentToAgent: z
+        .strictObject({
+          maxPingPongTurns: z.number().int().min(0).max(5).default(5),
+          // Switchboard addition: bounds send chains across any number of agents (A→B→C→A…).
+          maxHops: z.number().int().min(1).max(100).default(10),
+        })
+        .prefault({}),
     })
     .prefault({}),
   tools: z

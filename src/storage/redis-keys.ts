@@ -85,6 +85,10 @@ export class RedisKeys {
   deliveriesByChannel(channel: string): string {
     return `${this.base}:idx:dlv:c:${channel}`;
   }
+  /** Set when a sessions_send caller stopped waiting: the reply must reach it by the flow. */
+  a2aLate(runId: string): string {
+    return `${this.base}:a2a:late:${runId}`;
+  }
   /** Transcript lock/index keys are built by the transcript store from this base. */
   get transcriptPrefix(): string {
     return this.base;

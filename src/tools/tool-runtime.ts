@@ -1,34 +1,94 @@
 /**
- * Wiring of the session tools into a process: the per-run invoker given to agent runtimes, the
- * HTTP endpoint of POST /v1/tools/<name>, and the announce-queue processors of the
- * agent-to-agent flow. (The tools themselves arrive with the cross-session tools issue; until
- * then no tool is offered and the endpoint answers unknown tool.)
+ * The session tools wired into a process: the invoker handed to agent runtimes for each run
+ * (tools called *as* the running session, carrying its hop count and trace), the HTTP endpoint
+ * `POST /v1/tools/<name>`, and the announce-queue processor of the agent-to-agent flow.
  */
 import type { Processor } from "bullmq";
+import { z } from "zod";
 import type { Services } from "../app/services.js";
+import { isAgentSandboxed } from "../config/agents.js";
+import { zodIssues } from "../config/parse.js";
+import { ValidationError } from "../errors/index.js";
 import type { QueueName } from "../queues/queue-names.js";
+import { RunWaiter } from "../runs/run-waiter.js";
 import type { ToolInvoker } from "../runtimes/types.js";
+import { canonicalSessionKey } from "../session/key-canonical.js";
+import { agentIdFromSessionKey } from "../session/key-parse.js";
+import { defaultAgentId } from "../config/agents.js";
 import type { ToolInvokerFactory } from "../workers/turn-executor.js";
-import { SwitchboardError } from "../errors/index.js";
+import { createA2AProcessor } from "./a2a-flow.js";
+import { SessionsHistoryArgs, SessionsListArgs, SessionsSendArgs, SessionStatusArgs, TOOL_DESCRIPTIONS, toolJsonSchema, type ToolName } from "./schemas.js";
+import { sessionStatus } from "./session-status.js";
+import { sessionsHistory } from "./sessions-history.js";
+import { sessionsList } from "./sessions-list.js";
+import { sessionsSend } from "./sessions-send.js";
+import { toolError, type ToolCaller, type ToolResult } from "./tool-context.js";
 
 export interface ToolRuntime {
   invokerFor: ToolInvokerFactory;
   endpoint: (name: string, body: unknown) => Promise<unknown>;
   processors: Partial<Record<QueueName, Processor>>;
+  call(name: string, caller: ToolCaller, args: unknown): Promise<ToolResult>;
+  close(): Promise<void>;
 }
 
-export function createToolRuntime(_svc: Services): ToolRuntime {
-  const none: ToolInvoker = {
-    definitions: () => [],
-    call: async (name) => {
-      throw new SwitchboardError("not_found", `unknown tool ${name}`);
-    },
+const SCHEMAS: Record<ToolName, z.ZodType> = {
+  sessions_list: SessionsListArgs,
+  sessions_history: SessionsHistoryArgs,
+  sessions_send: SessionsSendArgs,
+  session_status: SessionStatusArgs,
+};
+
+export const TOOL_NAMES = Object.keys(SCHEMAS) as ToolName[];
+
+const ToolRequestSchema = z.strictObject({
+  sessionKey: z.string().min(1).max(512),
+  sandboxed: z.boolean().optional(),
+  args: z.record(z.string(), z.unknown()).default({}),
+});
+
+export function createToolRuntime(svc: Services): ToolRuntime {
+  let waiter: RunWaiter | undefined;
+  // One subscriber per process, created on the first send that waits.
+  const getWaiter = () => (waiter ??= new RunWaiter(svc.connection("subscriber"), svc.keys, svc.runs));
+
+  const call = async (name: string, caller: ToolCaller, args: unknown): Promise<ToolResult> => {
+    switch (name) {
+      case "sessions_list":
+        return await sessionsList(svc, caller, args);
+      case "sessions_history":
+        return await sessionsHistory(svc, caller, args);
+      case "sessions_send":
+        return await sessionsSend(svc, getWaiter(), caller, args);
+      case "session_status":
+        return await sessionStatus(svc, caller, args);
+      default:
+        return toolError(`Unknown tool: ${name}`);
+    }
   };
+
+  const definitions = TOOL_NAMES.map((name) => ({ name, description: TOOL_DESCRIPTIONS[name], parameters: toolJsonSchema(SCHEMAS[name]) }));
+
   return {
-    invokerFor: () => none,
-    endpoint: async (name) => {
-      throw new SwitchboardError("not_found", `unknown tool ${name}`);
+    call,
+    invokerFor: (ctx) => {
+      const caller: ToolCaller = { sessionKey: ctx.sessionKey, agentId: ctx.agentId, sandboxed: ctx.sandboxed, hop: ctx.hop ?? 0, ...(ctx.traceId ? { traceId: ctx.traceId } : {}), runId: ctx.runId };
+      const invoker: ToolInvoker = { definitions: () => definitions, call: (name, args) => call(name, caller, args) };
+      return invoker;
     },
-    processors: {},
+    endpoint: async (name, body) => {
+      const parsed = ToolRequestSchema.safeParse(body ?? {});
+      if (!parsed.success) throw new ValidationError("invalid tool request", zodIssues(parsed.error));
+      if (!(TOOL_NAMES as string[]).includes(name)) throw new ValidationError(`unknown tool ${name} (known: ${TOOL_NAMES.join(", ")})`);
+      const sessionKey = canonicalSessionKey(svc.config, parsed.data.sessionKey);
+      const agentId = agentIdFromSessionKey(sessionKey, defaultAgentId(svc.config));
+      const entry = await svc.sessions.get(sessionKey);
+      const sandboxed = parsed.data.sandboxed ?? entry?.sandboxed ?? isAgentSandboxed(svc.config, agentId);
+      return await call(name, { sessionKey, agentId, sandboxed, hop: 0 }, parsed.data.args);
+    },
+    processors: { announce: createA2AProcessor(svc) as Processor },
+    close: async () => {
+      await waiter?.close();
+    },
   };
 }

@@ -12,7 +12,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Services } from "../app/services.js";
-import { agentRuntime } from "../config/agents.js";
+import { agentRuntime, isAgentSandboxed } from "../config/agents.js";
 import { StaleFenceError } from "../errors/index.js";
 import { createRuntime } from "../runtimes/registry.js";
 import { RunAbortedError, type RunOutput, type ToolInvoker } from "../runtimes/types.js";
@@ -26,7 +26,7 @@ import { enqueueDelivery } from "./deliver.js";
 /** How many recent transcript messages a runtime sees as history. */
 const HISTORY_LIMIT = 50;
 
-export type ToolInvokerFactory = (ctx: { sessionKey: string; agentId: string; runId: string; sandboxed: boolean }) => ToolInvoker;
+export type ToolInvokerFactory = (ctx: { sessionKey: string; agentId: string; runId: string; sandboxed: boolean; hop?: number; traceId?: string }) => ToolInvoker;
 
 export interface TurnOutcome {
   status: TerminalStatus;
@@ -142,7 +142,14 @@ export class TurnExecutor {
         provenance: turn.provenance,
         history,
         signal,
-        tools: this.tools({ sessionKey: turn.sessionKey, agentId: turn.agentId, runId: turn.runId, sandboxed: entryNow?.sandboxed ?? false }),
+        tools: this.tools({
+          sessionKey: turn.sessionKey,
+          agentId: turn.agentId,
+          runId: turn.runId,
+          sandboxed: entryNow?.sandboxed ?? isAgentSandboxed(svc.config, turn.agentId),
+          hop: turn.hop ?? 0,
+          ...(turn.traceId ? { traceId: turn.traceId } : {}),
+        }),
         ...(turn.extraSystemPrompt ? { extraSystemPrompt: turn.extraSystemPrompt } : {}),
         ...((turn.model ?? entryNow?.modelOverride) ? { model: turn.model ?? entryNow?.modelOverride } : {}),
       });

@@ -1,0 +1,174 @@
+/**
+ * What happens after a sessions_send, as chained jobs on the `announce` queue (each visible in
+ * Bull Board, each retried by BullMQ, none held in memory):
+ *
+ *   target run finishes ─▶ a2a.step(after-primary)
+ *     └─ reply-back loop: turn 1 in the REQUESTER with the target's reply, turn 2 in the target…
+ *        up to maxPingPongTurns, stopped early by exactly REPLY_SKIP / NO_REPLY or the hop bound
+ *   ─▶ announce turn in the TARGET ─▶ a2a.step(after-announce)
+ *     └─ ANNOUNCE_SKIP (or silence): nothing; anything else: a durable delivery to the target's
+ *        channel (stored delivery context, else parsed from its key).
+ *
+ * Each step is a turn enqueued with a continuation, so the next job is added (with a job id
+ * derived from the runId) when that turn has its result. A requester whose wait timed out still
+ * gets the reply: the flow sees the `late` flag and delivers it even with zero ping-pong turns.
+ */
+import { DelayedError, type Job } from "bullmq";
+import type { Services } from "../app/services.js";
+import { isNoReply, isReplySkip, isAnnounceSkip } from "../history/extract-reply.js";
+import { enqueueTurn } from "../runs/enqueue.js";
+import { isTerminal } from "../runs/turn.js";
+import { announceTargetFromKey } from "../session/key-classify.js";
+import { enqueueDelivery } from "../workers/deliver.js";
+import { ANNOUNCE_MESSAGE, announceContext, replyContext, type A2AParties } from "./a2a-prompts.js";
+
+export interface A2AState extends A2AParties {
+  requesterAgent: string;
+  targetAgent: string;
+  original: string;
+  round1?: string;
+  latest?: string;
+  /** Ping-pong turns done so far. */
+  turn: number;
+  maxTurns: number;
+  /** Which side ran the step this job follows. */
+  phase: "after-primary" | "after-reply" | "after-announce";
+  current?: "requester" | "target";
+  hop: number;
+  traceId: string;
+  /** The first (primary) run: the key of the late flag. */
+  primaryRunId: string;
+}
+
+/** Filled in by the executor when it adds the continuation. */
+interface StepJobData extends A2AState {
+  runId: string;
+  reply: string;
+}
+
+export const A2A_STEP = "a2a.step";
+
+function continuation(state: A2AState) {
+  return { queue: "announce", name: A2A_STEP, data: state as unknown as Record<string, unknown> };
+}
+
+function stops(reply: string | undefined): boolean {
+  const t = (reply ?? "").trim();
+  return t === "" || isReplySkip(t) || isNoReply(t);
+}
+
+async function enqueueStep(svc: Services, state: A2AState, to: "requester" | "target", text: string, turnNo: number): Promise<void> {
+  const toKey = to === "requester" ? state.requesterKey : state.targetKey;
+  const fromKey = to === "requester" ? state.targetKey : state.requesterKey;
+  const entry = await svc.sessions.get(toKey);
+  if (!entry) return;
+  await enqueueTurn(svc, {
+    sessionKey: toKey,
+    agentId: entry.agentId,
+    sessionId: entry.sessionId,
+    text,
+    step: "reply",
+    provenance: "inter_session",
+    source: { sessionKey: fromKey, tool: "sessions_send" },
+    extraSystemPrompt: replyContext(state, turnNo, state.maxTurns, to),
+    hop: state.hop + 1,
+    traceId: state.traceId,
+    continuation: continuation({ ...state, turn: turnNo, phase: "after-reply", current: to, hop: state.hop + 1 }),
+  });
+}
+
+async function enqueueAnnounce(svc: Services, state: A2AState): Promise<void> {
+  const entry = await svc.sessions.get(state.targetKey);
+  if (!entry) return;
+  await enqueueTurn(svc, {
+    sessionKey: state.targetKey,
+    agentId: entry.agentId,
+    sessionId: entry.sessionId,
+    text: ANNOUNCE_MESSAGE,
+    step: "announce",
+    provenance: "inter_session",
+    source: { sessionKey: state.requesterKey, tool: "sessions_send" },
+    extraSystemPrompt: announceContext(state, state.original, state.round1, state.latest),
+    hop: state.hop + 1,
+    traceId: state.traceId,
+    continuation: continuation({ ...state, phase: "after-announce", hop: state.hop + 1 }),
+  });
+}
+
+async function deliverAnnounce(svc: Services, state: A2AState, runId: string, reply: string): Promise<void> {
+  const entry = await svc.sessions.get(state.targetKey);
+  const dc = entry?.deliveryContext;
+  const fromKey = announceTargetFromKey(state.targetKey);
+  const route =
+    dc?.channel ? { channel: dc.channel, ...(dc.to ? { to: dc.to } : {}), ...(dc.accountId ? { accountId: dc.accountId } : {}), ...(dc.threadId ? { threadId: dc.threadId } : {}) }
+    : entry?.lastChannel ? { channel: entry.lastChannel, ...(entry.lastTo ? { to: entry.lastTo } : {}), ...(entry.lastThreadId ? { threadId: entry.lastThreadId } : {}) }
+    : fromKey ? { channel: fromKey.channel, to: fromKey.to, ...(fromKey.threadId ? { threadId: fromKey.threadId } : {}) }
+    : { channel: "none" };
+  await enqueueDelivery(svc, { id: `announce-${runId}`, sessionKey: state.targetKey, route, message: reply.trim(), kind: "announce" });
+}
+
+export function createA2AProcessor(svc: Services) {
+  return async (job: Job<StepJobData>, token?: string): Promise<Record<string, unknown>> => {
+    if (job.name !== A2A_STEP) throw new Error(`unknown announce job ${job.name}`);
+    const d = job.data;
+    // The continuation is added just before the run is finished: act once it is terminal.
+    const rec = await svc.runs.get(d.runId);
+    if (rec && !isTerminal(rec.status)) {
+      await job.moveToDelayed(Date.now() + 100, token);
+      throw new DelayedError();
+    }
+    const state: A2AState = { ...d };
+    const maxHops = svc.config.session.agentToAgent.maxHops;
+
+    if (d.phase === "after-announce") {
+      if (stops(d.reply) || isAnnounceSkip(d.reply.trim())) return { done: "announce-skipped" };
+      await deliverAnnounce(svc, state, d.runId, d.reply);
+      return { done: "announced" };
+    }
+
+    if (d.phase === "after-primary") {
+      state.round1 = d.reply;
+      state.latest = d.reply;
+      const late = (await svc.redis.del(svc.keys.a2aLate(d.primaryRunId))) === 1;
+      const loop = state.maxTurns > 0 && state.requesterKey !== state.targetKey && !stops(d.reply);
+      if (loop && state.hop < maxHops) {
+        await enqueueStep(svc, state, "requester", d.reply, 1);
+        return { next: "reply-1" };
+      }
+      // No loop, but a requester that stopped waiting must still get the reply (#36369).
+      if (late && !stops(d.reply) && state.requesterKey !== state.targetKey) {
+        const entry = await svc.sessions.get(state.requesterKey);
+        if (entry) {
+          await enqueueTurn(svc, {
+            sessionKey: state.requesterKey,
+            agentId: entry.agentId,
+            sessionId: entry.sessionId,
+            text: d.reply,
+            step: "reply",
+            provenance: "inter_session",
+            source: { sessionKey: state.targetKey, tool: "sessions_send" },
+            extraSystemPrompt: `Late reply to your sessions_send (run ${d.primaryRunId}) from ${state.targetKey}.`,
+            hop: state.hop + 1,
+            traceId: state.traceId,
+          });
+        }
+      }
+      await enqueueAnnounce(svc, state);
+      return { next: "announce", lateReplyDelivered: late };
+    }
+
+    // after-reply: the side that just replied was `current`.
+    if (!stops(d.reply)) state.latest = d.reply;
+    if (stops(d.reply) || state.turn >= state.maxTurns || state.hop >= maxHops) {
+      await enqueueAnnounce(svc, state);
+      return { next: "announce", stoppedBy: stops(d.reply) ? "skip" : state.hop >= maxHops ? "hops" : "turns" };
+    }
+    const nextSide = d.current === "requester" ? "target" : "requester";
+    await enqueueStep(svc, state, nextSide, d.reply, state.turn + 1);
+    return { next: `reply-${state.turn + 1}` };
+  };
+}
+
+export function primaryContinuation(state: Omit<A2AState, "phase" | "turn">) {
+  return continuation({ ...state, phase: "after-primary", turn: 0 });
+}

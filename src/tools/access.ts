@@ -1,0 +1,24 @@
+/** The visibility guard with its one I/O need (is the target a child of the caller?). */
+import type { Services } from "../app/services.js";
+import { defaultAgentId } from "../config/agents.js";
+import { agentIdFromSessionKey } from "../session/key-parse.js";
+import type { ToolCaller } from "./tool-context.js";
+import { checkVisibility, effectiveVisibility, type GuardAction, type GuardResult, type Visibility } from "./visibility.js";
+
+export function visibilityOf(svc: Services, caller: ToolCaller): Visibility {
+  return effectiveVisibility(svc.config, caller.sandboxed);
+}
+
+export async function guard(svc: Services, caller: ToolCaller, action: GuardAction, targetKey: string): Promise<GuardResult> {
+  const visibility = visibilityOf(svc, caller);
+  const isSpawnedChild = targetKey !== caller.sessionKey && (await svc.sessions.isChildOf(caller.sessionKey, targetKey));
+  return checkVisibility(svc.config, {
+    action,
+    visibility,
+    requesterKey: caller.sessionKey,
+    requesterAgent: caller.agentId,
+    targetKey,
+    targetAgent: agentIdFromSessionKey(targetKey, defaultAgentId(svc.config)),
+    isSpawnedChild,
+  });
+}

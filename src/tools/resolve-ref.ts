@@ -1,0 +1,33 @@
+/**
+ * Resolving what an agent passes as `sessionKey` (REFERENCE §1.9): `current` is the caller,
+ * `main` the caller agent's main session, a stored key wins, then a sessionId (UUID or other
+ * id-like input) is looked up in the sessionId index.
+ */
+import type { Services } from "../app/services.js";
+import { canonicalSessionKey, resolveToolSessionRef } from "../session/key-canonical.js";
+import { looksLikeSessionId, shouldResolveSessionIdInput } from "../session/session-id.js";
+import type { ToolCaller } from "./tool-context.js";
+
+export type RefResolution = { ok: true; key: string } | { ok: false; error: string };
+
+export async function resolveSessionRef(svc: Services, caller: ToolCaller, input: string): Promise<RefResolution> {
+  const raw = input.trim();
+  if (raw === "current" && !(await svc.sessions.get(canonicalSessionKey(svc.config, "current", { agentId: caller.agentId })))) {
+    return { ok: true, key: caller.sessionKey };
+  }
+  let key: string;
+  try {
+    key = resolveToolSessionRef(svc.config, raw, { requesterKey: caller.sessionKey });
+  } catch (err) {
+    if (!looksLikeSessionId(raw)) return { ok: false, error: (err as Error).message };
+    key = "";
+  }
+  if (key && (await svc.sessions.get(key))) return { ok: true, key };
+  if (looksLikeSessionId(raw) || shouldResolveSessionIdInput(raw)) {
+    const byId = await svc.sessions.keyForSessionId(raw);
+    if (byId) return { ok: true, key: byId };
+    if (looksLikeSessionId(raw)) return { ok: false, error: `Session not found: ${raw} (use the full sessionKey from sessions_list)` };
+  }
+  if (!key) return { ok: false, error: `Session not found: ${raw} (use the full sessionKey from sessions_list)` };
+  return { ok: true, key };
+}

@@ -1,0 +1,35 @@
+/** session_status (REFERENCE §5.8): the /status card of a visible session; `model` sets or clears its override. */
+import type { Services } from "../app/services.js";
+import { agentRuntime } from "../config/agents.js";
+import { zodIssues } from "../config/parse.js";
+import { statusCard } from "../lifecycle/status-card.js";
+import { identOf } from "../lifecycle/session-ident.js";
+import { displaySessionKey } from "../session/key-canonical.js";
+import { sendPolicyOf } from "../rpc/methods.js";
+import { guard } from "./access.js";
+import { resolveSessionRef } from "./resolve-ref.js";
+import { SessionStatusArgs } from "./schemas.js";
+import { toolError, type ToolCaller, type ToolResult } from "./tool-context.js";
+
+export async function sessionStatus(svc: Services, caller: ToolCaller, rawArgs: unknown): Promise<ToolResult> {
+  const parsed = SessionStatusArgs.safeParse(rawArgs ?? {});
+  if (!parsed.success) return toolError(zodIssues(parsed.error).map((i) => `${i.path}: ${i.message}`).join("; "));
+  const args = parsed.data;
+  const ref = await resolveSessionRef(svc, caller, args.sessionKey ?? "current");
+  if (!ref.ok) return toolError(ref.error);
+  const g = await guard(svc, caller, "status", ref.key);
+  if (!g.allowed) return { status: g.status, error: g.error };
+  let entry = await svc.sessions.get(ref.key);
+  if (!entry) return toolError(`Unknown sessionKey: ${args.sessionKey ?? ref.key}`);
+  let changedModel = false;
+  if (args.model) {
+    const value = args.model.toLowerCase() === "default" ? null : args.model;
+    entry = await svc.sessions.upsert(ref.key, identOf(svc.config, ref.key), { modelOverride: value }, { activity: "preserve", mode: "update" });
+    changedModel = true;
+  }
+  const [depth, running] = await Promise.all([svc.inbox.depth(ref.key), svc.inbox.hasInflight(ref.key)]);
+  const runtime = agentRuntime(svc.config, entry.agentId);
+  const text = statusCard(entry, { queueDepth: depth, running, sendPolicy: sendPolicyOf(svc, ref.key, entry), ...(runtime.kind === "openai" ? { model: runtime.model } : {}) });
+  const sessionKey = displaySessionKey(svc.config, ref.key, caller.agentId);
+  return { status: "ok", text, details: { ok: true, sessionKey, changedModel, statusText: text, model: entry.modelOverride ?? null } };
+}

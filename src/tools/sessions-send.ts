@@ -1,0 +1,118 @@
+/**
+ * sessions_send (REFERENCE §5.4, minus its lost-reply bug): resolve the target (key or label),
+ * check visibility, agent-to-agent policy, the target's sendPolicy and the hop bound, then
+ * enqueue an inter-session turn whose result continues into the reply-back loop and announce.
+ *  - timeoutSeconds 0: `accepted` at once.
+ *  - > 0: wait through Redis: `ok` with this run's own reply (never a stale one: the reply comes
+ *    from this run's record), `error`, or `timeout` — the run goes on and its reply still
+ *    reaches the requester through the flow.
+ */
+import { randomUUID } from "node:crypto";
+import type { Services } from "../app/services.js";
+import { zodIssues } from "../config/parse.js";
+import { luaCommand } from "../storage/lua-script.js";
+import type { RunWaiter } from "../runs/run-waiter.js";
+import { enqueueTurn } from "../runs/enqueue.js";
+import { displaySessionKey } from "../session/key-canonical.js";
+import { ensureSession, sendPolicyOf } from "../rpc/methods.js";
+import { guard } from "./access.js";
+import { messageContext } from "./a2a-prompts.js";
+import { primaryContinuation } from "./a2a-flow.js";
+import { resolveSessionRef } from "./resolve-ref.js";
+import { SessionsSendArgs } from "./schemas.js";
+import { forbidden, toolError, type ToolCaller, type ToolResult } from "./tool-context.js";
+import { agentToAgentAllowed } from "./visibility.js";
+
+const LUA_DIR = new URL("./lua/", import.meta.url);
+const DEFAULT_TIMEOUT_SECONDS = 30;
+const LATE_FLAG_TTL_SECONDS = 7 * 24 * 3600;
+
+export async function sessionsSend(svc: Services, waiter: RunWaiter, caller: ToolCaller, rawArgs: unknown): Promise<ToolResult> {
+  const runId = randomUUID();
+  const parsed = SessionsSendArgs.safeParse(rawArgs ?? {});
+  if (!parsed.success) return toolError(zodIssues(parsed.error).map((i) => `${i.path}: ${i.message}`).join("; "), { runId });
+  const args = parsed.data;
+  if (args.sessionKey && args.label) return toolError("Provide either sessionKey or label (not both).", { runId });
+  if (!args.sessionKey && !args.label) return toolError("Either sessionKey or label is required", { runId });
+
+  let targetKey: string;
+  if (args.label) {
+    const agentId = args.agentId ?? caller.agentId;
+    if (agentId !== caller.agentId) {
+      if (caller.sandboxed) return forbidden("Sandboxed sessions_send label lookup is limited to this agent", { runId });
+      const a2a = agentToAgentAllowed(svc.config, caller.agentId, agentId);
+      if (a2a === "disabled") return forbidden("Agent-to-agent messaging is disabled. Set tools.agentToAgent.enabled=true to allow cross-agent sends.", { runId });
+      if (a2a === "denied") return forbidden("Agent-to-agent messaging denied by tools.agentToAgent.allow.", { runId });
+    }
+    const key = await svc.sessions.keyForLabel(agentId, args.label);
+    if (!key) return caller.sandboxed ? forbidden("Session not visible from this sandboxed agent session.", { runId }) : toolError(`No session found with label: ${args.label}`, { runId });
+    targetKey = key;
+  } else {
+    const ref = await resolveSessionRef(svc, caller, args.sessionKey!);
+    if (!ref.ok) return toolError(ref.error, { runId });
+    targetKey = ref.key;
+  }
+  const displayKey = displaySessionKey(svc.config, targetKey, caller.agentId);
+
+  const g = await guard(svc, caller, "send", targetKey);
+  if (!g.allowed) return forbidden(g.error, { runId, sessionKey: displayKey });
+  const maxHops = svc.config.session.agentToAgent.maxHops;
+  if (caller.hop + 1 > maxHops) {
+    return forbidden(`Agent-to-agent hop limit reached (${maxHops}): this message chain has gone through too many sessions.`, { runId, sessionKey: displayKey });
+  }
+  const target = await ensureSession(svc, targetKey);
+  if (sendPolicyOf(svc, targetKey, target) === "deny") return forbidden("send blocked by session policy", { runId, sessionKey: displayKey });
+
+  const requester = await svc.sessions.get(caller.sessionKey);
+  const parties = {
+    requesterKey: caller.sessionKey,
+    ...(requester?.lastChannel ? { requesterChannel: requester.lastChannel } : {}),
+    targetKey,
+    ...(target.lastChannel ? { targetChannel: target.lastChannel } : {}),
+  };
+  const traceId = caller.traceId ?? randomUUID();
+  const hop = caller.hop + 1;
+  await enqueueTurn(svc, {
+    runId,
+    sessionKey: targetKey,
+    agentId: target.agentId,
+    sessionId: target.sessionId,
+    text: args.message,
+    step: "turn",
+    provenance: "inter_session",
+    source: { sessionKey: caller.sessionKey, tool: "sessions_send", ...(requester?.lastChannel ? { channel: requester.lastChannel } : {}) },
+    extraSystemPrompt: messageContext(parties),
+    hop,
+    traceId,
+    continuation: primaryContinuation({
+      ...parties,
+      requesterAgent: caller.agentId,
+      targetAgent: target.agentId,
+      original: args.message,
+      maxTurns: svc.config.session.agentToAgent.maxPingPongTurns,
+      hop,
+      traceId,
+      primaryRunId: runId,
+    }),
+  });
+  const delivery = { status: "pending", mode: "announce" };
+  const timeoutSeconds = args.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS;
+  if (timeoutSeconds === 0) return { runId, status: "accepted", sessionKey: displayKey, delivery };
+
+  const { record, timedOut } = await waiter.wait(runId, timeoutSeconds * 1000);
+  if (timedOut || !record) {
+    const markLate = luaCommand(svc.redis, LUA_DIR, "a2a-mark-late");
+    const status = (await markLate([svc.keys.run(runId), svc.keys.a2aLate(runId)], [LATE_FLAG_TTL_SECONDS])) as string;
+    if (status === "late") {
+      return { runId, status: "timeout", error: `No reply within ${timeoutSeconds}s; the run continues and its reply will reach this session.`, sessionKey: displayKey, delivery };
+    }
+    const finished = await svc.runs.get(runId);
+    return finishedResult(runId, displayKey, finished?.status ?? status, finished?.reply, finished?.error, delivery);
+  }
+  return finishedResult(runId, displayKey, record.status, record.reply, record.error, delivery);
+}
+
+function finishedResult(runId: string, sessionKey: string, status: string, reply: string | undefined, error: string | undefined, delivery: object): ToolResult {
+  if (status === "ok") return { runId, status: "ok", reply: reply ?? "", sessionKey, delivery };
+  return { runId, status: "error", error: error ?? (status === "killed" ? "run was stopped" : status === "timeout" ? "run timed out" : "agent error"), sessionKey };
+}

@@ -1,0 +1,20 @@
+/** Who is calling a session tool, and from where in an agent-to-agent chain. */
+export interface ToolCaller {
+  sessionKey: string;
+  agentId: string;
+  sandboxed: boolean;
+  /** Hops taken by the chain the calling run belongs to (0 for a person's message). */
+  hop: number;
+  traceId?: string;
+  runId?: string;
+}
+
+export type ToolResult = Record<string, unknown> & { status?: string };
+
+export function forbidden(error: string, extra: Record<string, unknown> = {}): ToolResult {
+  return { status: "forbidden", error, ...extra };
+}
+
+export function toolError(error: string, extra: Record<string, unknown> = {}): ToolResult {
+  return { status: "error", error, ...extra };
+}
