@@ -36,7 +36,13 @@ export function createServices(config: Config, opts: { role: "gateway" | "worker
   const redis = createRedis(config.redis.url, opts.role === "gateway" || opts.role === "cli" ? "producer" : "worker", log);
   const extra: Redis[] = [];
   const queueConn = createRedis(config.redis.url, "producer", log);
-  const queues = createQueues(queueConn, keys);
+  let lastQueueError = 0;
+  const queues = createQueues(queueConn, keys, (queue, err) => {
+    if (Date.now() - lastQueueError > 5000) {
+      lastQueueError = Date.now();
+      log.warn({ queue, err: err.message }, "queue connection error (will retry)");
+    }
+  });
   return {
     config,
     log,

@@ -52,15 +52,28 @@ export function httpClient(base: string, token: string | undefined): Client {
   };
 }
 
+/**
+ * BullMQ prints every connection error of a queue without an "error" listener as a raw stack
+ * (dozens while Redis is down). A CLI command reports its own failure once, so mute them.
+ */
+export function quietQueues(svc: Services): Services {
+  for (const q of Object.values(svc.queues)) q.on("error", () => {});
+  return svc;
+}
+
+const REDIS_DOWN = /max retries per request|ECONNREFUSED|Connection is closed|ENOTFOUND|ETIMEDOUT/i;
+
 export function directClient(config: Config): Client {
-  const svc = createServices(config, { role: "cli" });
+  const svc = quietQueues(createServices(config, { role: "cli" }));
   let waiter: RunWaiter | undefined;
   let rpc: ReturnType<typeof createRpcMethods> | undefined;
+  // The waiter (a subscriber connection) is made only when a command really waits: a short-lived
+  // command that closed while its SUBSCRIBE was still pending died of an unhandled rejection.
+  const lazyWaiter = {
+    wait: (runId: string, timeoutMs: number) => (waiter ??= new RunWaiter(svc.connection("subscriber"), svc.keys, svc.runs)).wait(runId, timeoutMs),
+  } as unknown as RunWaiter;
   const methods = () => {
-    if (!rpc) {
-      waiter = new RunWaiter(svc.connection("subscriber"), svc.keys, svc.runs);
-      rpc = createRpcMethods(svc, waiter);
-    }
+    if (!rpc) rpc = createRpcMethods(svc, lazyWaiter);
     return rpc;
   };
   return {
@@ -70,7 +83,14 @@ export function directClient(config: Config): Client {
     async rpc(method, params) {
       const h = methods()[method];
       if (!h) throw new RpcCallError("not_found", `unknown method ${method}`);
-      return await h(params ?? {});
+      try {
+        return await h(params ?? {});
+      } catch (err) {
+        if (!(err instanceof SwitchboardError) && REDIS_DOWN.test((err as Error).message)) {
+          throw new RpcCallError("redis_unavailable", `Redis does not answer at ${config.redis.url} (${(err as Error).message})`);
+        }
+        throw err;
+      }
     },
     async get(path) {
       const m = /^\/v1\/runs\/(.+)$/.exec(path);
@@ -79,6 +99,12 @@ export function directClient(config: Config): Client {
     },
     async close() {
       await waiter?.close();
+      // BullMQ's Queue checks the Redis version (INFO) once connected, used or not; quitting before
+      // that made it write to a closed socket (a "write EPIPE" warning on stderr). Let it finish.
+      let timer: NodeJS.Timeout | undefined;
+      const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, 1000)));
+      await Promise.race([Promise.allSettled(Object.values(svc.queues).map((q) => q.waitUntilReady())), bound]);
+      clearTimeout(timer);
       await svc.close();
     },
   };

@@ -41,8 +41,10 @@ export async function createGateway(svc: Services, opts: GatewayOptions = {}): P
 
   app.get("/healthz", async () => ({ ok: true }));
   app.get("/readyz", async (_req, reply) => {
+    // Fail fast: a worker-style connection would queue the PING until Redis is back.
+    if (svc.redis.status !== "ready") return reply.status(503).send({ ok: false, redis: "down", error: `connection ${svc.redis.status}` });
     try {
-      await svc.redis.ping();
+      await Promise.race([svc.redis.ping(), new Promise((_, reject) => setTimeout(() => reject(new Error("ping timed out")), 1000).unref())]);
       return { ok: true, redis: "up" };
     } catch (err) {
       return reply.status(503).send({ ok: false, redis: "down", error: (err as Error).message });

@@ -6,6 +6,7 @@
  * take inbound traffic for the same session at once.
  */
 import { randomUUID } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Services } from "../app/services.js";
 import { agentRuntime } from "../config/agents.js";
 import { ValidationError } from "../errors/index.js";
@@ -72,14 +73,38 @@ export async function handleInbound(svc: Services, body: unknown): Promise<Inbou
   const msg = parseInbound(body);
   const { agentId, sessionKey } = resolveInboundSession(svc.config, msg);
   const dedupKey = msg.messageId ? `${svc.keys.base}:inmsg:${msg.channel}:${msg.accountId ?? "default"}:${msg.messageId}` : undefined;
-  if (dedupKey) {
+  if (!dedupKey) return await handleResolved(svc, msg, agentId, sessionKey);
+
+  // Claim the messageId before handling it: a channel that retries a slow webhook sends the
+  // same message again while the first delivery is still being handled (on any gateway).
+  const claim = `${DEDUP_PENDING}${randomUUID()}`;
+  const deadline = Date.now() + DEDUP_WAIT_MS;
+  for (;;) {
+    if (await svc.redis.set(dedupKey, claim, "EX", DEDUP_CLAIM_SECONDS, "NX")) break;
     const prior = await svc.redis.get(dedupKey);
-    if (prior) return { ...(JSON.parse(prior) as InboundResult), duplicate: true };
+    if (prior && !prior.startsWith(DEDUP_PENDING)) return { ...(JSON.parse(prior) as InboundResult), duplicate: true };
+    if (prior && Date.now() > deadline) return { ok: true, agentId, sessionKey, duplicate: true }; // still being handled
+    if (prior) await sleep(DEDUP_POLL_MS);
+    // no value: the first handler failed and gave the id back; claim it ourselves
   }
-  const result = await handleResolved(svc, msg, agentId, sessionKey);
-  if (dedupKey) await svc.redis.set(dedupKey, JSON.stringify(result), "EX", MESSAGE_DEDUP_SECONDS, "NX");
+  let result: InboundResult;
+  try {
+    result = await handleResolved(svc, msg, agentId, sessionKey);
+  } catch (err) {
+    await svc.redis.eval(RELEASE_CLAIM_LUA, 1, dedupKey, claim).catch(() => undefined);
+    throw err;
+  }
+  await svc.redis.set(dedupKey, JSON.stringify(result), "EX", MESSAGE_DEDUP_SECONDS);
   return result;
 }
+
+const DEDUP_PENDING = "pending:";
+/** How long a claim outlives a gateway that died while handling the message. */
+const DEDUP_CLAIM_SECONDS = 30;
+/** How long a duplicate waits for the first delivery's answer before answering without it. */
+const DEDUP_WAIT_MS = 10_000;
+const DEDUP_POLL_MS = 20;
+const RELEASE_CLAIM_LUA = `if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`;
 
 async function handleResolved(svc: Services, msg: InboundMessage, agentId: string, sessionKey: string): Promise<InboundResult> {
   const { config } = svc;
@@ -155,7 +180,8 @@ async function handleResolved(svc: Services, msg: InboundMessage, agentId: strin
     const rotate = !entry || trigger.triggered || !fresh?.fresh;
     const resetReason = trigger.triggered ? trigger.command : entry && fresh && !fresh.fresh ? fresh.staleReason : undefined;
     let text = msg.text;
-    const patch: SessionEntryPatch = { ...meta, updatedAt: now };
+    // A message is activity: it ends the "untouched since a sweep/sessions.reset" state.
+    const patch: SessionEntryPatch = { ...meta, updatedAt: now, resetAt: null };
     if (trigger.triggered) {
       const hint = parseNewModelHint(trigger.remainder, knownModels(svc));
       if (hint.model) patch.modelOverride = hint.model;

@@ -12,11 +12,22 @@ export function policyFor(config: Config, sessionKey: string, channel?: string):
   return resolveResetPolicy(config, { sessionKey, ...(channel ? { channel } : {}), isThread: isThreadSessionKey(sessionKey) });
 }
 
+/** Started by a sweep or `sessions.reset` and no message since: nothing to reset yet. */
+export function untouchedSinceReset(entry: SessionEntry): boolean {
+  return entry.resetAt !== undefined && entry.resetAt >= entry.updatedAt;
+}
+
 export function freshnessOf(config: Config, entry: SessionEntry, now: number): Freshness {
+  if (untouchedSinceReset(entry)) return { fresh: true };
   return evaluateFreshness({ updatedAt: entry.updatedAt, now, policy: policyFor(config, entry.key, entry.channel) });
 }
 
 /** When a session last active at `updatedAt` goes stale (null: never), for the stale index. */
 export function staleAtFor(config: Config, sessionKey: string, updatedAt: number, channel?: string): number | null {
   return staleAt({ updatedAt, policy: policyFor(config, sessionKey, channel) }) ?? null;
+}
+
+/** The stale-index instant of a stored entry: never while it is untouched since a reset. */
+export function entryStaleAt(config: Config, entry: SessionEntry): number | null {
+  return untouchedSinceReset(entry) ? null : staleAtFor(config, entry.key, entry.updatedAt, entry.channel);
 }

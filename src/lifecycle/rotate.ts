@@ -49,6 +49,10 @@ export async function enqueueArchive(svc: Services, data: ArchiveJobData): Promi
 /**
  * Rotate `old` to a new sessionId unless someone else already did (returns null then).
  * `archive: "job"` queues the archive; `"caller"` leaves it to the caller's turn.
+ *
+ * This is a rotation without a message (sweep, `sessions.reset`): the new session is marked
+ * `resetAt` and leaves the stale index, so neither the next sweep nor the lazy check on the
+ * next message rotates it again before anything happened in it. The next message re-indexes it.
  */
 export async function rotateSession(
   svc: Services,
@@ -60,11 +64,12 @@ export async function rotateSession(
   const newSessionId = randomUUID();
   let next: SessionEntry;
   try {
-    next = await svc.sessions.upsert(old.key, ident, { ...resetPatch(old, newSessionId, opts.reason), ...(opts.extra ?? {}) }, {
+    next = await svc.sessions.upsert(old.key, ident, { ...resetPatch(old, newSessionId, opts.reason), resetAt: now, ...(opts.extra ?? {}) }, {
       expectSessionId: old.sessionId,
       activity: opts.activity ?? "touch",
       now,
-      staleAt: staleAtFor(svc.config, old.key, Math.max(old.updatedAt, now), old.channel),
+      // Untouched (resetAt >= updatedAt) unless old activity lies after `now`: then it keeps its clock.
+      staleAt: now >= old.updatedAt ? null : staleAtFor(svc.config, old.key, old.updatedAt, old.channel),
     });
   } catch (err) {
     if ((err as { code?: string }).code === "session_conflict") return null;

@@ -10,10 +10,13 @@ export const DEFAULT_JOB_RETENTION = {
 
 export type Queues = Record<QueueName, Queue>;
 
-export function createQueues(connection: ConnectionOptions, keys: RedisKeys): Queues {
+export function createQueues(connection: ConnectionOptions, keys: RedisKeys, onError?: (queue: string, err: Error) => void): Queues {
   const out = {} as Queues;
   for (const name of QUEUE_NAMES) {
-    out[name] = new Queue(name, { connection, prefix: keys.bullPrefix, defaultJobOptions: DEFAULT_JOB_RETENTION });
+    const q = new Queue(name, { connection, prefix: keys.bullPrefix, defaultJobOptions: DEFAULT_JOB_RETENTION });
+    // Without a listener, connection errors during a Redis outage would be unhandled events.
+    q.on("error", (err) => onError?.(name, err));
+    out[name] = q;
   }
   return out;
 }

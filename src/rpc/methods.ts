@@ -29,6 +29,9 @@ export function parseParams<T extends z.ZodType>(schema: T, params: unknown, met
   return r.data;
 }
 
+/** How long an `agent` idempotencyKey is claimed before its run record is expected to exist. */
+const IDEMPOTENCY_CLAIM_SECONDS = 60;
+
 /** chat.history bounds (OpenClaw's): default 200 messages, at most 1000. */
 export const CHAT_HISTORY_DEFAULT = 200;
 
@@ -137,7 +140,14 @@ export function createRpcMethods(svc: Services, waiter?: RunWaiter): Record<stri
       if (sendPolicyOf(svc, key, entry) === "deny") throw new SendBlockedError(key);
       // An idempotency key maps to a fixed runId, so a retried call cannot start a second run.
       const runId = p.idempotencyKey ? uuidFrom(`${key}\n${p.idempotencyKey}`) : randomUUID();
-      if (p.idempotencyKey && (await svc.runs.get(runId))) return { runId, sessionKey: key, sessionId: entry.sessionId, duplicate: true };
+      if (p.idempotencyKey) {
+        const duplicate = { runId, sessionKey: key, sessionId: entry.sessionId, duplicate: true };
+        if (await svc.runs.get(runId)) return duplicate;
+        // Check-then-enqueue alone lets concurrent retries both enqueue: claim the runId first.
+        // The claim is short-lived; after that the run record itself answers the retry.
+        const claimed = await svc.redis.set(`${svc.keys.base}:agentidem:${runId}`, "1", "EX", IDEMPOTENCY_CLAIM_SECONDS, "NX");
+        if (!claimed) return duplicate;
+      }
       const route = p.deliver
         ? { channel: p.channel ?? entry.deliveryContext?.channel ?? entry.lastChannel ?? "", ...(p.to ?? entry.lastTo ? { to: p.to ?? entry.lastTo } : {}), ...(p.accountId ? { accountId: p.accountId } : {}), ...(p.threadId !== undefined ? { threadId: String(p.threadId) } : {}) }
         : undefined;

@@ -28,9 +28,14 @@ export async function requestDrain(svc: Services, sessionKey: string): Promise<v
 
 export type TurnRequest = Omit<Turn, "runId" | "enqueuedAt" | "messageTs"> & { runId?: string; messageTs?: number };
 
+/**
+ * A caller that passes a deterministic `runId` (a retried job, an idempotency key) gets exactly
+ * one turn for it: a runId whose record exists is not queued again.
+ */
 export async function enqueueTurn(svc: Services, req: TurnRequest): Promise<Turn> {
   const now = Date.now();
   const turn: Turn = { ...req, runId: req.runId ?? randomUUID(), enqueuedAt: now, messageTs: req.messageTs ?? now };
+  if (req.runId && (await svc.redis.exists(svc.keys.run(req.runId)))) return turn;
   await svc.inbox.push(turn);
   await requestDrain(svc, turn.sessionKey);
   return turn;

@@ -62,6 +62,12 @@ export class Inbox {
     return await this.redis.llen(this.keys.inbox(sessionKey));
   }
 
+  /** The turn the session's lease holder is running (or about to run), if any. */
+  async inflightTurn(sessionKey: string): Promise<Turn | null> {
+    const raw = await this.redis.lindex(this.keys.inflight(sessionKey), 0);
+    return raw ? (JSON.parse(raw) as Turn) : null;
+  }
+
   async hasInflight(sessionKey: string): Promise<boolean> {
     return (await this.redis.llen(this.keys.inflight(sessionKey))) > 0;
   }

@@ -82,6 +82,20 @@ export class RunRecords {
     }
   }
 
+  /**
+   * Record that a run should stop. The cancel broadcast only reaches a run already registered
+   * with its worker; a run taken but not yet started checks this flag when it starts.
+   */
+  async requestCancel(runId: string, reason: string): Promise<void> {
+    const key = this.keys.run(runId);
+    // Only on an existing record: never create a stray hash without a TTL.
+    if (await this.redis.exists(key)) await this.redis.hset(key, "cancelRequested", reason);
+  }
+
+  async cancelRequested(runId: string): Promise<string | null> {
+    return await this.redis.hget(this.keys.run(runId), "cancelRequested");
+  }
+
   /** Mark queued runs killed without a lease (they never reached a worker) and notify waiters. */
   async killQueued(runIds: string[], reason: string): Promise<void> {
     if (runIds.length === 0) return;

@@ -38,6 +38,8 @@ export class RunWaiter {
   /** Resolves with the terminal record, or with the current (non-terminal) record on timeout. */
   async wait(runId: string, timeoutMs: number): Promise<{ record: RunRecord | null; timedOut: boolean }> {
     await this.ready;
+    // Every accepted run has a record before its runId is handed out: none means unknown.
+    if (!(await this.records.get(runId))) return { record: null, timedOut: false };
     return await new Promise((resolve) => {
       let done = false;
       const finish = (record: RunRecord | null, timedOut: boolean) => {

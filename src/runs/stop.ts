@@ -11,8 +11,12 @@ export async function stopSession(svc: Services, sessionKey: string, seen = new 
   const dropped = await svc.inbox.drop(sessionKey);
   await svc.runs.killQueued(dropped.map((t) => t.runId), "stopped");
   let count = dropped.length;
-  if (await svc.inbox.hasInflight(sessionKey)) {
-    await svc.cancels.publish({ sessionKey, reason: "killed" });
+  const inflight = await svc.inbox.inflightTurn(sessionKey);
+  if (inflight) {
+    // Flag first, then broadcast: a run taken but not yet registered with its worker when the
+    // broadcast goes out finds the flag when it starts (turn-executor), so no stop is lost.
+    await svc.runs.requestCancel(inflight.runId, "killed");
+    await svc.cancels.publish({ sessionKey, runId: inflight.runId, reason: "killed" });
     count++;
   }
   for (const child of await svc.sessions.childKeys(sessionKey)) count += await stopSession(svc, child, seen);

@@ -76,6 +76,12 @@ export interface SessionEntry {
   /** The session this one replaced at its last reset, for the audit trail. */
   previousSessionId?: string;
   resetReason?: string;
+  /**
+   * When the current session was started by a rotation that was not a message (the sweep,
+   * `sessions.reset`). While no message has touched it since (`resetAt >= updatedAt`), it is
+   * fresh: a session with nothing in it has nothing to reset.
+   */
+  resetAt?: number;
 }
 
 /** A write: any entry field, with null meaning "remove this field". */

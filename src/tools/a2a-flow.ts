@@ -20,6 +20,7 @@ import { enqueueTurn } from "../runs/enqueue.js";
 import { isTerminal } from "../runs/turn.js";
 import { announceTargetFromKey } from "../session/key-classify.js";
 import { enqueueDelivery } from "../workers/deliver.js";
+import { uuidFrom } from "../rpc/methods.js";
 import { ANNOUNCE_MESSAGE, announceContext, replyContext, type A2AParties } from "./a2a-prompts.js";
 
 export interface A2AState extends A2AParties {
@@ -57,12 +58,22 @@ function stops(reply: string | undefined): boolean {
   return t === "" || isReplySkip(t) || isNoReply(t);
 }
 
-async function enqueueStep(svc: Services, state: A2AState, to: "requester" | "target", text: string, turnNo: number): Promise<void> {
+/** False when that side has no session (an HTTP caller that never chatted, a deleted one): no step. */
+/**
+ * Step turns get runIds derived from the run they follow, so a retried announce-queue job
+ * re-enqueues nothing (enqueueTurn skips a runId that already exists).
+ */
+function stepRunId(afterRunId: string, kind: string): string {
+  return uuidFrom(`a2a:${afterRunId}:${kind}`);
+}
+
+async function enqueueStep(svc: Services, state: A2AState, afterRunId: string, to: "requester" | "target", text: string, turnNo: number): Promise<boolean> {
   const toKey = to === "requester" ? state.requesterKey : state.targetKey;
   const fromKey = to === "requester" ? state.targetKey : state.requesterKey;
   const entry = await svc.sessions.get(toKey);
-  if (!entry) return;
+  if (!entry) return false;
   await enqueueTurn(svc, {
+    runId: stepRunId(afterRunId, `reply-${turnNo}`),
     sessionKey: toKey,
     agentId: entry.agentId,
     sessionId: entry.sessionId,
@@ -75,12 +86,14 @@ async function enqueueStep(svc: Services, state: A2AState, to: "requester" | "ta
     traceId: state.traceId,
     continuation: continuation({ ...state, turn: turnNo, phase: "after-reply", current: to, hop: state.hop + 1 }),
   });
+  return true;
 }
 
-async function enqueueAnnounce(svc: Services, state: A2AState): Promise<void> {
+async function enqueueAnnounce(svc: Services, state: A2AState, afterRunId: string): Promise<void> {
   const entry = await svc.sessions.get(state.targetKey);
   if (!entry) return;
   await enqueueTurn(svc, {
+    runId: stepRunId(afterRunId, "announce"),
     sessionKey: state.targetKey,
     agentId: entry.agentId,
     sessionId: entry.sessionId,
@@ -129,10 +142,11 @@ export function createA2AProcessor(svc: Services) {
     if (d.phase === "after-primary") {
       state.round1 = d.reply;
       state.latest = d.reply;
-      const late = (await svc.redis.del(svc.keys.a2aLate(d.primaryRunId))) === 1;
+      // Read, not consumed: a retried job must see it again (it expires on its own).
+      const late = (await svc.redis.exists(svc.keys.a2aLate(d.primaryRunId))) === 1;
       const loop = state.maxTurns > 0 && state.requesterKey !== state.targetKey && !stops(d.reply);
-      if (loop && state.hop < maxHops) {
-        await enqueueStep(svc, state, "requester", d.reply, 1);
+      // No requester session to reply in: straight to the announce, as OpenClaw skips the loop.
+      if (loop && state.hop < maxHops && (await enqueueStep(svc, state, d.runId, "requester", d.reply, 1))) {
         return { next: "reply-1" };
       }
       // No loop, but a requester that stopped waiting must still get the reply (#36369).
@@ -140,6 +154,7 @@ export function createA2AProcessor(svc: Services) {
         const entry = await svc.sessions.get(state.requesterKey);
         if (entry) {
           await enqueueTurn(svc, {
+            runId: stepRunId(d.runId, "late-reply"),
             sessionKey: state.requesterKey,
             agentId: entry.agentId,
             sessionId: entry.sessionId,
@@ -153,19 +168,20 @@ export function createA2AProcessor(svc: Services) {
           });
         }
       }
-      await enqueueAnnounce(svc, state);
+      await enqueueAnnounce(svc, state, d.runId);
       return { next: "announce", lateReplyDelivered: late };
     }
 
     // after-reply: the side that just replied was `current`.
     if (!stops(d.reply)) state.latest = d.reply;
     if (stops(d.reply) || state.turn >= state.maxTurns || state.hop >= maxHops) {
-      await enqueueAnnounce(svc, state);
+      await enqueueAnnounce(svc, state, d.runId);
       return { next: "announce", stoppedBy: stops(d.reply) ? "skip" : state.hop >= maxHops ? "hops" : "turns" };
     }
     const nextSide = d.current === "requester" ? "target" : "requester";
-    await enqueueStep(svc, state, nextSide, d.reply, state.turn + 1);
-    return { next: `reply-${state.turn + 1}` };
+    if (await enqueueStep(svc, state, d.runId, nextSide, d.reply, state.turn + 1)) return { next: `reply-${state.turn + 1}` };
+    await enqueueAnnounce(svc, state, d.runId);
+    return { next: "announce", stoppedBy: "missing-session" };
   };
 }
 

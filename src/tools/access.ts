@@ -9,6 +9,11 @@ export function visibilityOf(svc: Services, caller: ToolCaller): Visibility {
   return effectiveVisibility(svc.config, caller.sandboxed);
 }
 
+/** A sandboxed caller limited to what it spawned (REFERENCE §5.1 `restrictToSpawned`). */
+export function restrictedToSpawned(svc: Services, caller: ToolCaller): boolean {
+  return caller.sandboxed && svc.config.agents.defaults.sandbox.sessionToolsVisibility === "spawned" && !caller.sessionKey.includes(":subagent:");
+}
+
 export async function guard(svc: Services, caller: ToolCaller, action: GuardAction, targetKey: string): Promise<GuardResult> {
   const visibility = visibilityOf(svc, caller);
   const isSpawnedChild = targetKey !== caller.sessionKey && (await svc.sessions.isChildOf(caller.sessionKey, targetKey));

@@ -6,28 +6,34 @@
 import type { Services } from "../app/services.js";
 import { canonicalSessionKey, resolveToolSessionRef } from "../session/key-canonical.js";
 import { looksLikeSessionId, shouldResolveSessionIdInput } from "../session/session-id.js";
+import { restrictedToSpawned } from "./access.js";
 import type { ToolCaller } from "./tool-context.js";
 
-export type RefResolution = { ok: true; key: string } | { ok: false; error: string };
+export type RefResolution = { ok: true; key: string } | { ok: false; status: "error" | "forbidden"; error: string };
 
 export async function resolveSessionRef(svc: Services, caller: ToolCaller, input: string): Promise<RefResolution> {
   const raw = input.trim();
   if (raw === "current" && !(await svc.sessions.get(canonicalSessionKey(svc.config, "current", { agentId: caller.agentId })))) {
     return { ok: true, key: caller.sessionKey };
   }
+  // A sandboxed caller is not told whether a session it cannot see exists (REFERENCE §1.9).
+  const notFound = (): RefResolution =>
+    restrictedToSpawned(svc, caller)
+      ? { ok: false, status: "forbidden", error: `Session not visible from this sandboxed agent session: ${raw}` }
+      : { ok: false, status: "error", error: `Session not found: ${raw} (use the full sessionKey from sessions_list)` };
   let key: string;
   try {
     key = resolveToolSessionRef(svc.config, raw, { requesterKey: caller.sessionKey });
   } catch (err) {
-    if (!looksLikeSessionId(raw)) return { ok: false, error: (err as Error).message };
+    if (!looksLikeSessionId(raw)) return { ok: false, status: "error", error: (err as Error).message };
     key = "";
   }
   if (key && (await svc.sessions.get(key))) return { ok: true, key };
   if (looksLikeSessionId(raw) || shouldResolveSessionIdInput(raw)) {
     const byId = await svc.sessions.keyForSessionId(raw);
     if (byId) return { ok: true, key: byId };
-    if (looksLikeSessionId(raw)) return { ok: false, error: `Session not found: ${raw} (use the full sessionKey from sessions_list)` };
+    if (looksLikeSessionId(raw)) return notFound();
   }
-  if (!key) return { ok: false, error: `Session not found: ${raw} (use the full sessionKey from sessions_list)` };
+  if (!key) return notFound();
   return { ok: true, key };
 }

@@ -20,7 +20,7 @@ export async function sessionsHistory(svc: Services, caller: ToolCaller, rawArgs
   if (!parsed.success) return toolError(zodIssues(parsed.error).map((i) => `${i.path}: ${i.message}`).join("; "));
   const args = parsed.data;
   const ref = await resolveSessionRef(svc, caller, args.sessionKey);
-  if (!ref.ok) return toolError(ref.error);
+  if (!ref.ok) return { status: ref.status, error: ref.error };
   const g = await guard(svc, caller, "history", ref.key);
   if (!g.allowed) return { status: g.status, error: g.error };
   const entry = await svc.sessions.get(ref.key);

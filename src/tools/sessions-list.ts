@@ -11,11 +11,13 @@ import type { ToolCaller, ToolResult } from "./tool-context.js";
 import { toolError } from "./tool-context.js";
 import { deriveTitle, toRow, type SessionRow } from "./session-row.js";
 import { SessionsListArgs } from "./schemas.js";
-import { visibilityOf } from "./access.js";
+import { restrictedToSpawned, visibilityOf } from "./access.js";
 import { agentToAgentAllowed } from "./visibility.js";
 import { zodIssues } from "../config/parse.js";
 import type { TranscriptMessage } from "../transcript/types.js";
 import { messageRawText } from "../history/extract-reply.js";
+import { open, type FileHandle } from "node:fs/promises";
+import { scanLines } from "../transcript/tail-reader.js";
 
 export const LIST_LIMIT_MAX = 200;
 export const MESSAGE_LIMIT_MAX = 20;
@@ -25,6 +27,32 @@ function isToolMessage(m: TranscriptMessage): boolean {
   return m.role === "toolResult" || m.role === "tool";
 }
 
+/** Bytes read from the start of a transcript for its title (OpenClaw reads its first 8 KB). */
+const TITLE_SCAN_BYTES = 64 * 1024;
+
+/**
+ * The first message a person wrote (inter-session messages skipped), from the head of the
+ * file only: the cost of a title never depends on how long the conversation has grown.
+ */
+async function firstUserText(file: string): Promise<string | undefined> {
+  let fh: FileHandle;
+  try {
+    fh = await open(file, "r");
+  } catch {
+    return undefined;
+  }
+  try {
+    const end = Math.min((await fh.stat()).size, TITLE_SCAN_BYTES);
+    for await (const { entry } of scanLines(fh, 0, end)) {
+      const m = entry?.type === "message" ? entry.message : undefined;
+      if (m?.role === "user" && m.provenance?.kind !== "inter_session") return messageRawText(m);
+    }
+    return undefined;
+  } finally {
+    await fh.close();
+  }
+}
+
 export async function sessionsList(svc: Services, caller: ToolCaller, rawArgs: unknown): Promise<ToolResult> {
   const parsed = SessionsListArgs.safeParse(rawArgs ?? {});
   if (!parsed.success) return toolError(zodIssues(parsed.error).map((i) => `${i.path}: ${i.message}`).join("; "));
@@ -32,7 +60,7 @@ export async function sessionsList(svc: Services, caller: ToolCaller, rawArgs: u
   const limit = Math.min(args.limit ?? LIST_LIMIT_MAX, LIST_LIMIT_MAX);
   const kinds = (args.kinds ?? []).map((k) => k.toLowerCase()).filter((k) => KINDS.has(k)) as SessionKind[];
   const visibility = visibilityOf(svc, caller);
-  const restrictToSpawned = caller.sandboxed && svc.config.agents.defaults.sandbox.sessionToolsVisibility === "spawned" && !caller.sessionKey.includes(":subagent:");
+  const restrictToSpawned = restrictedToSpawned(svc, caller);
   const globalAlias = svc.config.session.scope === "global";
   const query = {
     limit,
@@ -54,10 +82,18 @@ export async function sessionsList(svc: Services, caller: ToolCaller, rawArgs: u
   } else {
     const sameAgentOnly = visibility === "agent" || !svc.config.tools.agentToAgent.enabled;
     const agentId = args.agentId ?? (sameAgentOnly ? caller.agentId : undefined);
-    if (sameAgentOnly && agentId !== caller.agentId) return { count: 0, sessions: [] };
-    entries = await svc.sessions.list({ ...query, ...(agentId ? { agentId } : {}) });
+    // Under `all` the caller's own cross-agent children are reachable even with agent-to-agent
+    // off (#55983), so they are listed too (the guard lets history/send/status reach them).
+    const ownCrossAgentChildren =
+      visibility === "all" && sameAgentOnly
+        ? (await svc.sessions.list({ ...query, spawnedBy: caller.sessionKey })).filter((e) => e.agentId !== caller.agentId && (!args.agentId || e.agentId === args.agentId))
+        : [];
+    const own = sameAgentOnly && agentId !== caller.agentId ? [] : await svc.sessions.list({ ...query, ...(agentId ? { agentId } : {}) });
+    entries = [...own, ...ownCrossAgentChildren];
   }
 
+  // Newest first before the limit cuts (the caller's own row comes first only if it is newest).
+  entries.sort((a, b) => b.updatedAt - a.updatedAt);
   const rows: SessionRow[] = [];
   for (const e of entries) {
     if (e.key === "unknown" || (e.key === "global" && !globalAlias)) continue;
@@ -93,12 +129,7 @@ export async function sessionsList(svc: Services, caller: ToolCaller, rawArgs: u
         if (last) row.lastMessage = messageRawText(last).replace(/\s+/g, " ").slice(0, 240);
       }
     }
-    let firstUser: string | undefined;
-    if (args.includeDerivedTitles && !e.displayName && !e.subject) {
-      const head = await svc.transcripts.messages(e.agentId, e.sessionId, 1000);
-      const first = head.find((m) => m.role === "user" && m.provenance?.kind !== "inter_session");
-      firstUser = first ? messageRawText(first) : undefined;
-    }
+    const firstUser = args.includeDerivedTitles && !e.displayName && !e.subject ? await firstUserText(svc.transcripts.path(e.agentId, e.sessionId)) : undefined;
     row.title = deriveTitle(e, firstUser);
   });
   return { count: rows.length, sessions: rows };

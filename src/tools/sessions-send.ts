@@ -49,7 +49,7 @@ export async function sessionsSend(svc: Services, waiter: RunWaiter, caller: Too
     targetKey = key;
   } else {
     const ref = await resolveSessionRef(svc, caller, args.sessionKey!);
-    if (!ref.ok) return toolError(ref.error, { runId });
+    if (!ref.ok) return { status: ref.status, error: ref.error, runId };
     targetKey = ref.key;
   }
   const displayKey = displaySessionKey(svc.config, targetKey, caller.agentId);

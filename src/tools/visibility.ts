@@ -68,8 +68,9 @@ export interface GuardInput {
 export function checkVisibility(config: Config, g: GuardInput): GuardResult {
   const label = ACTION_LABEL[g.action];
   if (g.targetAgent !== g.requesterAgent) {
-    // A requester's own spawned children stay reachable under tree even across agents (#55983).
-    if (g.isSpawnedChild && g.visibility !== "self") return { allowed: true };
+    // A requester's own spawned children stay reachable under tree/all even across agents
+    // (#55983); `agent` means the caller's agent only, `self` the caller only.
+    if (g.isSpawnedChild && (g.visibility === "tree" || g.visibility === "all")) return { allowed: true };
     if (g.visibility !== "all") {
       return { allowed: false, status: "forbidden", error: `${label} visibility is restricted. Set tools.sessions.visibility=all to allow cross-agent access.` };
     }

@@ -18,7 +18,10 @@ import { requestDrain, type DrainData } from "../runs/enqueue.js";
 /** Turns per drain job before it yields its worker slot to other sessions (fairness). */
 export const MAX_TURNS_PER_DRAIN = 20;
 /** A drain that keeps finding the lease held gives up after this many delays (then retries). */
-const MAX_LEASE_WAITS = 500;
+const MAX_LEASE_WAITS = 2000;
+/** Re-check a held lease this often: short holders (an archive job) finish in milliseconds, and
+ *  a crashed holder's lease expires by itself; waiting out the whole TTL would add seconds. */
+const LEASE_POLL_MS = 250;
 
 export interface DrainResult {
   ran: number;
@@ -34,7 +37,7 @@ export function createDrainProcessor(svc: Services, executor: TurnExecutor) {
       const waits = (job.data.leaseWaits ?? 0) + 1;
       if (waits > MAX_LEASE_WAITS) throw new Error(`session ${sessionKey} lease stayed busy through ${MAX_LEASE_WAITS} waits`);
       await job.updateData({ ...job.data, leaseWaits: waits });
-      await job.moveToDelayed(Date.now() + Math.min(acquired.retryInMs + 20, 30_000), token);
+      await job.moveToDelayed(Date.now() + Math.min(acquired.retryInMs + 20, LEASE_POLL_MS), token);
       throw new DelayedError();
     }
     const lease = acquired.lease;

@@ -10,32 +10,51 @@
  */
 import { DelayedError, type Job } from "bullmq";
 import type { Services } from "../app/services.js";
-import { freshnessOf, staleAtFor } from "../lifecycle/freshness-check.js";
+import { entryStaleAt, freshnessOf } from "../lifecycle/freshness-check.js";
 import { rotateSession, type ArchiveJobData } from "../lifecycle/rotate.js";
 import { identOf } from "../lifecycle/session-ident.js";
+import { SessionLeases } from "../runs/session-lease.js";
 
 export const SWEEP_SCHEDULER_ID = "session-sweep";
+
+/**
+ * TTL of the session lease the archive job holds (renewed while it works). A drain that finds
+ * the lease taken waits out its remaining TTL, so a lease taken for a millisecond rename with
+ * the turn TTL (`workers.lockDurationMs`, 30 s by default) could hold up a reply that long.
+ */
+const ARCHIVE_LEASE_TTL_MS = 1000;
+/**
+ * How often an archive job waiting for a busy session looks again. Not the holder's remaining
+ * TTL: a drain renews a 30 s lease and lets go as soon as its turns are done.
+ */
+const ARCHIVE_LEASE_POLL_MS = 1000;
 
 export interface SweepResult {
   examined: number;
   rotated: number;
   rescheduled: number;
+  /** Stale but with turns queued or running: left for a later sweep (or the next message). */
+  busy: number;
 }
 
 export async function sweepOnce(svc: Services, now = Date.now()): Promise<SweepResult> {
   const due = await svc.sessions.dueStale(now, svc.config.maintenance.sweepBatch);
-  const result: SweepResult = { examined: due.length, rotated: 0, rescheduled: 0 };
+  const result: SweepResult = { examined: due.length, rotated: 0, rescheduled: 0, busy: 0 };
   for (const key of due) {
     const entry = await svc.sessions.get(key);
     if (!entry) continue;
     const f = freshnessOf(svc.config, entry, now);
     if (f.fresh) {
       // Policy changed or the session was touched after it was indexed: index its new instant.
-      await svc.sessions.upsert(key, identOf(svc.config, key), {}, {
-        activity: "preserve",
-        staleAt: staleAtFor(svc.config, key, entry.updatedAt, entry.channel),
-      });
+      await svc.sessions.upsert(key, identOf(svc.config, key), {}, { activity: "preserve", staleAt: entryStaleAt(svc.config, entry) });
       result.rescheduled++;
+      continue;
+    }
+    // Turns still queued or running carry the old sessionId: rotating under them would let them
+    // write (and reply) into the retired session after its archive. A session in use is not
+    // idle anyway; it stays due, so a later sweep looks again once it is quiet.
+    if ((await svc.inbox.depth(key)) > 0 || (await svc.inbox.hasInflight(key))) {
+      result.busy++;
       continue;
     }
     const rotated = await rotateSession(svc, entry, { reason: f.staleReason ?? "daily", now, archive: "job", activity: "preserve" });
@@ -45,6 +64,7 @@ export async function sweepOnce(svc: Services, now = Date.now()): Promise<SweepR
 }
 
 export function createMaintenanceProcessor(svc: Services) {
+  const archiveLeases = new SessionLeases(svc.redis, svc.keys, ARCHIVE_LEASE_TTL_MS);
   return async (job: Job, token?: string): Promise<unknown> => {
     if (job.name === "sweep") {
       const r = await sweepOnce(svc);
@@ -53,9 +73,9 @@ export function createMaintenanceProcessor(svc: Services) {
     }
     if (job.name === "archive") {
       const d = job.data as ArchiveJobData;
-      const acquired = await svc.leases.tryAcquire(d.sessionKey);
+      const acquired = await archiveLeases.tryAcquire(d.sessionKey);
       if (!acquired.acquired) {
-        await job.moveToDelayed(Date.now() + Math.min(acquired.retryInMs + 50, 30_000), token);
+        await job.moveToDelayed(Date.now() + Math.min(acquired.retryInMs + 50, ARCHIVE_LEASE_POLL_MS), token);
         throw new DelayedError();
       }
       try {

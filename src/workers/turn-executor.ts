@@ -129,6 +129,10 @@ export class TurnExecutor {
     if (turn.runTimeoutSeconds && turn.runTimeoutSeconds > 0) signals.push(AbortSignal.timeout(turn.runTimeoutSeconds * 1000));
     const signal = AbortSignal.any(signals);
     try {
+      // Registered above, checked now: a stop requested before registration (its broadcast found
+      // no running turn here) is honoured instead of lost.
+      const cancelRequested = await svc.runs.cancelRequested(turn.runId);
+      if (cancelRequested) controller.abort(new Error(`run ${cancelRequested}`));
       const entryNow = await svc.sessions.get(turn.sessionKey);
       const history = (await svc.transcripts.messages(turn.agentId, turn.sessionId, HISTORY_LIMIT + 1)).slice(0, -1);
       const runtime = createRuntime(agentRuntime(svc.config, turn.agentId));
@@ -199,7 +203,8 @@ export class TurnExecutor {
     await svc.transcripts.append(turn.agentId, turn.sessionId, lines, { fence: { key: lease.fenceKey, token: lease.token } });
     await svc.runs.update(lease, turn.runId, {
       resultSaved: outcome.status === "ok" ? 1 : 0,
-      reply: outcome.reply ?? "",
+      // Only a successful run has a reply; a killed/failed/timed-out one must not report `reply: ""`.
+      ...(outcome.status === "ok" ? { reply: outcome.reply ?? "" } : {}),
       ...(output?.usage ? { usageInput: output.usage.input, usageOutput: output.usage.output } : {}),
     });
   }

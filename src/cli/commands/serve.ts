@@ -42,12 +42,14 @@ async function ensureRedis(config: Config, redisExplicit: boolean, allowEmbedded
 
 export async function serveCommand(mode: "start" | "gateway" | "worker", opts: GlobalOptions & { queues?: string; concurrency?: string }): Promise<void> {
   const { config, redisExplicit } = loadConfig(opts.config ? { file: opts.config } : {});
+  // Usage errors first: a bad --queues must not wait for (or be hidden behind) a Redis check.
+  const queues = parseQueueList(opts.queues);
   const embedded = await ensureRedis(config, redisExplicit, mode === "start");
   let system: SwitchboardSystem;
   try {
     system = await startSystem(config, {
       gateway: mode !== "worker",
-      workers: mode === "gateway" ? false : { queues: parseQueueList(opts.queues), ...(opts.concurrency ? { concurrency: Number(opts.concurrency) } : {}) },
+      workers: mode === "gateway" ? false : { queues, ...(opts.concurrency ? { concurrency: Number(opts.concurrency) } : {}) },
     });
   } catch (err) {
     await embedded?.stop();

@@ -12,6 +12,12 @@ local t = redis.call("TIME")
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local token = ARGV[1]
 
+-- Fast path, the common case (one lease holder per session is the only writer): nobody
+-- waits and the lock is free.
+if redis.call("EXISTS", KEYS[2]) == 0 and redis.call("SET", KEYS[1], token, "NX", "PX", ARGV[2]) then
+  return -1
+end
+
 local dead = redis.call("ZRANGEBYSCORE", KEYS[3], "-inf", now - tonumber(ARGV[3]))
 for _, w in ipairs(dead) do
   if w ~= token then

@@ -1,0 +1,274 @@
+/**
+ * Outbound deliveries through a real webhook (a node:http server on 127.0.0.1:0): replies to
+ * inbound messages, retries with backoff, final failure, no_route, sendPolicy blocking, and
+ * GET /v1/deliveries with its filters. Real Redis, gateway + workers in this process.
+ */
+import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestSystem, until, type TestSystem } from "../helpers/system.js";
+
+interface Hit {
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: Record<string, unknown>;
+}
+
+const ATTEMPTS = 4;
+let server: Server;
+let base: string;
+const hits: Hit[] = [];
+const flakyCount = new Map<string, number>();
+let sys: TestSystem;
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    let raw = "";
+    req.on("data", (d) => (raw += d));
+    req.on("end", () => {
+      const hit: Hit = { path: req.url ?? "", headers: req.headers, body: raw ? JSON.parse(raw) : {} };
+      hits.push(hit);
+      if (hit.path === "/down") {
+        res.writeHead(503).end("down for maintenance");
+        return;
+      }
+      if (hit.path === "/flaky") {
+        const id = String(req.headers["idempotency-key"]);
+        const n = (flakyCount.get(id) ?? 0) + 1;
+        flakyCount.set(id, n);
+        if (n <= 2) {
+          res.writeHead(500).end("try again");
+          return;
+        }
+      }
+      res.writeHead(200, { "content-type": "application/json" }).end('{"ok":true}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  sys = await startTestSystem({
+    maintenance: { sweepEveryMs: 3_600_000 },
+    workers: { deliveryAttempts: ATTEMPTS, deliveryBackoffMs: 20 },
+    session: { dmScope: "per-channel-peer" },
+    channels: {
+      tg: { kind: "webhook", url: `${base}/ok` },
+      flaky: { kind: "webhook", url: `${base}/flaky` },
+      down: { kind: "webhook", url: `${base}/down` },
+      quiet: { kind: "log" },
+    },
+    agents: {
+      defaults: {
+        runtime: {
+          kind: "script",
+          rules: [
+            { when: { regex: "^slow" }, delayMs: 1500, reply: "slow reply" },
+            { when: { contains: "silence" }, reply: "NO_REPLY" },
+            { reply: "echo: {{text}}" },
+          ],
+        },
+      },
+    },
+  });
+});
+
+afterAll(async () => {
+  await sys?.close();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+});
+
+interface Delivery {
+  id: string;
+  channel: string;
+  to?: string;
+  message: string;
+  sessionKey: string;
+  status: string;
+  attempts: number;
+  ts: number;
+  error?: string;
+  kind?: string;
+}
+
+async function deliveries(query: Record<string, string | number> = {}): Promise<Delivery[]> {
+  const qs = new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)])).toString();
+  const res = await sys.get(`/v1/deliveries${qs ? `?${qs}` : ""}`);
+  expect(res.status).toBe(200);
+  return res.body.deliveries;
+}
+
+async function inbound(body: Record<string, unknown>) {
+  const res = await sys.post("/v1/inbound", body);
+  expect(res.status, JSON.stringify(res.body)).toBe(202);
+  return res.body;
+}
+
+/** Wait until the session has a delivery in a final state, and return it. */
+async function finalDelivery(sessionKey: string, timeoutMs = 10_000): Promise<Delivery> {
+  const d = await until(async () => {
+    const list = await deliveries({ sessionKey });
+    return list.find((x) => x.status !== "pending");
+  }, timeoutMs);
+  return d!;
+}
+
+describe("webhook channel", () => {
+  it("a reply to an inbound message on `tg` is POSTed to the webhook and recorded as delivered", async () => {
+    const res = await inbound({ channel: "tg", chatType: "dm", from: "u1", text: "hi there" });
+    expect(res.sessionKey).toBe("agent:main:tg:dm:u1");
+    const d = await finalDelivery(res.sessionKey);
+    expect(d).toMatchObject({ status: "delivered", attempts: 1, channel: "tg", to: "u1", message: "echo: hi there", sessionKey: res.sessionKey });
+    expect(typeof d.id).toBe("string");
+    expect(d.ts).toBeGreaterThan(Date.now() - 60_000);
+
+    const posted = hits.filter((h) => h.body.sessionKey === res.sessionKey);
+    expect(posted).toHaveLength(1);
+    expect(posted[0]!.path).toBe("/ok");
+    expect(posted[0]!.body).toMatchObject({ message: "echo: hi there", to: "u1", sessionKey: res.sessionKey, channel: "tg", id: d.id });
+    expect(posted[0]!.headers["content-type"]).toContain("application/json");
+    expect(posted[0]!.headers["idempotency-key"]).toBe(d.id);
+  });
+
+  it("a group reply goes to the group, with accountId and threadId", async () => {
+    const res = await inbound({ channel: "tg", accountId: "bot9", chatType: "group", from: "u2", groupId: "g77", threadId: 3, text: "in thread" });
+    const d = await finalDelivery(res.sessionKey);
+    expect(d).toMatchObject({ status: "delivered", to: "g77", channel: "tg" });
+    const posted = hits.find((h) => h.body.sessionKey === res.sessionKey)!;
+    expect(posted.body).toMatchObject({ to: "g77", accountId: "bot9", threadId: "3", message: "echo: in thread" });
+  });
+
+  it("a silent reply (NO_REPLY) is not delivered", async () => {
+    const res = await inbound({ channel: "tg", chatType: "dm", from: "u-silent", text: "silence please" });
+    await sys.rpc("agent.wait", { runId: res.runId, timeoutMs: 10_000 });
+    // a later message in the same session is delivered: by then the silent one would be too
+    const next = await inbound({ channel: "tg", chatType: "dm", from: "u-silent", text: "speak" });
+    await sys.rpc("agent.wait", { runId: next.runId, timeoutMs: 10_000 });
+    const d = await finalDelivery(res.sessionKey);
+    expect(d.message).toBe("echo: speak");
+    expect(await deliveries({ sessionKey: res.sessionKey })).toHaveLength(1);
+    expect(hits.filter((h) => h.body.sessionKey === res.sessionKey).map((h) => h.body.message)).toEqual(["echo: speak"]);
+  });
+
+  it("a webhook failing twice then succeeding → delivered with attempts 3", async () => {
+    const res = await inbound({ channel: "flaky", chatType: "dm", from: "u3", text: "retry me" });
+    const d = await finalDelivery(res.sessionKey);
+    expect(d).toMatchObject({ status: "delivered", attempts: 3, channel: "flaky", message: "echo: retry me" });
+    expect(d.error).toBeUndefined();
+    const posted = hits.filter((h) => h.body.sessionKey === res.sessionKey);
+    expect(posted).toHaveLength(3);
+    expect(new Set(posted.map((h) => h.headers["idempotency-key"]))).toEqual(new Set([d.id]));
+  });
+
+  it(`a webhook that always fails → failed after ${ATTEMPTS} attempts`, async () => {
+    const res = await inbound({ channel: "down", chatType: "dm", from: "u4", text: "doomed" });
+    const d = await finalDelivery(res.sessionKey);
+    expect(d).toMatchObject({ status: "failed", attempts: ATTEMPTS, channel: "down" });
+    expect(d.error).toContain("503");
+    // no further attempt after the last one
+    await new Promise((r) => setTimeout(r, 300));
+    expect(hits.filter((h) => h.body.sessionKey === res.sessionKey)).toHaveLength(ATTEMPTS);
+    expect((await deliveries({ sessionKey: res.sessionKey }))[0]!.attempts).toBe(ATTEMPTS);
+  });
+
+  it("a channel with no adapter → no_route (recorded, nothing sent)", async () => {
+    const res = await inbound({ channel: "nochan", chatType: "dm", from: "u5", text: "anyone?" });
+    const d = await finalDelivery(res.sessionKey);
+    expect(d).toMatchObject({ status: "no_route", channel: "nochan", message: "echo: anyone?", to: "u5" });
+    expect(hits.filter((h) => h.body.sessionKey === res.sessionKey)).toHaveLength(0);
+  });
+
+  it("a `log` channel records the delivery as delivered without sending", async () => {
+    const res = await inbound({ channel: "quiet", chatType: "dm", from: "u6", text: "shh" });
+    const d = await finalDelivery(res.sessionKey);
+    expect(d).toMatchObject({ status: "delivered", attempts: 1, channel: "quiet" });
+    expect(hits.filter((h) => h.body.sessionKey === res.sessionKey)).toHaveLength(0);
+  });
+
+  it("a reply whose session is denied by the time it is delivered is recorded as blocked, not sent", async () => {
+    const res = await inbound({ channel: "tg", chatType: "dm", from: "u7", text: "slow please" });
+    await until(async () => (await sys.get(`/v1/runs/${res.runId}`)).body.status === "running", 5000);
+    await sys.rpc("sessions.patch", { key: res.sessionKey, sendPolicy: "deny" });
+    expect((await sys.rpc("agent.wait", { runId: res.runId, timeoutMs: 10_000 })).status).toBe("ok");
+    const d = await finalDelivery(res.sessionKey);
+    expect(d).toMatchObject({ status: "blocked", message: "slow reply" });
+    expect(hits.filter((h) => h.body.sessionKey === res.sessionKey)).toHaveLength(0);
+  });
+});
+
+describe("send RPC and GET /v1/deliveries filters", () => {
+  it("filters by sessionKey, channel and limit, newest first", async () => {
+    const key = "agent:main:tg:dm:filter";
+    const sent: string[] = [];
+    for (const [channel, message] of [
+      ["tg", "f1"],
+      ["down", "f2"],
+      ["tg", "f3"],
+      ["nochan", "f4"],
+    ] as const) {
+      const r = await sys.rpc("send", { sessionKey: key, channel, to: "filter", message });
+      expect(r.status).toBe("queued");
+      sent.push(r.id);
+      await until(async () => (await deliveries({ sessionKey: key })).find((d) => d.id === r.id && d.status !== "pending"), 10_000);
+      await new Promise((r2) => setTimeout(r2, 5)); // distinct ms timestamps
+    }
+    const bySession = await deliveries({ sessionKey: key });
+    expect(bySession.map((d) => d.message)).toEqual(["f4", "f3", "f2", "f1"]);
+    expect(bySession.map((d) => d.status)).toEqual(["no_route", "delivered", "failed", "delivered"]);
+    const ts = bySession.map((d) => d.ts);
+    expect([...ts].sort((a, b) => b - a)).toEqual(ts);
+
+    expect((await deliveries({ sessionKey: key, limit: 2 })).map((d) => d.message)).toEqual(["f4", "f3"]);
+    expect((await deliveries({ sessionKey: key, channel: "tg" })).map((d) => d.message)).toEqual(["f3", "f1"]);
+
+    const byChannel = await deliveries({ channel: "down" });
+    expect(byChannel.length).toBeGreaterThanOrEqual(2);
+    expect(byChannel.every((d) => d.channel === "down")).toBe(true);
+    expect(byChannel[0]!.message).toBe("f2");
+
+    const all = await deliveries({ limit: 3 });
+    expect(all).toHaveLength(3);
+    expect(all[0]!.message).toBe("f4");
+    const allTs = (await deliveries({ limit: 1000 })).map((d) => d.ts);
+    expect([...allTs].sort((a, b) => b - a)).toEqual(allTs);
+
+    const bad = await sys.get("/v1/deliveries?limit=0");
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.code).toBe("invalid_request");
+    expect((await sys.get("/v1/deliveries?limit=abc")).status).toBe(400);
+  });
+
+  it("send with the same idempotencyKey twice delivers once", async () => {
+    const key = "agent:main:tg:dm:idem";
+    const a = await sys.rpc("send", { sessionKey: key, channel: "tg", to: "idem", message: "just once", idempotencyKey: "send-1" });
+    await until(async () => (await deliveries({ sessionKey: key })).find((d) => d.status === "delivered"), 10_000);
+    const b = await sys.rpc("send", { sessionKey: key, channel: "tg", to: "idem", message: "just once", idempotencyKey: "send-1" });
+    expect(b.id).toBe(a.id);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(await deliveries({ sessionKey: key })).toHaveLength(1);
+    expect(hits.filter((h) => h.body.sessionKey === key)).toHaveLength(1);
+  });
+
+  it("send on a session with sendPolicy deny is refused; allowed again after the override is cleared", async () => {
+    const res = await inbound({ channel: "tg", chatType: "dm", from: "u8", text: "hello" });
+    await finalDelivery(res.sessionKey);
+    await sys.rpc("sessions.patch", { key: res.sessionKey, sendPolicy: "deny" });
+
+    const refused = await sys.post("/v1/rpc/send", { sessionKey: res.sessionKey, channel: "tg", to: "u8", message: "psst" });
+    expect(refused.body.ok).toBe(false);
+    expect(refused.body.error.message).toBe("send blocked by session policy");
+    await new Promise((r) => setTimeout(r, 100));
+    expect((await deliveries({ sessionKey: res.sessionKey })).map((d) => d.message)).toEqual(["echo: hello"]);
+
+    await sys.rpc("sessions.patch", { key: res.sessionKey, sendPolicy: null });
+    const ok = await sys.rpc("send", { sessionKey: res.sessionKey, channel: "tg", to: "u8", message: "now ok" });
+    await until(async () => (await deliveries({ sessionKey: res.sessionKey })).find((d) => d.id === ok.id && d.status === "delivered"), 10_000);
+    expect(hits.filter((h) => h.body.sessionKey === res.sessionKey).map((h) => h.body.message)).toEqual(["echo: hello", "now ok"]);
+  });
+
+  it("send RPC validation: channel and message are required", async () => {
+    const res = await sys.post("/v1/rpc/send", { to: "x" });
+    expect(res.status).toBe(400);
+    const paths = res.body.error.issues.map((i: { path: string }) => i.path);
+    expect(paths).toEqual(expect.arrayContaining(["channel", "message"]));
+  });
+});

@@ -1,0 +1,370 @@
+/**
+ * Who may see or message which session (REFERENCE §6): every visibility level for the four
+ * session tools over HTTP, the sandbox clamp, the agent-to-agent policy and allow patterns, with
+ * OpenClaw's exact error texts (§6.3).
+ */
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ConfigInput } from "../../src/config/index.js";
+import type { SessionKind } from "../../src/storage/session-entry.js";
+import { startTestSystem, type TestSystem } from "../helpers/system.js";
+import { tool, toolsConfig } from "../fixtures/tools-support.js";
+
+const MAIN = "agent:main:main";
+const GROUP = "agent:main:tg:group:g1";
+const CHILD = "agent:main:subagent:c1";
+const GRANDCHILD = "agent:main:subagent:gc1";
+const OPS_A = "agent:ops-a:main";
+const OPS_B = "agent:ops-b:main";
+const GUEST = "agent:guest:main";
+const XCHILD = "agent:ops-a:subagent:x1"; // spawned by MAIN, in another agent
+
+const SAME_AGENT = [MAIN, GROUP, CHILD, GRANDCHILD];
+const OTHER_AGENTS = [OPS_A, OPS_B, GUEST];
+
+const ACTION = { history: "Session history", send: "Session send", status: "Session status" } as const;
+type Act = keyof typeof ACTION;
+
+const selfText = (a: Act) => `${ACTION[a]} visibility is restricted to the current session (tools.sessions.visibility=self).`;
+const treeText = (a: Act) => `${ACTION[a]} visibility is restricted to the current session tree (tools.sessions.visibility=tree).`;
+const crossText = (a: Act) => `${ACTION[a]} visibility is restricted. Set tools.sessions.visibility=all to allow cross-agent access.`;
+const A2A_DISABLED: Record<Act, string> = {
+  history: "Agent-to-agent history is disabled. Set tools.agentToAgent.enabled=true to allow cross-agent access.",
+  send: "Agent-to-agent messaging is disabled. Set tools.agentToAgent.enabled=true to allow cross-agent sends.",
+  status: "Agent-to-agent status is disabled. Set tools.agentToAgent.enabled=true to allow cross-agent access.",
+};
+const A2A_DENIED: Record<Act, string> = {
+  history: "Agent-to-agent history denied by tools.agentToAgent.allow.",
+  send: "Agent-to-agent messaging denied by tools.agentToAgent.allow.",
+  status: "Agent-to-agent status denied by tools.agentToAgent.allow.",
+};
+
+async function put(sys: TestSystem, key: string, agentId: string, kind: SessionKind, patch: Record<string, unknown> = {}) {
+  await sys.svc.sessions.upsert(key, { agentId, kind }, { sessionId: randomUUID(), ...patch });
+}
+
+async function visSystem(tools: ConfigInput["tools"], extra: ConfigInput = {}): Promise<TestSystem> {
+  const sys = await startTestSystem(
+    toolsConfig({
+      ...extra,
+      tools,
+      agents: { ...(extra.agents ?? {}), list: [{ id: "main", default: true }, { id: "ops-a" }, { id: "ops-b" }, { id: "guest" }] },
+    }),
+  );
+  await put(sys, MAIN, "main", "main");
+  await put(sys, GROUP, "main", "group");
+  await put(sys, CHILD, "main", "other", { spawnedBy: MAIN });
+  await put(sys, GRANDCHILD, "main", "other", { spawnedBy: CHILD });
+  for (const k of OTHER_AGENTS) await put(sys, k, k.split(":")[1]!, "main");
+  await put(sys, XCHILD, "ops-a", "other", { spawnedBy: MAIN });
+  // Reserved keys: never listed by the tools.
+  await put(sys, "global", "main", "main");
+  await put(sys, "unknown", "main", "other");
+  return sys;
+}
+
+const display = (k: string) => (k === MAIN ? "main" : k);
+
+async function listKeys(sys: TestSystem, caller: string, args: Record<string, unknown> = {}, sandboxed?: boolean): Promise<string[]> {
+  const r = await tool(sys, "sessions_list", caller, args, sandboxed === undefined ? {} : { sandboxed });
+  expect(r.count).toBe(r.sessions.length);
+  return (r.sessions as { key: string }[]).map((s) => s.key).sort();
+}
+
+/** Run one tool against `target`; null when allowed, else `{status, error}`. */
+async function attempt(sys: TestSystem, action: Act, caller: string, target: string, sandboxed?: boolean): Promise<{ status: string; error: string } | null> {
+  const extra = sandboxed === undefined ? {} : { sandboxed };
+  const r =
+    action === "history" ? await tool(sys, "sessions_history", caller, { sessionKey: target }, extra)
+    : action === "send" ? await tool(sys, "sessions_send", caller, { sessionKey: target, message: "ping", timeoutSeconds: 0 }, extra)
+    : await tool(sys, "session_status", caller, { sessionKey: target }, extra);
+  if (r.status === "forbidden" || r.status === "error") return { status: r.status, error: r.error };
+  if (action === "history") expect(Array.isArray(r.messages)).toBe(true);
+  if (action === "send") expect(r.status).toBe("accepted");
+  if (action === "status") expect(r.status).toBe("ok");
+  return null;
+}
+
+async function expectAllowed(sys: TestSystem, caller: string, targets: string[], sandboxed?: boolean) {
+  for (const action of ["history", "status", "send"] as Act[]) {
+    for (const t of targets) expect(await attempt(sys, action, caller, t, sandboxed), `${action} ${caller} → ${t}`).toBeNull();
+  }
+}
+
+async function expectForbidden(sys: TestSystem, caller: string, targets: string[], text: (a: Act) => string, sandboxed?: boolean) {
+  for (const action of ["history", "status", "send"] as Act[]) {
+    for (const t of targets) {
+      expect(await attempt(sys, action, caller, t, sandboxed), `${action} ${caller} → ${t}`).toEqual({ status: "forbidden", error: text(action) });
+    }
+  }
+}
+
+describe("visibility self", () => {
+  let sys: TestSystem;
+  beforeAll(async () => {
+    sys = await visSystem({ sessions: { visibility: "self" }, agentToAgent: { enabled: true } });
+  });
+  afterAll(async () => {
+    await sys?.close();
+  });
+
+  it("lists only the caller, whatever the filters", async () => {
+    expect(await listKeys(sys, MAIN)).toEqual(["main"]);
+    expect(await listKeys(sys, MAIN, { kinds: ["group"] })).toEqual([]);
+    expect(await listKeys(sys, CHILD)).toEqual([CHILD]);
+  });
+
+  it("history/status/send reach only the caller itself (`current`, `main`, its own key)", async () => {
+    await expectAllowed(sys, MAIN, [MAIN, "main", "current"]);
+  });
+
+  it("other sessions of the agent — children too — are refused with the self text", async () => {
+    await expectForbidden(sys, MAIN, [GROUP, CHILD], selfText);
+  });
+
+  it("other agents are refused with the cross-agent text, spawned children included", async () => {
+    await expectForbidden(sys, MAIN, [OPS_A, XCHILD], crossText);
+  });
+});
+
+describe("visibility tree", () => {
+  let sys: TestSystem;
+  beforeAll(async () => {
+    sys = await visSystem({ sessions: { visibility: "tree" }, agentToAgent: { enabled: true } });
+  });
+  afterAll(async () => {
+    await sys?.close();
+  });
+
+  it("lists self and the sessions it spawned (cross-agent ones too), not grandchildren", async () => {
+    expect(await listKeys(sys, MAIN)).toEqual([CHILD, XCHILD, "main"].sort());
+    expect(await listKeys(sys, MAIN, { kinds: ["main"] })).toEqual(["main"]);
+    expect(await listKeys(sys, MAIN, { agentId: "ops-a" })).toEqual([XCHILD]);
+    // A child sees its own children.
+    expect(await listKeys(sys, CHILD)).toEqual([CHILD, GRANDCHILD].sort());
+  });
+
+  it("limit keeps the newest rows (the caller itself is not privileged)", async () => {
+    await sys.svc.sessions.upsert(XCHILD, { agentId: "ops-a", kind: "other" }, {}, { now: Date.now() + 1000 });
+    expect(await listKeys(sys, MAIN, { limit: 1 })).toEqual([XCHILD]);
+    const two = await tool(sys, "sessions_list", MAIN, { limit: 2 });
+    expect(two.sessions[0].updatedAt).toBeGreaterThanOrEqual(two.sessions[1].updatedAt);
+  });
+
+  it("self and spawned children are reachable", async () => {
+    await expectAllowed(sys, MAIN, ["current", CHILD, XCHILD]);
+  });
+
+  it("siblings and grandchildren are refused with the tree text", async () => {
+    await expectForbidden(sys, MAIN, [GROUP, GRANDCHILD], treeText);
+    // …and the parent is not in a child's tree either.
+    await expectForbidden(sys, CHILD, [MAIN], treeText);
+  });
+
+  it("other agents' sessions are refused with the cross-agent text", async () => {
+    await expectForbidden(sys, MAIN, [OPS_A, GUEST], crossText);
+  });
+});
+
+describe("visibility agent", () => {
+  let sys: TestSystem;
+  beforeAll(async () => {
+    sys = await visSystem({ sessions: { visibility: "agent" }, agentToAgent: { enabled: true } });
+  });
+  afterAll(async () => {
+    await sys?.close();
+  });
+
+  it("lists every session of the caller's agent and none of the others", async () => {
+    expect(await listKeys(sys, MAIN)).toEqual(["main", GROUP, CHILD, GRANDCHILD].sort());
+    expect(await listKeys(sys, MAIN, { kinds: ["group"] })).toEqual([GROUP]);
+    expect(await listKeys(sys, MAIN, { agentId: "ops-a" })).toEqual([]);
+    expect(await listKeys(sys, OPS_A)).toEqual(["main", XCHILD].sort());
+  });
+
+  it("same-agent sessions are reachable", async () => {
+    await expectAllowed(sys, MAIN, [GROUP, GRANDCHILD]);
+  });
+
+  it("other agents are refused with the cross-agent text, spawned children included (agent = same agent only)", async () => {
+    await expectForbidden(sys, MAIN, [OPS_A, GUEST, XCHILD], crossText);
+  });
+});
+
+describe("visibility all", () => {
+  describe("agent-to-agent disabled (the default)", () => {
+    let sys: TestSystem;
+    beforeAll(async () => {
+      sys = await visSystem({ sessions: { visibility: "all" } });
+    });
+    afterAll(async () => {
+      await sys?.close();
+    });
+
+    it("lists the caller's agent and its own spawned children (other cross-agent rows silently left out)", async () => {
+      expect(await listKeys(sys, MAIN)).toEqual([...SAME_AGENT, XCHILD].map(display).sort());
+      expect(await listKeys(sys, MAIN, { agentId: "ops-a" })).toEqual([XCHILD]);
+      expect(await listKeys(sys, MAIN, { agentId: "guest" })).toEqual([]);
+      expect(await listKeys(sys, OPS_A)).toEqual(["main", XCHILD].sort());
+    });
+
+    it("cross-agent history/status/send are refused with the A2A-disabled texts", async () => {
+      await expectForbidden(sys, MAIN, [OPS_A, GUEST], (a) => A2A_DISABLED[a]);
+    });
+
+    it("the caller's own cross-agent children stay reachable (as under tree, #55983)", async () => {
+      await expectAllowed(sys, MAIN, [XCHILD]);
+    });
+
+    it("same-agent sessions are all reachable", async () => {
+      await expectAllowed(sys, MAIN, [GROUP, CHILD, GRANDCHILD]);
+    });
+  });
+
+  describe("agent-to-agent enabled", () => {
+    let sys: TestSystem;
+    beforeAll(async () => {
+      sys = await visSystem({ sessions: { visibility: "all" }, agentToAgent: { enabled: true } });
+    });
+    afterAll(async () => {
+      await sys?.close();
+    });
+
+    it("lists every agent's sessions but never the reserved global/unknown", async () => {
+      const keys = await listKeys(sys, MAIN);
+      expect(keys).toEqual([...SAME_AGENT, ...OTHER_AGENTS, XCHILD].map(display).sort());
+      expect(keys).not.toContain("global");
+      expect(keys).not.toContain("unknown");
+      expect(await listKeys(sys, MAIN, { agentId: "ops-a" })).toEqual([OPS_A, XCHILD].sort());
+      expect(await listKeys(sys, MAIN, { search: "glob" })).toEqual([]);
+    });
+
+    it("cross-agent history/status/send are allowed", async () => {
+      await expectAllowed(sys, MAIN, [OPS_A, GUEST]);
+      await expectAllowed(sys, GUEST, [MAIN]);
+    });
+  });
+
+  describe('agent-to-agent allow ["ops-*", "main"]', () => {
+    let sys: TestSystem;
+    beforeAll(async () => {
+      sys = await visSystem({ sessions: { visibility: "all" }, agentToAgent: { enabled: true, allow: ["ops-*", "main"] } });
+    });
+    afterAll(async () => {
+      await sys?.close();
+    });
+
+    it("(ops-a → ops-b) and (main → ops-a) are allowed", async () => {
+      await expectAllowed(sys, OPS_A, [OPS_B]);
+      await expectAllowed(sys, MAIN, [OPS_A]);
+    });
+
+    it("(guest → ops-a) and (main → guest) are denied with the allow-list texts", async () => {
+      await expectForbidden(sys, GUEST, [OPS_A], (a) => A2A_DENIED[a]);
+      await expectForbidden(sys, MAIN, [GUEST], (a) => A2A_DENIED[a]);
+    });
+
+    it("lists only the agents both ends of the pattern allow", async () => {
+      expect(await listKeys(sys, MAIN)).toEqual([...SAME_AGENT, OPS_A, OPS_B, XCHILD].map(display).sort());
+      expect(await listKeys(sys, GUEST)).toEqual(["main"]);
+    });
+
+    it("a label lookup in a denied agent is refused before any lookup", async () => {
+      const r = await tool(sys, "sessions_send", GUEST, { label: "anything", agentId: "ops-a", message: "x" });
+      expect(r).toMatchObject({ status: "forbidden", error: A2A_DENIED.send });
+    });
+  });
+});
+
+describe("sandboxed callers are clamped to their tree", () => {
+  let sys: TestSystem;
+  beforeAll(async () => {
+    sys = await visSystem({ sessions: { visibility: "all" }, agentToAgent: { enabled: true } });
+  });
+  afterAll(async () => {
+    await sys?.close();
+  });
+
+  it("list shows only the sessions it spawned", async () => {
+    expect(await listKeys(sys, MAIN, {}, true)).toEqual([CHILD, XCHILD].sort());
+    // The same caller unsandboxed sees everything.
+    expect((await listKeys(sys, MAIN, {}, false)).length).toBe(8);
+  });
+
+  it("self and children are reachable; the rest is refused with the tree / cross-agent texts", async () => {
+    await expectAllowed(sys, MAIN, ["current", CHILD, XCHILD], true);
+    await expectForbidden(sys, MAIN, [GROUP, GRANDCHILD], treeText, true);
+    await expectForbidden(sys, MAIN, [OPS_A], crossText, true);
+  });
+
+  it("an unknown sessionId is not confirmed to a sandboxed caller", async () => {
+    const id = randomUUID();
+    expect(await tool(sys, "sessions_history", MAIN, { sessionKey: id }, { sandboxed: true })).toEqual({
+      status: "forbidden",
+      error: `Session not visible from this sandboxed agent session: ${id}`,
+    });
+    expect(await tool(sys, "sessions_history", MAIN, { sessionKey: id })).toEqual({
+      status: "error",
+      error: `Session not found: ${id} (use the full sessionKey from sessions_list)`,
+    });
+    const status = await tool(sys, "session_status", MAIN, { sessionKey: id }, { sandboxed: true });
+    expect(status).toMatchObject({ status: "forbidden", error: `Session not visible from this sandboxed agent session: ${id}` });
+    const send = await tool(sys, "sessions_send", MAIN, { sessionKey: id, message: "x" }, { sandboxed: true });
+    expect(send).toMatchObject({ status: "forbidden", error: `Session not visible from this sandboxed agent session: ${id}` });
+  });
+
+  it("an agent configured sandboxed is clamped without the flag in the body", async () => {
+    const s2 = await visSystem({ sessions: { visibility: "all" }, agentToAgent: { enabled: true } });
+    try {
+      // The session entry says it runs sandboxed (as a sandboxed agent's sessions do).
+      await s2.svc.sessions.upsert(MAIN, { agentId: "main", kind: "main" }, { sandboxed: true });
+      expect(await listKeys(s2, MAIN)).toEqual([CHILD, XCHILD].sort());
+      expect(await attempt(s2, "history", MAIN, GROUP)).toEqual({ status: "forbidden", error: treeText("history") });
+      // An explicit sandboxed:false in the body wins.
+      expect(await attempt(s2, "history", MAIN, GROUP, false)).toBeNull();
+    } finally {
+      await s2.close();
+    }
+  });
+
+  it("with sandbox.sessionToolsVisibility all there is no clamp", async () => {
+    const s3 = await visSystem(
+      { sessions: { visibility: "all" }, agentToAgent: { enabled: true } },
+      { agents: { defaults: { sandbox: { sessionToolsVisibility: "all" } } } },
+    );
+    try {
+      expect((await listKeys(s3, MAIN, {}, true)).length).toBe(8);
+      await expectAllowed(s3, MAIN, [GROUP, OPS_A], true);
+    } finally {
+      await s3.close();
+    }
+  });
+
+  it("self visibility is clamped to tree too (OpenClaw's rule)", async () => {
+    const s4 = await visSystem({ sessions: { visibility: "self" } });
+    try {
+      expect(await attempt(s4, "history", MAIN, CHILD, true)).toBeNull();
+      expect(await attempt(s4, "history", MAIN, GROUP, true)).toEqual({ status: "forbidden", error: treeText("history") });
+    } finally {
+      await s4.close();
+    }
+  });
+});
+
+describe("scope global", () => {
+  it("tools see the global session as `main`, never as `global`", async () => {
+    const sys = await startTestSystem(toolsConfig({ session: { scope: "global" }, tools: { sessions: { visibility: "all" } } }));
+    try {
+      const r = await sys.post("/v1/inbound", { channel: "tg", chatType: "dm", from: "5", text: "hi" });
+      expect(r.body.sessionKey).toBe("global");
+      await sys.rpc("agent.wait", { runId: r.body.runId, timeoutMs: 10_000 });
+      const list = await tool(sys, "sessions_list", "global", {});
+      expect(list.sessions.map((s: { key: string }) => s.key)).toEqual(["main"]);
+      const hist = await tool(sys, "sessions_history", "global", { sessionKey: "main" });
+      expect(hist.sessionKey).toBe("main");
+      expect(hist.messages.map((m: { role: string }) => m.role)).toEqual(["user", "assistant"]);
+    } finally {
+      await sys.close();
+    }
+  });
+});
