@@ -30,6 +30,7 @@ import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUse
 import type { RuntimeConfig } from "../config/schema.js";
 import type { Provenance, TranscriptMessage } from "../transcript/types.js";
 import { RunAbortedError, type AgentRuntime, type RunInput, type RunOutput, type ToolCallResult } from "./types.js";
+import { throwIfAborted, untilAborted } from "./abort.js";
 
 export type OpenAIRuntimeConfig = Extract<RuntimeConfig, { kind: "openai" }>;
 
@@ -60,34 +61,7 @@ export class OpenAIRuntimeError extends Error {
 export const INTER_SESSION_MARKER = "[Inter-session message]";
 const SNIPPET_CHARS = 500;
 
-function throwIfAborted(signal: AbortSignal): void {
-  if (signal.aborted) throw new RunAbortedError(signal.reason);
-}
 
-/** Waits for `promise`, or rejects with RunAbortedError as soon as `signal` aborts. */
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) {
-    promise.catch(() => undefined);
-    return Promise.reject(new RunAbortedError(signal.reason));
-  }
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => {
-      promise.catch(() => undefined);
-      reject(new RunAbortedError(signal.reason));
-    };
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(
-      (v) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(v);
-      },
-      (e: unknown) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(e);
-      },
-    );
-  });
-}
 
 /** The text of a transcript message: a string, or its text blocks joined by newlines. */
 export function messageText(content: TranscriptMessage["content"]): string {

@@ -23,6 +23,7 @@
  */
 import type { ScriptRule } from "../config/schema.js";
 import { RunAbortedError, type AgentRuntime, type RunInput, type RunOutput, type ToolCallResult } from "./types.js";
+import { throwIfAborted, untilAborted } from "./abort.js";
 
 interface CompiledRule {
   readonly rule: ScriptRule;
@@ -39,9 +40,6 @@ interface TemplateContext {
 
 const PLACEHOLDER = /\{\{\s*([^{}]+?)\s*\}\}/g;
 
-function throwIfAborted(signal: AbortSignal): void {
-  if (signal.aborted) throw new RunAbortedError(signal.reason);
-}
 
 /**
  * Resolves after `ms`, or rejects with RunAbortedError(signal.reason) as soon as `signal`
@@ -69,29 +67,6 @@ export function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {
  * invoker takes no signal, so a slow tool must not hold a killed run). A late rejection of the
  * abandoned promise is swallowed.
  */
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) {
-    promise.catch(() => undefined);
-    return Promise.reject(new RunAbortedError(signal.reason));
-  }
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => {
-      promise.catch(() => undefined);
-      reject(new RunAbortedError(signal.reason));
-    };
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(
-      (v) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(v);
-      },
-      (e: unknown) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(e);
-      },
-    );
-  });
-}
 
 function stringify(value: unknown): string {
   if (value === undefined || value === null) return "";
