@@ -31,6 +31,8 @@ export class RunWaiter {
     // After a reconnect ioredis re-subscribes; anything published meanwhile is re-read here.
     subscriber.on("ready", () => this.recheckAll());
     this.ready = subscriber.subscribe(channel).then(() => undefined);
+    // Closed before SUBSCRIBE answered (a short CLI command): not an unhandled rejection.
+    this.ready.catch(() => {});
     this.poll = setInterval(() => this.recheckAll(), pollMs);
     this.poll.unref();
   }

@@ -10,6 +10,7 @@ import { startSystem, type SwitchboardSystem } from "../../app/system.js";
 import { createLogger } from "../../app/logger.js";
 import { parseQueueList } from "../../queues/queue-names.js";
 import type { GlobalOptions } from "../client.js";
+import { ValidationError } from "../../errors/index.js";
 
 const log = createLogger("switchboard");
 
@@ -41,6 +42,9 @@ async function ensureRedis(config: Config, redisExplicit: boolean, allowEmbedded
 }
 
 export async function serveCommand(mode: "start" | "gateway" | "worker", opts: GlobalOptions & { queues?: string; concurrency?: string }): Promise<void> {
+  if (opts.concurrency !== undefined && !(Number.isInteger(Number(opts.concurrency)) && Number(opts.concurrency) >= 1)) {
+    throw new ValidationError(`--concurrency must be a whole number ≥ 1 (got ${JSON.stringify(opts.concurrency)})`);
+  }
   const { config, redisExplicit } = loadConfig(opts.config ? { file: opts.config } : {});
   // Usage errors first: a bad --queues must not wait for (or be hidden behind) a Redis check.
   const queues = parseQueueList(opts.queues);

@@ -1,0 +1,411 @@
+/**
+ * The `switchboard` CLI end to end, as real processes (dist/src/cli/main.js): `start` with the
+ * runtime file it writes, the operator commands over HTTP and, with no gateway, directly against
+ * Redis; `config validate`; `worker --queues` validation; and the embedded Redis default.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startEmbeddedRedis } from "../../src/app/embedded-redis.js";
+import { runtimeFilePath, type RuntimeInfo } from "../../src/app/runtime-file.js";
+import { QUEUE_NAMES } from "../../src/queues/queue-names.js";
+import { tempDir, testRedisUrl, uniquePrefix } from "../helpers/context.js";
+import { CLI, ROOT, spawnSwitchboard, until, type ChildHandle } from "../helpers/system.js";
+
+const FIXTURES = join(ROOT, "test/fixtures");
+
+interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Environment for CLI children: nothing inherited that could point them elsewhere. */
+function cliEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: "warn" };
+  for (const k of ["REDIS_URL", "SWITCHBOARD_URL", "SWITCHBOARD_TOKEN", "SWITCHBOARD_CONFIG", "SWITCHBOARD_PORT", "SWITCHBOARD_STATE_DIR"]) delete env[k];
+  return { ...env, ...extra };
+}
+
+function runCli(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 20_000): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`switchboard ${args.join(" ")} did not exit within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+    }, timeoutMs);
+    child.once("error", reject);
+    child.once("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+const show = (r: CliResult) => `exit ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`;
+
+// One deployment for the HTTP and direct cases: the test Redis, a fresh prefix, a temp state dir.
+const home = tempDir("sb-cli-home");
+const state = tempDir("sb-cli-state");
+const cfgDir = tempDir("sb-cli-cfg");
+const prefix = uniquePrefix("cli");
+let configFile: string;
+let env: NodeJS.ProcessEnv;
+let server: ChildHandle | undefined;
+const cleanups: (() => Promise<void> | void)[] = [];
+
+beforeAll(() => {
+  configFile = join(cfgDir.dir, "switchboard.json5");
+  // gateway.port 0: the real URL is only known from the runtime file `start` writes.
+  writeFileSync(configFile, JSON.stringify({ redis: { url: testRedisUrl(), prefix }, gateway: { port: 0 } }, null, 2));
+  env = cliEnv({ HOME: home.dir, SWITCHBOARD_STATE_DIR: state.dir });
+});
+
+afterAll(async () => {
+  await server?.stop();
+  for (const fn of cleanups.reverse()) await fn();
+  const r = new Redis(testRedisUrl(), { maxRetriesPerRequest: 1 });
+  try {
+    const keys = await r.keys(`*${prefix}*`);
+    if (keys.length) await r.del(...keys);
+  } finally {
+    r.disconnect();
+  }
+  for (const d of [home, state, cfgDir]) d.cleanup();
+}, 30_000);
+
+describe("switchboard start + operator commands over HTTP", () => {
+  let runtime: RuntimeInfo;
+
+  beforeAll(async () => {
+    server = await spawnSwitchboard(["start", "--config", configFile], { ...env } as Record<string, string>);
+    runtime = (await until((): RuntimeInfo | false => {
+      const p = runtimeFilePath(state.dir);
+      return existsSync(p) && (JSON.parse(readFileSync(p, "utf8")) as RuntimeInfo);
+    }, 5000)) as RuntimeInfo;
+  }, 30_000);
+
+  it("writes the runtime file with the real gateway URL (port 0 resolved) and its pid", async () => {
+    expect(runtime.pid).toBe(server!.child.pid);
+    expect(runtime.gatewayUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(runtime.gatewayUrl).not.toMatch(/:0$/);
+    expect(runtime.redisUrl).toBe(testRedisUrl());
+    const health = await fetch(`${runtime.gatewayUrl}/healthz`);
+    expect(health.status).toBe(200);
+  });
+
+  it("send --wait prints the reply and exits 0", async () => {
+    const r = await runCli(["send", "main", "hi", "--wait", "5", "--config", configFile], env);
+    expect(r.code, show(r)).toBe(0);
+    expect(r.stdout).toBe("echo: hi\n");
+  });
+
+  it("history prints the user and assistant lines, --json is valid JSON with messages", async () => {
+    const text = await runCli(["history", "main", "--config", configFile], env);
+    expect(text.code, show(text)).toBe(0);
+    const lines = text.stdout.trim().split("\n");
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\] user: hi$/);
+    expect(lines[1]).toMatch(/^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\] assistant: echo: hi$/);
+
+    const json = await runCli(["history", "main", "--json", "--config", configFile], env);
+    expect(json.code, show(json)).toBe(0);
+    const parsed = JSON.parse(json.stdout) as { sessionKey: string; messages: { role: string; content: unknown }[] };
+    expect(parsed.sessionKey).toBe("agent:main:main");
+    expect(parsed.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
+    expect(JSON.stringify(parsed.messages[1]!.content)).toContain("echo: hi");
+  });
+
+  it("sessions --json lists agent:main:main", async () => {
+    const r = await runCli(["sessions", "--json", "--config", configFile], env);
+    expect(r.code, show(r)).toBe(0);
+    const parsed = JSON.parse(r.stdout) as { count: number; sessions: { key: string; sessionId: string }[] };
+    expect(parsed.sessions.map((s) => s.key)).toEqual(["agent:main:main"]);
+    expect(parsed.count).toBe(1);
+    expect(parsed.sessions[0]!.sessionId).toMatch(/^[a-z0-9][a-z0-9._-]+$/);
+  });
+
+  it("status shows the gateway up, Redis up and a line per queue", async () => {
+    const r = await runCli(["status", "--config", configFile], env);
+    expect(r.code, show(r)).toBe(0);
+    expect(r.stdout).toContain(`Gateway: up at ${runtime.gatewayUrl}\n`);
+    expect(r.stdout).toMatch(new RegExp(`^Redis: +up \\(${testRedisUrl().replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}, \\d+ ms\\)$`, "m"));
+    expect(r.stdout).toMatch(/^Workers: [1-9]\d*$/m);
+    for (const q of QUEUE_NAMES) {
+      expect(r.stdout).toMatch(new RegExp(`^  ${q} +waiting \\d+  active \\d+  delayed \\d+  failed 0  workers \\d+$`, "m"));
+    }
+    expect(r.stdout).toMatch(/^ {2}agent:main:main {2}\(\d+[smhd] ago\)$/m);
+  });
+
+  it("call sessions.list --params prints the JSON result", async () => {
+    const r = await runCli(["call", "sessions.list", "--params", '{"limit":5}', "--config", configFile], env);
+    expect(r.code, show(r)).toBe(0);
+    const parsed = JSON.parse(r.stdout) as { count: number; sessions: { key: string }[] };
+    expect(parsed.sessions.map((s) => s.key)).toContain("agent:main:main");
+  });
+
+  it("call with --params that is not JSON exits 1 with a clear message", async () => {
+    const r = await runCli(["call", "sessions.list", "--params", "not json", "--config", configFile], env);
+    expect(r.code, show(r)).toBe(1);
+    expect(r.stderr).toMatch(/^error \[invalid_request\]: --params is not valid JSON: .+\n$/);
+    expect(r.stdout).toBe("");
+  });
+
+  it("call of an unknown method exits 1 and names it", async () => {
+    const r = await runCli(["call", "no.such.method", "--config", configFile], env);
+    expect(r.code, show(r)).toBe(1);
+    expect(r.stderr).toContain("unknown method no.such.method");
+  });
+});
+
+describe("without a gateway: directly against Redis", () => {
+  beforeAll(async () => {
+    await server?.stop();
+    expect(server?.child.exitCode, server?.output()).toBe(0);
+    server = undefined;
+  }, 30_000);
+
+  it("start removed its runtime file on SIGTERM", () => {
+    expect(existsSync(runtimeFilePath(state.dir))).toBe(false);
+  });
+
+  it("sessions --json and history still work (same config and prefix)", async () => {
+    const [sessions, history, status] = await Promise.all([
+      runCli(["sessions", "--json", "--config", configFile], env),
+      runCli(["history", "agent:main:main", "--config", configFile], env),
+      runCli(["status", "--config", configFile], env),
+    ]);
+    expect(sessions.code, show(sessions)).toBe(0);
+    expect(sessions.stderr).toBe("");
+    expect(history.stderr).toBe("");
+    expect((JSON.parse(sessions.stdout) as { sessions: { key: string }[] }).sessions.map((s) => s.key)).toEqual(["agent:main:main"]);
+    expect(history.code, show(history)).toBe(0);
+    expect(history.stdout).toMatch(/\] user: hi\n.*\] assistant: echo: hi\n$/);
+    // Proof that nothing answered over HTTP: status reports the gateway down but Redis up.
+    expect(status.stdout, show(status)).toContain("Gateway: not reachable");
+    expect(status.stdout).toMatch(/^Redis: +up /m);
+  });
+
+  it("a session that does not exist prints an empty history, not a crash", async () => {
+    const r = await runCli(["history", "agent:main:nobody-here", "--config", configFile], env);
+    expect(r.code, show(r)).toBe(0);
+    expect(r.stdout).toBe("(no messages in agent:main:nobody-here)\n");
+  });
+
+  // Regression: short direct-mode commands used to die ~1 run in 3 with an unhandled
+  // "Connection is closed" (a SUBSCRIBE still pending at close) or warn "write EPIPE" (BullMQ's
+  // INFO after QUIT). Several runs, each must exit 0 with a clean stderr.
+  it("short direct commands exit cleanly every time", async () => {
+    const results: CliResult[] = [];
+    for (let i = 0; i < 4; i++) {
+      results.push(
+        ...(await Promise.all([
+          runCli(["history", `agent:main:ghost-${i}`, "--config", configFile], env),
+          runCli(["sessions", "--agent", "ghost", "--config", configFile], env),
+        ])),
+      );
+    }
+    for (const r of results) {
+      expect(r.code, show(r)).toBe(0);
+      expect(r.stderr, show(r)).toBe("");
+    }
+  });
+});
+
+describe("Redis down", () => {
+  it("sessions and history exit 1 with one clear error line, status says DOWN; no stack dumps", async () => {
+    const dead = cliEnv({ HOME: home.dir, SWITCHBOARD_STATE_DIR: join(cfgDir.dir, "dead-state"), REDIS_URL: "redis://127.0.0.1:1" });
+    const [sessions, history, status] = await Promise.all([
+      runCli(["sessions", "--json"], dead),
+      runCli(["history", "main"], dead),
+      runCli(["status"], dead),
+    ]);
+    // Structured pino warnings are fine; anything else on stderr must be the one error line.
+    const plain = (r: CliResult) => r.stderr.split("\n").filter((l) => l && !l.startsWith('{"level"'));
+    for (const r of [sessions, history]) {
+      expect(r.code, show(r)).toBe(1);
+      expect(r.stdout).toBe("");
+      expect(plain(r), show(r)).toEqual([expect.stringMatching(/^error \[redis_unavailable\]: Redis does not answer at redis:\/\/127\.0\.0\.1:1 /)]);
+    }
+    expect(status.code, show(status)).toBe(1);
+    expect(status.stdout).toMatch(/^Gateway: not reachable\nRedis: +DOWN \(redis:\/\/127\.0\.0\.1:1: /);
+    expect(plain(status), show(status)).toEqual([]);
+  });
+});
+
+describe("switchboard config validate", () => {
+  it("accepts a good file and exits 0", async () => {
+    const file = join(FIXTURES, "cli-config-good.json5");
+    const r = await runCli(["config", "validate", file], env);
+    expect(r.code, show(r)).toBe(0);
+    expect(r.stdout).toBe(`${file}: valid\n`);
+    expect(r.stderr).toBe("");
+  });
+
+  it("rejects a bad file with every problem as `path: message` on stderr, exit 1", async () => {
+    const r = await runCli(["config", "validate", join(FIXTURES, "cli-config-bad.json5")], env);
+    expect(r.code, show(r)).toBe(1);
+    expect(r.stdout).toBe("");
+    const lines = r.stderr.trim().split("\n");
+    expect(lines, r.stderr).toHaveLength(3);
+    for (const line of lines) expect(line).toMatch(/^\S+: \S.*$/);
+    expect(lines.find((l) => l.startsWith("(root): "))).toContain("bogusTopLevel");
+    expect(lines.find((l) => l.startsWith("session.dmScope: "))).toContain("per-peer");
+    expect(lines.find((l) => l.startsWith("session.reset.timezone: "))).toMatch(/time ?zone/i);
+  });
+
+  it("a file that does not exist is a problem too", async () => {
+    const r = await runCli(["config", "validate", join(cfgDir.dir, "missing.json5")], env);
+    expect(r.code, show(r)).toBe(1);
+    expect(r.stderr).toMatch(/^\(file\): not found: .*missing\.json5\n$/);
+  });
+});
+
+describe("switchboard worker --queues", () => {
+  it("refuses an unknown queue with exit 1", async () => {
+    const r = await runCli(["worker", "--queues", "bogus", "--config", configFile], env);
+    expect(r.code, show(r)).toBe(1);
+    expect(r.stderr).toContain("unknown queue(s): bogus");
+    expect(r.stdout).not.toContain("ready");
+  });
+
+  it("reports the bad queue before (and without) trying Redis", async () => {
+    const started = Date.now();
+    const r = await runCli(["worker", "--queues", "runs,bogus"], { ...env, REDIS_URL: "redis://127.0.0.1:1" });
+    expect(r.code, show(r)).toBe(1);
+    expect(r.stderr).toContain("unknown queue(s): bogus");
+    expect(r.stderr).not.toContain("Redis does not answer");
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
+});
+
+describe("embedded Redis", () => {
+  it("startEmbeddedRedis starts a private redis-server under the state dir that answers, then stops", async () => {
+    const dir = tempDir("sb-embedded");
+    cleanups.push(dir.cleanup);
+    const embedded = await startEmbeddedRedis(dir.dir);
+    cleanups.push(() => embedded.stop());
+    expect(embedded.url).toMatch(/^redis:\/\/127\.0\.0\.1:\d+$/);
+    expect(embedded.url).not.toBe("redis://127.0.0.1:6379");
+    expect(embedded.dataDir).toBe(join(dir.dir, "redis"));
+    const r = new Redis(embedded.url, { maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: true });
+    r.on("error", () => {});
+    await r.connect();
+    expect(await r.ping()).toBe("PONG");
+    await r.set("k", "v");
+    expect(await r.config("GET", "dir")).toEqual(["dir", embedded.dataDir]);
+    expect(await r.config("GET", "appendonly")).toEqual(["appendonly", "yes"]);
+    r.disconnect();
+    await until(() => readdirSync(embedded.dataDir).length > 0, 5000); // AOF dir written under the state dir
+    await embedded.stop();
+    const after = new Redis(embedded.url, { maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: true, connectTimeout: 1000 });
+    after.on("error", () => {});
+    await expect(after.connect()).rejects.toThrow();
+    after.disconnect();
+    await embedded.stop(); // idempotent
+  });
+
+  /**
+   * `start` with no Redis URL configured anywhere: the default (127.0.0.1:6379) answers on this
+   * machine and must not be stopped, so the start runs in its own network namespace (unshare),
+   * where nothing listens on 6379. Everything that talks to it runs in that namespace too.
+   */
+  it("start with no redis URL configured starts its own redis-server when nothing answers", async () => {
+    const unshareArgs = [["-rn"], ["-n"]].find((a) => spawnSync("unshare", [...a, "sh", "-c", "ip link set lo up"], { stdio: "ignore" }).status === 0);
+    if (!unshareArgs) {
+      throw new Error(
+        "this test needs a private network namespace to hide the machine's Redis on 6379 without stopping it: " +
+          "`unshare -rn` (unprivileged user namespaces) or `unshare -n` (root), plus `ip` (iproute2)",
+      );
+    }
+    const dir = tempDir("sb-embedded-start");
+    cleanups.push(dir.cleanup);
+    const stateDir = join(dir.dir, "state");
+    const out = join(dir.dir, "out");
+    const cfg = join(dir.dir, "switchboard.json5");
+    // No redis.url; a prefix and a port only. REDIS_URL is unset below.
+    writeFileSync(cfg, JSON.stringify({ redis: { prefix: "emb" }, gateway: { port: 0 } }));
+    const probe = `const s=require("net").connect(+process.argv[1],"127.0.0.1");s.on("connect",()=>{console.log("open");process.exit(0)});s.on("error",()=>{console.log("closed");process.exit(0)})`;
+    const script = `
+set -u
+mkdir -p "$OUT"
+ip link set lo up
+"$NODE" -e '${probe}' 6379 > "$OUT/6379-before"
+"$NODE" "$CLI" start --config "$CFG" > "$OUT/start.log" 2>&1 &
+SB=$!
+i=0
+until grep -q ready "$OUT/start.log"; do
+  i=$((i+1))
+  if ! kill -0 $SB 2>/dev/null || [ $i -gt 300 ]; then echo died-or-timeout > "$OUT/error"; kill -9 $SB 2>/dev/null; exit 0; fi
+  sleep 0.1
+done
+cp "$STATE/run/switchboard.json" "$OUT/runtime.json"
+"$NODE" "$CLI" send main hi-embedded --wait 10 > "$OUT/send.out" 2>&1; echo $? > "$OUT/send.code"
+"$NODE" "$CLI" status --json > "$OUT/status.json" 2> "$OUT/status.err"; echo $? > "$OUT/status.code"
+kill -TERM $SB; wait $SB; echo $? > "$OUT/start.code"
+PORT=$("$NODE" -e 'console.log(new URL(require(process.argv[1]).redisUrl).port)' "$OUT/runtime.json")
+"$NODE" -e '${probe}' "$PORT" > "$OUT/embedded-after"
+`;
+    const started = Date.now();
+    const res = spawnSync("unshare", [...unshareArgs, "bash", "-c", script], {
+      cwd: ROOT,
+      env: cliEnv({ HOME: dir.dir, SWITCHBOARD_STATE_DIR: stateDir, LOG_LEVEL: "info", NODE: process.execPath, CLI, CFG: cfg, OUT: out, STATE: stateDir }),
+      encoding: "utf8",
+      timeout: 45_000,
+    });
+    const read = (f: string) => (existsSync(join(out, f)) ? readFileSync(join(out, f), "utf8") : `(missing ${f})`);
+    const diag = `unshare ${unshareArgs.join(" ")}: exit ${res.status} ${res.error?.message ?? ""}\n${res.stderr}\nstart.log:\n${read("start.log")}`;
+    // Leftover redis-server with this state dir (outside or inside the namespace: same pid space)?
+    const leaked = readdirSync("/proc")
+      .filter((p) => /^\d+$/.test(p))
+      .filter((p) => {
+        try {
+          return readFileSync(`/proc/${p}/cmdline`, "utf8").includes(join(stateDir, "redis"));
+        } catch {
+          return false;
+        }
+      });
+    for (const pid of leaked) process.kill(Number(pid), "SIGKILL");
+
+    expect(res.status, diag).toBe(0);
+    expect(existsSync(join(out, "error")), diag).toBe(false);
+    expect(read("6379-before").trim(), "nothing answers at the default URL inside the namespace").toBe("closed");
+    const log = read("start.log");
+    expect(log, diag).toMatch(/no Redis at redis:\/\/127\.0\.0\.1:6379: started an embedded redis-server/);
+    const runtime = JSON.parse(read("runtime.json")) as RuntimeInfo;
+    expect(runtime.redisUrl).toMatch(/^redis:\/\/127\.0\.0\.1:\d+$/);
+    expect(runtime.redisUrl).not.toBe("redis://127.0.0.1:6379");
+    expect(log).toContain(`redis ${runtime.redisUrl}`);
+    // Other commands found the embedded Redis (and the gateway) through the runtime file alone.
+    expect(read("send.code").trim(), read("send.out")).toBe("0");
+    expect(read("send.out")).toBe("echo: hi-embedded\n");
+    expect(read("status.code").trim(), read("status.err")).toBe("0");
+    const status = JSON.parse(read("status.json")) as { gateway: { reachable: boolean; url: string }; redis: { url: string; up: boolean } };
+    expect(status.gateway).toEqual({ url: runtime.gatewayUrl, reachable: true });
+    expect(status.redis).toMatchObject({ url: runtime.redisUrl, up: true });
+    // Data under the state dir; clean stop: exit 0, runtime file gone, redis-server stopped.
+    expect(readdirSync(join(stateDir, "redis")).length).toBeGreaterThan(0);
+    expect(read("start.code").trim(), diag).toBe("0");
+    expect(existsSync(runtimeFilePath(stateDir))).toBe(false);
+    expect(read("embedded-after").trim(), "embedded redis-server stopped with start").toBe("closed");
+    expect(leaked, "no redis-server left running").toEqual([]);
+    expect(Date.now() - started).toBeLessThan(40_000);
+  }, 50_000);
+
+  it("an explicitly configured Redis that does not answer is an error, never replaced by an embedded one", async () => {
+    const dir = tempDir("sb-explicit");
+    cleanups.push(dir.cleanup);
+    const cfg = join(dir.dir, "switchboard.json5");
+    writeFileSync(cfg, JSON.stringify({ redis: { url: "redis://127.0.0.1:1" }, gateway: { port: 0 } }));
+    const r = await runCli(["start", "--config", cfg], cliEnv({ HOME: dir.dir, SWITCHBOARD_STATE_DIR: join(dir.dir, "state") }));
+    expect(r.code, show(r)).toBe(1);
+    expect(r.stderr).toContain("Redis does not answer at redis://127.0.0.1:1");
+    expect(existsSync(join(dir.dir, "state", "redis"))).toBe(false);
+  });
+});
