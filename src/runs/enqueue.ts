@@ -22,8 +22,8 @@ export function drainJobOptions(sessionKey: string) {
 }
 
 /** Wake the session's drainer (its turns must already be in the inbox). */
-export async function requestDrain(svc: Services, sessionKey: string): Promise<void> {
-  await svc.queues.runs.add("drain", { sessionKey } satisfies DrainData, drainJobOptions(sessionKey));
+export async function requestDrain(svc: Services, sessionKey: string, delayMs = 0): Promise<void> {
+  await svc.queues.runs.add("drain", { sessionKey } satisfies DrainData, { ...drainJobOptions(sessionKey), ...(delayMs > 0 ? { delay: delayMs } : {}) });
 }
 
 export type TurnRequest = Omit<Turn, "runId" | "enqueuedAt" | "messageTs"> & { runId?: string; messageTs?: number };

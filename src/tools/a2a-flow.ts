@@ -45,6 +45,9 @@ export interface A2AState extends A2AParties {
 interface StepJobData extends A2AState {
   runId: string;
   reply: string;
+  /** Outcome of the run this job follows (absent on jobs queued before outcomes were passed). */
+  status?: string;
+  error?: string;
 }
 
 export const A2A_STEP = "a2a.step";
@@ -133,6 +136,14 @@ export function createA2AProcessor(svc: Services) {
     const state: A2AState = { ...d };
     const maxHops = svc.config.session.agentToAgent.maxHops;
 
+    if (d.status && d.status !== "ok") {
+      // A step that failed ends the flow. A requester that stopped waiting for the first run is
+      // told, instead of never hearing back.
+      const late = d.phase === "after-primary" && (await svc.redis.exists(svc.keys.a2aLate(d.primaryRunId))) === 1;
+      if (late) await notifyRequesterOfFailure(svc, state, d);
+      return { done: "step-failed", status: d.status, requesterNotified: late };
+    }
+
     if (d.phase === "after-announce") {
       if (stops(d.reply) || isAnnounceSkip(d.reply.trim())) return { done: "announce-skipped" };
       await deliverAnnounce(svc, state, d.runId, d.reply);
@@ -183,6 +194,22 @@ export function createA2AProcessor(svc: Services) {
     await enqueueAnnounce(svc, state, d.runId);
     return { next: "announce", stoppedBy: "missing-session" };
   };
+}
+
+async function notifyRequesterOfFailure(svc: Services, state: A2AState, d: StepJobData): Promise<void> {
+  const entry = await svc.sessions.get(state.requesterKey);
+  if (!entry || state.requesterKey === state.targetKey) return;
+  await enqueueTurn(svc, {
+    runId: stepRunId(d.runId, "failure-notice"),
+    sessionKey: state.requesterKey,
+    agentId: entry.agentId,
+    sessionId: entry.sessionId,
+    text: `[sessions_send] Your message to ${state.targetKey} (run ${d.primaryRunId}) ended with status ${d.status}${d.error ? `: ${d.error}` : ""}.`,
+    step: "turn",
+    provenance: "system",
+    hop: state.hop + 1,
+    traceId: state.traceId,
+  });
 }
 
 export function primaryContinuation(state: Omit<A2AState, "phase" | "turn">) {

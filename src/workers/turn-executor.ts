@@ -114,7 +114,7 @@ export class TurnExecutor {
       await this.recordResult(turn, lease, outcome, output);
     }
 
-    if (outcome.status === "ok") await this.enqueueFollowUps(turn, outcome.reply ?? "");
+    await this.enqueueFollowUps(turn, outcome);
     const finishedNow = await svc.runs.finish(lease, turn.runId, outcome.status, {
       ...(outcome.error ? { error: outcome.error } : {}),
     });
@@ -209,16 +209,21 @@ export class TurnExecutor {
     });
   }
 
-  /** Reply delivery and continuations, with job ids derived from the runId (re-runs add nothing new). */
-  private async enqueueFollowUps(turn: Turn, reply: string): Promise<void> {
+  /**
+   * Reply delivery (successful runs) and continuations (every outcome: a flow must learn that
+   * its step failed), with job ids derived from the runId so re-runs add nothing new.
+   */
+  private async enqueueFollowUps(turn: Turn, outcome: TurnOutcome): Promise<void> {
     const { svc } = this;
-    if (turn.deliver && !isSilentReply(reply)) {
+    const reply = outcome.reply ?? "";
+    if (outcome.status === "ok" && turn.deliver && !isSilentReply(reply)) {
       await enqueueDelivery(svc, { id: `reply-${turn.runId}`, sessionKey: turn.sessionKey, route: turn.deliver, message: reply.trim(), kind: "reply" });
     }
     if (turn.continuation) {
       const c = turn.continuation;
       const queue = svc.queues[c.queue as keyof typeof svc.queues];
-      if (queue) await queue.add(c.name, { ...c.data, runId: turn.runId, reply }, { jobId: `cont-${jobIdPart(turn.runId)}` });
+      const result = { runId: turn.runId, reply, status: outcome.status, ...(outcome.error ? { error: outcome.error } : {}) };
+      if (queue) await queue.add(c.name, { ...c.data, ...result }, { jobId: `cont-${jobIdPart(turn.runId)}` });
     }
   }
 

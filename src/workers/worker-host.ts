@@ -7,11 +7,15 @@
 import { Worker, type Processor } from "bullmq";
 import type { Services } from "../app/services.js";
 import { CancelBus } from "../runs/cancel-bus.js";
+import { requestDrain } from "../runs/enqueue.js";
 import type { QueueName } from "../queues/queue-names.js";
 import { createDeliverProcessor } from "./deliver.js";
 import { createDrainProcessor } from "./drain.js";
 import { createMaintenanceProcessor, ensureSweepScheduler } from "./maintenance.js";
 import { RunningTurns, TurnExecutor, type ToolInvokerFactory } from "./turn-executor.js";
+
+/** How long after a drain exhausted its retries another one is tried. */
+const REARM_DRAIN_DELAY_MS = 5000;
 
 export interface WorkerHostOptions {
   queues: QueueName[];
@@ -64,7 +68,15 @@ export async function startWorkerHost(svc: Services, opts: WorkerHostOptions): P
       maxStalledCount: 50,
     });
     worker.on("error", (err) => svc.log.warn({ queue: name, err: err.message }, "worker error"));
-    worker.on("failed", (job, err) => svc.log.warn({ queue: name, jobId: job?.id, err: err.message }, "job failed"));
+    worker.on("failed", (job, err) => {
+      svc.log.warn({ queue: name, jobId: job?.id, err: err.message }, "job failed");
+      // A drain out of retries (Redis away for long, a bug) must not strand the session's
+      // turns until its next message: re-arm one later. The inbox still holds them.
+      if (name === "runs" && job && job.attemptsMade >= (job.opts.attempts ?? 1)) {
+        const sessionKey = (job.data as { sessionKey?: string }).sessionKey;
+        if (sessionKey) void requestDrain(svc, sessionKey, REARM_DRAIN_DELAY_MS).catch(() => {});
+      }
+    });
     workers.push(worker);
   }
   if (opts.queues.includes("maintenance")) await ensureSweepScheduler(svc);
