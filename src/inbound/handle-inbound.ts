@@ -22,7 +22,7 @@ import { InboundMessageSchema, type InboundMessage } from "../session/inbound-me
 import { resolveInboundSession } from "../session/key-build.js";
 import { greetingPrompt, parseNewModelHint, parseResetTrigger } from "../session/reset-triggers.js";
 import { resolveSendPolicy } from "../session/send-policy.js";
-import type { SessionEntry, SessionEntryPatch } from "../storage/session-entry.js";
+import type { SessionEntryPatch } from "../storage/session-entry.js";
 import { enqueueDelivery } from "../workers/deliver.js";
 
 export interface InboundResult {

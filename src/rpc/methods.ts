@@ -16,7 +16,7 @@ import type { RunWaiter } from "../runs/run-waiter.js";
 import { stopSession } from "../runs/stop.js";
 import { isTerminal } from "../runs/turn.js";
 import { canonicalSessionKey } from "../session/key-canonical.js";
-import { resolveSendPolicy } from "../session/send-policy.js";
+import { sessionSendPolicy } from "../lifecycle/session-send-policy.js";
 import type { SessionEntry } from "../storage/session-entry.js";
 import { enqueueDelivery } from "../workers/deliver.js";
 import * as P from "./params.js";
@@ -36,12 +36,7 @@ const IDEMPOTENCY_CLAIM_SECONDS = 60;
 export const CHAT_HISTORY_DEFAULT = 200;
 
 export function sendPolicyOf(svc: Services, sessionKey: string, entry: SessionEntry | null): "allow" | "deny" {
-  return resolveSendPolicy(svc.config, {
-    sessionKey,
-    ...(entry
-      ? { entry: { ...(entry.sendPolicy ? { sendPolicy: entry.sendPolicy } : {}), ...(entry.channel ? { channel: entry.channel } : {}), ...(entry.chatType ? { chatType: entry.chatType } : {}) } }
-      : {}),
-  });
+  return sessionSendPolicy(svc.config, sessionKey, entry);
 }
 
 /** Make sure a session entry exists (tools and RPC may address a session that never chatted). */

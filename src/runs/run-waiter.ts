@@ -19,8 +19,8 @@ export class RunWaiter {
   private poll: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly subscriber: Redis,
-    private readonly keys: RedisKeys,
+    subscriber: Redis,
+    keys: RedisKeys,
     private readonly records: RunRecords,
     pollMs = 2000,
   ) {

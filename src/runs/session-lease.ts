@@ -28,7 +28,7 @@ export class SessionLeases {
   private readonly releaseLua;
 
   constructor(
-    private readonly redis: Redis,
+    redis: Redis,
     private readonly keys: RedisKeys,
     private readonly ttlMs: number,
   ) {

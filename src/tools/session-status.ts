@@ -1,7 +1,6 @@
 /** session_status (REFERENCE §5.8): the /status card of a visible session; `model` sets or clears its override. */
 import type { Services } from "../app/services.js";
 import { agentRuntime } from "../config/agents.js";
-import { zodIssues } from "../config/parse.js";
 import { statusCard } from "../lifecycle/status-card.js";
 import { identOf } from "../lifecycle/session-ident.js";
 import { displaySessionKey } from "../session/key-canonical.js";
@@ -9,11 +8,11 @@ import { sendPolicyOf } from "../rpc/methods.js";
 import { guard } from "./access.js";
 import { resolveSessionRef } from "./resolve-ref.js";
 import { SessionStatusArgs } from "./schemas.js";
-import { toolError, type ToolCaller, type ToolResult } from "./tool-context.js";
+import { toolError, type ToolCaller, type ToolResult, argsError } from "./tool-context.js";
 
 export async function sessionStatus(svc: Services, caller: ToolCaller, rawArgs: unknown): Promise<ToolResult> {
   const parsed = SessionStatusArgs.safeParse(rawArgs ?? {});
-  if (!parsed.success) return toolError(zodIssues(parsed.error).map((i) => `${i.path}: ${i.message}`).join("; "));
+  if (!parsed.success) return argsError(parsed.error);
   const args = parsed.data;
   const ref = await resolveSessionRef(svc, caller, args.sessionKey ?? "current");
   if (!ref.ok) return { status: ref.status, error: ref.error };

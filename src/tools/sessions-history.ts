@@ -3,13 +3,12 @@
  * transcript. Reads only the tail of the file (O(limit)), never the whole transcript.
  */
 import type { Services } from "../app/services.js";
-import { zodIssues } from "../config/parse.js";
 import { sanitizeHistory } from "../history/sanitize-history.js";
 import { displaySessionKey } from "../session/key-canonical.js";
 import { guard } from "./access.js";
 import { resolveSessionRef } from "./resolve-ref.js";
 import { SessionsHistoryArgs } from "./schemas.js";
-import { toolError, type ToolCaller, type ToolResult } from "./tool-context.js";
+import { argsError, type ToolCaller, type ToolResult } from "./tool-context.js";
 
 /** OpenClaw's chat.history bounds: 200 by default, 1000 at most. */
 const DEFAULT_LIMIT = 200;
@@ -17,7 +16,7 @@ const MAX_LIMIT = 1000;
 
 export async function sessionsHistory(svc: Services, caller: ToolCaller, rawArgs: unknown): Promise<ToolResult> {
   const parsed = SessionsHistoryArgs.safeParse(rawArgs ?? {});
-  if (!parsed.success) return toolError(zodIssues(parsed.error).map((i) => `${i.path}: ${i.message}`).join("; "));
+  if (!parsed.success) return argsError(parsed.error);
   const args = parsed.data;
   const ref = await resolveSessionRef(svc, caller, args.sessionKey);
   if (!ref.ok) return { status: ref.status, error: ref.error };

@@ -8,12 +8,11 @@ import { mapLimit } from "./map-limit.js";
 import type { SessionKind } from "../storage/session-entry.js";
 import type { SessionEntry } from "../storage/session-entry.js";
 import type { ToolCaller, ToolResult } from "./tool-context.js";
-import { toolError } from "./tool-context.js";
+import { argsError } from "./tool-context.js";
 import { deriveTitle, toRow, type SessionRow } from "./session-row.js";
 import { SessionsListArgs } from "./schemas.js";
 import { restrictedToSpawned, visibilityOf } from "./access.js";
 import { agentToAgentAllowed } from "./visibility.js";
-import { zodIssues } from "../config/parse.js";
 import type { TranscriptMessage } from "../transcript/types.js";
 import { messageRawText } from "../history/extract-reply.js";
 import { open, type FileHandle } from "node:fs/promises";
@@ -55,7 +54,7 @@ async function firstUserText(file: string): Promise<string | undefined> {
 
 export async function sessionsList(svc: Services, caller: ToolCaller, rawArgs: unknown): Promise<ToolResult> {
   const parsed = SessionsListArgs.safeParse(rawArgs ?? {});
-  if (!parsed.success) return toolError(zodIssues(parsed.error).map((i) => `${i.path}: ${i.message}`).join("; "));
+  if (!parsed.success) return argsError(parsed.error);
   const args = parsed.data;
   const limit = Math.min(args.limit ?? LIST_LIMIT_MAX, LIST_LIMIT_MAX);
   const kinds = (args.kinds ?? []).map((k) => k.toLowerCase()).filter((k) => KINDS.has(k)) as SessionKind[];

@@ -9,7 +9,6 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Services } from "../app/services.js";
-import { zodIssues } from "../config/parse.js";
 import { luaCommand } from "../storage/lua-script.js";
 import type { RunWaiter } from "../runs/run-waiter.js";
 import { enqueueTurn } from "../runs/enqueue.js";
@@ -20,7 +19,7 @@ import { messageContext } from "./a2a-prompts.js";
 import { primaryContinuation } from "./a2a-flow.js";
 import { resolveSessionRef } from "./resolve-ref.js";
 import { SessionsSendArgs } from "./schemas.js";
-import { forbidden, toolError, type ToolCaller, type ToolResult } from "./tool-context.js";
+import { forbidden, toolError, type ToolCaller, type ToolResult, argsError } from "./tool-context.js";
 import { agentToAgentAllowed } from "./visibility.js";
 
 const LUA_DIR = new URL("./lua/", import.meta.url);
@@ -30,7 +29,7 @@ const LATE_FLAG_TTL_SECONDS = 7 * 24 * 3600;
 export async function sessionsSend(svc: Services, waiter: RunWaiter, caller: ToolCaller, rawArgs: unknown): Promise<ToolResult> {
   const runId = randomUUID();
   const parsed = SessionsSendArgs.safeParse(rawArgs ?? {});
-  if (!parsed.success) return toolError(zodIssues(parsed.error).map((i) => `${i.path}: ${i.message}`).join("; "), { runId });
+  if (!parsed.success) return argsError(parsed.error, { runId });
   const args = parsed.data;
   if (args.sessionKey && args.label) return toolError("Provide either sessionKey or label (not both).", { runId });
   if (!args.sessionKey && !args.label) return toolError("Either sessionKey or label is required", { runId });

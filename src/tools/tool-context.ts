@@ -1,3 +1,5 @@
+import type { z } from "zod";
+import { zodIssues } from "../config/parse.js";
 /** Who is calling a session tool, and from where in an agent-to-agent chain. */
 export interface ToolCaller {
   sessionKey: string;
@@ -17,4 +19,9 @@ export function forbidden(error: string, extra: Record<string, unknown> = {}): T
 
 export function toolError(error: string, extra: Record<string, unknown> = {}): ToolResult {
   return { status: "error", error, ...extra };
+}
+
+/** Invalid tool arguments, every problem as `path: message`, as a tool result (not a throw). */
+export function argsError(error: z.ZodError, extra: Record<string, unknown> = {}): ToolResult {
+  return toolError(zodIssues(error).map((i) => `${i.path}: ${i.message}`).join("; "), extra);
 }

@@ -6,7 +6,7 @@
 import type { Job } from "bullmq";
 import type { Services } from "../app/services.js";
 import { DeliveryLog, sendThroughChannel, type DeliveryRoute } from "../delivery/index.js";
-import { resolveSendPolicy } from "../session/send-policy.js";
+import { sessionSendPolicy } from "../lifecycle/session-send-policy.js";
 
 export interface DeliverData {
   id: string;
@@ -22,10 +22,7 @@ export function createDeliverProcessor(svc: Services) {
     const d = job.data;
     await log.open({ id: d.id, sessionKey: d.sessionKey, kind: d.kind, message: d.message, ...d.route });
     const entry = await svc.sessions.get(d.sessionKey);
-    const policy = resolveSendPolicy(svc.config, {
-      sessionKey: d.sessionKey,
-      ...(entry ? { entry: { ...(entry.sendPolicy ? { sendPolicy: entry.sendPolicy } : {}), ...(entry.channel ? { channel: entry.channel } : {}), ...(entry.chatType ? { chatType: entry.chatType } : {}) } } : {}),
-    });
+    const policy = sessionSendPolicy(svc.config, d.sessionKey, entry);
     if (policy === "deny") {
       await log.setStatus(d.id, "blocked", "send blocked by session policy");
       return { status: "blocked" };
