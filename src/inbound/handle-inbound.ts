@@ -15,7 +15,9 @@ import { freshnessOf, policyFor, staleAtFor } from "../lifecycle/freshness-check
 import { resetPatch } from "../lifecycle/rotate.js";
 import { identOf } from "../lifecycle/session-ident.js";
 import { statusCard } from "../lifecycle/status-card.js";
-import { enqueueTurn } from "../runs/enqueue.js";
+import { enqueueTurn, requestDrain } from "../runs/enqueue.js";
+import { uuidFrom } from "../rpc/methods.js";
+import { luaCommand } from "../storage/lua-script.js";
 import { stopSession } from "../runs/stop.js";
 import { parseChatCommand } from "../session/chat-commands.js";
 import { InboundMessageSchema, type InboundMessage } from "../session/inbound-message.js";
@@ -87,11 +89,20 @@ export async function handleInbound(svc: Services, body: unknown): Promise<Inbou
     if (prior) await sleep(DEDUP_POLL_MS);
     // no value: the first handler failed and gave the id back; claim it ourselves
   }
+  // The run of a message with an id is derived from that id: an earlier attempt that queued the
+  // turn but failed afterwards (the drain wake-up, the answer) is completed, not run again.
+  const runId = uuidFrom(dedupKey);
   let result: InboundResult;
   try {
-    result = await handleResolved(svc, msg, agentId, sessionKey);
+    const earlier = await svc.runs.get(runId);
+    if (earlier) {
+      await requestDrain(svc, sessionKey);
+      result = { ok: true, agentId, sessionKey, ...(earlier.sessionId ? { sessionId: earlier.sessionId } : {}), runId, duplicate: true };
+    } else {
+      result = await handleResolved(svc, msg, agentId, sessionKey, runId);
+    }
   } catch (err) {
-    await svc.redis.eval(RELEASE_CLAIM_LUA, 1, dedupKey, claim).catch(() => undefined);
+    await luaCommand(svc.redis, LUA_DIR, "claim-release")([dedupKey], [claim]).catch(() => undefined);
     throw err;
   }
   await svc.redis.set(dedupKey, JSON.stringify(result), "EX", MESSAGE_DEDUP_SECONDS);
@@ -104,9 +115,9 @@ const DEDUP_CLAIM_SECONDS = 30;
 /** How long a duplicate waits for the first delivery's answer before answering without it. */
 const DEDUP_WAIT_MS = 10_000;
 const DEDUP_POLL_MS = 20;
-const RELEASE_CLAIM_LUA = `if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`;
+const LUA_DIR = new URL("./lua/", import.meta.url);
 
-async function handleResolved(svc: Services, msg: InboundMessage, agentId: string, sessionKey: string): Promise<InboundResult> {
+async function handleResolved(svc: Services, msg: InboundMessage, agentId: string, sessionKey: string, runId?: string): Promise<InboundResult> {
   const { config } = svc;
   const now = msg.timestamp ?? Date.now();
   const ident = identOf(config, sessionKey);
@@ -196,6 +207,7 @@ async function handleResolved(svc: Services, msg: InboundMessage, agentId: strin
         ...(entry ? { expectSessionId: entry.sessionId } : { mode: "create" as const }),
       });
       const turn = await enqueueTurn(svc, {
+        ...(runId ? { runId } : {}),
         sessionKey,
         agentId,
         sessionId: next.sessionId,

@@ -57,7 +57,15 @@ export async function enqueueArchive(svc: Services, data: ArchiveJobData): Promi
 export async function rotateSession(
   svc: Services,
   old: SessionEntry,
-  opts: { reason: string; now?: number; activity?: "touch" | "preserve"; archive: "job" | "caller"; extra?: SessionEntryPatch },
+  opts: {
+    reason: string;
+    now?: number;
+    activity?: "touch" | "preserve";
+    archive: "job" | "caller";
+    extra?: SessionEntryPatch;
+    /** Sweeps: rotate only if nothing changed since `old` was read and no turn is queued or running. */
+    onlyIfUntouchedAndIdle?: boolean;
+  },
 ): Promise<SessionEntry | null> {
   const now = opts.now ?? Date.now();
   const ident = identOf(svc.config, old.key);
@@ -66,13 +74,15 @@ export async function rotateSession(
   try {
     next = await svc.sessions.upsert(old.key, ident, { ...resetPatch(old, newSessionId, opts.reason), resetAt: now, ...(opts.extra ?? {}) }, {
       expectSessionId: old.sessionId,
+      ...(opts.onlyIfUntouchedAndIdle ? { expectRev: old.rev, requireIdle: true } : {}),
       activity: opts.activity ?? "touch",
       now,
       // Untouched (resetAt >= updatedAt) unless old activity lies after `now`: then it keeps its clock.
       staleAt: now >= old.updatedAt ? null : staleAtFor(svc.config, old.key, old.updatedAt, old.channel),
     });
   } catch (err) {
-    if ((err as { code?: string }).code === "session_conflict") return null;
+    const code = (err as { code?: string }).code;
+    if (code === "session_conflict" || code === "session_busy") return null;
     throw err;
   }
   if (opts.archive === "job") await enqueueArchive(svc, { sessionKey: old.key, agentId: ident.agentId, sessionId: old.sessionId, kind: "reset" });

@@ -11,7 +11,7 @@ import { SendBlockedError, SessionNotFoundError, SwitchboardError, ValidationErr
 import { DeliveryLog } from "../delivery/index.js";
 import { enqueueArchive, rotateSession } from "../lifecycle/rotate.js";
 import { identOf } from "../lifecycle/session-ident.js";
-import { enqueueTurn } from "../runs/enqueue.js";
+import { enqueueTurn, requestDrain } from "../runs/enqueue.js";
 import type { RunWaiter } from "../runs/run-waiter.js";
 import { stopSession } from "../runs/stop.js";
 import { isTerminal } from "../runs/turn.js";
@@ -136,12 +136,16 @@ export function createRpcMethods(svc: Services, waiter?: RunWaiter): Record<stri
       // An idempotency key maps to a fixed runId, so a retried call cannot start a second run.
       const runId = p.idempotencyKey ? uuidFrom(`${key}\n${p.idempotencyKey}`) : randomUUID();
       if (p.idempotencyKey) {
-        const duplicate = { runId, sessionKey: key, sessionId: entry.sessionId, duplicate: true };
-        if (await svc.runs.get(runId)) return duplicate;
+        const duplicate = async () => {
+          // The first call may have queued the turn and then failed to wake the drainer.
+          await requestDrain(svc, key);
+          return { runId, sessionKey: key, sessionId: entry.sessionId, duplicate: true };
+        };
+        if (await svc.runs.get(runId)) return await duplicate();
         // Check-then-enqueue alone lets concurrent retries both enqueue: claim the runId first.
         // The claim is short-lived; after that the run record itself answers the retry.
         const claimed = await svc.redis.set(`${svc.keys.base}:agentidem:${runId}`, "1", "EX", IDEMPOTENCY_CLAIM_SECONDS, "NX");
-        if (!claimed) return duplicate;
+        if (!claimed) return await duplicate();
       }
       const route = p.deliver
         ? { channel: p.channel ?? entry.deliveryContext?.channel ?? entry.lastChannel ?? "", ...(p.to ?? entry.lastTo ? { to: p.to ?? entry.lastTo } : {}), ...(p.accountId ? { accountId: p.accountId } : {}), ...(p.threadId !== undefined ? { threadId: String(p.threadId) } : {}) }

@@ -35,8 +35,9 @@ export type TurnRequest = Omit<Turn, "runId" | "enqueuedAt" | "messageTs"> & { r
 export async function enqueueTurn(svc: Services, req: TurnRequest): Promise<Turn> {
   const now = Date.now();
   const turn: Turn = { ...req, runId: req.runId ?? randomUUID(), enqueuedAt: now, messageTs: req.messageTs ?? now };
-  if (req.runId && (await svc.redis.exists(svc.keys.run(req.runId)))) return turn;
   await svc.inbox.push(turn);
+  // Always wake, also when the runId existed: a first attempt may have pushed and then failed
+  // to add the drain job. The add is deduplicated per session, so a spare one costs nothing.
   await requestDrain(svc, turn.sessionKey);
   return turn;
 }

@@ -14,34 +14,37 @@ const LUA_DIR = new URL("./lua/", import.meta.url);
 
 export class Inbox {
   private readonly takeLua;
+  private readonly pushLua;
 
   constructor(
     private readonly redis: Redis,
     private readonly keys: RedisKeys,
   ) {
     this.takeLua = luaCommand(redis, LUA_DIR, "turn-take");
+    this.pushLua = luaCommand(redis, LUA_DIR, "turn-push");
   }
 
-  /** Queue a turn and create its run record (status queued) atomically. */
-  async push(turn: Turn): Promise<void> {
-    const runKey = this.keys.run(turn.runId);
-    await this.redis
-      .multi()
-      .hset(runKey, {
-        runId: turn.runId,
-        sessionKey: turn.sessionKey,
-        agentId: turn.agentId,
-        sessionId: turn.sessionId,
-        step: turn.step,
-        status: "queued",
-        createdAt: String(turn.enqueuedAt),
-        ...(turn.source ? { sourceSessionKey: turn.source.sessionKey, sourceTool: turn.source.tool } : {}),
-        ...(turn.traceId ? { traceId: turn.traceId } : {}),
-      })
-      .expire(runKey, RUN_RECORD_TTL_SECONDS)
-      .zadd(this.keys.sessionRuns(turn.sessionKey), turn.enqueuedAt, turn.runId)
-      .rpush(this.keys.inbox(turn.sessionKey), JSON.stringify(turn))
-      .exec();
+  /**
+   * Queue a turn and create its run record (status queued) atomically, once per runId.
+   * Returns false when that runId already existed (nothing queued).
+   */
+  async push(turn: Turn): Promise<boolean> {
+    const fields: Record<string, string> = {
+      runId: turn.runId,
+      sessionKey: turn.sessionKey,
+      agentId: turn.agentId,
+      sessionId: turn.sessionId,
+      step: turn.step,
+      status: "queued",
+      createdAt: String(turn.enqueuedAt),
+      ...(turn.source ? { sourceSessionKey: turn.source.sessionKey, sourceTool: turn.source.tool } : {}),
+      ...(turn.traceId ? { traceId: turn.traceId } : {}),
+    };
+    const res = await this.pushLua(
+      [this.keys.run(turn.runId), this.keys.inbox(turn.sessionKey)],
+      [JSON.stringify(turn), RUN_RECORD_TTL_SECONDS, ...Object.entries(fields).flat()],
+    );
+    return res === 1;
   }
 
   /** The next turn for the lease holder: an unfinished in-flight turn first, else the oldest queued. */

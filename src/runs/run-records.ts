@@ -31,8 +31,10 @@ export interface RunRecord {
   attempts?: number;
   sourceSessionKey?: string;
   traceId?: string;
-  /** The result is saved (reply/usage) even if the record is not terminal yet. */
+  /** The result is saved (outcome, reply, usage) even if the record is not terminal yet. */
   resultSaved?: boolean;
+  resultStatus?: TerminalStatus;
+  resultError?: string;
 }
 
 export class RunRecords {
@@ -123,7 +125,7 @@ export function decodeRecord(h: Record<string, string>): RunRecord {
   if (h.agentId) rec.agentId = h.agentId;
   if (h.sessionId) rec.sessionId = h.sessionId;
   if (h.step) rec.step = h.step;
-  if (h.reply !== undefined && (h.resultSaved === "1" || isTerminal(h.status))) rec.reply = h.reply;
+  if (h.reply !== undefined && ((h.resultSaved === "1" && (h.resultStatus ?? "ok") === "ok") || isTerminal(h.status))) rec.reply = h.reply;
   if (h.error) rec.error = h.error;
   const createdAt = num(h.createdAt);
   if (createdAt !== undefined) rec.createdAt = createdAt;
@@ -139,5 +141,7 @@ export function decodeRecord(h: Record<string, string>): RunRecord {
   if (h.sourceSessionKey) rec.sourceSessionKey = h.sourceSessionKey;
   if (h.traceId) rec.traceId = h.traceId;
   if (h.resultSaved === "1") rec.resultSaved = true;
+  if (h.resultStatus && isTerminal(h.resultStatus)) rec.resultStatus = h.resultStatus;
+  if (h.resultError) rec.resultError = h.resultError;
   return rec;
 }

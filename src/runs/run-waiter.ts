@@ -39,7 +39,17 @@ export class RunWaiter {
 
   /** Resolves with the terminal record, or with the current (non-terminal) record on timeout. */
   async wait(runId: string, timeoutMs: number): Promise<{ record: RunRecord | null; timedOut: boolean }> {
-    await this.ready;
+    // The timeout holds even while the subscription is not up yet (Redis away at start).
+    let timer: NodeJS.Timeout | undefined;
+    const subscribed = await Promise.race([
+      this.ready.then(() => true, () => false),
+      new Promise<boolean>((r) => (timer = setTimeout(() => r(false), Math.max(0, timeoutMs)))),
+    ]);
+    clearTimeout(timer);
+    if (!subscribed) {
+      const rec = await this.records.get(runId).catch(() => null);
+      return { record: rec, timedOut: !(rec && isTerminal(rec.status)) };
+    }
     // Every accepted run has a record before its runId is handed out: none means unknown.
     if (!(await this.records.get(runId))) return { record: null, timedOut: false };
     return await new Promise((resolve) => {

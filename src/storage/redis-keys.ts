@@ -60,10 +60,6 @@ export class RedisKeys {
   run(runId: string): string {
     return `${this.base}:run:${runId}`;
   }
-  /** Runs of one session by creation time (status pages, /stop bookkeeping). */
-  sessionRuns(sessionKey: string): string {
-    return `${this.base}:runs:${sessionKey}`;
-  }
   /** Pub/sub: a run reached a terminal state (message = runId). */
   runDoneChannel(): string {
     return `${this.base}:ev:run-done`;

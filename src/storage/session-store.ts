@@ -25,6 +25,10 @@ export interface UpsertOptions {
   mode?: "upsert" | "create" | "update";
   /** Compare-and-set: fail with SessionConflictError unless the stored sessionId is this one. */
   expectSessionId?: string;
+  /** Compare-and-set on any change: fail with SessionConflictError unless `rev` is still this. */
+  expectRev?: number;
+  /** Fail with code `session_busy` while the session has queued or in-flight turns. */
+  requireIdle?: boolean;
   now?: number;
 }
 
@@ -108,19 +112,11 @@ export class SessionStore {
     const now = opts.now ?? Date.now();
     const full: SessionEntryPatch = { ...patch, agentId: ident.agentId, kind: ident.kind };
     const staleArg = opts.staleAt === undefined ? "keep" : opts.staleAt === null ? "" : String(opts.staleAt);
-    const childKey = typeof patch.spawnedBy === "string" ? this.keys.childrenIndex(patch.spawnedBy) : "";
+    const hasParent = typeof patch.spawnedBy === "string";
+    const childKey = this.keys.childrenIndex(hasParent ? (patch.spawnedBy as string) : "");
     try {
       const out = (await this.upsertLua(
-        [
-          this.keys.session(sessionKey),
-          this.keys.updatedIndex(),
-          this.keys.agentIndex(ident.agentId),
-          this.keys.kindIndex(ident.kind),
-          this.keys.sessionIdIndex(),
-          this.keys.labelIndex(ident.agentId),
-          this.keys.staleIndex(),
-          childKey,
-        ],
+        this.upsertKeys(sessionKey, ident, childKey),
         [
           JSON.stringify(full),
           now,
@@ -130,12 +126,31 @@ export class SessionStore {
           sessionKey,
           opts.mode ?? "upsert",
           opts.expectSessionId ?? "",
+          hasParent ? "1" : "",
+          opts.requireIdle ? "1" : "",
+          opts.expectRev !== undefined ? String(opts.expectRev) : "",
         ],
       )) as string;
       return JSON.parse(out) as SessionEntry;
     } catch (err) {
       throw translateScriptError(err, sessionKey, patch);
     }
+  }
+
+  /** The KEYS of session-upsert.lua: all under the `{prefix}` hash tag (one Cluster slot). */
+  upsertKeys(sessionKey: string, ident: { agentId: string; kind: SessionKind }, childKey = this.keys.childrenIndex("")): string[] {
+    return [
+      this.keys.session(sessionKey),
+      this.keys.updatedIndex(),
+      this.keys.agentIndex(ident.agentId),
+      this.keys.kindIndex(ident.kind),
+      this.keys.sessionIdIndex(),
+      this.keys.labelIndex(ident.agentId),
+      this.keys.staleIndex(),
+      childKey,
+      this.keys.inbox(sessionKey),
+      this.keys.inflight(sessionKey),
+    ];
   }
 
   async delete(sessionKey: string, agentId: string, kind: SessionKind): Promise<SessionEntry | null> {
@@ -244,6 +259,7 @@ function translateScriptError(err: unknown, sessionKey: string, patch: SessionEn
   if (msg.includes("ERR_CONFLICT")) {
     return new SessionConflictError(sessionKey, msg.split("ERR_CONFLICT ")[1]?.trim() ?? "");
   }
+  if (msg.includes("ERR_BUSY")) return new SwitchboardError("session_busy", `Session ${sessionKey} has turns queued or running`);
   if (msg.includes("ERR_LABEL")) {
     const holder = msg.split("ERR_LABEL ")[1]?.trim() ?? "another session";
     return new LabelConflictError(String(patch.label), holder);

@@ -48,7 +48,11 @@ interface StepJobData extends A2AState {
   /** Outcome of the run this job follows (absent on jobs queued before outcomes were passed). */
   status?: string;
   error?: string;
+  terminalWaits?: number;
 }
+
+/** About 15 minutes of backing-off checks for the followed run to become terminal. */
+const MAX_TERMINAL_WAITS = 200;
 
 export const A2A_STEP = "a2a.step";
 
@@ -130,10 +134,16 @@ export function createA2AProcessor(svc: Services) {
     // The continuation is added just before the run is finished: act once it is terminal.
     const rec = await svc.runs.get(d.runId);
     if (rec && !isTerminal(rec.status)) {
-      await job.moveToDelayed(Date.now() + 100, token);
+      // Normally milliseconds (the run finishes right after adding this job); bounded so a run
+      // that never finishes cannot keep this job polling forever.
+      const waits = (d.terminalWaits ?? 0) + 1;
+      if (waits > MAX_TERMINAL_WAITS) throw new Error(`run ${d.runId} did not finish within ${MAX_TERMINAL_WAITS} checks`);
+      await job.updateData({ ...d, terminalWaits: waits });
+      await job.moveToDelayed(Date.now() + Math.min(100 * waits, 5000), token);
       throw new DelayedError();
     }
-    const state: A2AState = { ...d };
+    // Only the flow's own state travels on; this job's result fields do not.
+    const { runId: _runId, reply: _reply, status: _status, error: _error, terminalWaits: _waits, ...state } = d;
     const maxHops = svc.config.session.agentToAgent.maxHops;
 
     if (d.status && d.status !== "ok") {

@@ -13,7 +13,7 @@ import { luaCommand } from "../storage/lua-script.js";
 import type { RunWaiter } from "../runs/run-waiter.js";
 import { enqueueTurn } from "../runs/enqueue.js";
 import { displaySessionKey } from "../session/key-canonical.js";
-import { ensureSession, sendPolicyOf } from "../rpc/methods.js";
+import { ensureSession, sendPolicyOf, uuidFrom } from "../rpc/methods.js";
 import { guard } from "./access.js";
 import { messageContext } from "./a2a-prompts.js";
 import { primaryContinuation } from "./a2a-flow.js";
@@ -27,7 +27,9 @@ const DEFAULT_TIMEOUT_SECONDS = 30;
 const LATE_FLAG_TTL_SECONDS = 7 * 24 * 3600;
 
 export async function sessionsSend(svc: Services, waiter: RunWaiter, caller: ToolCaller, rawArgs: unknown): Promise<ToolResult> {
-  const runId = randomUUID();
+  // Called from a turn: the id follows from (calling run, call number), so a re-run of that
+  // turn after a crash finds its earlier send instead of sending again. From HTTP: fresh.
+  const runId = caller.runId && caller.nextCallSeq ? uuidFrom(`${caller.runId}:sessions_send:${caller.nextCallSeq()}`) : randomUUID();
   const parsed = SessionsSendArgs.safeParse(rawArgs ?? {});
   if (!parsed.success) return argsError(parsed.error, { runId });
   const args = parsed.data;

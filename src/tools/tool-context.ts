@@ -9,6 +9,9 @@ export interface ToolCaller {
   hop: number;
   traceId?: string;
   runId?: string;
+  /** Per-run counter of side-effecting tool calls: a re-run of the same turn makes the same
+   *  calls in the same order, so ids derived from (runId, seq) repeat and dedupe. */
+  nextCallSeq?: () => number;
 }
 
 export type ToolResult = Record<string, unknown> & { status?: string };

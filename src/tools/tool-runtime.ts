@@ -72,7 +72,16 @@ export function createToolRuntime(svc: Services): ToolRuntime {
   return {
     call,
     invokerFor: (ctx) => {
-      const caller: ToolCaller = { sessionKey: ctx.sessionKey, agentId: ctx.agentId, sandboxed: ctx.sandboxed, hop: ctx.hop ?? 0, ...(ctx.traceId ? { traceId: ctx.traceId } : {}), runId: ctx.runId };
+      let seq = 0;
+      const caller: ToolCaller = {
+        sessionKey: ctx.sessionKey,
+        agentId: ctx.agentId,
+        sandboxed: ctx.sandboxed,
+        hop: ctx.hop ?? 0,
+        ...(ctx.traceId ? { traceId: ctx.traceId } : {}),
+        runId: ctx.runId,
+        nextCallSeq: () => seq++,
+      };
       const invoker: ToolInvoker = { definitions: () => definitions, call: (name, args) => call(name, caller, args) };
       return invoker;
     },

@@ -19,6 +19,8 @@ import { requestDrain, type DrainData } from "../runs/enqueue.js";
 export const MAX_TURNS_PER_DRAIN = 20;
 /** A drain that keeps finding the lease held gives up after this many delays (then retries). */
 const MAX_LEASE_WAITS = 2000;
+/** Failures of one turn outside its runtime before it is finished as an error. */
+const MAX_TURN_INFRA_FAILURES = 5;
 /** Re-check a held lease this often: short holders (an archive job) finish in milliseconds, and
  *  a crashed holder's lease expires by itself; waiting out the whole TTL would add seconds. */
 const LEASE_POLL_MS = 250;
@@ -47,8 +49,20 @@ export function createDrainProcessor(svc: Services, executor: TurnExecutor) {
         if (lease.lost.aborted) throw new StaleFenceError(sessionKey, lease.token, null);
         const turn = await svc.inbox.take(lease);
         if (!turn) break;
-        const outcome = await executor.execute(turn, lease);
-        runs.push(`${turn.runId}:${outcome.status}`);
+        let status: string;
+        try {
+          status = (await executor.execute(turn, lease)).status;
+        } catch (err) {
+          if (err instanceof StaleFenceError) throw err;
+          // A turn that fails outside its runtime every time (storage full, permissions) would
+          // hold the in-flight slot forever and block every later turn of the session. After a
+          // few tries it is finished as an error (fenced: frees the slot, tells its waiters).
+          const failures = await svc.redis.hincrby(svc.keys.run(turn.runId), "infraFailures", 1);
+          if (failures < MAX_TURN_INFRA_FAILURES) throw err;
+          await svc.runs.finish(lease, turn.runId, "error", { error: `gave up after ${failures} failures: ${(err as Error).message}` });
+          status = "error";
+        }
+        runs.push(`${turn.runId}:${status}`);
       }
     } finally {
       await lease.release().catch(() => false);

@@ -57,8 +57,11 @@ export async function sweepOnce(svc: Services, now = Date.now()): Promise<SweepR
       result.busy++;
       continue;
     }
-    const rotated = await rotateSession(svc, entry, { reason: f.staleReason ?? "daily", now, archive: "job", activity: "preserve" });
+    // The check above is a fast path; the rotation itself re-checks atomically (idle, and no write
+    // since `entry` was read), so a message queued between the two cannot be stranded.
+    const rotated = await rotateSession(svc, entry, { reason: f.staleReason ?? "daily", now, archive: "job", activity: "preserve", onlyIfUntouchedAndIdle: true });
     if (rotated) result.rotated++;
+    else result.busy++;
   }
   return result;
 }

@@ -19,9 +19,9 @@ import { RunAbortedError, type RunOutput, type ToolInvoker } from "../runtimes/t
 import type { LeaseHandle } from "../runs/session-lease.js";
 import { isTerminal, type TerminalStatus, type Turn } from "../runs/turn.js";
 import type { TranscriptEntry, TranscriptMessage } from "../transcript/types.js";
-import { jobIdPart } from "../queues/queue-names.js";
 import { isSilentReply } from "./silent-reply.js";
 import { enqueueDelivery } from "./deliver.js";
+import { enqueueContinuation } from "../runs/continuation.js";
 
 /** How many recent transcript messages a runtime sees as history. */
 const HISTORY_LIMIT = 50;
@@ -101,7 +101,8 @@ export class TurnExecutor {
     let output: RunOutput | undefined;
     let outcome: TurnOutcome;
     if (record?.resultSaved) {
-      outcome = { status: "ok", reply: record.reply ?? "" };
+      const status = record.resultStatus ?? "ok";
+      outcome = status === "ok" ? { status, reply: record.reply ?? "" } : { status, ...(record.resultError ? { error: record.resultError } : {}) };
     } else {
       await svc.runs.update(lease, turn.runId, {
         status: "running",
@@ -202,7 +203,11 @@ export class TurnExecutor {
     }
     await svc.transcripts.append(turn.agentId, turn.sessionId, lines, { fence: { key: lease.fenceKey, token: lease.token } });
     await svc.runs.update(lease, turn.runId, {
-      resultSaved: outcome.status === "ok" ? 1 : 0,
+      // Every outcome is saved, so a re-run after a crash reuses it instead of running the
+      // runtime again (its transcript line is already written and would not be replaced).
+      resultSaved: 1,
+      resultStatus: outcome.status,
+      ...(outcome.error ? { resultError: outcome.error } : {}),
       // Only a successful run has a reply; a killed/failed/timed-out one must not report `reply: ""`.
       ...(outcome.status === "ok" ? { reply: outcome.reply ?? "" } : {}),
       ...(output?.usage ? { usageInput: output.usage.input, usageOutput: output.usage.output } : {}),
@@ -219,12 +224,7 @@ export class TurnExecutor {
     if (outcome.status === "ok" && turn.deliver && !isSilentReply(reply)) {
       await enqueueDelivery(svc, { id: `reply-${turn.runId}`, sessionKey: turn.sessionKey, route: turn.deliver, message: reply.trim(), kind: "reply" });
     }
-    if (turn.continuation) {
-      const c = turn.continuation;
-      const queue = svc.queues[c.queue as keyof typeof svc.queues];
-      const result = { runId: turn.runId, reply, status: outcome.status, ...(outcome.error ? { error: outcome.error } : {}) };
-      if (queue) await queue.add(c.name, { ...c.data, ...result }, { jobId: `cont-${jobIdPart(turn.runId)}` });
-    }
+    await enqueueContinuation(svc, turn, outcome);
   }
 
   private async updateSessionAfterRun(turn: Turn, outcome: TurnOutcome, output: RunOutput | undefined): Promise<void> {

@@ -8,7 +8,10 @@
   KEYS[5] sessionId idx  {p}:idx:sid            (hash sessionId -> key)
   KEYS[6] label index    {p}:idx:label:<agent>  (hash label -> key)
   KEYS[7] stale index    {p}:idx:stale          (zset, score staleAt)
-  KEYS[8] children idx   {p}:idx:children:<spawnedBy> or "" when the patch has no spawnedBy
+  KEYS[8] children idx   {p}:idx:children:<spawnedBy> (a tagged placeholder when there is none:
+                         an empty key would hash to another Cluster slot)
+  KEYS[9] inbox          {p}:inbox:<key>     (read only with ARGV[10])
+  KEYS[10] inflight      {p}:inflight:<key>  (read only with ARGV[10])
 
   ARGV[1] patch JSON     fields to set; JSON null deletes a field; objects merge one level
   ARGV[2] now (ms)
@@ -19,9 +22,12 @@
   ARGV[6] session key (stored in the entry)
   ARGV[7] create mode    "upsert" | "create" (fail if it exists) | "update" (fail if missing)
   ARGV[8] expected sessionId or "": compare-and-set, so two concurrent resets rotate once
+  ARGV[9] "1" when the patch sets spawnedBy (KEYS[8] is then the parent's children index)
+  ARGV[10] "1": refuse (ERR_BUSY) while the session has queued or in-flight turns
+  ARGV[11] expected rev or "": compare-and-set on any change since the caller read the entry
 
   Returns the new entry JSON, or an error reply:
-    "ERR_CONFLICT <current sessionId>", "ERR_EXISTS", "ERR_MISSING", "ERR_LABEL <holder>", "ERR_LINEAGE <field>", "ERR_NO_SESSION_ID"
+    "ERR_CONFLICT <current sessionId>", "ERR_BUSY", "ERR_EXISTS", "ERR_MISSING", "ERR_LABEL <holder>", "ERR_LINEAGE <field>", "ERR_NO_SESSION_ID"
 ]]
 local oldRaw = redis.call("GET", KEYS[1])
 local mode = ARGV[7]
@@ -31,6 +37,12 @@ if (not oldRaw) and mode == "update" then return redis.error_reply("ERR_MISSING"
 local old = oldRaw and cjson.decode(oldRaw) or {}
 if ARGV[8] ~= "" and old.sessionId ~= ARGV[8] then
   return redis.error_reply("ERR_CONFLICT " .. tostring(old.sessionId))
+end
+if ARGV[11] ~= "" and tostring(old.rev) ~= ARGV[11] then
+  return redis.error_reply("ERR_CONFLICT " .. tostring(old.sessionId))
+end
+if ARGV[10] == "1" and (redis.call("LLEN", KEYS[9]) > 0 or redis.call("LLEN", KEYS[10]) > 0) then
+  return redis.error_reply("ERR_BUSY")
 end
 local patch = cjson.decode(ARGV[1])
 local now = tonumber(ARGV[2])
@@ -105,7 +117,7 @@ elseif ARGV[4] ~= "keep" then
   redis.call("ZADD", KEYS[7], tonumber(ARGV[4]), ARGV[6])
 end
 
-if KEYS[8] ~= "" and entry.spawnedBy and not old.spawnedBy then
+if ARGV[9] == "1" and entry.spawnedBy and not old.spawnedBy then
   redis.call("ZADD", KEYS[8], entry.createdAt, ARGV[6])
 end
 

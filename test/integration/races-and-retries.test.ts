@@ -1,0 +1,88 @@
+/**
+ * Retries and races found in review: a retried enqueue never queues twice but always wakes the
+ * drainer; every script key stays in one Cluster slot; a sweep never rotates a session that
+ * changed or got work after it was read; /stop keeps what dropped turns carried.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { randomUUID } from "node:crypto";
+import { startTestSystem, until, type TestSystem } from "../helpers/system.js";
+import { enqueueTurn } from "../../src/runs/enqueue.js";
+import { rotateSession } from "../../src/lifecycle/rotate.js";
+
+let sys: TestSystem;
+beforeAll(async () => {
+  sys = await startTestSystem({
+    agents: { list: [{ id: "main", runtime: { kind: "script", rules: [{ when: { contains: "slow" }, delayMs: 3000, reply: "slow done" }, { reply: "ok: {{text}}" }] } }] },
+  });
+});
+afterAll(async () => {
+  await sys?.close();
+});
+
+describe("retried enqueues", () => {
+  it("the same runId is queued once, even when pushed concurrently, and every call wakes the drain", async () => {
+    const key = "agent:main:retry";
+    const entry = await sys.svc.sessions.upsert(key, { agentId: "main", kind: "other" }, { sessionId: randomUUID() });
+    const runId = randomUUID();
+    const req = { runId, sessionKey: key, agentId: "main", sessionId: entry.sessionId, text: "once", step: "turn" as const, provenance: "user" as const };
+    await Promise.all(Array.from({ length: 8 }, () => enqueueTurn(sys.svc, req)));
+    const waited = await sys.rpc("agent.wait", { runId, timeoutMs: 10_000 });
+    expect(waited).toMatchObject({ status: "ok", reply: "ok: once" });
+    const lines = (await sys.rpc("chat.history", { sessionKey: key })).messages;
+    expect(lines.filter((m: { role: string }) => m.role === "user")).toHaveLength(1);
+
+    // A first attempt that queued the turn but never woke a drainer: a retry wakes it.
+    const stranded = randomUUID();
+    await sys.svc.inbox.push({ ...req, runId: stranded, text: "stranded", enqueuedAt: Date.now(), messageTs: Date.now() });
+    await enqueueTurn(sys.svc, { ...req, runId: stranded, text: "stranded" });
+    expect(await sys.rpc("agent.wait", { runId: stranded, timeoutMs: 10_000 })).toMatchObject({ status: "ok", reply: "ok: stranded" });
+  });
+
+  it("every key of the session upsert script carries the deployment's hash tag", () => {
+    const base = sys.svc.keys.base;
+    const withParent = sys.svc.sessions.upsertKeys("agent:main:x", { agentId: "main", kind: "other" }, sys.svc.keys.childrenIndex("agent:main:main"));
+    const withoutParent = sys.svc.sessions.upsertKeys("agent:main:x", { agentId: "main", kind: "other" });
+    for (const k of [...withParent, ...withoutParent]) expect(k.startsWith(`${base}:`)).toBe(true);
+    expect(base).toMatch(/^\{[^}]+\}$/);
+  });
+});
+
+describe("sweep rotation is atomic with the session's state", () => {
+  it("does not rotate a session written after it was read, nor one with queued work", async () => {
+    const key = "agent:main:sweepy";
+    const ident = { agentId: "main", kind: "other" as const };
+    const read = await sys.svc.sessions.upsert(key, ident, { sessionId: randomUUID() });
+    await sys.svc.sessions.upsert(key, ident, { displayName: "touched" }, { activity: "preserve" });
+    expect(await rotateSession(sys.svc, read, { reason: "idle", archive: "caller", onlyIfUntouchedAndIdle: true })).toBeNull();
+
+    const fresh = (await sys.svc.sessions.get(key))!;
+    await sys.svc.inbox.push({ runId: randomUUID(), sessionKey: key, agentId: "main", sessionId: fresh.sessionId, text: "queued", step: "turn", provenance: "user", enqueuedAt: Date.now(), messageTs: Date.now() });
+    expect(await rotateSession(sys.svc, fresh, { reason: "idle", archive: "caller", onlyIfUntouchedAndIdle: true })).toBeNull();
+    expect((await sys.svc.sessions.get(key))!.sessionId).toBe(fresh.sessionId);
+    await sys.svc.inbox.drop(key);
+
+    const idle = (await sys.svc.sessions.get(key))!;
+    const rotated = await rotateSession(sys.svc, idle, { reason: "idle", archive: "caller", onlyIfUntouchedAndIdle: true });
+    expect(rotated?.sessionId).not.toBe(idle.sessionId);
+  });
+});
+
+describe("/stop keeps what dropped turns carried", () => {
+  it("a queued /new that is stopped still gets its old transcript archived", async () => {
+    const dm = { channel: "tg", chatType: "dm", from: "stopper" };
+    const first = await sys.post("/v1/inbound", { ...dm, text: "hello" });
+    await sys.rpc("agent.wait", { runId: first.body.runId, timeoutMs: 10_000 });
+    const oldSessionId = first.body.sessionId;
+    const slow = await sys.post("/v1/inbound", { ...dm, text: "slow one" });
+    await until(async () => (await sys.get(`/v1/runs/${slow.body.runId}`)).body.status === "running");
+    const reset = await sys.post("/v1/inbound", { ...dm, text: "/new" }); // queued behind the slow run
+    expect(reset.body.isNewSession).toBe(true);
+    const stop = await sys.post("/v1/inbound", { ...dm, text: "/stop" });
+    expect(stop.body.stopped).toBe(2);
+    const dir = join(sys.config.storage.dir, "agents", "main", "sessions");
+    await until(() => readdirSync(dir).some((f) => f.startsWith(`${oldSessionId}.jsonl.reset.`)), 10_000);
+    expect(existsSync(join(dir, `${oldSessionId}.jsonl`))).toBe(false);
+  });
+});
