@@ -7,7 +7,7 @@ import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import type { Config } from "../config/schema.js";
 import { createQueues, closeQueues, createRedis, type Queues } from "../queues/index.js";
-import { CancelBus, Inbox, RunRecords, SessionLeases } from "../runs/index.js";
+import { CancelBus, Inbox, RunRecords, RunWaiter, SessionLeases } from "../runs/index.js";
 import { RedisKeys, SessionStore } from "../storage/index.js";
 import { TranscriptStore } from "../transcript/index.js";
 import { createLogger } from "./logger.js";
@@ -25,6 +25,8 @@ export interface Services {
   runs: RunRecords;
   queues: Queues;
   cancels: CancelBus;
+  /** The process's one run-done subscriber (agent.wait, sessions_send), made on first use. */
+  waiter(): RunWaiter;
   /** A new dedicated connection (subscribers, BullMQ workers); closed by `close()`. */
   connection(role: "worker" | "subscriber"): Redis;
   close(): Promise<void>;
@@ -35,6 +37,7 @@ export function createServices(config: Config, opts: { role: "gateway" | "worker
   const keys = new RedisKeys(config.redis.prefix);
   const redis = createRedis(config.redis.url, opts.role === "gateway" || opts.role === "cli" ? "producer" : "worker", log);
   const extra: Redis[] = [];
+  let waiter: RunWaiter | undefined;
   const queueConn = createRedis(config.redis.url, "producer", log);
   let lastQueueError = 0;
   const queues = createQueues(queueConn, keys, (queue, err) => {
@@ -56,12 +59,17 @@ export function createServices(config: Config, opts: { role: "gateway" | "worker
     runs: new RunRecords(redis, keys),
     queues,
     cancels: new CancelBus(redis, keys),
+    // Lazy: a short CLI command that never waits must not open (and race closing) a subscriber.
+    waiter() {
+      return (waiter ??= new RunWaiter(this.connection("subscriber"), keys, this.runs));
+    },
     connection(role) {
       const c = createRedis(config.redis.url, role, log);
       extra.push(c);
       return c;
     },
     async close() {
+      await waiter?.close();
       await closeQueues(queues);
       await Promise.allSettled([redis, queueConn, ...extra].map((c) => c.quit().catch(() => c.disconnect())));
     },

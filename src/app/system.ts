@@ -58,7 +58,6 @@ export async function startSystem(config: Config, opts: SystemOptions = {}): Pro
     async close() {
       await gateway?.close().catch(() => {});
       await workers?.close().catch(() => {});
-      await tools.close();
       await svc.close();
     },
   };

@@ -8,7 +8,6 @@ import { loadConfig } from "../config/load.js";
 import { createServices, type Services } from "../app/services.js";
 import { readRuntimeInfo } from "../app/runtime-file.js";
 import { createRpcMethods } from "../rpc/methods.js";
-import { RunWaiter } from "../runs/run-waiter.js";
 import { SwitchboardError } from "../errors/index.js";
 
 export interface GlobalOptions {
@@ -52,28 +51,13 @@ export function httpClient(base: string, token: string | undefined): Client {
   };
 }
 
-/**
- * BullMQ prints every connection error of a queue without an "error" listener as a raw stack
- * (dozens while Redis is down). A CLI command reports its own failure once, so mute them.
- */
-export function quietQueues(svc: Services): Services {
-  for (const q of Object.values(svc.queues)) q.on("error", () => {});
-  return svc;
-}
-
 const REDIS_DOWN = /max retries per request|ECONNREFUSED|Connection is closed|ENOTFOUND|ETIMEDOUT/i;
 
 export function directClient(config: Config): Client {
-  const svc = quietQueues(createServices(config, { role: "cli" }));
-  let waiter: RunWaiter | undefined;
+  const svc = createServices(config, { role: "cli" });
   let rpc: ReturnType<typeof createRpcMethods> | undefined;
-  // The waiter (a subscriber connection) is made only when a command really waits: a short-lived
-  // command that closed while its SUBSCRIBE was still pending died of an unhandled rejection.
-  const lazyWaiter = {
-    wait: (runId: string, timeoutMs: number) => (waiter ??= new RunWaiter(svc.connection("subscriber"), svc.keys, svc.runs)).wait(runId, timeoutMs),
-  } as unknown as RunWaiter;
   const methods = () => {
-    if (!rpc) rpc = createRpcMethods(svc, lazyWaiter);
+    if (!rpc) rpc = createRpcMethods(svc);
     return rpc;
   };
   return {
@@ -98,7 +82,6 @@ export function directClient(config: Config): Client {
       throw new RpcCallError("not_found", `not available without a gateway: ${path}`);
     },
     async close() {
-      await waiter?.close();
       // BullMQ's Queue checks the Redis version (INFO) once connected, used or not; quitting before
       // that made it write to a closed socket (a "write EPIPE" warning on stderr). Let it finish.
       let timer: NodeJS.Timeout | undefined;

@@ -7,7 +7,6 @@ import type { Services } from "../app/services.js";
 import { SwitchboardError } from "../errors/index.js";
 import { handleInbound } from "../inbound/handle-inbound.js";
 import { createRpcMethods, type RpcHandler } from "../rpc/methods.js";
-import { RunWaiter } from "../runs/run-waiter.js";
 import { createAuthHook } from "./auth.js";
 import { registerBullBoard } from "./bull-board.js";
 import { httpErrorHandler } from "./http-errors.js";
@@ -25,7 +24,6 @@ export interface GatewayOptions {
 
 export interface Gateway {
   app: FastifyInstance;
-  waiter: RunWaiter;
   rpc: Record<string, RpcHandler>;
   listen(): Promise<string>;
   close(): Promise<void>;
@@ -33,8 +31,7 @@ export interface Gateway {
 
 export async function createGateway(svc: Services, opts: GatewayOptions = {}): Promise<Gateway> {
   const app = Fastify({ logger: opts.logger ? { level: process.env.LOG_LEVEL ?? "info" } : false, bodyLimit: 4 * 1024 * 1024 });
-  const waiter = new RunWaiter(svc.connection("subscriber"), svc.keys, svc.runs);
-  const rpc = createRpcMethods(svc, waiter);
+  const rpc = createRpcMethods(svc);
 
   app.setErrorHandler(httpErrorHandler);
   app.addHook("onRequest", createAuthHook(svc.config.gateway.auth.token));
@@ -92,13 +89,11 @@ export async function createGateway(svc: Services, opts: GatewayOptions = {}): P
 
   return {
     app,
-    waiter,
     rpc,
     async listen() {
       return await app.listen({ host: svc.config.gateway.host, port: svc.config.gateway.port });
     },
     async close() {
-      await waiter.close();
       await app.close();
     },
   };

@@ -16,14 +16,14 @@ import { resetPatch } from "../lifecycle/rotate.js";
 import { identOf } from "../lifecycle/session-ident.js";
 import { statusCard } from "../lifecycle/status-card.js";
 import { enqueueTurn, requestDrain } from "../runs/enqueue.js";
-import { uuidFrom } from "../rpc/methods.js";
+import { uuidFrom } from "../runs/derived-id.js";
 import { luaCommand } from "../storage/lua-script.js";
 import { stopSession } from "../runs/stop.js";
 import { parseChatCommand } from "../session/chat-commands.js";
 import { InboundMessageSchema, type InboundMessage } from "../session/inbound-message.js";
 import { resolveInboundSession } from "../session/key-build.js";
 import { greetingPrompt, parseNewModelHint, parseResetTrigger } from "../session/reset-triggers.js";
-import { resolveSendPolicy } from "../session/send-policy.js";
+import { sessionSendPolicy } from "../lifecycle/session-send-policy.js";
 import type { SessionEntryPatch } from "../storage/session-entry.js";
 import { enqueueDelivery } from "../workers/deliver.js";
 
@@ -126,12 +126,8 @@ async function handleResolved(svc: Services, msg: InboundMessage, agentId: strin
   const command = parseChatCommand(msg.text);
 
   let entry = await svc.sessions.get(sessionKey);
-  const policyCtx = () => ({
-    sessionKey,
-    channel: msg.channel,
-    chatType: msg.chatType,
-    ...(entry ? { entry: { ...(entry.sendPolicy ? { sendPolicy: entry.sendPolicy } : {}), channel: msg.channel, chatType: msg.chatType } } : {}),
-  });
+  // The policy where this message arrived (its channel and chat type), with the session's override.
+  const sendPolicy = () => sessionSendPolicy(config, sessionKey, entry, { channel: msg.channel, chatType: msg.chatType });
 
   // Metadata of where the session is reached: recorded without counting as activity.
   const meta: SessionEntryPatch = {
@@ -158,12 +154,12 @@ async function handleResolved(svc: Services, msg: InboundMessage, agentId: strin
   if (command?.kind === "send") {
     if ("error" in command) throw new ValidationError(command.error);
     entry = await svc.sessions.upsert(sessionKey, ident, { ...(entry ? {} : { sessionId: randomUUID() }), ...meta, sendPolicy: command.value }, { activity: "preserve", now });
-    const effective = resolveSendPolicy(config, policyCtx());
+    const effective = sendPolicy();
     await reply(svc, sessionKey, route, `Send policy: ${command.value ?? `inherit (${effective})`}.`, "command");
     return { ...base, sessionId: entry.sessionId, command: "send", sendPolicy: command.value ?? "inherit" };
   }
 
-  if (resolveSendPolicy(config, policyCtx()) === "deny") {
+  if (sendPolicy() === "deny") {
     svc.log.info({ sessionKey }, "Send blocked by policy for session");
     return { ...base, blocked: "send_policy_deny" };
   }
@@ -171,7 +167,7 @@ async function handleResolved(svc: Services, msg: InboundMessage, agentId: strin
   if (command?.kind === "status") {
     const [depth, running] = await Promise.all([svc.inbox.depth(sessionKey), svc.inbox.hasInflight(sessionKey)]);
     const runtime = agentRuntime(config, agentId);
-    const text = statusCard(entry, { queueDepth: depth, running, sendPolicy: resolveSendPolicy(config, policyCtx()), ...(runtime.kind === "openai" ? { model: runtime.model } : {}) });
+    const text = statusCard(entry, { queueDepth: depth, running, sendPolicy: sendPolicy(), ...(runtime.kind === "openai" ? { model: runtime.model } : {}) });
     await reply(svc, sessionKey, route, text, "command");
     return { ...base, ...(entry ? { sessionId: entry.sessionId } : {}), command: "status", status: text };
   }

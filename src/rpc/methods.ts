@@ -12,12 +12,13 @@ import { DeliveryLog } from "../delivery/index.js";
 import { enqueueArchive, rotateSession } from "../lifecycle/rotate.js";
 import { identOf } from "../lifecycle/session-ident.js";
 import { enqueueTurn, requestDrain } from "../runs/enqueue.js";
-import type { RunWaiter } from "../runs/run-waiter.js";
 import { stopSession } from "../runs/stop.js";
+import { uuidFrom } from "../runs/derived-id.js";
+import { ensureSession } from "../lifecycle/ensure-session.js";
+import { storedRoute } from "../lifecycle/stored-route.js";
 import { isTerminal } from "../runs/turn.js";
 import { canonicalSessionKey } from "../session/key-canonical.js";
 import { sessionSendPolicy } from "../lifecycle/session-send-policy.js";
-import type { SessionEntry } from "../storage/session-entry.js";
 import { enqueueDelivery } from "../workers/deliver.js";
 import * as P from "./params.js";
 
@@ -35,23 +36,7 @@ const IDEMPOTENCY_CLAIM_SECONDS = 60;
 /** chat.history bounds (OpenClaw's): default 200 messages, at most 1000. */
 export const CHAT_HISTORY_DEFAULT = 200;
 
-export function sendPolicyOf(svc: Services, sessionKey: string, entry: SessionEntry | null): "allow" | "deny" {
-  return sessionSendPolicy(svc.config, sessionKey, entry);
-}
-
-/** Make sure a session entry exists (tools and RPC may address a session that never chatted). */
-export async function ensureSession(svc: Services, sessionKey: string, extra: Partial<SessionEntry> = {}): Promise<SessionEntry> {
-  const existing = await svc.sessions.get(sessionKey);
-  if (existing) return existing;
-  try {
-    return await svc.sessions.upsert(sessionKey, identOf(svc.config, sessionKey), { sessionId: randomUUID(), ...extra }, { mode: "create" });
-  } catch (err) {
-    if ((err as { code?: string }).code === "session_exists") return (await svc.sessions.get(sessionKey))!;
-    throw err;
-  }
-}
-
-export function createRpcMethods(svc: Services, waiter?: RunWaiter): Record<string, RpcHandler> {
+export function createRpcMethods(svc: Services): Record<string, RpcHandler> {
   const canon = (key: string, agentId?: string) => canonicalSessionKey(svc.config, key, agentId ? { agentId } : {});
   const deliveries = new DeliveryLog(svc.redis, svc.keys);
 
@@ -132,7 +117,7 @@ export function createRpcMethods(svc: Services, waiter?: RunWaiter): Record<stri
       const agentId = p.agentId ?? defaultAgentId(svc.config);
       const key = canon(p.sessionKey ?? "main", agentId);
       const entry = await ensureSession(svc, key);
-      if (sendPolicyOf(svc, key, entry) === "deny") throw new SendBlockedError(key);
+      if (sessionSendPolicy(svc.config, key, entry) === "deny") throw new SendBlockedError(key);
       // An idempotency key maps to a fixed runId, so a retried call cannot start a second run.
       const runId = p.idempotencyKey ? uuidFrom(`${key}\n${p.idempotencyKey}`) : randomUUID();
       if (p.idempotencyKey) {
@@ -147,8 +132,17 @@ export function createRpcMethods(svc: Services, waiter?: RunWaiter): Record<stri
         const claimed = await svc.redis.set(`${svc.keys.base}:agentidem:${runId}`, "1", "EX", IDEMPOTENCY_CLAIM_SECONDS, "NX");
         if (!claimed) return await duplicate();
       }
+      // deliver: the stored route, with explicit fields on top (another channel drops its `to`).
+      const stored = storedRoute(key, entry);
+      const base = !p.channel || p.channel === stored?.channel ? stored : undefined;
       const route = p.deliver
-        ? { channel: p.channel ?? entry.deliveryContext?.channel ?? entry.lastChannel ?? "", ...(p.to ?? entry.lastTo ? { to: p.to ?? entry.lastTo } : {}), ...(p.accountId ? { accountId: p.accountId } : {}), ...(p.threadId !== undefined ? { threadId: String(p.threadId) } : {}) }
+        ? {
+            ...(base ?? {}),
+            channel: p.channel ?? base?.channel ?? "",
+            ...(p.to ? { to: p.to } : {}),
+            ...(p.accountId ? { accountId: p.accountId } : {}),
+            ...(p.threadId !== undefined ? { threadId: String(p.threadId) } : {}),
+          }
         : undefined;
       const turn = await enqueueTurn(svc, {
         runId,
@@ -167,8 +161,7 @@ export function createRpcMethods(svc: Services, waiter?: RunWaiter): Record<stri
 
     "agent.wait": async (raw) => {
       const p = parseParams(P.AgentWaitParams, raw, "agent.wait");
-      if (!waiter) throw new SwitchboardError("unavailable", "agent.wait needs a subscriber connection");
-      const { record } = await waiter.wait(p.runId, p.timeoutMs ?? 30_000);
+      const { record } = await svc.waiter().wait(p.runId, p.timeoutMs ?? 30_000);
       if (!record) throw new SwitchboardError("run_not_found", `No run found: ${p.runId}`);
       const done = isTerminal(record.status);
       return {
@@ -187,7 +180,7 @@ export function createRpcMethods(svc: Services, waiter?: RunWaiter): Record<stri
       const key = p.sessionKey ? canon(p.sessionKey) : `channel:${p.channel}`;
       if (p.sessionKey) {
         const entry = await svc.sessions.get(key);
-        if (sendPolicyOf(svc, key, entry) === "deny") throw new SendBlockedError(key);
+        if (sessionSendPolicy(svc.config, key, entry) === "deny") throw new SendBlockedError(key);
       }
       const id = p.idempotencyKey ? `send-${createHash("sha256").update(p.idempotencyKey).digest("hex").slice(0, 32)}` : `send-${randomUUID()}`;
       await enqueueDelivery(svc, {
@@ -207,8 +200,3 @@ export function createRpcMethods(svc: Services, waiter?: RunWaiter): Record<stri
   };
 }
 
-/** A stable RFC-4122-shaped id from a string (idempotency keys → runIds). */
-export function uuidFrom(s: string): string {
-  const h = createHash("sha256").update(s).digest("hex");
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
-}

@@ -34,6 +34,8 @@ export interface RunRecord {
   /** The result is saved (outcome, reply, usage) even if the record is not terminal yet. */
   resultSaved?: boolean;
   resultStatus?: TerminalStatus;
+  /** Set by `/stop` for a run that may not have registered with its worker yet. */
+  cancelRequested?: string;
   resultError?: string;
 }
 
@@ -94,9 +96,6 @@ export class RunRecords {
     if (await this.redis.exists(key)) await this.redis.hset(key, "cancelRequested", reason);
   }
 
-  async cancelRequested(runId: string): Promise<string | null> {
-    return await this.redis.hget(this.keys.run(runId), "cancelRequested");
-  }
 
   /** Mark queued runs killed without a lease (they never reached a worker) and notify waiters. */
   async killQueued(runIds: string[], reason: string): Promise<void> {
@@ -143,5 +142,6 @@ export function decodeRecord(h: Record<string, string>): RunRecord {
   if (h.resultSaved === "1") rec.resultSaved = true;
   if (h.resultStatus && isTerminal(h.resultStatus)) rec.resultStatus = h.resultStatus;
   if (h.resultError) rec.resultError = h.resultError;
+  if (h.cancelRequested) rec.cancelRequested = h.cancelRequested;
   return rec;
 }

@@ -101,7 +101,10 @@ export function historyToChatMessages(history: readonly TranscriptMessage[]): Ch
   return out;
 }
 
-export function buildChatMessages(cfg: Pick<OpenAIRuntimeConfig, "systemPrompt">, input: Pick<RunInput, "extraSystemPrompt" | "history" | "text">): ChatMessage[] {
+export function buildChatMessages(
+  cfg: Pick<OpenAIRuntimeConfig, "systemPrompt">,
+  input: Pick<RunInput, "extraSystemPrompt" | "text"> & { history: readonly TranscriptMessage[] },
+): ChatMessage[] {
   const messages: ChatMessage[] = [];
   const system = [cfg.systemPrompt, input.extraSystemPrompt].filter((s): s is string => typeof s === "string" && s.trim().length > 0);
   if (system.length > 0) messages.push({ role: "system", content: system.join("\n\n") });
@@ -199,7 +202,7 @@ export class OpenAIRuntime implements AgentRuntime {
       },
     });
     const model = input.model ?? this.cfg.model;
-    const messages = buildChatMessages(this.cfg, input);
+    const messages = buildChatMessages(this.cfg, { ...input, history: await input.loadHistory() });
     const tools: ChatTool[] = invoker.definitions().map((d) => ({
       type: "function",
       function: { name: d.name, description: d.description, parameters: d.parameters },

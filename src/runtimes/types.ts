@@ -34,8 +34,9 @@ export interface RunInput {
   provenance: RunProvenance;
   /** Context for agent-to-agent steps (OpenClaw's extraSystemPrompt). */
   extraSystemPrompt?: string;
-  /** Recent transcript messages, oldest first, not including `text`. */
-  history: TranscriptMessage[];
+  /** Recent transcript messages, oldest first, not including `text`. A function, so runtimes
+   *  that never look at history (echo, script) cost no transcript read per turn. */
+  loadHistory(): Promise<TranscriptMessage[]>;
   signal: AbortSignal;
   tools: ToolInvoker;
   /** Model override for this session, if any. */

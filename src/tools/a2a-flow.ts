@@ -18,9 +18,9 @@ import type { Services } from "../app/services.js";
 import { isNoReply, isReplySkip, isAnnounceSkip } from "../history/extract-reply.js";
 import { enqueueTurn } from "../runs/enqueue.js";
 import { isTerminal } from "../runs/turn.js";
-import { announceTargetFromKey } from "../session/key-classify.js";
+import { storedRoute } from "../lifecycle/stored-route.js";
 import { enqueueDelivery } from "../workers/deliver.js";
-import { uuidFrom } from "../rpc/methods.js";
+import { uuidFrom } from "../runs/derived-id.js";
 import { ANNOUNCE_MESSAGE, announceContext, replyContext, type A2AParties } from "./a2a-prompts.js";
 
 export interface A2AState extends A2AParties {
@@ -117,13 +117,8 @@ async function enqueueAnnounce(svc: Services, state: A2AState, afterRunId: strin
 
 async function deliverAnnounce(svc: Services, state: A2AState, runId: string, reply: string): Promise<void> {
   const entry = await svc.sessions.get(state.targetKey);
-  const dc = entry?.deliveryContext;
-  const fromKey = announceTargetFromKey(state.targetKey);
-  const route =
-    dc?.channel ? { channel: dc.channel, ...(dc.to ? { to: dc.to } : {}), ...(dc.accountId ? { accountId: dc.accountId } : {}), ...(dc.threadId ? { threadId: dc.threadId } : {}) }
-    : entry?.lastChannel ? { channel: entry.lastChannel, ...(entry.lastTo ? { to: entry.lastTo } : {}), ...(entry.lastThreadId ? { threadId: entry.lastThreadId } : {}) }
-    : fromKey ? { channel: fromKey.channel, to: fromKey.to, ...(fromKey.threadId ? { threadId: fromKey.threadId } : {}) }
-    : { channel: "none" };
+  // No route at all is still recorded (as no_route on the "none" channel), never dropped.
+  const route = storedRoute(state.targetKey, entry) ?? { channel: "none" };
   await enqueueDelivery(svc, { id: `announce-${runId}`, sessionKey: state.targetKey, route, message: reply.trim(), kind: "announce" });
 }
 

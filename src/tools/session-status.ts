@@ -4,7 +4,7 @@ import { agentRuntime } from "../config/agents.js";
 import { statusCard } from "../lifecycle/status-card.js";
 import { identOf } from "../lifecycle/session-ident.js";
 import { displaySessionKey } from "../session/key-canonical.js";
-import { sendPolicyOf } from "../rpc/methods.js";
+import { sessionSendPolicy } from "../lifecycle/session-send-policy.js";
 import { guard } from "./access.js";
 import { resolveSessionRef } from "./resolve-ref.js";
 import { SessionStatusArgs } from "./schemas.js";
@@ -28,7 +28,7 @@ export async function sessionStatus(svc: Services, caller: ToolCaller, rawArgs: 
   }
   const [depth, running] = await Promise.all([svc.inbox.depth(ref.key), svc.inbox.hasInflight(ref.key)]);
   const runtime = agentRuntime(svc.config, entry.agentId);
-  const text = statusCard(entry, { queueDepth: depth, running, sendPolicy: sendPolicyOf(svc, ref.key, entry), ...(runtime.kind === "openai" ? { model: runtime.model } : {}) });
+  const text = statusCard(entry, { queueDepth: depth, running, sendPolicy: sessionSendPolicy(svc.config, ref.key, entry), ...(runtime.kind === "openai" ? { model: runtime.model } : {}) });
   const sessionKey = displaySessionKey(svc.config, ref.key, caller.agentId);
   return { status: "ok", text, details: { ok: true, sessionKey, changedModel, statusText: text, model: entry.modelOverride ?? null } };
 }

@@ -13,7 +13,9 @@ import { luaCommand } from "../storage/lua-script.js";
 import type { RunWaiter } from "../runs/run-waiter.js";
 import { enqueueTurn } from "../runs/enqueue.js";
 import { displaySessionKey } from "../session/key-canonical.js";
-import { ensureSession, sendPolicyOf, uuidFrom } from "../rpc/methods.js";
+import { ensureSession } from "../lifecycle/ensure-session.js";
+import { sessionSendPolicy } from "../lifecycle/session-send-policy.js";
+import { uuidFrom } from "../runs/derived-id.js";
 import { guard } from "./access.js";
 import { messageContext } from "./a2a-prompts.js";
 import { primaryContinuation } from "./a2a-flow.js";
@@ -62,7 +64,7 @@ export async function sessionsSend(svc: Services, waiter: RunWaiter, caller: Too
     return forbidden(`Agent-to-agent hop limit reached (${maxHops}): this message chain has gone through too many sessions.`, { runId, sessionKey: displayKey });
   }
   const target = await ensureSession(svc, targetKey);
-  if (sendPolicyOf(svc, targetKey, target) === "deny") return forbidden("send blocked by session policy", { runId, sessionKey: displayKey });
+  if (sessionSendPolicy(svc.config, targetKey, target) === "deny") return forbidden("send blocked by session policy", { runId, sessionKey: displayKey });
 
   const requester = await svc.sessions.get(caller.sessionKey);
   const parties = {

@@ -10,7 +10,6 @@ import { isAgentSandboxed } from "../config/agents.js";
 import { zodIssues } from "../config/parse.js";
 import { ValidationError } from "../errors/index.js";
 import type { QueueName } from "../queues/queue-names.js";
-import { RunWaiter } from "../runs/run-waiter.js";
 import type { ToolInvoker } from "../runtimes/types.js";
 import { canonicalSessionKey } from "../session/key-canonical.js";
 import { agentIdFromSessionKey } from "../session/key-parse.js";
@@ -29,7 +28,6 @@ export interface ToolRuntime {
   endpoint: (name: string, body: unknown) => Promise<unknown>;
   processors: Partial<Record<QueueName, Processor>>;
   call(name: string, caller: ToolCaller, args: unknown): Promise<ToolResult>;
-  close(): Promise<void>;
 }
 
 const SCHEMAS: Record<ToolName, z.ZodType> = {
@@ -48,9 +46,6 @@ const ToolRequestSchema = z.strictObject({
 });
 
 export function createToolRuntime(svc: Services): ToolRuntime {
-  let waiter: RunWaiter | undefined;
-  // One subscriber per process, created on the first send that waits.
-  const getWaiter = () => (waiter ??= new RunWaiter(svc.connection("subscriber"), svc.keys, svc.runs));
 
   const call = async (name: string, caller: ToolCaller, args: unknown): Promise<ToolResult> => {
     switch (name) {
@@ -59,7 +54,7 @@ export function createToolRuntime(svc: Services): ToolRuntime {
       case "sessions_history":
         return await sessionsHistory(svc, caller, args);
       case "sessions_send":
-        return await sessionsSend(svc, getWaiter(), caller, args);
+        return await sessionsSend(svc, svc.waiter(), caller, args);
       case "session_status":
         return await sessionStatus(svc, caller, args);
       default:
@@ -96,8 +91,5 @@ export function createToolRuntime(svc: Services): ToolRuntime {
       return await call(name, { sessionKey, agentId, sandboxed, hop: 0 }, parsed.data.args);
     },
     processors: { announce: createA2AProcessor(svc) as Processor },
-    close: async () => {
-      await waiter?.close();
-    },
   };
 }

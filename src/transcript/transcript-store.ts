@@ -24,7 +24,6 @@
  * `<stem>` is the file name without `.jsonl`: the sessionId, or `<sessionId>-topic-<topic>`.
  */
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { mkdir, open, rename, stat, type FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -38,6 +37,7 @@ import {
   type ArchiveKind,
 } from "./paths.js";
 import { readLastEntries, scanLines } from "./tail-reader.js";
+import { luaCommand } from "../storage/lua-script.js";
 import { TRANSCRIPT_VERSION, type TranscriptEntry, type TranscriptHeader, type TranscriptMessage } from "./types.js";
 
 export interface TranscriptStoreOptions {
@@ -105,46 +105,22 @@ const WAITER_STALE_MS = 2000;
 
 type GuardReply = [number, string];
 
-/** The Lua commands this module defines on the caller's connection (see ./lua/*.lua). */
-interface TranscriptCommands {
-  sbTxAcquire(lockKey: string, queueKey: string, hbKey: string, token: string, ttlMs: number, staleMs: number): Promise<number>;
-  sbTxLeave(queueKey: string, hbKey: string, token: string): Promise<number>;
-  sbTxRelease(lockKey: string, token: string): Promise<number>;
-  sbTxGuard(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<GuardReply>;
-  sbTxCommit(lockKey: string, indexKey: string, idsKey: string, ...args: (string | number)[]): Promise<number>;
-}
+/** This module's Lua scripts (./lua/*.lua), registered through the shared loader. */
+const LUA_DIR = new URL("./lua/", import.meta.url);
 
-// Loaded once, lazily, relative to this module: `src/transcript/lua` under vitest,
-// `dist/src/transcript/lua` once built (scripts/copy-lua.mjs copies it there).
-let luaSources: { acquire: string; leave: string; release: string; guard: string; commit: string } | undefined;
-function lua(): NonNullable<typeof luaSources> {
-  const load = (name: string) => readFileSync(new URL(`./lua/${name}`, import.meta.url), "utf8");
-  luaSources ??= {
-    acquire: load("txlock-acquire.lua"),
-    leave: load("txlock-leave.lua"),
-    release: load("txlock-release.lua"),
-    guard: load("txguard.lua"),
-    commit: load("txcommit.lua"),
+function transcriptScripts(redis: Redis) {
+  return {
+    acquire: luaCommand(redis, LUA_DIR, "txlock-acquire"),
+    leave: luaCommand(redis, LUA_DIR, "txlock-leave"),
+    release: luaCommand(redis, LUA_DIR, "txlock-release"),
+    guard: luaCommand(redis, LUA_DIR, "txguard"),
+    commit: luaCommand(redis, LUA_DIR, "txcommit"),
   };
-  return luaSources;
-}
-
-const defined = new WeakSet<Redis>();
-function withCommands(redis: Redis): Redis & TranscriptCommands {
-  if (!defined.has(redis)) {
-    const src = lua();
-    redis.defineCommand("sbTxAcquire", { numberOfKeys: 3, lua: src.acquire });
-    redis.defineCommand("sbTxLeave", { numberOfKeys: 2, lua: src.leave });
-    redis.defineCommand("sbTxRelease", { numberOfKeys: 1, lua: src.release });
-    redis.defineCommand("sbTxGuard", { lua: src.guard }); // key count passed per call (fence is optional)
-    redis.defineCommand("sbTxCommit", { numberOfKeys: 3, lua: src.commit });
-    defined.add(redis);
-  }
-  return redis as Redis & TranscriptCommands;
 }
 
 export class TranscriptStore {
-  private readonly redis: Redis & TranscriptCommands;
+  private readonly redis: Redis;
+  private readonly lua: ReturnType<typeof transcriptScripts>;
   private readonly prefix: string;
   private readonly storageDir: string;
   private readonly lockTtlMs: number;
@@ -153,7 +129,8 @@ export class TranscriptStore {
   private readonly chains = new Map<string, Promise<void>>();
 
   constructor(opts: TranscriptStoreOptions) {
-    this.redis = withCommands(opts.redis);
+    this.redis = opts.redis;
+    this.lua = transcriptScripts(opts.redis);
     this.prefix = opts.prefix;
     this.storageDir = opts.storageDir;
     this.lockTtlMs = opts.lockTtlMs ?? DEFAULT_LOCK_TTL_MS;
@@ -210,7 +187,7 @@ export class TranscriptStore {
 
         if (fresh.length > 0 || opts.fence) await this.guard(keys.lock, token, file, sessionId, opts.fence);
         if (fresh.length === 0) {
-          if (indexChanged) await this.redis.sbTxCommit(keys.lock, keys.index, keys.ids, token, size, rel);
+          if (indexChanged) await this.lua.commit([keys.lock, keys.index, keys.ids], [token, size, rel]);
           return { written: 0, skipped };
         }
 
@@ -222,7 +199,7 @@ export class TranscriptStore {
         await fh.sync();
         // The new size is computed, not fstat'ed: had our lock expired and another writer
         // appended meanwhile, fstat would also count its bytes, whose ids we did not index.
-        await this.redis.sbTxCommit(keys.lock, keys.index, keys.ids, token, size + buf.length, rel, ...fresh.map((b) => b.id));
+        await this.lua.commit([keys.lock, keys.index, keys.ids], [token, size + buf.length, rel, ...fresh.map((b) => b.id)]);
         return { written: fresh.length, skipped };
       } finally {
         await fh.close();
@@ -330,8 +307,8 @@ export class TranscriptStore {
     fence: AppendOptions["fence"],
   ): Promise<void> {
     const [code, current] = fence
-      ? await this.redis.sbTxGuard(2, lockKey, fence.key, token, this.lockTtlMs, fence.token)
-      : await this.redis.sbTxGuard(1, lockKey, token, this.lockTtlMs);
+      ? ((await this.lua.guard([lockKey, fence.key], [token, this.lockTtlMs, fence.token])) as GuardReply)
+      : ((await this.lua.guard([lockKey], [token, this.lockTtlMs])) as GuardReply);
     if (code === 1) return;
     if (code === 0) throw new TranscriptLockError(file, this.lockTtlMs); // lock expired before the write
     const cur = current === "" || !Number.isFinite(Number(current)) ? null : Number(current);
@@ -347,7 +324,7 @@ export class TranscriptStore {
         return await fn(token);
       } finally {
         // Best effort: if Redis is unreachable the lock expires after its TTL anyway.
-        await this.redis.sbTxRelease(keys.lock, token).catch(() => 0);
+        await this.lua.release([keys.lock], [token]).catch(() => 0);
       }
     });
   }
@@ -374,11 +351,11 @@ export class TranscriptStore {
   private async acquire(keys: TranscriptKeys, token: string, file: string): Promise<void> {
     const started = Date.now();
     for (;;) {
-      const place = await this.redis.sbTxAcquire(keys.lock, keys.queue, keys.heartbeats, token, this.lockTtlMs, WAITER_STALE_MS);
+      const place = (await this.lua.acquire([keys.lock, keys.queue, keys.heartbeats], [token, this.lockTtlMs, WAITER_STALE_MS])) as number;
       if (place < 0) return;
       const waited = Date.now() - started;
       if (waited >= this.lockWaitMs) {
-        await this.redis.sbTxLeave(keys.queue, keys.heartbeats, token).catch(() => 0);
+        await this.lua.leave([keys.queue, keys.heartbeats], [token]).catch(() => 0);
         throw new TranscriptLockError(file, waited);
       }
       const base = Math.min(2 + place * 4, 20);

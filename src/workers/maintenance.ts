@@ -51,14 +51,9 @@ export async function sweepOnce(svc: Services, now = Date.now()): Promise<SweepR
       continue;
     }
     // Turns still queued or running carry the old sessionId: rotating under them would let them
-    // write (and reply) into the retired session after its archive. A session in use is not
-    // idle anyway; it stays due, so a later sweep looks again once it is quiet.
-    if ((await svc.inbox.depth(key)) > 0 || (await svc.inbox.hasInflight(key))) {
-      result.busy++;
-      continue;
-    }
-    // The check above is a fast path; the rotation itself re-checks atomically (idle, and no write
-    // since `entry` was read), so a message queued between the two cannot be stranded.
+    // write (and reply) into the retired session after its archive. So the rotation is refused,
+    // atomically, unless the session is idle and unchanged since it was read; a busy one stays
+    // due and a later sweep looks again once it is quiet.
     const rotated = await rotateSession(svc, entry, { reason: f.staleReason ?? "daily", now, archive: "job", activity: "preserve", onlyIfUntouchedAndIdle: true });
     if (rotated) result.rotated++;
     else result.busy++;

@@ -70,9 +70,21 @@ export class TurnExecutor {
   ) {}
 
   async execute(turn: Turn, lease: LeaseHandle): Promise<TurnOutcome> {
+    // Registered before the record is read: a /stop either finds this turn registered (its
+    // broadcast aborts it) or flagged the record before this read (seen below). None is lost.
+    const controller = this.running.start(turn.sessionKey, turn.runId);
+    try {
+      return await this.executeRegistered(turn, lease, controller);
+    } finally {
+      this.running.end(turn.sessionKey, turn.runId);
+    }
+  }
+
+  private async executeRegistered(turn: Turn, lease: LeaseHandle, controller: AbortController): Promise<TurnOutcome> {
     const { svc } = this;
     const fence = { key: lease.fenceKey, token: lease.token };
     const record = await svc.runs.get(turn.runId);
+    if (record?.cancelRequested) controller.abort(new Error(`run ${record.cancelRequested}`));
     if (record && isTerminal(record.status)) {
       // Finished before a crash freed the slot (or killed while queued): just free it now.
       await svc.runs.finish(lease, turn.runId, record.status);
@@ -109,7 +121,7 @@ export class TurnExecutor {
         startedAt: record?.startedAt ?? Date.now(),
         attempts: (record?.attempts ?? 0) + 1,
       });
-      const result = await this.runRuntime(turn, lease);
+      const result = await this.runRuntime(turn, lease, controller);
       output = result.output;
       outcome = result.outcome;
       await this.recordResult(turn, lease, outcome, output);
@@ -123,19 +135,13 @@ export class TurnExecutor {
     return outcome;
   }
 
-  private async runRuntime(turn: Turn, lease: LeaseHandle): Promise<{ outcome: TurnOutcome; output?: RunOutput }> {
+  private async runRuntime(turn: Turn, lease: LeaseHandle, controller: AbortController): Promise<{ outcome: TurnOutcome; output?: RunOutput }> {
     const { svc } = this;
-    const controller = this.running.start(turn.sessionKey, turn.runId);
     const signals = [controller.signal, lease.lost];
     if (turn.runTimeoutSeconds && turn.runTimeoutSeconds > 0) signals.push(AbortSignal.timeout(turn.runTimeoutSeconds * 1000));
     const signal = AbortSignal.any(signals);
     try {
-      // Registered above, checked now: a stop requested before registration (its broadcast found
-      // no running turn here) is honoured instead of lost.
-      const cancelRequested = await svc.runs.cancelRequested(turn.runId);
-      if (cancelRequested) controller.abort(new Error(`run ${cancelRequested}`));
       const entryNow = await svc.sessions.get(turn.sessionKey);
-      const history = (await svc.transcripts.messages(turn.agentId, turn.sessionId, HISTORY_LIMIT + 1)).slice(0, -1);
       const runtime = createRuntime(agentRuntime(svc.config, turn.agentId));
       const output = await runtime.run({
         runId: turn.runId,
@@ -145,7 +151,8 @@ export class TurnExecutor {
         text: turn.text,
         step: turn.step,
         provenance: turn.provenance,
-        history,
+        // The transcript's tail minus this turn's own user line (already written).
+        loadHistory: async () => (await svc.transcripts.messages(turn.agentId, turn.sessionId, HISTORY_LIMIT + 1)).slice(0, -1),
         signal,
         tools: this.tools({
           sessionKey: turn.sessionKey,
@@ -169,8 +176,6 @@ export class TurnExecutor {
       }
       if (err instanceof StaleFenceError) throw err;
       return { outcome: { status: "error", error: (err as Error)?.message ?? String(err) } };
-    } finally {
-      this.running.end(turn.sessionKey, turn.runId);
     }
   }
 

@@ -184,7 +184,7 @@ function runInput(tools: ToolInvoker, over: Partial<RunInput> = {}): RunInput {
     step: "turn",
     provenance: "user",
     extraSystemPrompt: "Agent-to-agent message context:\nAgent 1 (requester) session: agent:ops:main.",
-    history: HISTORY,
+    loadHistory: async () => HISTORY,
     signal: new AbortController().signal,
     tools,
     ...over,
@@ -275,7 +275,7 @@ describe("openai runtime against a local chat-completions server", () => {
     const tools = new RecordingTools(() => null, []);
     server.script(() => ({ body: completion({ content: "REPLY_SKIP" }) }));
     const out = await new OpenAIRuntime(config({ apiKeyEnv: undefined, systemPrompt: undefined })).run(
-      runInput(tools, { model: "override-model", extraSystemPrompt: undefined, history: [] }),
+      runInput(tools, { model: "override-model", extraSystemPrompt: undefined, loadHistory: async () => [] }),
     );
     expect(out.reply).toBe("REPLY_SKIP");
     expect(out.usage).toBeUndefined();

@@ -38,7 +38,7 @@ function runInput(text: string, over: Partial<RunInput> = {}): RunInput {
     text,
     step: "turn",
     provenance: "user",
-    history: [],
+    loadHistory: async () => [],
     signal: new AbortController().signal,
     tools: new RecordingTools(),
     ...over,
@@ -288,7 +288,7 @@ describe("script runtime: fail, delay, abort", () => {
       const ac = new AbortController();
       const tools = { definitions: () => [], call: async () => null };
       const p = rt.run({ runId: "r", agentId: "main", sessionKey: "agent:main:main", sessionId: "s", text: "x",
-        step: "turn", provenance: "user", history: [], signal: ac.signal, tools });
+        step: "turn", provenance: "user", loadHistory: async () => [], signal: ac.signal, tools });
       setTimeout(() => ac.abort("stop"), 50);
       try { await p; console.log("resolved"); } catch (e) { console.log(e instanceof RunAbortedError ? "aborted" : "other " + e); }
     `;

@@ -1,4 +1,4 @@
-import { loadCliConfig, connect, quietQueues, type GlobalOptions } from "../client.js";
+import { loadCliConfig, connect, type GlobalOptions } from "../client.js";
 import { ago, printJson } from "../output.js";
 import { createServices } from "../../app/services.js";
 import { QUEUE_NAMES } from "../../queues/queue-names.js";
@@ -9,7 +9,7 @@ export async function statusCommand(opts: GlobalOptions & { json?: boolean }): P
   const { config } = loadCliConfig(opts);
   const client = await connect(opts);
   const gateway = client.mode === "http" ? { url: client.describe, reachable: true } : { url: readRuntimeInfo(config.storage.dir)?.gatewayUrl ?? null, reachable: false };
-  const svc = quietQueues(createServices(config, { role: "cli" }));
+  const svc = createServices(config, { role: "cli" });
   const out: Record<string, unknown> = { gateway, redis: { url: config.redis.url, prefix: config.redis.prefix } };
   try {
     const started = Date.now();
