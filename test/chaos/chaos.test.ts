@@ -108,7 +108,8 @@ describe("chaos", () => {
           log,
         ),
       );
-      await Promise.all([...sessions, workerChaos(c, seededRandom(SEED - 1), startAt), infraChaos(c, client, seededRandom(SEED - 2), startAt)]);
+      const stamp = (name: string) => (p: Promise<void>) => p.then(() => console.log(`DEBUG ${name} done at ${((Date.now() - startAt) / 1000).toFixed(1)} s`));
+      await Promise.all([...sessions.map((p, i) => (i % 10 === 0 ? stamp(`session ${i}`)(p) : p)), stamp("workers")(workerChaos(c, seededRandom(SEED - 1), startAt)), stamp("infra")(infraChaos(c, client, seededRandom(SEED - 2), startAt))]);
       const sendsDoneAt = Date.now();
 
       const finals = await finalRuns(client, log.messages);

@@ -83,7 +83,9 @@ export async function runSessionClient(plan: SessionPlan, client: GatewayClient,
     const at = plan.startAt + ((seq + rnd.next()) * plan.windowMs) / plan.messages;
     if (at > Date.now()) await sleep(at - Date.now());
     const text = messageText(plan.index, seq, rnd.int(0, DELAY_BUCKETS_MS.length - 1));
+    const t = Date.now();
     const sent = await send(plan, seq, text, sendVia, client, log);
+    if (Date.now() - t > 2000) console.log(`DEBUG slow send s${plan.index}#${seq} ${Date.now() - t} ms at ${((t - plan.startAt) / 1000).toFixed(1)} s attempts ${sent.attempts}`);
     log.messages.push(sent);
     if (sent.acked && sent.runId && rnd.chance(plan.waitChance)) {
       await waitOnce(plan.index, seq, sent.runId, text, rnd.int(300, 4000), (sendVia + 1) % 2, client, log);
@@ -117,8 +119,10 @@ async function send(plan: SessionPlan, seq: number, text: string, gateway: numbe
 }
 
 async function waitOnce(session: number, seq: number, runId: string, text: string, timeoutMs: number, gateway: number, client: GatewayClient, log: ChaosLog): Promise<void> {
+  const t = Date.now();
   const out = await client.call("/v1/rpc/agent.wait", { runId, timeoutMs }, { preferred: gateway, attemptTimeoutMs: timeoutMs + 5000, deadlineMs: 60_000 });
   const where = `wait s${session}#${seq} (${runId})`;
+  if (Date.now() - t > timeoutMs + 1000) console.log(`DEBUG slow wait s${session}#${seq} ${Date.now() - t} ms (timeout ${timeoutMs}) failures ${out.failures}`);
   if (out.status === undefined) {
     log.problems.push(`${where}: never answered (${out.failures.join(", ")})`);
     return;
