@@ -13,6 +13,12 @@ import type { Random } from "./random.js";
 /** Script-runtime delay buckets: the `~dN~` tag in a message picks its turn's duration. */
 export const DELAY_BUCKETS_MS = [0, 10, 30, 80, 200] as const;
 
+/**
+ * Longer than a gateway holds a retried inbound message whose first delivery is still pending
+ * (10 s) before it answers 503, so the client hears that answer instead of timing out first.
+ */
+const SEND_ATTEMPT_TIMEOUT_MS = 15_000;
+
 export type SendPath = "inbound" | "agent";
 
 export interface SentMessage {
@@ -83,9 +89,7 @@ export async function runSessionClient(plan: SessionPlan, client: GatewayClient,
     const at = plan.startAt + ((seq + rnd.next()) * plan.windowMs) / plan.messages;
     if (at > Date.now()) await sleep(at - Date.now());
     const text = messageText(plan.index, seq, rnd.int(0, DELAY_BUCKETS_MS.length - 1));
-    const t = Date.now();
     const sent = await send(plan, seq, text, sendVia, client, log);
-    if (Date.now() - t > 2000) console.log(`DEBUG slow send s${plan.index}#${seq} ${Date.now() - t} ms at ${((t - plan.startAt) / 1000).toFixed(1)} s attempts ${sent.attempts}`);
     log.messages.push(sent);
     if (sent.acked && sent.runId && rnd.chance(plan.waitChance)) {
       await waitOnce(plan.index, seq, sent.runId, text, rnd.int(300, 4000), (sendVia + 1) % 2, client, log);
@@ -99,7 +103,7 @@ async function send(plan: SessionPlan, seq: number, text: string, gateway: numbe
     plan.path === "inbound"
       ? ["/v1/inbound", { channel: "telegram", chatType: "dm", from: `chaos-${plan.index}`, text, messageId: key }]
       : ["/v1/rpc/agent", { sessionKey: `chaos-${plan.index}`, message: text, idempotencyKey: key }];
-  const out = await client.call(path, body, { preferred: gateway, attemptTimeoutMs: 5000, deadlineMs: plan.sendDeadlineMs });
+  const out = await client.call(path, body, { preferred: gateway, attemptTimeoutMs: SEND_ATTEMPT_TIMEOUT_MS, deadlineMs: plan.sendDeadlineMs });
   const base: SentMessage = { session: plan.index, seq, text, acked: false, attempts: out.attempts, duplicate: false };
   if (out.status === undefined) return base; // never answered: unacknowledged, may be missing
   const ok = plan.path === "inbound" ? out.status === 202 && out.body?.ok === true : out.status === 200 && out.body?.ok === true;
@@ -119,10 +123,8 @@ async function send(plan: SessionPlan, seq: number, text: string, gateway: numbe
 }
 
 async function waitOnce(session: number, seq: number, runId: string, text: string, timeoutMs: number, gateway: number, client: GatewayClient, log: ChaosLog): Promise<void> {
-  const t = Date.now();
   const out = await client.call("/v1/rpc/agent.wait", { runId, timeoutMs }, { preferred: gateway, attemptTimeoutMs: timeoutMs + 5000, deadlineMs: 60_000 });
   const where = `wait s${session}#${seq} (${runId})`;
-  if (Date.now() - t > timeoutMs + 1000) console.log(`DEBUG slow wait s${session}#${seq} ${Date.now() - t} ms (timeout ${timeoutMs}) failures ${out.failures}`);
   if (out.status === undefined) {
     log.problems.push(`${where}: never answered (${out.failures.join(", ")})`);
     return;
