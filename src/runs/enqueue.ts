@@ -35,11 +35,16 @@ export type TurnRequest = Omit<Turn, "runId" | "enqueuedAt" | "messageTs"> & { r
  * one turn for it: a runId whose record exists is not queued again.
  */
 export async function enqueueTurn(svc: Services, req: TurnRequest): Promise<Turn> {
+  return (await enqueueTurnOnce(svc, req)).turn;
+}
+
+/** `enqueueTurn`, also saying whether this call queued the turn (false: its runId existed). */
+export async function enqueueTurnOnce(svc: Services, req: TurnRequest): Promise<{ turn: Turn; queued: boolean }> {
   const now = Date.now();
   const turn: Turn = { ...req, runId: req.runId ?? randomUUID(), enqueuedAt: now, messageTs: req.messageTs ?? now };
-  await svc.inbox.push(turn);
+  const queued = await svc.inbox.push(turn);
   // Always wake, also when the runId existed: a first attempt may have pushed and then failed
   // to add the drain job. The add is deduplicated per session, so a spare one costs nothing.
   await requestDrain(svc, turn.sessionKey);
-  return turn;
+  return { turn, queued };
 }
