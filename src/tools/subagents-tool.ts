@@ -25,14 +25,18 @@ interface Listed {
   recent: SubagentRun[];
 }
 
-async function listRuns(registry: SubagentRegistry, requester: string, recentMinutes: number, now: number): Promise<Listed> {
+/** A run is active while it runs or any of its descendants still does (it can still be killed). */
+async function listRuns(svc: Services, registry: SubagentRegistry, requester: string, recentMinutes: number, now: number): Promise<Listed & { pending: Map<string, number> }> {
   const runs = await registry.forRequester(requester);
-  const active = runs.filter((r) => r.status === "running");
-  const recent = runs.filter((r) => r.status !== "running" && (r.endedAt ?? 0) >= now - recentMinutes * 60_000);
-  return { active, recent };
+  const pending = new Map<string, number>();
+  for (const r of runs) if (r.status !== "running") pending.set(r.runId, (await runningDescendants(svc, registry, r.childSessionKey)).length);
+  const isActive = (r: SubagentRun) => r.status === "running" || (pending.get(r.runId) ?? 0) > 0;
+  const active = runs.filter(isActive);
+  const recent = runs.filter((r) => !isActive(r) && (r.endedAt ?? 0) >= now - recentMinutes * 60_000);
+  return { active, recent, pending };
 }
 
-function item(r: SubagentRun, index: number, now: number) {
+function item(r: SubagentRun, index: number, now: number, pendingDescendants: number) {
   const end = r.endedAt ?? now;
   return {
     index,
@@ -41,6 +45,7 @@ function item(r: SubagentRun, index: number, now: number) {
     label: (r.label ?? "").slice(0, 48),
     task: r.task.slice(0, 72),
     status: r.status,
+    pendingDescendants,
     announce: r.announce,
     ...(r.announceError ? { announceError: r.announceError } : {}),
     runtime: "subagent",
@@ -93,11 +98,11 @@ export async function subagentsTool(svc: Services, caller: ToolCaller, rawArgs: 
   if (callerIsSubagent && caller.subagentRole !== "orchestrator") return forbidden(LEAF_CONTROL_ERROR, { action });
   const registry = new SubagentRegistry(svc.redis, svc.keys);
   const now = Date.now();
-  const { active, recent } = await listRuns(registry, caller.sessionKey, args.recentMinutes ?? DEFAULT_RECENT_MINUTES, now);
+  const { active, recent, pending } = await listRuns(svc, registry, caller.sessionKey, args.recentMinutes ?? DEFAULT_RECENT_MINUTES, now);
   const ordered = [...active, ...recent];
 
   if (action === "list") {
-    const items = ordered.map((r, i) => item(r, i + 1, now));
+    const items = ordered.map((r, i) => item(r, i + 1, now, pending.get(r.runId) ?? 0));
     const text = items.length
       ? items.map((i) => `${i.index}. ${i.label || i.task} [${i.status}${i.status === "running" ? "" : `, announce ${i.announce}`}] ${i.sessionKey}`).join("\n")
       : "no subagents.";
@@ -121,7 +126,7 @@ export async function subagentsTool(svc: Services, caller: ToolCaller, rawArgs: 
     if (!targets.length && t !== "all" && t !== "*") {
       const r = resolveTarget(t, ordered);
       if (!r.ok) return toolError(r.error, { action, target: t });
-      if (r.run.status !== "running") {
+      if (!active.includes(r.run)) {
         const label = r.run.label || r.run.childSessionKey;
         return { status: "done", action, target: t, runId: r.run.runId, sessionKey: r.run.childSessionKey, label, text: `${label} is already finished.` };
       }
@@ -190,9 +195,16 @@ export async function subagentsTool(svc: Services, caller: ToolCaller, rawArgs: 
 
 /** Mark the run and every running descendant run as killed-not-announced; returns the descendants. */
 async function suppressTree(svc: Services, registry: SubagentRegistry, run: SubagentRun): Promise<SubagentRun[]> {
-  await registry.update(run.runId, { suppressAnnounce: "killed" });
+  if (run.status === "running") await registry.update(run.runId, { suppressAnnounce: "killed" });
+  const out = await runningDescendants(svc, registry, run.childSessionKey);
+  for (const r of out) await registry.update(r.runId, { suppressAnnounce: "killed" });
+  return out;
+}
+
+/** Running sub-agent runs below `rootKey`, found through the children index (breadth first). */
+async function runningDescendants(svc: Services, registry: SubagentRegistry, rootKey: string): Promise<SubagentRun[]> {
   const out: SubagentRun[] = [];
-  const queue = [run.childSessionKey];
+  const queue = [rootKey];
   const seen = new Set<string>(queue);
   while (queue.length) {
     const key = queue.shift()!;
@@ -202,10 +214,7 @@ async function suppressTree(svc: Services, registry: SubagentRegistry, run: Suba
       queue.push(childKey);
       const id = await registry.currentRunOf(childKey);
       const r = id ? await registry.get(id) : null;
-      if (r && r.status === "running") {
-        await registry.update(r.runId, { suppressAnnounce: "killed" });
-        out.push(r);
-      }
+      if (r && r.status === "running") out.push(r);
     }
   }
   return out;
