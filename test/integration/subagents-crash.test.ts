@@ -120,7 +120,7 @@ describe("sub-agents: crashes and cross-process kills", () => {
     const killed = await tool(sys, "subagents", MAIN, { action: "kill", target: "orch" });
     expect(killed).toMatchObject({ status: "ok", text: "killed 1 subagent(s).", cascadeKilled: 1 });
     const hangDone = await sys.rpc("agent.wait", { runId: hanging.runId, timeoutMs: 10_000 });
-    const compDone = await sys.rpc("agent.wait", { runId: completion.runId, timeoutMs: 10_000 });
+    const compDone = await sys.rpc("agent.wait", { runId: completion!.runId, timeoutMs: 10_000 });
     expect([hangDone.status, compDone.status]).toEqual(["killed", "killed"]);
     expect(Date.now() - t0).toBeLessThan(8000); // they hang for 20 s: it was the kill
     expect(fanRun.status).toBe("ok");
