@@ -16,7 +16,7 @@ export function restrictedToSpawned(svc: Services, caller: ToolCaller): boolean 
 
 export async function guard(svc: Services, caller: ToolCaller, action: GuardAction, targetKey: string): Promise<GuardResult> {
   const visibility = visibilityOf(svc, caller);
-  const isSpawnedChild = targetKey !== caller.sessionKey && (await isDescendant(svc, caller.sessionKey, targetKey));
+  const isSpawnedChild = targetKey !== caller.sessionKey && (await svc.sessions.isChildOf(caller.sessionKey, targetKey));
   return checkVisibility(svc.config, {
     action,
     visibility,
@@ -26,19 +26,4 @@ export async function guard(svc: Services, caller: ToolCaller, action: GuardActi
     targetAgent: agentIdFromSessionKey(targetKey, defaultAgentId(svc.config)),
     isSpawnedChild,
   });
-}
-
-/** Lineage depth bound (maxSpawnDepth is at most 5), so a walk up always ends. */
-const MAX_LINEAGE_WALK = 8;
-
-/** `tree` covers the requester's descendants: walk the target's stored `spawnedBy` chain up. */
-export async function isDescendant(svc: Services, ancestorKey: string, targetKey: string): Promise<boolean> {
-  if (await svc.sessions.isChildOf(ancestorKey, targetKey)) return true;
-  let key: string | undefined = targetKey;
-  for (let i = 0; key && i < MAX_LINEAGE_WALK; i++) {
-    const entry = await svc.sessions.get(key);
-    key = entry?.spawnedBy;
-    if (key === ancestorKey) return true;
-  }
-  return false;
 }

@@ -69,9 +69,9 @@ describe("orchestrators, yield and maxConcurrent", () => {
     expect(await announceDeliveries(sys, res.childSessionKey)).toEqual([]);
     // The boss's own chat got the orchestrator's report only.
     expect((await announceDeliveries(sys, BOSS)).filter((d) => d.message.includes(res.childSessionKey))).toHaveLength(1);
-    // tree: the boss sees its grandchild.
-    const h = await tool(sys, "sessions_history", BOSS, { sessionKey: grandKey });
-    expect(h.messages.length).toBeGreaterThan(0);
+    // tree: direct children only (as OpenClaw): the orchestrator sees its leaf, the boss does not.
+    expect((await tool(sys, "sessions_history", res.childSessionKey, { sessionKey: grandKey })).messages.length).toBeGreaterThan(0);
+    expect(await tool(sys, "sessions_history", BOSS, { sessionKey: grandKey })).toMatchObject({ status: "forbidden" });
     // The orchestrator has its subset of tools; session_status is not among them.
     expect((await tool(sys, "subagents", res.childSessionKey, {})).status).toBe("ok");
     expect((await tool(sys, "session_status", res.childSessionKey, {})).status).toBe("forbidden");
