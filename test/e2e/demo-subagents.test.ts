@@ -45,6 +45,6 @@ describe("examples/subagents.json5 with switchboard start", () => {
     }, 20_000, 200);
     expect(history).toContain("Main: the history researcher reports: the history of tides: three sources agree, one disagrees.");
     expect(history).toContain("Main: the economics researcher reports: the economics of tides: three sources agree, one disagrees.");
-    expect(history.match(/the history researcher reports/g)).toHaveLength(1);
+    expect(history!.match(/the history researcher reports/g)).toHaveLength(1);
   }, 60_000);
 });
