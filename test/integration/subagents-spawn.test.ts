@@ -230,6 +230,12 @@ describe("sessions_spawn and the durable announce", () => {
     }
   });
 
+  it("/tools shows a session its effective tool list", async () => {
+    const r = await sys.post("/v1/inbound", { channel: "tg", chatType: "dm", from: "1", text: "/tools", agentId: "main" });
+    expect(r.body).toMatchObject({ command: "tools", status: "Tools: sessions_list, sessions_history, sessions_send, session_status, sessions_spawn, agents_list, sessions_yield, subagents" });
+    expect(await sys.svc.inbox.depth(MAIN)).toBe(0); // a command, not a turn
+  });
+
   it("subagents list shows runs with status and announce state; session_status shows running ones", async () => {
     const key = await groupSession(sys, "lister");
     const slow = await tool(sys, "sessions_spawn", key, { task: "slowish job", agentId: "researcher", label: "slowpoke" });
