@@ -26,6 +26,7 @@ import { greetingPrompt, parseNewModelHint, parseResetTrigger } from "../session
 import { sessionSendPolicy } from "../lifecycle/session-send-policy.js";
 import type { SessionEntryPatch } from "../storage/session-entry.js";
 import { enqueueDelivery } from "../workers/deliver.js";
+import { effectiveTools } from "../subagents/tool-policy.js";
 
 export interface InboundResult {
   ok: true;
@@ -36,7 +37,7 @@ export interface InboundResult {
   isNewSession?: boolean;
   resetReason?: string;
   blocked?: "send_policy_deny";
-  command?: "send" | "status" | "stop";
+  command?: "send" | "status" | "stop" | "tools";
   sendPolicy?: "allow" | "deny" | "inherit";
   stopped?: number;
   status?: string;
@@ -182,6 +183,13 @@ async function handleResolved(svc: Services, msg: InboundMessage, agentId: strin
     const text = statusCard(entry, { queueDepth: depth, running, sendPolicy: sendPolicy(), ...(runtime.kind === "openai" ? { model: runtime.model } : {}) });
     await reply(svc, sessionKey, route, text, "command");
     return { ...base, ...(entry ? { sessionId: entry.sessionId } : {}), command: "status", status: text };
+  }
+
+  if (command?.kind === "tools") {
+    const tools = effectiveTools(config, { ...(entry?.spawnDepth ? { spawnDepth: entry.spawnDepth } : {}), ...(entry?.subagentRole ? { subagentRole: entry.subagentRole } : {}) });
+    const text = `Tools: ${tools.length ? tools.join(", ") : "none"}`;
+    await reply(svc, sessionKey, route, text, "command");
+    return { ...base, ...(entry ? { sessionId: entry.sessionId } : {}), command: "tools", status: text };
   }
 
   if (command?.kind === "stop") {

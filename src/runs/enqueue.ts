@@ -6,6 +6,7 @@
 import { randomUUID } from "node:crypto";
 import type { Services } from "../app/services.js";
 import type { Turn } from "./turn.js";
+import { isSubagentKey } from "../session/key-classify.js";
 
 export interface DrainData {
   sessionKey: string;
@@ -23,9 +24,15 @@ export function drainJobOptions(sessionKey: string) {
   };
 }
 
+/** Sub-agent sessions drain on their own queue, whose global concurrency caps sub-agent runs
+ *  across the deployment (docs/concepts/subagents.md). */
+export function drainQueueOf(sessionKey: string): "runs" | "subagents" {
+  return isSubagentKey(sessionKey) ? "subagents" : "runs";
+}
+
 /** Wake the session's drainer (its turns must already be in the inbox). */
 export async function requestDrain(svc: Services, sessionKey: string, delayMs = 0): Promise<void> {
-  await svc.queues.runs.add("drain", { sessionKey } satisfies DrainData, { ...drainJobOptions(sessionKey), ...(delayMs > 0 ? { delay: delayMs } : {}) });
+  await svc.queues[drainQueueOf(sessionKey)].add("drain", { sessionKey } satisfies DrainData, { ...drainJobOptions(sessionKey), ...(delayMs > 0 ? { delay: delayMs } : {}) });
 }
 
 export type TurnRequest = Omit<Turn, "runId" | "enqueuedAt" | "messageTs"> & { runId?: string; messageTs?: number };
