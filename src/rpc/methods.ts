@@ -26,7 +26,7 @@ export type RpcHandler = (params: unknown) => Promise<unknown>;
 
 export function parseParams<T extends z.ZodType>(schema: T, params: unknown, method: string): z.output<T> {
   const r = schema.safeParse(params ?? {});
-  if (!r.success) throw new ValidationError(`invalid params for ${method}`, zodIssues(r.error));
+  if (!r.success) throw ValidationError.fromIssues(`invalid params for ${method}`, zodIssues(r.error));
   return r.data;
 }
 
@@ -194,7 +194,7 @@ export function createRpcMethods(svc: Services): Record<string, RpcHandler> {
     },
 
     "deliveries.list": async (raw) => {
-      const q = (raw ?? {}) as { sessionKey?: string; channel?: string; limit?: number };
+      const q = parseParams(P.DeliveriesListParams, raw, "deliveries.list");
       return { deliveries: await deliveries.list(q) };
     },
   };

@@ -4,6 +4,7 @@
  * floored, as OpenClaw does for Gemini compatibility.
  */
 import { z } from "zod";
+import { safeString } from "../session/safe-text-schema.js";
 
 const count = (min: number) => z.number().min(min).transform((n) => Math.floor(n));
 
@@ -12,29 +13,29 @@ export const SessionsListArgs = z.strictObject({
   limit: count(1).optional().describe("max rows (clamped to 200)"),
   activeMinutes: count(1).optional().describe("only sessions updated within N minutes"),
   messageLimit: count(0).optional().describe("include the last N messages per session (max 20); tool results are left out"),
-  label: z.string().max(512).optional(),
-  agentId: z.string().max(64).optional(),
+  label: safeString("label", "label").max(512).optional(),
+  agentId: safeString("agentId").max(64).optional(),
   search: z.string().max(200).optional().describe("case-insensitive substring of key, label, name or sessionId"),
   includeDerivedTitles: z.boolean().optional().describe("derive a title from the first user message when no name is set"),
   includeLastMessage: z.boolean().optional().describe("add a preview of the last message"),
 });
 
 export const SessionsHistoryArgs = z.strictObject({
-  sessionKey: z.string().min(1).max(512).describe("session key, 'main', 'current' or a sessionId"),
+  sessionKey: safeString("sessionKey").min(1).max(512).describe("session key, 'main', 'current' or a sessionId"),
   limit: count(1).optional(),
   includeTools: z.boolean().optional(),
 });
 
 export const SessionsSendArgs = z.strictObject({
-  sessionKey: z.string().min(1).max(512).optional(),
-  label: z.string().min(1).max(512).optional(),
-  agentId: z.string().min(1).max(64).optional(),
+  sessionKey: safeString("sessionKey").min(1).max(512).optional(),
+  label: safeString("label", "label").min(1).max(512).optional(),
+  agentId: safeString("agentId").min(1).max(64).optional(),
   message: z.string().min(1).max(100_000),
   timeoutSeconds: count(0).optional().describe("0 = fire-and-forget; default 30"),
 });
 
 export const SessionStatusArgs = z.strictObject({
-  sessionKey: z.string().min(1).max(512).optional(),
+  sessionKey: safeString("sessionKey").min(1).max(512).optional(),
   model: z.string().min(1).max(200).optional().describe('set a model override; "default" clears it'),
 });
 
