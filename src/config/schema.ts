@@ -132,7 +132,16 @@ export const ConfigSchema = z.strictObject({
         .default("sb"),
     })
     .prefault({}),
-  storage: z.strictObject({ dir: z.string().min(1).default("~/.switchboard") }).prefault({}),
+  storage: z
+    .strictObject({
+      dir: z.string().min(1).default("~/.switchboard"),
+      // While transcript storage refuses writes (EACCES, ENOSPC, EIO, ESTALE…) a turn is parked
+      // and retried, not failed: only after this long is it failed and dead-lettered.
+      faultDeadlineMinutes: z.number().min(0).max(7 * 24 * 60).default(60),
+      // Longest pause between retries of a parked turn (they start at 1 s and double).
+      faultRetryMaxDelayMs: z.number().int().min(100).max(600_000).default(30_000),
+    })
+    .prefault({}),
   gateway: z
     .strictObject({
       host: z.string().min(1).default("127.0.0.1"),

@@ -13,6 +13,7 @@ import { enqueueArchive, rotateSession } from "../lifecycle/rotate.js";
 import { identOf } from "../lifecycle/session-ident.js";
 import { enqueueTurn, requestDrain } from "../runs/enqueue.js";
 import { stopSession } from "../runs/stop.js";
+import { replayDeadLetter } from "../runs/replay.js";
 import { uuidFrom } from "../runs/derived-id.js";
 import { ensureSession } from "../lifecycle/ensure-session.js";
 import { storedRoute } from "../lifecycle/stored-route.js";
@@ -169,6 +170,8 @@ export function createRpcMethods(svc: Services): Record<string, RpcHandler> {
         status: done ? record.status : "timeout",
         ...(done && record.reply !== undefined ? { reply: record.reply } : {}),
         ...(record.error ? { error: record.error } : {}),
+        // Not done because storage refuses writes: say why instead of a bare timeout.
+        ...(!done && record.stalledReason ? { error: record.stalledReason } : {}),
         ...(record.startedAt ? { startedAt: record.startedAt } : {}),
         ...(record.endedAt ? { endedAt: record.endedAt } : {}),
         ...(done ? {} : { runStatus: record.status }),
@@ -191,6 +194,25 @@ export function createRpcMethods(svc: Services): Record<string, RpcHandler> {
         route: { channel: p.channel, ...(p.to ? { to: p.to } : {}), ...(p.accountId ? { accountId: p.accountId } : {}), ...(p.threadId !== undefined ? { threadId: String(p.threadId) } : {}) },
       });
       return { id, status: "queued" };
+    },
+
+    "deadletters.list": async () => {
+      const letters = await svc.deadLetters.list();
+      return { count: letters.length, deadLetters: letters };
+    },
+
+    "deadletters.replay": async (raw) => {
+      const p = parseParams(P.DeadLettersReplayParams, raw, "deadletters.replay");
+      const ids = "runId" in p ? [p.runId] : (await svc.deadLetters.list()).filter((l) => l.turn).map((l) => l.runId);
+      const replayed = [];
+      for (const id of ids) replayed.push({ runId: id, ...(await replayDeadLetter(svc, id)) });
+      return { count: replayed.length, replayed };
+    },
+
+    "deadletters.discard": async (raw) => {
+      const p = parseParams(P.DeadLettersDiscardParams, raw, "deadletters.discard");
+      if (!(await svc.deadLetters.discard(p.runId))) throw new SwitchboardError("not_found", `No dead letter for run ${p.runId}`);
+      return { runId: p.runId, discarded: true };
     },
 
     "deliveries.list": async (raw) => {

@@ -71,3 +71,9 @@ export const DeliveriesListParams = z.strictObject({
   /** Clamped to 1000 by the log. */
   limit: z.number().int().min(1).optional(),
 });
+
+export const DeadLettersReplayParams = z.union([
+  z.strictObject({ runId: safeString("runId").min(1).max(128) }),
+  z.strictObject({ all: z.literal(true) }),
+]);
+export const DeadLettersDiscardParams = z.strictObject({ runId: safeString("runId").min(1).max(128) });

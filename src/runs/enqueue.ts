@@ -10,6 +10,8 @@ import type { Turn } from "./turn.js";
 export interface DrainData {
   sessionKey: string;
   leaseWaits?: number;
+  /** Times the current in-flight turn was parked on a storage fault (sets the backoff). */
+  storageRetries?: number;
 }
 
 export function drainJobOptions(sessionKey: string) {
