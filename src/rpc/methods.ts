@@ -41,7 +41,9 @@ export function createRpcMethods(svc: Services): Record<string, RpcHandler> {
   const canon = (key: string, agentId?: string) => canonicalSessionKey(svc.config, key, agentId ? { agentId } : {});
   const deliveries = new DeliveryLog(svc.redis, svc.keys);
 
-  return {
+  // No prototype: the gateway looks methods up by a name from the URL, and `hasOwnProperty`,
+  // `constructor` or `__proto__` must be unknown methods (404), not Object.prototype members.
+  const methods: Record<string, RpcHandler> = {
     "sessions.list": async (raw) => {
       const p = parseParams(P.SessionsListParams, raw, "sessions.list");
       const rows = await svc.sessions.list({
@@ -220,5 +222,6 @@ export function createRpcMethods(svc: Services): Record<string, RpcHandler> {
       return { deliveries: await deliveries.list(q) };
     },
   };
+  return Object.assign(Object.create(null) as Record<string, RpcHandler>, methods);
 }
 
