@@ -6,6 +6,9 @@
 import { z } from "zod";
 import { safeString } from "../session/safe-text-schema.js";
 
+/** The longest sessions_send waits for a reply, like agent.wait's ceiling of 10 minutes. */
+export const MAX_SEND_WAIT_SECONDS = 600;
+
 const count = (min: number) => z.number().min(min).transform((n) => Math.floor(n));
 
 export const SessionsListArgs = z.strictObject({
@@ -31,7 +34,12 @@ export const SessionsSendArgs = z.strictObject({
   label: safeString("label", "label").min(1).max(512).optional(),
   agentId: safeString("agentId").min(1).max(64).optional(),
   message: z.string().min(1).max(100_000),
-  timeoutSeconds: count(0).optional().describe("0 = fire-and-forget; default 30"),
+  // Clamped, not refused: a model asking for a day gets the longest wait there is (the run goes
+  // on after a timeout anyway), and no timer is ever armed with a value it cannot hold.
+  timeoutSeconds: count(0)
+    .transform((n) => Math.min(n, MAX_SEND_WAIT_SECONDS))
+    .optional()
+    .describe(`0 = fire-and-forget; default 30, at most ${MAX_SEND_WAIT_SECONDS}`),
 });
 
 export const SessionStatusArgs = z.strictObject({
