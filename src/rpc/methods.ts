@@ -11,7 +11,7 @@ import { SendBlockedError, SessionNotFoundError, SwitchboardError, ValidationErr
 import { DeliveryLog } from "../delivery/index.js";
 import { enqueueArchive, rotateSession } from "../lifecycle/rotate.js";
 import { identOf } from "../lifecycle/session-ident.js";
-import { enqueueTurn, requestDrain } from "../runs/enqueue.js";
+import { enqueueTurnOnce, requestDrain } from "../runs/enqueue.js";
 import { stopSession } from "../runs/stop.js";
 import { replayDeadLetter } from "../runs/replay.js";
 import { uuidFrom } from "../runs/derived-id.js";
@@ -30,9 +30,6 @@ export function parseParams<T extends z.ZodType>(schema: T, params: unknown, met
   if (!r.success) throw ValidationError.fromIssues(`invalid params for ${method}`, zodIssues(r.error));
   return r.data;
 }
-
-/** How long an `agent` idempotencyKey is claimed before its run record is expected to exist. */
-const IDEMPOTENCY_CLAIM_SECONDS = 60;
 
 /** chat.history bounds (OpenClaw's): default 200 messages, at most 1000. */
 export const CHAT_HISTORY_DEFAULT = 200;
@@ -121,19 +118,14 @@ export function createRpcMethods(svc: Services): Record<string, RpcHandler> {
       const key = canon(p.sessionKey ?? "main", agentId);
       const entry = await ensureSession(svc, key);
       if (sessionSendPolicy(svc.config, key, entry) === "deny") throw new SendBlockedError(key);
-      // An idempotency key maps to a fixed runId, so a retried call cannot start a second run.
+      // An idempotency key maps to a fixed runId, so a retried call cannot start a second run:
+      // the turn is queued once per runId, atomically with its run record (no separate claim,
+      // which a gateway dying before the push would leave behind, acknowledging a lost turn).
       const runId = p.idempotencyKey ? uuidFrom(`${key}\n${p.idempotencyKey}`) : randomUUID();
-      if (p.idempotencyKey) {
-        const duplicate = async () => {
-          // The first call may have queued the turn and then failed to wake the drainer.
-          await requestDrain(svc, key);
-          return { runId, sessionKey: key, sessionId: entry.sessionId, duplicate: true };
-        };
-        if (await svc.runs.get(runId)) return await duplicate();
-        // Check-then-enqueue alone lets concurrent retries both enqueue: claim the runId first.
-        // The claim is short-lived; after that the run record itself answers the retry.
-        const claimed = await svc.redis.set(`${svc.keys.base}:agentidem:${runId}`, "1", "EX", IDEMPOTENCY_CLAIM_SECONDS, "NX");
-        if (!claimed) return await duplicate();
+      if (p.idempotencyKey && (await svc.runs.get(runId))) {
+        // The first call may have queued the turn and then failed to wake the drainer.
+        await requestDrain(svc, key);
+        return { runId, sessionKey: key, sessionId: entry.sessionId, duplicate: true };
       }
       // deliver: the stored route, with explicit fields on top (another channel drops its `to`).
       const stored = storedRoute(key, entry);
@@ -147,7 +139,7 @@ export function createRpcMethods(svc: Services): Record<string, RpcHandler> {
             ...(p.threadId !== undefined ? { threadId: String(p.threadId) } : {}),
           }
         : undefined;
-      const turn = await enqueueTurn(svc, {
+      const { turn, queued } = await enqueueTurnOnce(svc, {
         runId,
         sessionKey: key,
         agentId: entry.agentId,
@@ -159,7 +151,7 @@ export function createRpcMethods(svc: Services): Record<string, RpcHandler> {
         ...(p.runTimeoutSeconds ? { runTimeoutSeconds: p.runTimeoutSeconds } : {}),
         ...(p.extraSystemPrompt ? { extraSystemPrompt: p.extraSystemPrompt } : {}),
       });
-      return { runId: turn.runId, sessionKey: key, sessionId: entry.sessionId };
+      return { runId: turn.runId, sessionKey: key, sessionId: entry.sessionId, ...(queued ? {} : { duplicate: true }) };
     },
 
     "agent.wait": async (raw) => {

@@ -13,6 +13,10 @@ export interface TurnContinuation {
   queue: string;
   name: string;
   data: Record<string, unknown>;
+  /** Job id to add it under (default `cont-<runId>`); retries of the adding turn add it once. */
+  jobId?: string;
+  attempts?: number;
+  backoffMs?: number;
 }
 
 export interface Turn {

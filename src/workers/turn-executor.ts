@@ -26,7 +26,17 @@ import { luaSafeJson, wellFormed } from "../text/well-formed.js";
 /** How many recent transcript messages a runtime sees as history. */
 const HISTORY_LIMIT = 50;
 
-export type ToolInvokerFactory = (ctx: { sessionKey: string; agentId: string; runId: string; sandboxed: boolean; hop?: number; traceId?: string }) => ToolInvoker;
+export type ToolInvokerFactory = (ctx: {
+  sessionKey: string;
+  agentId: string;
+  runId: string;
+  sandboxed: boolean;
+  hop?: number;
+  traceId?: string;
+  /** Stored lineage: decides the session's tool list (docs/concepts/subagents.md). */
+  spawnDepth?: number;
+  subagentRole?: "orchestrator" | "leaf";
+}) => ToolInvoker;
 
 export interface TurnOutcome {
   status: TerminalStatus;
@@ -207,6 +217,7 @@ export class TurnExecutor {
           sandboxed: entryNow?.sandboxed ?? isAgentSandboxed(svc.config, turn.agentId),
           hop: turn.hop ?? 0,
           ...(turn.traceId ? { traceId: turn.traceId } : {}),
+          ...(entryNow?.spawnDepth ? { spawnDepth: entryNow.spawnDepth, ...(entryNow.subagentRole ? { subagentRole: entryNow.subagentRole } : {}) } : {}),
         }),
         ...(turn.extraSystemPrompt ? { extraSystemPrompt: turn.extraSystemPrompt } : {}),
         ...((turn.model ?? entryNow?.modelOverride) ? { model: turn.model ?? entryNow?.modelOverride } : {}),
