@@ -9,6 +9,10 @@ import { safeString } from "../session/safe-text-schema.js";
 /** The longest sessions_send waits for a reply, like agent.wait's ceiling of 10 minutes. */
 export const MAX_SEND_WAIT_SECONDS = 600;
 
+/** The longest run timeout there is (2 days), as for the agent RPC's runTimeoutSeconds. */
+export const MAX_RUN_TIMEOUT_SECONDS = 172_800;
+const clampRunTimeout = (n: number): number => Math.min(n, MAX_RUN_TIMEOUT_SECONDS);
+
 const count = (min: number) => z.number().min(min).transform((n) => Math.floor(n));
 
 export const SessionsListArgs = z.strictObject({
@@ -65,12 +69,14 @@ export function toolJsonSchema(schema: z.ZodType): Record<string, unknown> {
 
 export const SessionsSpawnArgs = z.strictObject({
   task: z.string().min(1).max(100_000).describe("what the sub-agent should do"),
-  label: z.string().trim().min(1).max(512).optional().describe("short name, unique per agent"),
-  agentId: z.string().min(1).max(64).optional().describe("target agent (see agents_list); default: your own"),
+  label: safeString("label", "label").min(1).max(512).optional().describe("short name, unique per agent"),
+  agentId: safeString("agentId").min(1).max(64).optional().describe("target agent (see agents_list); default: your own"),
   model: z.string().min(1).max(200).optional(),
   thinking: z.string().min(1).max(32).optional(),
-  runTimeoutSeconds: count(0).optional().describe("abort the child run after N seconds (0 = no limit)"),
-  timeoutSeconds: count(0).optional().describe("alias of runTimeoutSeconds"),
+  // Clamped to the agent RPC's ceiling: a larger value cannot arm an abort timer and the child
+  // turn would be given up at once (AbortSignal.timeout refuses more than 2^32-1 ms).
+  runTimeoutSeconds: count(0).transform(clampRunTimeout).optional().describe(`abort the child run after N seconds (0 = no limit, at most ${MAX_RUN_TIMEOUT_SECONDS})`),
+  timeoutSeconds: count(0).transform(clampRunTimeout).optional().describe("alias of runTimeoutSeconds"),
   cleanup: z.enum(["delete", "keep"]).optional().describe("after the announce: delete the child session or keep it (default keep)"),
   context: z.enum(["isolated", "fork"]).optional().describe("fork: the child starts from a copy of your transcript"),
   sandbox: z.enum(["inherit", "require"]).optional(),
