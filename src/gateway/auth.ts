@@ -46,13 +46,18 @@ export function presentedToken(header: string | undefined): string | undefined {
   return undefined;
 }
 
+/** Whether an Authorization header (Bearer, or Basic with the token as password) carries `token`. */
+export function tokenAccepted(header: string | undefined, token: string): boolean {
+  const given = presentedToken(header);
+  return given !== undefined && same(given, token);
+}
+
 export function createAuthHook(token: string | undefined) {
   return async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
     if (!token) return;
     const path = req.url.split("?")[0] ?? "";
     if (OPEN_PATHS.has(path)) return;
-    const given = presentedToken(req.headers.authorization);
-    if (given && same(given, token)) return;
+    if (tokenAccepted(req.headers.authorization, token)) return;
     if (path.startsWith("/admin")) void reply.header("www-authenticate", 'Basic realm="switchboard"');
     await reply.status(401).send({ ok: false, error: { code: "unauthorized", message: "missing or wrong bearer token" } });
   };
