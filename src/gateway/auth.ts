@@ -32,7 +32,7 @@ export function createAuthHook(token: string | undefined) {
     if (OPEN_PATHS.has(path)) return;
     const given = presentedToken(req.headers.authorization);
     if (given && same(given, token)) return;
-    if (path.startsWith("/admin")) void reply.header("www-authenticate", 'Basic realm="switchboard"');
+    if (path.startsWith("/admin") || path.startsWith("/docs")) void reply.header("www-authenticate", 'Basic realm="switchboard"');
     await reply.status(401).send({ ok: false, error: { code: "unauthorized", message: "missing or wrong bearer token" } });
   };
 }

@@ -1,6 +1,7 @@
 /** zod schemas of the gateway RPC params (CONTRACT §4): validation and types in one place. */
 import { z } from "zod";
 import { SessionPatchSchema } from "../storage/session-entry.js";
+import { MAX_MESSAGE_BYTES } from "../text/message-size.js";
 
 const key = z.string().trim().min(1).max(512);
 const kinds = z.array(z.enum(["main", "group", "cron", "hook", "node", "other"]));
@@ -33,7 +34,8 @@ export const ChatHistoryParams = z.strictObject({ sessionKey: key, limit: z.numb
 export const AgentParams = z.strictObject({
   sessionKey: key.optional(),
   agentId: z.string().optional(),
-  message: z.string().min(1).max(1_000_000),
+  // The configured limit is enforced at the door (gateway.limits.messageBytes, 413).
+  message: z.string().min(1).max(MAX_MESSAGE_BYTES),
   deliver: z.boolean().optional(),
   channel: z.string().optional(),
   to: z.string().optional(),
@@ -52,7 +54,7 @@ export const SendParams = z.strictObject({
   to: z.string().min(1).optional(),
   accountId: z.string().optional(),
   threadId: z.union([z.string(), z.number()]).optional(),
-  message: z.string().min(1).max(100_000),
+  message: z.string().min(1).max(MAX_MESSAGE_BYTES),
   idempotencyKey: z.string().max(200).optional(),
 });
 

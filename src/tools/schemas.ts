@@ -4,6 +4,7 @@
  * floored, as OpenClaw does for Gemini compatibility.
  */
 import { z } from "zod";
+import { MAX_MESSAGE_BYTES } from "../text/message-size.js";
 
 const count = (min: number) => z.number().min(min).transform((n) => Math.floor(n));
 
@@ -29,7 +30,7 @@ export const SessionsSendArgs = z.strictObject({
   sessionKey: z.string().min(1).max(512).optional(),
   label: z.string().min(1).max(512).optional(),
   agentId: z.string().min(1).max(64).optional(),
-  message: z.string().min(1).max(100_000),
+  message: z.string().min(1).max(MAX_MESSAGE_BYTES), // the configured limit applies at the door (413)
   timeoutSeconds: count(0).optional().describe("0 = fire-and-forget; default 30"),
 });
 
@@ -55,7 +56,7 @@ export function toolJsonSchema(schema: z.ZodType): Record<string, unknown> {
 // ---- Sub-agent tools (docs/concepts/subagents.md) ----
 
 export const SessionsSpawnArgs = z.strictObject({
-  task: z.string().min(1).max(100_000).describe("what the sub-agent should do"),
+  task: z.string().min(1).max(MAX_MESSAGE_BYTES).describe("what the sub-agent should do"),
   label: z.string().trim().min(1).max(512).optional().describe("short name, unique per agent"),
   agentId: z.string().min(1).max(64).optional().describe("target agent (see agents_list); default: your own"),
   model: z.string().min(1).max(200).optional(),

@@ -50,7 +50,7 @@ export interface ToolRuntime {
   call(name: string, caller: ToolCaller, args: unknown): Promise<ToolResult>;
 }
 
-const SCHEMAS: Record<ToolName, z.ZodType> = {
+export const SCHEMAS: Record<ToolName, z.ZodType> = {
   sessions_list: SessionsListArgs,
   sessions_history: SessionsHistoryArgs,
   sessions_send: SessionsSendArgs,
@@ -61,7 +61,7 @@ const SCHEMAS: Record<ToolName, z.ZodType> = {
   subagents: SubagentsArgs,
 };
 
-const DESCRIPTIONS: Record<ToolName, string> = { ...TOOL_DESCRIPTIONS, ...SUBAGENT_TOOL_DESCRIPTIONS };
+export const DESCRIPTIONS: Record<ToolName, string> = { ...TOOL_DESCRIPTIONS, ...SUBAGENT_TOOL_DESCRIPTIONS };
 
 export const TOOL_NAMES = Object.keys(SCHEMAS) as ToolName[];
 
