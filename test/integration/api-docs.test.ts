@@ -134,7 +134,7 @@ describe("GET /openapi.json", () => {
       ["/v1/chat/completions", "post"],
       ["/v1/models", "get"],
       ["/v1/models/{model}", "get"],
-    ]) {
+    ] as const) {
       expect(doc.paths[path]?.[method], `${method} ${path}`).toBeTruthy();
     }
     const inbound: any = resolve(doc.paths["/v1/inbound"].post.requestBody.content["application/json"].schema.$ref);
@@ -163,7 +163,7 @@ describe("/docs", () => {
     expect(bundle.status).toBe(200);
     expect((await bundle.text()).length).toBeGreaterThan(100_000);
     // The document Swagger UI loads is the same one.
-    const json = await (await fetch(`${sys.url}/docs/json`, { headers: AUTH })).json();
+    const json = (await (await fetch(`${sys.url}/docs/json`, { headers: AUTH })).json()) as any;
     expect(json.paths["/v1/rpc/agent"]).toEqual(doc.paths["/v1/rpc/agent"]);
   });
 
