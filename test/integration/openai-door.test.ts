@@ -163,6 +163,15 @@ describe("model aliases", () => {
     expect(r.model).toBe(model);
   });
 
+  it("an agent-id header picks the agent over the model (Switchboard's and OpenClaw's names)", async () => {
+    for (const header of ["x-switchboard-agent-id", "x-openclaw-agent-id"]) {
+      const r = await client.chat.completions.create({ model: "main", user: "by-header", messages: [{ role: "user", content: "h" }] }, { headers: { [header]: "ops" } });
+      expect(r.choices[0]!.message.content, header).toBe("ops|agent:ops:openai-user:by-header|h");
+    }
+    const err = await client.chat.completions.create({ model: "main", messages: [{ role: "user", content: "h" }] }, { headers: { "x-openclaw-agent-id": "nobody" } }).catch((e) => e);
+    expect(err).toBeInstanceOf(OpenAI.NotFoundError);
+  });
+
   it("an unknown model is a 404 model_not_found", async () => {
     const err = await client.chat.completions.create({ model: "gpt-4o", messages: [{ role: "user", content: "hi" }] }).catch((e) => e);
     expect(err).toBeInstanceOf(OpenAI.NotFoundError);

@@ -128,10 +128,10 @@ export function buildOpenApiDocument(opts: OpenApiOptions): Json {
       operationId: "createChatCompletion",
       summary: "OpenAI-compatible chat completion: one turn of an agent session",
       description: [
-        '`model` names the agent: "<agentId>", "switchboard/<agentId>", or "openclaw/default" (the default agent).',
-        "The session: the x-switchboard-session-key (or x-openclaw-session-key) header, else `user` → agent:<agentId>:openai-user:<user>, else a new session per request.",
+        '`model` names the agent: `"<agentId>"`, `"switchboard/<agentId>"`, or `"openclaw/default"` (the default agent).',
+        "The session: the `x-switchboard-session-key` (or `x-openclaw-session-key`) header, else `user` → `agent:<agentId>:openai-user:<user>`, else a new session per request.",
         `Only the last user message is sent (up to ${opts.messageBytes} bytes); system messages become the turn's extra system prompt; the session's own transcript is the history.`,
-        "stream: true answers text/event-stream: data: chat.completion.chunk events, then data: [DONE].",
+        "`stream: true` answers `text/event-stream`: `data: {chat.completion.chunk}` events, then `data: [DONE]`.",
       ].join("\n\n"),
       parameters: [
         { name: "x-switchboard-session-key", in: "header", schema: { type: "string" }, description: "talk to this session (overrides user)" },
@@ -179,7 +179,7 @@ export function buildOpenApiDocument(opts: OpenApiOptions): Json {
     },
     tags: [
       { name: "inbound", description: "messages arriving from channels" },
-      { name: "rpc", description: "gateway methods: POST /v1/rpc/<method> with the params as body" },
+      { name: "rpc", description: "gateway methods: `POST /v1/rpc/<method>` with the params as body" },
       { name: "tools", description: "session tools, called on behalf of a session" },
       { name: "runs", description: "runs and outbound deliveries" },
       { name: "openai", description: "the OpenAI-compatible door" },

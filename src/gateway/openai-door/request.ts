@@ -16,11 +16,11 @@ const ChatMessage = z.looseObject({
 });
 
 export const ChatCompletionRequest = z.looseObject({
-  model: z.string().trim().max(200).optional().describe('"<agentId>", "switchboard/<agentId>", "openclaw/default" (the default agent)…'),
+  model: z.string().trim().max(200).optional().describe('`"<agentId>"`, `"switchboard/<agentId>"`, `"openclaw/default"` (the default agent)…'),
   messages: z.array(ChatMessage).min(1).describe("only the last user message is sent; the session's own transcript is the history"),
   stream: z.boolean().nullish(),
   stream_options: z.looseObject({ include_usage: z.boolean().optional() }).nullish(),
-  user: z.string().trim().min(1).max(256).optional().describe("picks the session agent:<agentId>:openai-user:<user>"),
+  user: z.string().trim().min(1).max(256).optional().describe("picks the session `agent:<agentId>:openai-user:<user>`"),
 });
 export type ChatCompletionRequest = z.output<typeof ChatCompletionRequest>;
 
