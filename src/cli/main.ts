@@ -48,8 +48,9 @@ program.command("send <sessionKey> <message>").description("enqueue a message in
   .action(run(async (key: string, message: string, _o: unknown, cmd: Command) => sendCommand(key, message, g(cmd))));
 program.command("history <sessionKey>").description("print a transcript").option("--limit <n>").option("--json")
   .action(run(async (key: string, _o: unknown, cmd: Command) => historyCommand(key, g(cmd))));
-program.command("call <method>").description("call a gateway RPC method").option("--params <json>")
-  .action(run(async (method: string, _o: unknown, cmd: Command) => callCommand(method, g(cmd))));
+program.command("call [method]").description("call a gateway RPC method (--list: the methods)").option("--params <json>")
+  .option("--list", "list the RPC methods with a one-line description").option("--json", "with --list: as JSON")
+  .action(run(async (method: string | undefined, _o: unknown, cmd: Command) => callCommand(method, g(cmd))));
 program.command("deadletters [action] [runId]").description("messages whose turn was given up: list | replay <runId> | replay --all | discard <runId>")
   .option("--all", "with replay: every dead letter").option("--json")
   .action(run(async (action: string | undefined, runId: string | undefined, _o: unknown, cmd: Command) => deadLettersCommand(action, runId, g(cmd))));

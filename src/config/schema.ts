@@ -4,6 +4,7 @@
  * error rather than a silently ignored setting. Defaults follow OpenClaw (CONTRACT.md §2).
  */
 import { z } from "zod";
+import { DEFAULT_MESSAGE_BYTES, MAX_MESSAGE_BYTES } from "../text/message-size.js";
 
 export const AGENT_ID_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
@@ -180,6 +181,24 @@ export const ConfigSchema = z.strictObject({
       host: z.string().min(1).default("127.0.0.1"),
       port: z.number().int().min(0).max(65535).default(7420),
       auth: z.strictObject({ token: z.string().min(8, "use at least 8 characters").optional() }).prefault({}),
+      // One message size limit for every door (docs/concepts/limits.md).
+      limits: z
+        .strictObject({
+          messageBytes: z.number().int().min(1024).max(MAX_MESSAGE_BYTES).default(DEFAULT_MESSAGE_BYTES),
+          // Default: 2 × messageBytes + 64 KiB (envelope and JSON escaping).
+          bodyBytes: z.number().int().min(1024).max(4 * MAX_MESSAGE_BYTES).optional(),
+        })
+        .prefault({}),
+      // The OpenAI-compatible door: POST /v1/chat/completions, GET /v1/models (docs/concepts/openai-door.md).
+      openai: z
+        .strictObject({
+          enabled: z.boolean().default(true),
+          // How long a request waits for the turn before answering 504 (the turn goes on).
+          waitTimeoutSeconds: z.number().int().min(1).max(3600).default(600),
+          // OpenAI clients resend the whole conversation on every call: their bodies get more room.
+          bodyBytes: z.number().int().min(1024).max(256 * 1024 * 1024).default(16 * 1024 * 1024),
+        })
+        .prefault({}),
     })
     .prefault({}),
   workers: z
@@ -254,6 +273,13 @@ export const ConfigSchema = z.strictObject({
       path: ["gateway", "auth", "token"],
       message: `required when gateway.host (${cfg.gateway.host}) is not loopback`,
     });
+  }
+  const { messageBytes, bodyBytes } = cfg.gateway.limits;
+  if (bodyBytes !== undefined && bodyBytes < messageBytes) {
+    ctx.addIssue({ code: "custom", path: ["gateway", "limits", "bodyBytes"], message: `must be at least messageBytes (${messageBytes})` });
+  }
+  if (cfg.gateway.openai.bodyBytes < messageBytes) {
+    ctx.addIssue({ code: "custom", path: ["gateway", "openai", "bodyBytes"], message: `must be at least gateway.limits.messageBytes (${messageBytes})` });
   }
   const seen = new Set<string>();
   cfg.agents.list.forEach((a, i) => {

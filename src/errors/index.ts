@@ -10,3 +10,4 @@ export {
   SessionConflictError,
 } from "./session-errors.js";
 export { StaleFenceError, RunNotFoundError, SendBlockedError, TranscriptLockError } from "./run-errors.js";
+export { PayloadTooLargeError } from "./payload-too-large.js";

@@ -58,7 +58,7 @@ export function createAuthHook(token: string | undefined) {
     const path = req.url.split("?")[0] ?? "";
     if (OPEN_PATHS.has(path)) return;
     if (tokenAccepted(req.headers.authorization, token)) return;
-    if (path.startsWith("/admin")) void reply.header("www-authenticate", 'Basic realm="switchboard"');
+    if (path.startsWith("/admin") || path.startsWith("/docs")) void reply.header("www-authenticate", 'Basic realm="switchboard"');
     await reply.status(401).send({ ok: false, error: { code: "unauthorized", message: "missing or wrong bearer token" } });
   };
 }

@@ -3,7 +3,8 @@
  * Typed Switchboard errors map to HTTP statuses by their stable code.
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
-import { SwitchboardError, ValidationError } from "../errors/index.js";
+import { PayloadTooLargeError, SwitchboardError, ValidationError } from "../errors/index.js";
+import { bodyTooLargeError } from "./message-limit.js";
 
 const STATUS_BY_CODE: Record<string, number> = {
   invalid_request: 400,
@@ -17,6 +18,7 @@ const STATUS_BY_CODE: Record<string, number> = {
   session_not_found: 404,
   run_not_found: 404,
   not_found: 404,
+  payload_too_large: 413,
   label_conflict: 409,
   session_conflict: 409,
   session_exists: 409,
@@ -27,6 +29,7 @@ const STATUS_BY_CODE: Record<string, number> = {
 export function errorBody(err: SwitchboardError): { ok: false; error: Record<string, unknown> } {
   const error: Record<string, unknown> = { code: err.code, message: err.message };
   if (err instanceof ValidationError) error.issues = err.issues;
+  if (err instanceof PayloadTooLargeError) Object.assign(error, err.details);
   return { ok: false, error };
 }
 
@@ -36,6 +39,10 @@ export function httpErrorHandler(err: FastifyError | Error, req: FastifyRequest,
     return;
   }
   const fe = err as FastifyError;
+  if (fe.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
+    void reply.status(413).send(errorBody(bodyTooLargeError(req)));
+    return;
+  }
   if (fe.validation || fe.statusCode === 400 || fe.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE" || fe.code === "FST_ERR_CTP_EMPTY_JSON_BODY") {
     void reply.status(400).send({ ok: false, error: { code: "invalid_request", message: err.message, issues: [] } });
     return;

@@ -11,6 +11,9 @@ import { createAuthHook } from "./auth.js";
 import { registerBullBoard } from "./bull-board.js";
 import { httpErrorHandler } from "./http-errors.js";
 import { renderMetrics } from "./metrics.js";
+import { registerMessageLimit, requestBodyLimit } from "./message-limit.js";
+import { registerOpenAiDoor } from "./openai-door/index.js";
+import { registerApiDocs } from "./api-docs/index.js";
 import { wellFormedDeep } from "../text/well-formed.js";
 import { StorageFaults } from "../runs/storage-faults.js";
 
@@ -32,7 +35,7 @@ export interface Gateway {
 }
 
 export async function createGateway(svc: Services, opts: GatewayOptions = {}): Promise<Gateway> {
-  const app = Fastify({ logger: opts.logger ? { level: process.env.LOG_LEVEL ?? "info" } : false, bodyLimit: 4 * 1024 * 1024 });
+  const app = Fastify({ logger: opts.logger ? { level: process.env.LOG_LEVEL ?? "info" } : false, bodyLimit: requestBodyLimit(svc.config) });
   const rpc = createRpcMethods(svc);
 
   app.setErrorHandler(httpErrorHandler);
@@ -43,6 +46,7 @@ export async function createGateway(svc: Services, opts: GatewayOptions = {}): P
     req.query = wellFormedDeep(req.query);
     req.params = wellFormedDeep(req.params);
   });
+  registerMessageLimit(app, svc.config);
 
   app.get("/healthz", async () => ({ ok: true }));
   app.get("/readyz", async (_req, reply) => {
@@ -99,6 +103,8 @@ export async function createGateway(svc: Services, opts: GatewayOptions = {}): P
   });
 
   await registerBullBoard(app, svc.queues);
+  await registerOpenAiDoor(app, svc);
+  await registerApiDocs(app, { rpcMethods: Object.keys(rpc), messageBytes: svc.config.gateway.limits.messageBytes });
 
   return {
     app,

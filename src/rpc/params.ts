@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { safeString } from "../session/safe-text-schema.js";
 import { SessionPatchSchema } from "../storage/session-entry.js";
+import { MAX_MESSAGE_BYTES } from "../text/message-size.js";
 
 const key = safeString("session key").min(1).max(512);
 const agentId = safeString("agentId").max(64);
@@ -42,7 +43,8 @@ export const ChatHistoryParams = z.strictObject({ sessionKey: key, limit: z.numb
 export const AgentParams = z.strictObject({
   sessionKey: key.optional(),
   agentId: agentId.optional(),
-  message: z.string().min(1).max(1_000_000),
+  // The configured limit is enforced at the door (gateway.limits.messageBytes, 413).
+  message: z.string().min(1).max(MAX_MESSAGE_BYTES),
   deliver: z.boolean().optional(),
   channel: routeId("channel").optional(),
   to: routeId("to").optional(),
@@ -61,7 +63,8 @@ export const SendParams = z.strictObject({
   to: routeId("to").min(1).optional(),
   accountId: routeId("accountId").optional(),
   threadId: z.union([routeId("threadId"), z.number()]).optional(),
-  message: z.string().min(1).max(100_000),
+  // The configured limit is enforced at the door (gateway.limits.messageBytes, 413).
+  message: z.string().min(1).max(MAX_MESSAGE_BYTES),
   idempotencyKey: z.string().max(200).optional(),
 });
 

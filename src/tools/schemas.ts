@@ -12,6 +12,7 @@ export const MAX_SEND_WAIT_SECONDS = 600;
 /** The longest run timeout there is (2 days), as for the agent RPC's runTimeoutSeconds. */
 export const MAX_RUN_TIMEOUT_SECONDS = 172_800;
 const clampRunTimeout = (n: number): number => Math.min(n, MAX_RUN_TIMEOUT_SECONDS);
+import { MAX_MESSAGE_BYTES } from "../text/message-size.js";
 
 const count = (min: number) => z.number().min(min).transform((n) => Math.floor(n));
 
@@ -37,7 +38,7 @@ export const SessionsSendArgs = z.strictObject({
   sessionKey: safeString("sessionKey").min(1).max(512).optional(),
   label: safeString("label", "label").min(1).max(512).optional(),
   agentId: safeString("agentId").min(1).max(64).optional(),
-  message: z.string().min(1).max(100_000),
+  message: z.string().min(1).max(MAX_MESSAGE_BYTES),
   // Clamped, not refused: a model asking for a day gets the longest wait there is (the run goes
   // on after a timeout anyway), and no timer is ever armed with a value it cannot hold.
   timeoutSeconds: count(0)
@@ -68,7 +69,7 @@ export function toolJsonSchema(schema: z.ZodType): Record<string, unknown> {
 // ---- Sub-agent tools (docs/concepts/subagents.md) ----
 
 export const SessionsSpawnArgs = z.strictObject({
-  task: z.string().min(1).max(100_000).describe("what the sub-agent should do"),
+  task: z.string().min(1).max(MAX_MESSAGE_BYTES).describe("what the sub-agent should do"),
   label: safeString("label", "label").min(1).max(512).optional().describe("short name, unique per agent"),
   agentId: safeString("agentId").min(1).max(64).optional().describe("target agent (see agents_list); default: your own"),
   model: z.string().min(1).max(200).optional(),

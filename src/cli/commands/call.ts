@@ -1,9 +1,27 @@
 import { ValidationError } from "../../errors/index.js";
 import { connect, type GlobalOptions } from "../client.js";
 import { printJson } from "../output.js";
+import { RPC_CATALOG } from "../../rpc/catalog.js";
+
+/** `switchboard call --list`: every RPC method with its one-line description (no connection needed). */
+export function listRpcMethods(opts: { json?: boolean } = {}): number {
+  const names = Object.keys(RPC_CATALOG).sort();
+  if (opts.json) {
+    printJson(names.map((method) => ({ method, summary: RPC_CATALOG[method]!.summary })));
+    return 0;
+  }
+  const width = Math.max(...names.map((n) => n.length));
+  process.stdout.write(names.map((n) => `${n.padEnd(width)}  ${RPC_CATALOG[n]!.summary}`).join("\n") + "\n");
+  return 0;
+}
 
 /** `switchboard call <method> [--params JSON]`: any gateway RPC method. */
-export async function callCommand(method: string, opts: GlobalOptions & { params?: string }): Promise<number> {
+export async function callCommand(method: string | undefined, opts: GlobalOptions & { params?: string; list?: boolean; json?: boolean }): Promise<number> {
+  if (opts.list || !method) {
+    if (!opts.list) process.stderr.write("usage: switchboard call <method> [--params JSON]; the methods:\n");
+    listRpcMethods(opts);
+    return opts.list ? 0 : 1;
+  }
   let params: unknown = {};
   if (opts.params) {
     try {

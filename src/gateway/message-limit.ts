@@ -1,0 +1,78 @@
+/**
+ * The message size limit at the HTTP doors (docs/concepts/limits.md): before any handler runs,
+ * the message text a door carries is measured in UTF-8 bytes against
+ * `gateway.limits.messageBytes`; a larger one is refused with 413 and the limit. Bodies beyond
+ * the body limit never get this far (fastify refuses them while reading; see http-errors.ts).
+ * The OpenAI door measures its turn's text itself, with the same function.
+ */
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { Config } from "../config/schema.js";
+import { PayloadTooLargeError } from "../errors/index.js";
+import { defaultBodyBytes, utf8Bytes } from "../text/message-size.js";
+
+export interface MessageText {
+  /** Where the text sits in the request body, for the error message. */
+  field: string;
+  text: string;
+}
+
+const obj = (v: unknown): Record<string, unknown> => (v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+const texts = (o: Record<string, unknown>, prefix: string, names: string[]): MessageText[] =>
+  names.flatMap((n) => (typeof o[n] === "string" ? [{ field: `${prefix}${n}`, text: o[n] as string }] : []));
+
+/** RPC methods that carry a message, and the field it is in. */
+const RPC_MESSAGE_FIELDS: Record<string, string[]> = { agent: ["message"], send: ["message"] };
+/** Session tools that carry a message (to another session, or a sub-agent's task). */
+const TOOL_MESSAGE_FIELDS = ["message", "task"];
+
+/** The message texts a request to `routeUrl` carries (pure; unknown routes carry none). */
+export function messageTextsOf(routeUrl: string | undefined, params: unknown, body: unknown): MessageText[] {
+  const b = obj(body);
+  switch (routeUrl) {
+    case "/v1/inbound":
+      return texts(b, "", ["text"]);
+    case "/v1/rpc/:method":
+      return texts(b, "", RPC_MESSAGE_FIELDS[String(obj(params).method)] ?? []);
+    case "/v1/tools/:name":
+      return texts(obj(b.args), "args.", TOOL_MESSAGE_FIELDS);
+    default:
+      return [];
+  }
+}
+
+/** Throws PayloadTooLargeError for the first text over the limit. */
+export function assertMessageSize(limitBytes: number, items: MessageText[]): void {
+  for (const { field, text } of items) {
+    // Cheap pre-check: UTF-8 never takes more than 3 bytes per UTF-16 code unit.
+    if (text.length * 3 <= limitBytes) continue;
+    const sizeBytes = utf8Bytes(text);
+    if (sizeBytes > limitBytes) throw new PayloadTooLargeError({ field, sizeBytes, limitBytes });
+  }
+}
+
+/** The request body limit of the inbound, RPC and tool doors. */
+export function requestBodyLimit(config: Config): number {
+  return config.gateway.limits.bodyBytes ?? defaultBodyBytes(config.gateway.limits.messageBytes);
+}
+
+declare module "fastify" {
+  interface FastifyInstance {
+    /** The configured message limit, for answering bodies refused while they were read. */
+    messageLimitBytes?: number;
+  }
+}
+
+/** A body fastify refused while reading it (over the route's body limit), as our 413. */
+export function bodyTooLargeError(req: FastifyRequest): PayloadTooLargeError {
+  const bodyLimitBytes = req.routeOptions.bodyLimit ?? 0;
+  return new PayloadTooLargeError({ limitBytes: req.server.messageLimitBytes ?? bodyLimitBytes, bodyLimitBytes });
+}
+
+/** Adds the check to every route of `app` (registered before the routes). */
+export function registerMessageLimit(app: FastifyInstance, config: Config): void {
+  const limit = config.gateway.limits.messageBytes;
+  app.decorate("messageLimitBytes", limit);
+  app.addHook("preHandler", async (req: FastifyRequest) => {
+    assertMessageSize(limit, messageTextsOf(req.routeOptions.url, req.params, req.body));
+  });
+}

@@ -1,0 +1,90 @@
+/**
+ * Errors in OpenAI's shape — `{ error: { message, type, param, code } }` — so OpenAI SDKs raise
+ * their usual typed errors (AuthenticationError, PermissionDeniedError, …). `code` is
+ * Switchboard's stable error code; 413 answers also carry the limits.
+ */
+import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
+import { PayloadTooLargeError, SwitchboardError, ValidationError } from "../../errors/index.js";
+import { errorBody, httpErrorHandler } from "../http-errors.js";
+import { bodyTooLargeError } from "../message-limit.js";
+
+export interface OpenAiErrorBody {
+  error: { message: string; type: string; param: string | null; code: string } & Record<string, unknown>;
+}
+
+const TYPE_BY_STATUS: Record<number, string> = {
+  400: "invalid_request_error",
+  401: "authentication_error",
+  403: "permission_error",
+  404: "invalid_request_error",
+  409: "invalid_request_error",
+  413: "invalid_request_error",
+  504: "timeout_error",
+};
+
+/** The OpenAI-shaped body for a status and Switchboard's `{ code, message, … }` error. */
+export function openAiError(status: number, error: { code?: unknown; message?: unknown } & Record<string, unknown>, param: string | null = null): OpenAiErrorBody {
+  const { code, message, ...extra } = error;
+  return {
+    error: {
+      message: String(message ?? "error"),
+      type: TYPE_BY_STATUS[status] ?? (status >= 500 ? "server_error" : "invalid_request_error"),
+      param,
+      code: String(code ?? "error"),
+      ...extra,
+    },
+  };
+}
+
+/** A Switchboard error raised by the door itself, with the status its code maps to. */
+export class DoorError extends SwitchboardError {
+  constructor(
+    readonly status: number,
+    code: string,
+    message: string,
+    readonly param: string | null = null,
+    details?: Record<string, unknown>,
+  ) {
+    super(code, message, details);
+  }
+}
+
+/** The door's error handler: the gateway's mapping of statuses, in OpenAI's shape. */
+export function openAiErrorHandler(err: FastifyError | Error, req: FastifyRequest, reply: FastifyReply): void {
+  if (err instanceof DoorError) {
+    void reply.status(err.status).send(openAiError(err.status, { code: err.code, message: err.message, ...(err.details ?? {}) }, err.param));
+    return;
+  }
+  if ((err as FastifyError).code === "FST_ERR_CTP_BODY_TOO_LARGE") {
+    void reply.status(413).send(openAiError(413, errorBody(bodyTooLargeError(req)).error, "messages"));
+    return;
+  }
+  if (err instanceof PayloadTooLargeError || err instanceof ValidationError) {
+    const status = err instanceof PayloadTooLargeError ? 413 : 400;
+    const { issues: _issues, ...rest } = errorBody(err).error;
+    const first = err instanceof ValidationError ? err.issues[0] : undefined;
+    if (first) rest.message = `${err.message}: ${first.path ? `${first.path}: ` : ""}${first.message}`;
+    void reply.status(status).send(openAiError(status, rest, first?.path || (status === 413 ? "messages" : null)));
+    return;
+  }
+  // Everything else: the gateway's handler decides the status; onSend reshapes its body.
+  httpErrorHandler(err, req, reply);
+}
+
+/**
+ * onSend hook of the door's routes: a Switchboard-shaped error answer (`{ ok:false, error }`),
+ * such as the gateway's 401 from the auth hook, is rewritten in OpenAI's shape.
+ */
+export async function reshapeErrorPayload(_req: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
+  if (reply.statusCode < 400 || typeof payload !== "string") return payload;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(payload);
+  } catch {
+    return payload;
+  }
+  const body = parsed as { ok?: unknown; error?: Record<string, unknown> };
+  if (body.ok !== false || !body.error) return payload;
+  const { issues: _issues, ...rest } = body.error;
+  return JSON.stringify(openAiError(reply.statusCode, rest));
+}

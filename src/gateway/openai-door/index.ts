@@ -1,0 +1,102 @@
+/**
+ * The OpenAI-compatible door (docs/concepts/openai-door.md): `POST /v1/chat/completions` and
+ * `GET /v1/models`, so any OpenAI SDK or chat UI talks to an agent session. Behind the same
+ * auth, message limit, sendPolicy and per-session order as every other door; its answers and
+ * errors are in OpenAI's shapes.
+ */
+import type { FastifyInstance, FastifyReply } from "fastify";
+import type { Services } from "../../app/services.js";
+import { assertMessageSize } from "../message-limit.js";
+import { chatCompletion, chunk, completionIds, usageChunk } from "./completion.js";
+import { DoorError, openAiError, openAiErrorHandler, reshapeErrorPayload } from "./errors.js";
+import { agentForModel, modelIds } from "./model-alias.js";
+import { parseChatCompletionRequest, turnInputOf } from "./request.js";
+import { awaitTurn, startTurn, type TurnOutcome } from "./run-turn.js";
+import { AGENT_ID_HEADERS, doorSessionKey, firstHeader, SESSION_KEY_HEADERS } from "./session-key.js";
+import { SseWriter } from "./sse.js";
+
+/** Why a turn gave no reply, as an OpenAI error (status, body). */
+function failureOf(outcome: TurnOutcome, runId: string, waitedSeconds: number): { status: number; body: ReturnType<typeof openAiError> } {
+  const rec = outcome.record;
+  if (!outcome.done) {
+    const why = rec?.stalledReason ? ` (${rec.stalledReason})` : "";
+    const message = `run ${runId} is still ${rec?.status ?? "queued"} after ${waitedSeconds} s${why}; it goes on: GET /v1/runs/${runId}`;
+    return { status: 504, body: openAiError(504, { code: "timeout", message, runId }) };
+  }
+  const status = rec!.status === "timeout" ? 504 : 500;
+  const message = `run ${runId} ended ${rec!.status}${rec!.error ? `: ${rec!.error}` : ""}`;
+  return { status, body: openAiError(status, { code: `run_${rec!.status}`, message, runId }) };
+}
+
+function modelList(svc: Services, created: number) {
+  return modelIds(svc.config).map((id) => ({ id, object: "model" as const, created, owned_by: "switchboard" }));
+}
+
+export async function registerOpenAiDoor(app: FastifyInstance, svc: Services): Promise<void> {
+  const cfg = svc.config.gateway.openai;
+  if (!cfg.enabled) return;
+  const created = Math.floor(Date.now() / 1000);
+  const messageLimit = svc.config.gateway.limits.messageBytes;
+
+  await app.register(async (door) => {
+    door.setErrorHandler(openAiErrorHandler);
+    door.addHook("onSend", reshapeErrorPayload);
+
+    door.get("/v1/models", async () => ({ object: "list", data: modelList(svc, created) }));
+
+    door.get<{ Params: { "*": string } }>("/v1/models/*", async (req) => {
+      const id = decodeURIComponent(req.params["*"]);
+      const found = modelList(svc, created).find((m) => m.id === id);
+      if (found) return found;
+      // Any spelling the completions endpoint accepts names a model too.
+      if (agentForModel(svc.config, id)) return { id, object: "model", created, owned_by: "switchboard" };
+      throw new DoorError(404, "model_not_found", `The model '${id}' does not exist; GET /v1/models lists the agents`, "model");
+    });
+
+    door.post("/v1/chat/completions", { bodyLimit: cfg.bodyBytes }, async (req, reply: FastifyReply) => {
+      const body = parseChatCompletionRequest(req.body);
+      const headerAgent = firstHeader(req.headers, AGENT_ID_HEADERS);
+      const agentId = agentForModel(svc.config, headerAgent ?? body.model);
+      if (!agentId) {
+        const what = headerAgent ? `agent '${headerAgent}'` : `model '${body.model}'`;
+        throw new DoorError(404, "model_not_found", `The ${what} does not exist; GET /v1/models lists the agents`, "model");
+      }
+      const input = turnInputOf(body);
+      assertMessageSize(messageLimit, [{ field: input.field, text: input.text }]);
+      const sessionKey = doorSessionKey(svc.config, { agentId, user: body.user, headerKey: firstHeader(req.headers, SESSION_KEY_HEADERS) });
+      const turn = await startTurn(svc, sessionKey, input.text, input.systemPrompt);
+      const ids = completionIds(turn.runId, body.model || `switchboard/${agentId}`);
+      const headers = { "x-switchboard-run-id": turn.runId, "x-switchboard-session-key": turn.sessionKey };
+
+      if (!body.stream) {
+        const outcome = await awaitTurn(svc, turn.runId, cfg.waitTimeoutSeconds * 1000);
+        void reply.headers(headers);
+        if (outcome.done && outcome.record.status === "ok") return chatCompletion(ids, outcome.record);
+        const failure = failureOf(outcome, turn.runId, cfg.waitTimeoutSeconds);
+        return reply.status(failure.status).send(failure.body);
+      }
+
+      reply.hijack();
+      const sse = new SseWriter(reply.raw, headers);
+      sse.data(chunk(ids, { role: "assistant", content: "" }));
+      let outcome: TurnOutcome;
+      try {
+        outcome = await awaitTurn(svc, turn.runId, cfg.waitTimeoutSeconds * 1000);
+      } catch (err) {
+        // Redis away while waiting: the stream is open, so the error travels as an event.
+        sse.data(openAiError(503, { code: "unavailable", message: (err as Error).message, runId: turn.runId }));
+        sse.done();
+        return;
+      }
+      if (outcome.done && outcome.record.status === "ok") {
+        // Runtimes hand over the whole reply when the turn ends: it arrives as one delta.
+        if (outcome.record.reply) sse.data(chunk(ids, { content: outcome.record.reply }));
+        sse.data(chunk(ids, {}, "stop"));
+        if (body.stream_options?.include_usage) sse.data(usageChunk(ids, outcome.record));
+      } else {
+        sse.data(failureOf(outcome, turn.runId, cfg.waitTimeoutSeconds).body);
+      }
+      sse.done();
+    });
+  });
+}

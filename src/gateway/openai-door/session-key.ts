@@ -1,0 +1,35 @@
+/**
+ * The session a chat-completions request talks to (OpenClaw's rules, docs/concepts/openai-door.md):
+ *   1. a session-key header, when present, names it outright;
+ *   2. else the OpenAI `user` field: `agent:<agentId>:openai-user:<user>`, the same session on
+ *      every call with that user;
+ *   3. else a new session per request: `agent:<agentId>:openai:<uuid>`.
+ * Keys are canonical (lowercase) like every other key entering Switchboard.
+ */
+import { randomUUID } from "node:crypto";
+import type { Config } from "../../config/schema.js";
+import { canonicalSessionKey } from "../../session/key-canonical.js";
+
+/** Header names that carry a session key; the first present wins. */
+export const SESSION_KEY_HEADERS = ["x-switchboard-session-key", "x-openclaw-session-key"] as const;
+/** Header names that pick the agent over the `model` field. */
+export const AGENT_ID_HEADERS = ["x-switchboard-agent-id", "x-openclaw-agent-id"] as const;
+
+export function firstHeader(headers: Record<string, string | string[] | undefined>, names: readonly string[]): string | undefined {
+  for (const name of names) {
+    const raw = headers[name];
+    const value = (Array.isArray(raw) ? raw[0] : raw)?.trim();
+    if (value) return value;
+  }
+  return undefined;
+}
+
+export function doorSessionKey(
+  config: Config,
+  opts: { agentId: string; user?: string | undefined; headerKey?: string | undefined; newId?: () => string },
+): string {
+  if (opts.headerKey) return canonicalSessionKey(config, opts.headerKey, { agentId: opts.agentId });
+  const user = opts.user?.trim();
+  const rest = user ? `openai-user:${user}` : `openai:${(opts.newId ?? randomUUID)()}`;
+  return canonicalSessionKey(config, `agent:${opts.agentId}:${rest}`);
+}

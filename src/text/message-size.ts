@@ -1,0 +1,30 @@
+/**
+ * The one message size limit (docs/concepts/limits.md). Every door — inbound, RPC, session
+ * tools, the OpenAI-compatible door — measures a message's text in UTF-8 bytes against the same
+ * configured limit and refuses a larger one with the same 413 answer.
+ */
+
+/** Default limit of one message's text: 1 MiB of UTF-8. */
+export const DEFAULT_MESSAGE_BYTES = 1024 * 1024;
+
+/**
+ * Highest limit the config accepts. The zod schemas of message fields cap strings here (in
+ * UTF-16 code units), never lower: a string's UTF-8 byte length is never below its code-unit
+ * length, so text within any configured byte limit always passes the schemas too.
+ */
+export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
+
+/** Room in a request body for the envelope around the message and for JSON escaping. */
+const BODY_ENVELOPE_BYTES = 64 * 1024;
+
+export function utf8Bytes(text: string): number {
+  return Buffer.byteLength(text, "utf8");
+}
+
+/**
+ * Default request body limit for a message limit: twice the message (escaped quotes,
+ * backslashes and control characters grow in JSON) plus the envelope.
+ */
+export function defaultBodyBytes(messageBytes: number): number {
+  return 2 * messageBytes + BODY_ENVELOPE_BYTES;
+}
