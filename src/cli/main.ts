@@ -10,6 +10,7 @@ import { callCommand } from "./commands/call.js";
 import { configValidate } from "./commands/config-validate.js";
 import { deadLettersCommand } from "./commands/deadletters.js";
 import { historyCommand } from "./commands/history.js";
+import { importOpenClawCommand } from "./commands/import.js";
 import { sendCommand } from "./commands/send.js";
 import { serveCommand } from "./commands/serve.js";
 import { sessionsCommand } from "./commands/sessions.js";
@@ -52,6 +53,13 @@ program.command("call <method>").description("call a gateway RPC method").option
 program.command("deadletters [action] [runId]").description("messages whose turn was given up: list | replay <runId> | replay --all | discard <runId>")
   .option("--all", "with replay: every dead letter").option("--json")
   .action(run(async (action: string | undefined, runId: string | undefined, _o: unknown, cmd: Command) => deadLettersCommand(action, runId, g(cmd))));
+program.command("import").description("import sessions and transcripts from another system")
+  .command("openclaw [stateDir]").description("import an OpenClaw/Clawdbot state dir (both sessions.json + JSONL and the SQLite store); idempotent")
+  .option("--dry-run", "read and compare only: report what would be imported, write nothing")
+  .option("--json", "print the full report as JSON")
+  .option("--concurrency <n>", "sessions written at once (default 8)")
+  .option("--no-progress", "no progress bar or progress lines")
+  .action(run(async (stateDir: string | undefined, _o: unknown, cmd: Command) => importOpenClawCommand(stateDir, g(cmd) as never)));
 program.command("config").description("configuration").command("validate [file]").option("--json")
   .action(run((file: string | undefined, _o: unknown, cmd: Command) => configValidate(file, g(cmd))));
 
