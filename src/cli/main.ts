@@ -11,6 +11,7 @@ import { configValidate } from "./commands/config-validate.js";
 import { deadLettersCommand } from "./commands/deadletters.js";
 import { historyCommand } from "./commands/history.js";
 import { mcpCommand, type McpOptions } from "./commands/mcp.js";
+import { importOpenClawCommand } from "./commands/import.js";
 import { sendCommand } from "./commands/send.js";
 import { serveCommand } from "./commands/serve.js";
 import { sessionsCommand } from "./commands/sessions.js";
@@ -59,6 +60,13 @@ program.command("mcp").description("the session tools over MCP (stdio, or stream
   .option("--http <port>", "serve streamable HTTP on this port (0: any free port) at /mcp instead of stdio")
   .option("--host <host>", "with --http: address to listen on (default 127.0.0.1)")
   .action(run(async (_o: unknown, cmd: Command) => mcpCommand(g(cmd) as McpOptions)));
+program.command("import").description("import sessions and transcripts from another system")
+  .command("openclaw [stateDir]").description("import an OpenClaw/Clawdbot state dir (both sessions.json + JSONL and the SQLite store); idempotent")
+  .option("--dry-run", "read and compare only: report what would be imported, write nothing")
+  .option("--json", "print the full report as JSON")
+  .option("--concurrency <n>", "sessions written at once (default 8)")
+  .option("--no-progress", "no progress bar or progress lines")
+  .action(run(async (stateDir: string | undefined, _o: unknown, cmd: Command) => importOpenClawCommand(stateDir, g(cmd) as never)));
 program.command("config").description("configuration").command("validate [file]").option("--json")
   .action(run((file: string | undefined, _o: unknown, cmd: Command) => configValidate(file, g(cmd))));
 
