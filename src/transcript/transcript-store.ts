@@ -1,6 +1,10 @@
 /**
  * Append-only JSONL transcripts on SHARED storage, written by workers on many hosts.
  *
+ * This is the locked store, for writers that do not hold the session's lease (forking a
+ * transcript for a sub-agent, imports, archiving). A session's turns are written by its lease
+ * holder through holder-writer.ts, which needs no lock; both share file-ops.ts.
+ *
  * Why this design (and not OpenClaw's `.lock` file): O_APPEND and `open(..., "wx")` lock files
  * are not reliable across NFS clients, and a crashed host leaves a lock file nobody can prove
  * stale. Redis is already the coordination point, so:
