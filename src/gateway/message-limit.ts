@@ -21,7 +21,10 @@ const texts = (o: Record<string, unknown>, prefix: string, names: string[]): Mes
   names.flatMap((n) => (typeof o[n] === "string" ? [{ field: `${prefix}${n}`, text: o[n] as string }] : []));
 
 /** RPC methods that carry a message, and the field it is in. */
-const RPC_MESSAGE_FIELDS: Record<string, string[]> = { agent: ["message"], send: ["message"] };
+const RPC_MESSAGE_FIELDS: Map<string, string[]> = new Map([
+  ["agent", ["message"]],
+  ["send", ["message"]],
+]);
 /** Session tools that carry a message (to another session, or a sub-agent's task). */
 const TOOL_MESSAGE_FIELDS = ["message", "task"];
 
@@ -32,7 +35,8 @@ export function messageTextsOf(routeUrl: string | undefined, params: unknown, bo
     case "/v1/inbound":
       return texts(b, "", ["text"]);
     case "/v1/rpc/:method":
-      return texts(b, "", RPC_MESSAGE_FIELDS[String(obj(params).method)] ?? []);
+      // A Map, not an object: a method named `hasOwnProperty` must not find Object.prototype's.
+      return texts(b, "", RPC_MESSAGE_FIELDS.get(String(obj(params).method)) ?? []);
     case "/v1/tools/:name":
       return texts(obj(b.args), "args.", TOOL_MESSAGE_FIELDS);
     default:
