@@ -69,9 +69,15 @@ describe("orchestrators, yield and maxConcurrent", () => {
     expect(await announceDeliveries(sys, res.childSessionKey)).toEqual([]);
     // The boss's own chat got the orchestrator's report only.
     expect((await announceDeliveries(sys, BOSS)).filter((d) => d.message.includes(res.childSessionKey))).toHaveLength(1);
-    // tree: direct children only (as OpenClaw): the orchestrator sees its leaf, the boss does not.
+    // tree = the requester and all its descendants (OpenClaw: direct children only): the
+    // orchestrator sees its leaf, the boss sees both; the leaf sees neither of them.
     expect((await tool(sys, "sessions_history", res.childSessionKey, { sessionKey: grandKey })).messages.length).toBeGreaterThan(0);
-    expect(await tool(sys, "sessions_history", BOSS, { sessionKey: grandKey })).toMatchObject({ status: "forbidden" });
+    expect((await tool(sys, "sessions_history", BOSS, { sessionKey: grandKey })).messages.length).toBeGreaterThan(0);
+    const bossList = (await tool(sys, "sessions_list", BOSS, {})).sessions.map((s: { key: string }) => s.key);
+    expect(bossList).toEqual(expect.arrayContaining([res.childSessionKey, grandKey]));
+    const treeText = "Session history visibility is restricted to the current session tree (tools.sessions.visibility=tree).";
+    expect(await tool(sys, "sessions_history", grandKey!, { sessionKey: res.childSessionKey })).toEqual({ status: "forbidden", error: treeText });
+    expect(await tool(sys, "sessions_history", grandKey!, { sessionKey: BOSS })).toEqual({ status: "forbidden", error: treeText });
     // The orchestrator has its subset of tools; session_status is not among them.
     expect((await tool(sys, "subagents", res.childSessionKey, {})).status).toBe("ok");
     expect((await tool(sys, "session_status", res.childSessionKey, {})).status).toBe("forbidden");
