@@ -82,7 +82,9 @@ function resultEntries(turn: Turn, outcome: TurnOutcome, output: RunOutput | und
       entry(`${turn.runId}:r${i}`, turn.runId, { role: "toolResult", toolCallId: callId, toolName: call.name, content: [{ type: "text", text: JSON.stringify(call.result) }], isError: false, timestamp: now }, now),
     );
   });
-  if (outcome.status === "ok") {
+  if (outcome.status === "ok" && output?.yielded) {
+    lines.push(...yieldedEntries(turn.runId, output, now));
+  } else if (outcome.status === "ok") {
     lines.push(
       entry(`${turn.runId}:a`, turn.runId, {
         role: "assistant",
@@ -99,6 +101,34 @@ function resultEntries(turn: Turn, outcome: TurnOutcome, output: RunOutput | und
     );
   }
   return lines;
+}
+
+/**
+ * A turn ended by sessions_yield, written as OpenClaw writes it: an empty assistant message
+ * stopped as `aborted`, then a hidden `openclaw.sessions_yield` note (a `custom` line, not
+ * replayed to models). See docs/concepts/subagents.md, sessions_yield.
+ */
+function yieldedEntries(runId: string, output: RunOutput, now: number): TranscriptEntry[] {
+  const message = output.yielded?.message ?? "";
+  const ts = new Date(now).toISOString();
+  return [
+    entry(`${runId}:a`, runId, {
+      role: "assistant",
+      content: [{ type: "text", text: "" }],
+      timestamp: now,
+      stopReason: "aborted",
+      ...(output.model ? { model: output.model } : {}),
+      ...(output.usage ? { usage: { input: output.usage.input, output: output.usage.output, totalTokens: output.usage.input + output.usage.output } } : {}),
+    }, now),
+    {
+      type: "custom",
+      id: `${runId}:y`,
+      runId,
+      timestamp: ts,
+      customType: "openclaw.sessions_yield",
+      data: { message, note: `${message}\n\n[Context: The previous turn ended intentionally via sessions_yield while waiting for a follow-up event.]` },
+    },
+  ];
 }
 
 /** The runtime output saved with a result (tool calls, model, usage), for a re-run's lines. */
@@ -199,6 +229,15 @@ export class TurnExecutor {
     try {
       const entryNow = await svc.sessions.get(turn.sessionKey);
       const runtime = createRuntime(agentRuntime(svc.config, turn.agentId));
+      const tools = this.tools({
+        sessionKey: turn.sessionKey,
+        agentId: turn.agentId,
+        runId: turn.runId,
+        sandboxed: entryNow?.sandboxed ?? isAgentSandboxed(svc.config, turn.agentId),
+        hop: turn.hop ?? 0,
+        ...(turn.traceId ? { traceId: turn.traceId } : {}),
+        ...(entryNow?.spawnDepth ? { spawnDepth: entryNow.spawnDepth, ...(entryNow.subagentRole ? { subagentRole: entryNow.subagentRole } : {}) } : {}),
+      });
       const output = await runtime.run({
         runId: turn.runId,
         agentId: turn.agentId,
@@ -210,19 +249,15 @@ export class TurnExecutor {
         // The transcript's tail minus this turn's own user line (already written).
         loadHistory: async () => (await svc.transcripts.messages(turn.agentId, turn.sessionId, HISTORY_LIMIT + 1)).slice(0, -1),
         signal,
-        tools: this.tools({
-          sessionKey: turn.sessionKey,
-          agentId: turn.agentId,
-          runId: turn.runId,
-          sandboxed: entryNow?.sandboxed ?? isAgentSandboxed(svc.config, turn.agentId),
-          hop: turn.hop ?? 0,
-          ...(turn.traceId ? { traceId: turn.traceId } : {}),
-          ...(entryNow?.spawnDepth ? { spawnDepth: entryNow.spawnDepth, ...(entryNow.subagentRole ? { subagentRole: entryNow.subagentRole } : {}) } : {}),
-        }),
+        tools,
         ...(turn.extraSystemPrompt ? { extraSystemPrompt: turn.extraSystemPrompt } : {}),
         ...((turn.model ?? entryNow?.modelOverride) ? { model: turn.model ?? entryNow?.modelOverride } : {}),
       });
       if (signal.aborted) throw new RunAbortedError(signal.reason);
+      // A yielded turn is ok and has no reply (nothing delivered), whatever text the runtime
+      // still returned; the awaited completion is the session's next turn.
+      const yielded = output.yielded ?? tools.yielded?.();
+      if (yielded) return { outcome: { status: "ok", reply: "" }, output: { ...output, reply: "", yielded } };
       const reply = wellFormed(output.reply);
       return { outcome: { status: "ok", reply }, output: { ...output, reply } };
     } catch (err) {
@@ -242,7 +277,12 @@ export class TurnExecutor {
    * re-run reuses it instead of running the runtime again (its tools, its cost).
    */
   private async saveResult(turn: Turn, lease: LeaseHandle, outcome: TurnOutcome, output: RunOutput | undefined, at: number): Promise<void> {
-    const extra = { ...(output?.toolCalls?.length ? { toolCalls: output.toolCalls } : {}), ...(output?.model ? { model: output.model } : {}), ...(output?.usage ? { usage: output.usage } : {}) };
+    const extra = {
+      ...(output?.toolCalls?.length ? { toolCalls: output.toolCalls } : {}),
+      ...(output?.model ? { model: output.model } : {}),
+      ...(output?.usage ? { usage: output.usage } : {}),
+      ...(output?.yielded ? { yielded: output.yielded } : {}),
+    };
     await this.svc.runs.update(lease, turn.runId, {
       resultSaved: 1,
       resultStatus: outcome.status,
