@@ -12,6 +12,7 @@ import { ValidationError } from "../errors/index.js";
 import type { QueueName } from "../queues/queue-names.js";
 import type { ToolInvoker } from "../runtimes/types.js";
 import { canonicalSessionKey } from "../session/key-canonical.js";
+import { safeString } from "../session/safe-text-schema.js";
 import { agentIdFromSessionKey } from "../session/key-parse.js";
 import { defaultAgentId } from "../config/agents.js";
 import type { ToolInvokerFactory } from "../workers/turn-executor.js";
@@ -66,7 +67,7 @@ const DESCRIPTIONS: Record<ToolName, string> = { ...TOOL_DESCRIPTIONS, ...SUBAGE
 export const TOOL_NAMES = Object.keys(SCHEMAS) as ToolName[];
 
 const ToolRequestSchema = z.strictObject({
-  sessionKey: z.string().min(1).max(512),
+  sessionKey: safeString("sessionKey").min(1).max(512),
   sandboxed: z.boolean().optional(),
   args: z.record(z.string(), z.unknown()).default({}),
 });
@@ -139,7 +140,7 @@ export function createToolRuntime(svc: Services): ToolRuntime {
     },
     endpoint: async (name, body) => {
       const parsed = ToolRequestSchema.safeParse(body ?? {});
-      if (!parsed.success) throw new ValidationError("invalid tool request", zodIssues(parsed.error));
+      if (!parsed.success) throw ValidationError.fromIssues("invalid tool request", zodIssues(parsed.error));
       if (!(TOOL_NAMES as string[]).includes(name)) throw new ValidationError(`unknown tool ${name} (known: ${TOOL_NAMES.join(", ")})`);
       const sessionKey = canonicalSessionKey(svc.config, parsed.data.sessionKey);
       const agentId = agentIdFromSessionKey(sessionKey, defaultAgentId(svc.config));
