@@ -44,6 +44,8 @@ export interface RunRecord {
   resultOutput?: string;
   /** Why a non-terminal run is not progressing (storage fault): told to callers who time out. */
   stalledReason?: string;
+  /** The run ended its turn through sessions_yield (its message): it is `ok` with no reply. */
+  yielded?: string;
 }
 
 export class RunRecords {
@@ -182,5 +184,6 @@ export function decodeRecord(h: Record<string, string>): RunRecord {
   if (h.resultOutput) rec.resultOutput = h.resultOutput;
   if (h.cancelRequested) rec.cancelRequested = h.cancelRequested;
   if (h.stalledReason && !isTerminal(h.status)) rec.stalledReason = h.stalledReason;
+  if (h.yielded !== undefined) rec.yielded = h.yielded;
   return rec;
 }

@@ -19,6 +19,8 @@
  * arguments or a tool that throws is answered with `{status:"error", error}` so the model can
  * react; the run goes on. Once the rounds are used up the tools stay declared (the history
  * refers to them) but with `tool_choice: "none"`, and whatever the model says is the reply.
+ * A call that yields the turn (`sessions_yield`) ends the run at once: the calls after it in
+ * the same batch are not made, no further request is sent, the reply is "" (`yielded` set).
  *
  * Every request carries `input.signal`; an abort (also while a tool runs) rejects with
  * RunAbortedError(signal.reason). The client does not retry on its own (maxRetries 0 unless
@@ -269,6 +271,13 @@ export class OpenAIRuntime implements AgentRuntime {
         }
         toolCalls.push({ name, args, result });
         messages.push({ role: "tool", tool_call_id: call.id, content: encodeToolResult(result) });
+        // sessions_yield ended the turn: the rest of the batch and the next request are skipped.
+        const yielded = invoker.yielded?.();
+        if (yielded) {
+          const out: RunOutput = { reply: "", model: servedBy ?? model, toolCalls, yielded };
+          if (sawUsage) out.usage = usage;
+          return out;
+        }
       }
       throwIfAborted(signal);
     }

@@ -6,7 +6,8 @@
  *   2. `fail`     – throws `new Error(<fail, templated>)` (after the delay, before any tool);
  *   3. `tools`    – session tools called in order through `input.tools.call`, every string in
  *                   `args` (deeply) templated just before its call, so later calls may use the
- *                   results of earlier ones;
+ *                   results of earlier ones; after a call that yielded the turn
+ *                   (`sessions_yield`) the run stops there and answers `{reply: "", yielded}`;
  *   4. `reply`    – templated; a rule without `reply` answers "" (silent). `REPLY_SKIP`,
  *                   `ANNOUNCE_SKIP`, `NO_REPLY` are ordinary text here and pass through verbatim;
  *   5. `usage`    – copied to the output.
@@ -202,6 +203,9 @@ export class ScriptRuntime implements AgentRuntime {
       }
       toolCalls.push({ name: tool.name, args, result });
       ctx.toolResults.push(result);
+      // sessions_yield ended the turn: no further tool, and the rule's reply is not said.
+      const yielded = input.tools.yielded?.();
+      if (yielded) return { reply: "", toolCalls, yielded, ...(rule.usage ? { usage: { input: rule.usage.input, output: rule.usage.output } } : {}) };
     }
     throwIfAborted(signal);
 

@@ -22,6 +22,19 @@ export interface ToolInvoker {
   /** JSON schemas of the tools this session may call (offered to LLMs as function tools). */
   definitions(): { name: string; description: string; parameters: Record<string, unknown> }[];
   call(name: string, args: Record<string, unknown>): Promise<unknown>;
+  /**
+   * Set once a tool call of this turn ended the turn on purpose (`sessions_yield`): its message.
+   * A runtime checks it after every tool call and, when set, stops right there (no further tool
+   * call, no further model request) and returns `{ reply: "", yielded }`. Optional: invokers
+   * that never yield leave it out.
+   */
+  yielded?(): TurnYielded | undefined;
+}
+
+/** The turn ended through `sessions_yield`: it has no reply; the next turn is the awaited event. */
+export interface TurnYielded {
+  /** What the caller passed to sessions_yield (default "Turn yielded."). */
+  message: string;
 }
 
 export interface RunInput {
@@ -49,6 +62,8 @@ export interface RunOutput {
   model?: string;
   /** Tool calls made during the turn, in order (recorded in the transcript). */
   toolCalls?: ToolCallResult[];
+  /** The turn yielded (see ToolInvoker.yielded): `reply` is "" and is never delivered. */
+  yielded?: TurnYielded;
 }
 
 export interface AgentRuntime {

@@ -41,6 +41,8 @@ export interface ListQuery {
   limit?: number;
   /** Only children of this session (spawnedBy). */
   spawnedBy?: string;
+  /** With `spawnedBy`: how many generations below it (1, the default: direct children only). */
+  spawnedByDepth?: number;
   label?: string;
   /** Case-insensitive substring over key, label, displayName, subject, sessionId. */
   search?: string;
@@ -51,6 +53,12 @@ export interface ListQuery {
 
 /** How far a filtered list may page through an index before it stops (documented limit). */
 export const LIST_SCAN_LIMIT = 10_000;
+/**
+ * The deepest a spawn lineage can go: `maxSpawnDepth` is at most 5 in the config schema, so a
+ * session is at most 5 `spawnedBy` hops below a session nobody spawned. Lineage walks stop here
+ * whatever the data says (see docs/concepts/subagents.md, Visibility).
+ */
+export const MAX_LINEAGE_DEPTH = 5;
 const PAGE = 200;
 
 export class SessionStore {
@@ -98,6 +106,52 @@ export class SessionStore {
 
   async childKeys(parentKey: string): Promise<string[]> {
     return await this.redis.zrange(this.keys.childrenIndex(parentKey), 0, -1);
+  }
+
+  /**
+   * Whether `ancestorKey` spawned `targetKey`, directly or through its descendants: a walk up the
+   * target's stored `spawnedBy` lineage (written once, never changed), at most
+   * MAX_LINEAGE_DEPTH reads. A deleted session in between cuts the line, as it does for
+   * `descendantKeys`.
+   */
+  async isDescendantOf(ancestorKey: string, targetKey: string): Promise<boolean> {
+    if (targetKey === ancestorKey) return false;
+    let key = targetKey;
+    for (let hop = 0; hop < MAX_LINEAGE_DEPTH; hop++) {
+      const parent = (await this.get(key))?.spawnedBy;
+      if (!parent) return false;
+      if (parent === ancestorKey) return true;
+      key = parent;
+    }
+    return false;
+  }
+
+  /**
+   * Everything `rootKey` spawned and what those spawned, down to `maxDepth` generations, from
+   * the children indexes (one read per session visited, breadth first, one round trip per
+   * generation). Stops after LIST_SCAN_LIMIT keys.
+   */
+  async descendantKeys(rootKey: string, maxDepth = MAX_LINEAGE_DEPTH): Promise<string[]> {
+    const seen = new Set<string>([rootKey]);
+    const out: string[] = [];
+    let frontier = [rootKey];
+    for (let depth = 0; depth < Math.min(maxDepth, MAX_LINEAGE_DEPTH) && frontier.length > 0; depth++) {
+      const pipe = this.redis.pipeline();
+      for (const k of frontier) pipe.zrange(this.keys.childrenIndex(k), 0, -1);
+      const next: string[] = [];
+      for (const [err, keys] of (await pipe.exec()) ?? []) {
+        if (err) throw err;
+        for (const k of keys as string[]) {
+          if (seen.has(k)) continue;
+          seen.add(k);
+          next.push(k);
+          out.push(k);
+          if (out.length >= LIST_SCAN_LIMIT) return out;
+        }
+      }
+      frontier = next;
+    }
+    return out;
   }
 
   /**
@@ -194,7 +248,7 @@ export class SessionStore {
       return entry && this.matches(entry, q, minScore) ? [entry] : [];
     }
     if (q.spawnedBy) {
-      const keys = await this.childKeys(q.spawnedBy);
+      const keys = (q.spawnedByDepth ?? 1) > 1 ? await this.descendantKeys(q.spawnedBy, q.spawnedByDepth) : await this.childKeys(q.spawnedBy);
       const entries = (await this.getMany(keys)).filter((e): e is SessionEntry => !!e && this.matches(e, q, minScore));
       return entries.sort((a, b) => b.updatedAt - a.updatedAt).slice(0, limit);
     }

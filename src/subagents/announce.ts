@@ -6,11 +6,14 @@
  *
  *   outcome frozen on the registry record (written once)
  *   → suppressed (steer/kill) or silent (ANNOUNCE_SKIP / NO_REPLY): nothing is said
- *   → top-level requester: the normalised block is posted to its channel (delivery id derived)
  *   → the requester session gets an inter-session turn (runId derived: pushed once); a busy
  *     requester runs it right after its current turn, from its inbox
+ *   → top-level requester: the normalised block is posted to its channel by this job itself
+ *     (delivery id derived, never posted again once delivered), so a channel that keeps
+ *     failing fails the announce
  *   → cleanup (delete the child, or keep it) and the registry archive timer.
- * After its last attempt the job stays failed in Bull Board and the run shows `announce: failed`.
+ * After its last attempt the job stays failed in Bull Board and the run shows `announce: failed`
+ * (the requester session has its turn all the same: the result is not lost).
  */
 import { DelayedError, type Job } from "bullmq";
 import type { Services } from "../app/services.js";
@@ -23,7 +26,7 @@ import { enqueueTurn } from "../runs/enqueue.js";
 import type { TurnContinuation } from "../runs/turn.js";
 import { isTerminal, type TerminalStatus } from "../runs/turn.js";
 import { subagentDepthFromKey } from "../session/key-classify.js";
-import { enqueueDelivery } from "../workers/deliver.js";
+import { deliverOnce } from "../workers/deliver.js";
 import { announceBody, announceTurnText, type AnnounceFacts } from "./announce-format.js";
 import { SubagentRegistry } from "./registry.js";
 
@@ -78,10 +81,11 @@ export function createSubagentProcessors(svc: Services) {
     }
     const run = await registry.get(d.runId);
     if (!run) return { done: "unknown-run" };
+    const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
     try {
-      return await announceRun(svc, registry, run, rec);
+      return await announceRun(svc, registry, run, rec, lastAttempt);
     } catch (err) {
-      if (job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) {
+      if (lastAttempt) {
         await registry.update(run.runId, { announce: "failed", announceError: (err as Error).message });
       }
       throw err;
@@ -102,6 +106,7 @@ async function announceRun(
   registry: SubagentRegistry,
   run: Awaited<ReturnType<SubagentRegistry["get"]>> & object,
   rec: Awaited<ReturnType<Services["runs"]["get"]>>,
+  lastAttempt: boolean,
 ): Promise<Record<string, unknown>> {
   // The outcome comes from the run record (the runtime), never from what the model wrote.
   const status = (rec && isTerminal(rec.status) ? rec.status : "error") as AnnounceFacts["status"];
@@ -147,9 +152,7 @@ async function announceRun(
   // A person is behind a top-level requester: the report goes to its chat, once. A nested
   // requester (an orchestrator sub-agent) only gets the internal turn.
   const route = requesterIsSubagent ? undefined : storedRoute(run.requesterSessionKey, requester);
-  if (route) {
-    await enqueueDelivery(svc, { id: `subagent-announce-${run.runId}`, sessionKey: run.requesterSessionKey, route, message: announceBody(facts), kind: "subagent_announce" });
-  }
+  // The requester session first: its completion turn does not depend on the channel being up.
   await enqueueTurn(svc, {
     runId: announceTurnRunId(run.childSessionKey, run.runId),
     sessionKey: run.requesterSessionKey,
@@ -161,6 +164,11 @@ async function announceRun(
     source: { sessionKey: run.childSessionKey, tool: "subagent_announce" },
     ...(route ? { deliver: { ...route, channel: route.channel } } : {}),
   });
+  if (route) {
+    // Throws while the channel fails: this job is retried with backoff (announceAttempts).
+    const message = announceBody(facts);
+    await deliverOnce(svc, { id: `subagent-announce-${run.runId}`, sessionKey: run.requesterSessionKey, route, message, kind: "subagent_announce" }, lastAttempt);
+  }
   await registry.update(run.runId, { announce: "delivered" });
   await cleanup(svc, run);
   return { done: "announced", status, posted: Boolean(route) };

@@ -1,4 +1,4 @@
-/** The visibility guard with its one I/O need (is the target a child of the caller?). */
+/** The visibility guard with its one I/O need (is the target a descendant of the caller?). */
 import type { Services } from "../app/services.js";
 import { defaultAgentId } from "../config/agents.js";
 import { agentIdFromSessionKey } from "../session/key-parse.js";
@@ -16,7 +16,8 @@ export function restrictedToSpawned(svc: Services, caller: ToolCaller): boolean 
 
 export async function guard(svc: Services, caller: ToolCaller, action: GuardAction, targetKey: string): Promise<GuardResult> {
   const visibility = visibilityOf(svc, caller);
-  const isSpawnedChild = targetKey !== caller.sessionKey && (await svc.sessions.isChildOf(caller.sessionKey, targetKey));
+  // `tree` is the caller and all it spawned, at any depth (docs/concepts/subagents.md, Visibility).
+  const isDescendant = targetKey !== caller.sessionKey && (await svc.sessions.isDescendantOf(caller.sessionKey, targetKey));
   return checkVisibility(svc.config, {
     action,
     visibility,
@@ -24,6 +25,6 @@ export async function guard(svc: Services, caller: ToolCaller, action: GuardActi
     requesterAgent: caller.agentId,
     targetKey,
     targetAgent: agentIdFromSessionKey(targetKey, defaultAgentId(svc.config)),
-    isSpawnedChild,
+    isDescendant,
   });
 }

@@ -1,12 +1,14 @@
 /**
  * sessions_list (REFERENCE §5.2): rows the caller may see, newest first, from the Redis indexes
- * in O(limit): `self` is one entry, `tree` the caller plus its children, `agent` the agent
- * index, `all` the global index (cross-agent rows only where agent-to-agent allows them).
+ * in O(limit): `self` is one entry, `tree` the caller plus its descendants (children index,
+ * breadth first), `agent` the agent index, `all` the global index (cross-agent rows only where
+ * agent-to-agent allows them, or that the caller spawned).
  */
 import type { Services } from "../app/services.js";
 import { mapLimit } from "./map-limit.js";
 import type { SessionKind } from "../storage/session-entry.js";
 import type { SessionEntry } from "../storage/session-entry.js";
+import { MAX_LINEAGE_DEPTH } from "../storage/session-store.js";
 import type { ToolCaller, ToolResult } from "./tool-context.js";
 import { argsError } from "./tool-context.js";
 import { deriveTitle, toRow, type SessionRow } from "./session-row.js";
@@ -70,25 +72,29 @@ export async function sessionsList(svc: Services, caller: ToolCaller, rawArgs: u
     includeReserved: globalAlias,
   };
 
+  // Everything the caller spawned, at any depth (the guard's `tree` rule). Under `all` they
+  // stay reachable across agents whatever agent-to-agent says (#55983), so they are needed there too.
+  const spawned =
+    visibility === "tree" || visibility === "all" || restrictToSpawned
+      ? await svc.sessions.list({ ...query, spawnedBy: caller.sessionKey, spawnedByDepth: MAX_LINEAGE_DEPTH })
+      : [];
+  const descendants = new Set(spawned.map((e) => e.key));
   let entries: SessionEntry[];
   if (visibility === "self") {
     const self = await svc.sessions.get(caller.sessionKey);
     entries = self ? [self] : [];
   } else if (visibility === "tree" || restrictToSpawned) {
-    const children = await svc.sessions.list({ ...query, spawnedBy: caller.sessionKey });
     const self = restrictToSpawned ? null : await svc.sessions.get(caller.sessionKey);
-    entries = [...(self ? [self] : []), ...children];
+    entries = [...(self ? [self] : []), ...spawned];
   } else {
     const sameAgentOnly = visibility === "agent" || !svc.config.tools.agentToAgent.enabled;
     const agentId = args.agentId ?? (sameAgentOnly ? caller.agentId : undefined);
-    // Under `all` the caller's own cross-agent children are reachable even with agent-to-agent
-    // off (#55983), so they are listed too (the guard lets history/send/status reach them).
-    const ownCrossAgentChildren =
-      visibility === "all" && sameAgentOnly
-        ? (await svc.sessions.list({ ...query, spawnedBy: caller.sessionKey })).filter((e) => e.agentId !== caller.agentId && (!args.agentId || e.agentId === args.agentId))
-        : [];
+    // With agent-to-agent off the agent index has none of them: the caller's cross-agent
+    // descendants are added (the guard lets history/send/status reach them).
+    const ownCrossAgent =
+      visibility === "all" && sameAgentOnly ? spawned.filter((e) => e.agentId !== caller.agentId && (!args.agentId || e.agentId === args.agentId)) : [];
     const own = sameAgentOnly && agentId !== caller.agentId ? [] : await svc.sessions.list({ ...query, ...(agentId ? { agentId } : {}) });
-    entries = [...own, ...ownCrossAgentChildren];
+    entries = [...own, ...ownCrossAgent];
   }
 
   // Newest first before the limit cuts (the caller's own row comes first only if it is newest).
@@ -105,8 +111,7 @@ export async function sessionsList(svc: Services, caller: ToolCaller, rawArgs: u
       if (!hay.includes(args.search.toLowerCase())) continue;
     }
     if (e.agentId !== caller.agentId && agentToAgentAllowed(svc.config, caller.agentId, e.agentId) !== "allowed") {
-      const child = e.spawnedBy === caller.sessionKey;
-      if (!child || visibility === "self") continue;
+      if (!descendants.has(e.key) || visibility === "self") continue;
     }
     rows.push(toRow(svc.config, e, caller.agentId, svc.transcripts.path(e.agentId, e.sessionId)));
     if (rows.length >= limit) break;

@@ -129,8 +129,10 @@ export function createToolRuntime(svc: Services): ToolRuntime {
       const allowed = new Set<string>(effectiveTools(svc.config, caller));
       const invoker: ToolInvoker = {
         definitions: () => definitions.filter((d) => allowed.has(d.name)),
-        // After sessions_yield the turn is over: nothing else is done in it.
+        // After sessions_yield the turn is over: runtimes stop calling tools (they check
+        // `yielded`); one that does not is refused anything else in this turn.
         call: async (name, args) => (yielded !== undefined ? { status: "error", error: `turn yielded: ${yielded}` } : await call(name, caller, args)),
+        yielded: () => (yielded !== undefined ? { message: yielded } : undefined),
       };
       return invoker;
     },

@@ -61,16 +61,16 @@ export interface GuardInput {
   requesterAgent: string;
   targetKey: string;
   targetAgent: string;
-  /** Target was spawned by the requester (its children index): needed for `tree`. */
-  isSpawnedChild: boolean;
+  /** Target was spawned by the requester or by one of its descendants: needed for `tree`. */
+  isDescendant: boolean;
 }
 
 export function checkVisibility(config: Config, g: GuardInput): GuardResult {
   const label = ACTION_LABEL[g.action];
   if (g.targetAgent !== g.requesterAgent) {
-    // A requester's own spawned children stay reachable under tree/all even across agents
+    // A requester's own spawned descendants stay reachable under tree/all even across agents
     // (#55983); `agent` means the caller's agent only, `self` the caller only.
-    if (g.isSpawnedChild && (g.visibility === "tree" || g.visibility === "all")) return { allowed: true };
+    if (g.isDescendant && (g.visibility === "tree" || g.visibility === "all")) return { allowed: true };
     if (g.visibility !== "all") {
       return { allowed: false, status: "forbidden", error: `${label} visibility is restricted. Set tools.sessions.visibility=all to allow cross-agent access.` };
     }
@@ -83,7 +83,7 @@ export function checkVisibility(config: Config, g: GuardInput): GuardResult {
   if (g.visibility === "self") {
     return { allowed: false, status: "forbidden", error: `${label} visibility is restricted to the current session (tools.sessions.visibility=self).` };
   }
-  if (g.visibility === "tree" && !g.isSpawnedChild) {
+  if (g.visibility === "tree" && !g.isDescendant) {
     return { allowed: false, status: "forbidden", error: `${label} visibility is restricted to the current session tree (tools.sessions.visibility=tree).` };
   }
   return { allowed: true };

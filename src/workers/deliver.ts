@@ -17,31 +17,39 @@ export interface DeliverData {
 }
 
 export function createDeliverProcessor(svc: Services) {
+  return async (job: Job<DeliverData>): Promise<{ status: string }> =>
+    await deliverOnce(svc, job.data, job.attemptsMade + 1 >= (job.opts.attempts ?? 1));
+}
+
+/**
+ * One attempt at one outbound message, recorded in the delivery log, inside whatever job
+ * retries it: the `deliver` job, or the sub-agent announce job (which posts itself, so that a
+ * channel that keeps failing fails the announce). A message the log already shows delivered is
+ * not sent again. Throws when the channel fails; the record turns `failed` on `lastAttempt`.
+ */
+export async function deliverOnce(svc: Services, d: DeliverData, lastAttempt: boolean): Promise<{ status: string }> {
   const log = new DeliveryLog(svc.redis, svc.keys);
-  return async (job: Job<DeliverData>): Promise<{ status: string }> => {
-    const d = job.data;
-    await log.open({ id: d.id, sessionKey: d.sessionKey, kind: d.kind, message: d.message, ...d.route });
-    const entry = await svc.sessions.get(d.sessionKey);
-    const policy = sessionSendPolicy(svc.config, d.sessionKey, entry);
-    if (policy === "deny") {
-      await log.setStatus(d.id, "blocked", "send blocked by session policy");
-      return { status: "blocked" };
-    }
-    const channel = svc.config.channels[d.route.channel];
-    if (!channel) {
-      await log.setStatus(d.id, "no_route", `no adapter configured for channel ${d.route.channel}`);
-      return { status: "no_route" };
-    }
-    try {
-      await sendThroughChannel(channel, { id: d.id, message: d.message, sessionKey: d.sessionKey, kind: d.kind, ...d.route });
-    } catch (err) {
-      const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-      await log.attempt(d.id, lastAttempt ? "failed" : "pending", (err as Error).message);
-      throw err;
-    }
-    await log.attempt(d.id, "delivered");
-    return { status: "delivered" };
-  };
+  await log.open({ id: d.id, sessionKey: d.sessionKey, kind: d.kind, message: d.message, ...d.route });
+  if ((await log.get(d.id))?.status === "delivered") return { status: "delivered" };
+  const entry = await svc.sessions.get(d.sessionKey);
+  const policy = sessionSendPolicy(svc.config, d.sessionKey, entry);
+  if (policy === "deny") {
+    await log.setStatus(d.id, "blocked", "send blocked by session policy");
+    return { status: "blocked" };
+  }
+  const channel = svc.config.channels[d.route.channel];
+  if (!channel) {
+    await log.setStatus(d.id, "no_route", `no adapter configured for channel ${d.route.channel}`);
+    return { status: "no_route" };
+  }
+  try {
+    await sendThroughChannel(channel, { id: d.id, message: d.message, sessionKey: d.sessionKey, kind: d.kind, ...d.route });
+  } catch (err) {
+    await log.attempt(d.id, lastAttempt ? "failed" : "pending", (err as Error).message);
+    throw err;
+  }
+  await log.attempt(d.id, "delivered");
+  return { status: "delivered" };
 }
 
 /** Queue an outbound message (reply, announce or explicit `send`) with retries. */

@@ -88,7 +88,9 @@ function resultEntries(turn: Turn, outcome: TurnOutcome, output: RunOutput | und
       entry(`${turn.runId}:r${i}`, turn.runId, { role: "toolResult", toolCallId: callId, toolName: call.name, content: [{ type: "text", text: JSON.stringify(call.result) }], isError: false, timestamp: now }, now),
     );
   });
-  if (outcome.status === "ok") {
+  if (outcome.status === "ok" && output?.yielded) {
+    lines.push(...yieldedEntries(turn.runId, output, now));
+  } else if (outcome.status === "ok") {
     lines.push(
       entry(`${turn.runId}:a`, turn.runId, {
         role: "assistant",
@@ -105,6 +107,34 @@ function resultEntries(turn: Turn, outcome: TurnOutcome, output: RunOutput | und
     );
   }
   return lines;
+}
+
+/**
+ * A turn ended by sessions_yield, written as OpenClaw writes it: an empty assistant message
+ * stopped as `aborted`, then a hidden `openclaw.sessions_yield` note (a `custom` line, not
+ * replayed to models). See docs/concepts/subagents.md, sessions_yield.
+ */
+function yieldedEntries(runId: string, output: RunOutput, now: number): TranscriptEntry[] {
+  const message = output.yielded?.message ?? "";
+  const ts = new Date(now).toISOString();
+  return [
+    entry(`${runId}:a`, runId, {
+      role: "assistant",
+      content: [{ type: "text", text: "" }],
+      timestamp: now,
+      stopReason: "aborted",
+      ...(output.model ? { model: output.model } : {}),
+      ...(output.usage ? { usage: { input: output.usage.input, output: output.usage.output, totalTokens: output.usage.input + output.usage.output } } : {}),
+    }, now),
+    {
+      type: "custom",
+      id: `${runId}:y`,
+      runId,
+      timestamp: ts,
+      customType: "openclaw.sessions_yield",
+      data: { message, note: `${message}\n\n[Context: The previous turn ended intentionally via sessions_yield while waiting for a follow-up event.]` },
+    },
+  ];
 }
 
 /** The turn's user line. */
@@ -159,6 +189,12 @@ export function outcomeFromLines(runId: string, lines: TranscriptEntry[]): Recov
       return { name: call?.name ?? "", args: call?.arguments ?? {}, result: text === undefined ? null : safeParse(text) };
     });
   const extra = { ...(toolCalls.length ? { toolCalls } : {}), ...(msg.model ? { model: msg.model } : {}), ...(msg.usage ? { usage: { input: msg.usage.input, output: msg.usage.output } } : {}) };
+  // A yielded turn (its `:y` note is written with its `:a` line): ok, no reply.
+  const yieldNote = lines.find((l) => l.id === `${runId}:y`);
+  if (yieldNote) {
+    const yielded = { message: String((yieldNote.data as { message?: unknown } | undefined)?.message ?? "") };
+    return { outcome: { status: "ok", reply: "" }, output: { reply: "", ...extra, yielded }, at };
+  }
   if (msg.stopReason === "stop") {
     const reply = (msg.content as { type: string; text?: string }[]).filter((b) => b.type === "text").map((b) => b.text ?? "").join("");
     return { outcome: { status: "ok", reply }, output: { reply, ...extra }, at };
@@ -282,6 +318,15 @@ export class TurnExecutor {
     const signal = AbortSignal.any(signals);
     try {
       const runtime = createRuntime(agentRuntime(svc.config, turn.agentId));
+      const tools = this.tools({
+        sessionKey: turn.sessionKey,
+        agentId: turn.agentId,
+        runId: turn.runId,
+        sandboxed: entryNow?.sandboxed ?? isAgentSandboxed(svc.config, turn.agentId),
+        hop: turn.hop ?? 0,
+        ...(turn.traceId ? { traceId: turn.traceId } : {}),
+        ...(entryNow?.spawnDepth ? { spawnDepth: entryNow.spawnDepth, ...(entryNow.subagentRole ? { subagentRole: entryNow.subagentRole } : {}) } : {}),
+      });
       const output = await runtime.run({
         runId: turn.runId,
         agentId: turn.agentId,
@@ -293,19 +338,15 @@ export class TurnExecutor {
         // The transcript's tail, without anything of this turn (a re-run may have written its user line).
         loadHistory: async () => await historyBefore(svc, turn, HISTORY_LIMIT),
         signal,
-        tools: this.tools({
-          sessionKey: turn.sessionKey,
-          agentId: turn.agentId,
-          runId: turn.runId,
-          sandboxed: entryNow?.sandboxed ?? isAgentSandboxed(svc.config, turn.agentId),
-          hop: turn.hop ?? 0,
-          ...(turn.traceId ? { traceId: turn.traceId } : {}),
-          ...(entryNow?.spawnDepth ? { spawnDepth: entryNow.spawnDepth, ...(entryNow.subagentRole ? { subagentRole: entryNow.subagentRole } : {}) } : {}),
-        }),
+        tools,
         ...(turn.extraSystemPrompt ? { extraSystemPrompt: turn.extraSystemPrompt } : {}),
         ...((turn.model ?? entryNow?.modelOverride) ? { model: turn.model ?? entryNow?.modelOverride } : {}),
       });
       if (signal.aborted) throw new RunAbortedError(signal.reason);
+      // A yielded turn is ok and has no reply (nothing delivered), whatever text the runtime
+      // still returned; the awaited completion is the session's next turn.
+      const yielded = output.yielded ?? tools.yielded?.();
+      if (yielded) return { outcome: { status: "ok", reply: "" }, output: { ...output, reply: "", yielded } };
       const reply = wellFormed(output.reply);
       return { outcome: { status: "ok", reply }, output: { ...output, reply } };
     } catch (err) {
@@ -325,7 +366,12 @@ export class TurnExecutor {
    * re-run reuses it instead of running the runtime again (its tools, its cost).
    */
   private async saveResult(turn: Turn, lease: LeaseHandle, outcome: TurnOutcome, output: RunOutput | undefined, at: number): Promise<void> {
-    const extra = { ...(output?.toolCalls?.length ? { toolCalls: output.toolCalls } : {}), ...(output?.model ? { model: output.model } : {}), ...(output?.usage ? { usage: output.usage } : {}) };
+    const extra = {
+      ...(output?.toolCalls?.length ? { toolCalls: output.toolCalls } : {}),
+      ...(output?.model ? { model: output.model } : {}),
+      ...(output?.usage ? { usage: output.usage } : {}),
+      ...(output?.yielded ? { yielded: output.yielded } : {}),
+    };
     await this.svc.runs.update(lease, turn.runId, {
       resultSaved: 1,
       resultStatus: outcome.status,

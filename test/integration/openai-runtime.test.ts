@@ -428,4 +428,36 @@ describe("openai runtime against a local chat-completions server", () => {
     expect(performance.now() - started).toBeLessThan(500);
     expect(server.requests).toHaveLength(1);
   });
+
+  it("a call that yields the turn ends the run there: no later call of the batch, no further request", async () => {
+    let yielded: { message: string } | undefined;
+    const recording = new RecordingTools((name) => {
+      if (name !== "sessions_yield") return { status: "ok" };
+      yielded = { message: "waiting for the researchers" };
+      return { status: "yielded", message: yielded.message };
+    });
+    const tools: ToolInvoker = { definitions: () => recording.definitions(), call: (n, a) => recording.call(n, a), yielded: () => yielded };
+    server.script(
+      () => ({
+        body: completion(
+          {
+            content: "I will wait.",
+            tool_calls: [
+              { id: "a", type: "function", function: { name: "sessions_list", arguments: "{}" } },
+              { id: "b", type: "function", function: { name: "sessions_yield", arguments: '{"message":"waiting for the researchers"}' } },
+              { id: "c", type: "function", function: { name: "sessions_send", arguments: '{"message":"too late"}' } },
+            ],
+          },
+          { prompt_tokens: 7, completion_tokens: 3 },
+          "tool_calls",
+        ),
+      }),
+      () => ({ body: completion({ content: "must never be asked for" }) }),
+    );
+    const out = await new OpenAIRuntime(config()).run(runInput(tools));
+    expect(server.requests).toHaveLength(1);
+    expect(recording.calls.map((c) => c.name)).toEqual(["sessions_list", "sessions_yield"]);
+    expect(out).toMatchObject({ reply: "", yielded: { message: "waiting for the researchers" }, usage: { input: 7, output: 3 } });
+    expect(out.toolCalls?.map((c) => c.name)).toEqual(["sessions_list", "sessions_yield"]);
+  });
 });

@@ -6,7 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestSystem, until, type TestSystem } from "../helpers/system.js";
-import { chat, scriptAgent, settle, tool, toolsConfig, transcript, textOf } from "../fixtures/tools-support.js";
+import { readFile } from "node:fs/promises";
+import { chat, deliveries, scriptAgent, settle, tool, toolsConfig, transcript, textOf } from "../fixtures/tools-support.js";
 import { announceDeliveries, announced, completionTurns, COMPLETION, registry } from "../fixtures/subagents-support.js";
 
 const BOSS = "agent:boss:main";
@@ -27,7 +28,11 @@ describe("orchestrators, yield and maxConcurrent", () => {
                 { when: { contains: COMPLETION }, reply: "NO_REPLY" },
                 { when: { contains: "orchestrate" }, tools: [{ name: "sessions_spawn", args: { task: "leaf work", label: "leafy" } }], reply: "spawned {{tool.0.status}} {{tool.0.childSessionKey}}" },
                 { when: { contains: "leaf work" }, tools: [{ name: "sessions_spawn", args: { task: "deeper" } }], reply: "leaf tried: {{tool.0.status}} {{tool.0.error}}" },
-                { when: { contains: "yield now" }, tools: [{ name: "sessions_spawn", args: { task: "tiny task" } }, { name: "sessions_yield", args: {} }, { name: "sessions_list", args: {} }], reply: "" },
+                {
+                  when: { contains: "yield now" },
+                  tools: [{ name: "sessions_spawn", args: { task: "tiny task" } }, { name: "sessions_yield", args: {} }, { name: "sessions_list", args: {} }],
+                  reply: "UNSAID final text {{tool.0.status}}",
+                },
                 { when: { contains: "tiny task" }, delayMs: 300, reply: "tiny done" },
                 { reply: "boss: {{text}}" },
               ],
@@ -69,30 +74,74 @@ describe("orchestrators, yield and maxConcurrent", () => {
     expect(await announceDeliveries(sys, res.childSessionKey)).toEqual([]);
     // The boss's own chat got the orchestrator's report only.
     expect((await announceDeliveries(sys, BOSS)).filter((d) => d.message.includes(res.childSessionKey))).toHaveLength(1);
-    // tree: direct children only (as OpenClaw): the orchestrator sees its leaf, the boss does not.
+    // tree = the requester and all its descendants (OpenClaw: direct children only): the
+    // orchestrator sees its leaf, the boss sees both; the orchestrator does not see the boss.
     expect((await tool(sys, "sessions_history", res.childSessionKey, { sessionKey: grandKey })).messages.length).toBeGreaterThan(0);
-    expect(await tool(sys, "sessions_history", BOSS, { sessionKey: grandKey })).toMatchObject({ status: "forbidden" });
+    expect((await tool(sys, "sessions_history", BOSS, { sessionKey: grandKey })).messages.length).toBeGreaterThan(0);
+    const bossList = (await tool(sys, "sessions_list", BOSS, {})).sessions.map((s: { key: string }) => s.key);
+    expect(bossList).toEqual(expect.arrayContaining([res.childSessionKey, grandKey]));
+    const treeText = "Session history visibility is restricted to the current session tree (tools.sessions.visibility=tree).";
+    expect(await tool(sys, "sessions_history", res.childSessionKey, { sessionKey: BOSS })).toEqual({ status: "forbidden", error: treeText });
+    expect((await tool(sys, "sessions_list", res.childSessionKey, {})).sessions.map((s: { key: string }) => s.key).sort()).toEqual([res.childSessionKey, grandKey].sort());
     // The orchestrator has its subset of tools; session_status is not among them.
     expect((await tool(sys, "subagents", res.childSessionKey, {})).status).toBe("ok");
     expect((await tool(sys, "session_status", res.childSessionKey, {})).status).toBe("forbidden");
     expect(await tool(sys, "subagents", grandKey!, {})).toMatchObject({ status: "forbidden" });
   });
 
-  it("sessions_yield ends the turn; the completion is the requester's next turn", async () => {
+  it("sessions_yield ends the turn: no further tool, no reply delivered; the completion is the requester's next turn", async () => {
     const r = await sys.post("/v1/inbound", { channel: "tg", chatType: "group", from: "3", groupId: "yield", text: "yield now", agentId: "boss" });
     const key = r.body.sessionKey as string;
-    await sys.rpc("agent.wait", { runId: r.body.runId, timeoutMs: 10_000 });
+    const yieldRunId = r.body.runId as string;
+    // The turn is over as soon as it yielded: ok, with no reply (the runtime's text is dropped).
+    expect(await sys.rpc("agent.wait", { runId: yieldRunId, timeoutMs: 10_000 })).toMatchObject({ status: "ok", reply: "" });
+    const yieldRun = (await sys.get(`/v1/runs/${yieldRunId}`)).body;
+    expect(yieldRun).toMatchObject({ status: "ok", reply: "", yielded: "Turn yielded." });
+    const [childKey] = await sys.svc.sessions.childKeys(key);
+    const childRunId = (await registry(sys).currentRunOf(childKey!))!;
+    const child = await announced(sys, childRunId);
+    // It did not wait for its child: the child (300 ms of work) ended after the yield.
+    expect(child.endedAt!).toBeGreaterThan(yieldRun.endedAt);
+
     await until(async () => (await completionTurns(sys, key)).length === 1, 15_000);
     await settle(sys);
     const lines = await transcript(sys, key);
+    // Two tool calls only: the spawn and the yield; the sessions_list after it never ran.
+    const calls = lines.filter((m) => m.role === "assistant" && Array.isArray(m.content) && (m.content as { type: string }[]).some((b) => b.type === "toolCall"));
+    expect(calls.map(textOf)).toEqual(["sessions_spawn", "sessions_yield"]);
     const results = lines.filter((m) => m.role === "toolResult").map((m) => JSON.parse(textOf(m)));
+    expect(results).toHaveLength(2);
+    expect(results[0]).toMatchObject({ status: "accepted", childSessionKey: childKey });
     expect(results[1]).toEqual({ status: "yielded", message: "Turn yielded." });
-    expect(results[2]).toMatchObject({ status: "error", error: "turn yielded: Turn yielded." });
-    // After the yielding turn, the next user line is the completion event of its child.
+    // The yielding turn's answer is empty and stopped as aborted (OpenClaw's shape); the
+    // rule's final text is nowhere: not in the transcript, not delivered.
+    const yieldAnswer = lines.find((m) => m.role === "assistant" && m.stopReason === "aborted");
+    expect(yieldAnswer && textOf(yieldAnswer)).toBe("");
+    expect(lines.some((m) => textOf(m).includes("UNSAID"))).toBe(false);
+    const posts = await deliveries(sys, key);
+    expect(posts.some((d) => String(d.message).includes("UNSAID"))).toBe(false);
+    expect(posts.filter((d) => d.kind === "reply")).toEqual([]);
+    expect(posts.filter((d) => d.kind === "subagent_announce")).toHaveLength(1);
+    // The next user line after the yielding turn is the completion event of its child, run
+    // as the session's next turn once the child had ended.
     const users = lines.filter((m) => m.role === "user");
-    expect(textOf(users[users.length - 1]!)).toContain(COMPLETION);
-    expect(textOf(users[users.length - 1]!)).toContain("tiny done");
     expect(users.map((u) => textOf(u).slice(0, 9))).toEqual(["yield now", COMPLETION.slice(0, 9)]);
+    expect(textOf(users[1]!)).toContain("tiny done");
+    expect(textOf(users[1]!)).toContain(childKey);
+    // And the yield is noted in the transcript file as OpenClaw notes it (a hidden custom line).
+    const entry = (await sys.svc.sessions.get(key))!;
+    const raw = (await readFile(sys.svc.transcripts.path(entry.agentId, entry.sessionId), "utf8")).trim().split("\n").map((l) => JSON.parse(l));
+    expect(raw.filter((e) => e.type === "custom")).toEqual([
+      expect.objectContaining({
+        runId: yieldRunId,
+        customType: "openclaw.sessions_yield",
+        data: { message: "Turn yielded.", note: expect.stringContaining("[Context: The previous turn ended intentionally via sessions_yield") },
+      }),
+    ]);
+  });
+
+  it("sessions_yield outside a running turn (HTTP) is refused as OpenClaw refuses it", async () => {
+    expect(await tool(sys, "sessions_yield", BOSS, {})).toEqual({ status: "error", error: "Yield not supported in this context" });
   });
 
   it("50 spawns with maxConcurrent 4: never more than 4 running at once, all announced once", async () => {

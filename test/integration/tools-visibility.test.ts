@@ -1,7 +1,8 @@
 /**
  * Who may see or message which session (REFERENCE §6): every visibility level for the four
  * session tools over HTTP, the sandbox clamp, the agent-to-agent policy and allow patterns, with
- * OpenClaw's exact error texts (§6.3).
+ * OpenClaw's exact error texts (§6.3). `tree` is the caller and all its descendants (OpenClaw:
+ * direct children only; docs/concepts/subagents.md).
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -128,41 +129,56 @@ describe("visibility self", () => {
 });
 
 describe("visibility tree", () => {
+  // Deeper than the shared fixture: MAIN → CHILD → GRANDCHILD → GREAT, CHILD → XGRAND (another
+  // agent), and CHILD's sibling SIBLING.
+  const GREAT = "agent:main:subagent:ggc1";
+  const XGRAND = "agent:ops-b:subagent:xg1";
+  const SIBLING = "agent:main:subagent:c2";
   let sys: TestSystem;
   beforeAll(async () => {
-    sys = await visSystem({ sessions: { visibility: "tree" }, agentToAgent: { enabled: true } });
+    sys = await visSystem({ sessions: { visibility: "tree" }, agentToAgent: { enabled: false } });
+    await put(sys, GREAT, "main", "other", { spawnedBy: GRANDCHILD });
+    await put(sys, XGRAND, "ops-b", "other", { spawnedBy: CHILD });
+    await put(sys, SIBLING, "main", "other", { spawnedBy: MAIN });
   });
   afterAll(async () => {
     await sys?.close();
   });
 
-  it("lists self and the sessions it spawned (cross-agent ones too), not grandchildren", async () => {
-    expect(await listKeys(sys, MAIN)).toEqual([CHILD, XCHILD, "main"].sort());
+  it("lists self and all its descendants (cross-agent ones too), nothing else", async () => {
+    expect(await listKeys(sys, MAIN)).toEqual([CHILD, SIBLING, GRANDCHILD, GREAT, XCHILD, XGRAND, "main"].sort());
     expect(await listKeys(sys, MAIN, { kinds: ["main"] })).toEqual(["main"]);
     expect(await listKeys(sys, MAIN, { agentId: "ops-a" })).toEqual([XCHILD]);
-    // A child sees its own children.
-    expect(await listKeys(sys, CHILD)).toEqual([CHILD, GRANDCHILD].sort());
+    expect(await listKeys(sys, MAIN, { agentId: "ops-b" })).toEqual([XGRAND]);
+    // A child sees its own subtree: not its parent, not its sibling.
+    expect(await listKeys(sys, CHILD)).toEqual([CHILD, GRANDCHILD, GREAT, XGRAND].sort());
+    expect(await listKeys(sys, GRANDCHILD)).toEqual([GRANDCHILD, GREAT].sort());
+    expect(await listKeys(sys, GREAT)).toEqual([GREAT]);
   });
 
   it("limit keeps the newest rows (the caller itself is not privileged)", async () => {
-    await sys.svc.sessions.upsert(XCHILD, { agentId: "ops-a", kind: "other" }, {}, { now: Date.now() + 1000 });
+    await sys.svc.sessions.upsert(XCHILD, { agentId: "ops-a", kind: "other" }, {}, { now: Date.now() + 60_000 });
     expect(await listKeys(sys, MAIN, { limit: 1 })).toEqual([XCHILD]);
     const two = await tool(sys, "sessions_list", MAIN, { limit: 2 });
     expect(two.sessions[0].updatedAt).toBeGreaterThanOrEqual(two.sessions[1].updatedAt);
   });
 
-  it("self and spawned children are reachable", async () => {
-    await expectAllowed(sys, MAIN, ["current", CHILD, XCHILD]);
+  it("self and every descendant are reachable: children, grandchildren, great-grandchildren, across agents", async () => {
+    await expectAllowed(sys, MAIN, ["current", CHILD, GRANDCHILD, GREAT, XCHILD, XGRAND]);
+    await expectAllowed(sys, CHILD, [GRANDCHILD, GREAT, XGRAND]);
   });
 
-  it("siblings and grandchildren are refused with the tree text", async () => {
-    await expectForbidden(sys, MAIN, [GROUP, GRANDCHILD], treeText);
-    // …and the parent is not in a child's tree either.
-    await expectForbidden(sys, CHILD, [MAIN], treeText);
+  it("siblings, parents and other branches are refused with the tree text", async () => {
+    await expectForbidden(sys, MAIN, [GROUP], treeText);
+    await expectForbidden(sys, CHILD, [MAIN, SIBLING], treeText);
+    await expectForbidden(sys, GRANDCHILD, [MAIN, CHILD, SIBLING], treeText);
+    await expectForbidden(sys, GREAT, [GRANDCHILD, CHILD, MAIN], treeText);
+    await expectForbidden(sys, SIBLING, [CHILD, GRANDCHILD, GREAT], treeText);
   });
 
-  it("other agents' sessions are refused with the cross-agent text", async () => {
+  it("other agents' sessions are refused with the cross-agent text (a cross-agent descendant's parent too)", async () => {
     await expectForbidden(sys, MAIN, [OPS_A, GUEST], crossText);
+    await expectForbidden(sys, XGRAND, [CHILD], crossText);
   });
 });
 
@@ -193,27 +209,32 @@ describe("visibility agent", () => {
 
 describe("visibility all", () => {
   describe("agent-to-agent disabled (the default)", () => {
+    // A cross-agent grandchild of MAIN, spawned by its same-agent child.
+    const XGRAND = "agent:guest:subagent:xg2";
     let sys: TestSystem;
     beforeAll(async () => {
       sys = await visSystem({ sessions: { visibility: "all" } });
+      await put(sys, XGRAND, "guest", "other", { spawnedBy: CHILD });
     });
     afterAll(async () => {
       await sys?.close();
     });
 
-    it("lists the caller's agent and its own spawned children (other cross-agent rows silently left out)", async () => {
-      expect(await listKeys(sys, MAIN)).toEqual([...SAME_AGENT, XCHILD].map(display).sort());
+    it("lists the caller's agent and its own descendants (other cross-agent rows silently left out)", async () => {
+      expect(await listKeys(sys, MAIN)).toEqual([...SAME_AGENT, XCHILD, XGRAND].map(display).sort());
       expect(await listKeys(sys, MAIN, { agentId: "ops-a" })).toEqual([XCHILD]);
-      expect(await listKeys(sys, MAIN, { agentId: "guest" })).toEqual([]);
+      expect(await listKeys(sys, MAIN, { agentId: "guest" })).toEqual([XGRAND]);
       expect(await listKeys(sys, OPS_A)).toEqual(["main", XCHILD].sort());
+      expect(await listKeys(sys, GROUP)).toEqual(SAME_AGENT.map(display).sort());
     });
 
     it("cross-agent history/status/send are refused with the A2A-disabled texts", async () => {
       await expectForbidden(sys, MAIN, [OPS_A, GUEST], (a) => A2A_DISABLED[a]);
     });
 
-    it("the caller's own cross-agent children stay reachable (as under tree, #55983)", async () => {
-      await expectAllowed(sys, MAIN, [XCHILD]);
+    it("the caller's own cross-agent descendants stay reachable (as under tree, #55983); others' are not", async () => {
+      await expectAllowed(sys, MAIN, [XCHILD, XGRAND]);
+      await expectForbidden(sys, GROUP, [XCHILD, XGRAND], (a) => A2A_DISABLED[a]);
     });
 
     it("same-agent sessions are all reachable", async () => {
@@ -285,15 +306,16 @@ describe("sandboxed callers are clamped to their tree", () => {
     await sys?.close();
   });
 
-  it("list shows only the sessions it spawned", async () => {
-    expect(await listKeys(sys, MAIN, {}, true)).toEqual([CHILD, XCHILD].sort());
+  it("list shows only the sessions it spawned, at any depth", async () => {
+    expect(await listKeys(sys, MAIN, {}, true)).toEqual([CHILD, GRANDCHILD, XCHILD].sort());
     // The same caller unsandboxed sees everything.
     expect((await listKeys(sys, MAIN, {}, false)).length).toBe(8);
   });
 
-  it("self and children are reachable; the rest is refused with the tree / cross-agent texts", async () => {
-    await expectAllowed(sys, MAIN, ["current", CHILD, XCHILD], true);
-    await expectForbidden(sys, MAIN, [GROUP, GRANDCHILD], treeText, true);
+  it("self and descendants are reachable; the rest is refused with the tree / cross-agent texts", async () => {
+    await expectAllowed(sys, MAIN, ["current", CHILD, GRANDCHILD, XCHILD], true);
+    await expectForbidden(sys, MAIN, [GROUP], treeText, true);
+    await expectForbidden(sys, CHILD, [MAIN, GROUP], treeText, true);
     await expectForbidden(sys, MAIN, [OPS_A], crossText, true);
   });
 
@@ -318,7 +340,7 @@ describe("sandboxed callers are clamped to their tree", () => {
     try {
       // The session entry says it runs sandboxed (as a sandboxed agent's sessions do).
       await s2.svc.sessions.upsert(MAIN, { agentId: "main", kind: "main" }, { sandboxed: true });
-      expect(await listKeys(s2, MAIN)).toEqual([CHILD, XCHILD].sort());
+      expect(await listKeys(s2, MAIN)).toEqual([CHILD, GRANDCHILD, XCHILD].sort());
       expect(await attempt(s2, "history", MAIN, GROUP)).toEqual({ status: "forbidden", error: treeText("history") });
       // An explicit sandboxed:false in the body wins.
       expect(await attempt(s2, "history", MAIN, GROUP, false)).toBeNull();

@@ -324,6 +324,37 @@ describe("script runtime: output", () => {
     expect(free.usage).toBeUndefined();
     expect(free.toolCalls).toBeUndefined();
   });
+
+  it("a tool call that yields the turn ends the run there: no later tool, no reply", async () => {
+    let yielded: { message: string } | undefined;
+    const recording = new RecordingTools({
+      sessions_spawn: { status: "accepted", childSessionKey: "agent:main:subagent:x" },
+      sessions_yield: (args: Record<string, unknown>) => {
+        yielded = { message: String(args.message) };
+        return { status: "yielded", message: args.message };
+      },
+      sessions_list: { count: 0 },
+    });
+    const tools: ToolInvoker = { definitions: () => recording.definitions(), call: (n, a) => recording.call(n, a), yielded: () => yielded };
+    const r = rt([
+      {
+        tools: [{ name: "sessions_spawn", args: { task: "t" } }, { name: "sessions_yield", args: { message: "wait {{tool.0.childSessionKey}}" } }, { name: "sessions_list", args: {} }],
+        reply: "never said",
+        usage: { input: 2, output: 1 },
+      },
+    ]);
+    const out = await r.run(runInput("go", { tools }));
+    expect(recording.calls.map((c) => c.name)).toEqual(["sessions_spawn", "sessions_yield"]);
+    expect(out).toEqual({
+      reply: "",
+      yielded: { message: "wait agent:main:subagent:x" },
+      usage: { input: 2, output: 1 },
+      toolCalls: [
+        { name: "sessions_spawn", args: { task: "t" }, result: { status: "accepted", childSessionKey: "agent:main:subagent:x" } },
+        { name: "sessions_yield", args: { message: "wait agent:main:subagent:x" }, result: { status: "yielded", message: "wait agent:main:subagent:x" } },
+      ],
+    });
+  });
 });
 
 describe("echo runtime and registry", () => {
