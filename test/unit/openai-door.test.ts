@@ -45,7 +45,7 @@ describe("doorSessionKey", () => {
 
   it("refuses junk keys like every door", () => {
     expect(() => doorSessionKey(config, { agentId: "ops", headerKey: "agent::x" })).toThrow(/malformed/);
-    expect(() => doorSessionKey(config, { agentId: "ops", user: "a\u0001b" })).toThrow(/U+0001/);
+    expect(() => doorSessionKey(config, { agentId: "ops", user: "a\u0001b" })).toThrow(/U\+0001/);
   });
 
   it("reads the first header present", () => {
