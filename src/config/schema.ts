@@ -122,6 +122,26 @@ export const ChannelConfigSchema = z.discriminatedUnion("kind", [
   z.strictObject({ kind: z.literal("log") }),
 ]);
 
+// ---------------------------------------------------------------------------------------------
+// OpenClaw compatibility: `commands.*` (who may run owner-only chat commands such as `/send`).
+// Only `ownerAllowFrom` is acted on; the other keys are accepted so an OpenClaw config starts,
+// and are listed once at start-up as known-but-unused (see config/unused-keys.ts).
+// ---------------------------------------------------------------------------------------------
+export const CommandsConfigSchema = z.strictObject({
+  /** Senders allowed to run owner commands: `channel:id` or a bare `id`. A `"*"` never matches. */
+  ownerAllowFrom: z.array(z.union([z.string().min(1), z.number().transform((n) => String(n))])).default([]),
+  allowFrom: z.record(z.string(), z.array(z.union([z.string(), z.number()]))).or(z.array(z.union([z.string(), z.number()]))).optional(),
+  native: z.union([z.boolean(), z.literal("auto")]).optional(),
+  nativeSkills: z.union([z.boolean(), z.literal("auto")]).optional(),
+  text: z.boolean().optional(),
+  bash: z.boolean().optional(),
+  bashForegroundMs: z.number().int().min(0).optional(),
+  config: z.boolean().optional(),
+  debug: z.boolean().optional(),
+  restart: z.boolean().optional(),
+  useAccessGroups: z.boolean().optional(),
+});
+
 export const ConfigSchema = z.strictObject({
   redis: z
     .strictObject({
@@ -203,6 +223,8 @@ export const ConfigSchema = z.strictObject({
     })
     .prefault({}),
   channels: z.record(z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, "lowercase channel id"), ChannelConfigSchema).default({}),
+  // OpenClaw compatibility block (see CommandsConfigSchema).
+  commands: CommandsConfigSchema.prefault({}),
 }).superRefine((cfg, ctx) => {
   const loopback = ["127.0.0.1", "localhost", "::1"].includes(cfg.gateway.host);
   if (!loopback && !cfg.gateway.auth.token) {

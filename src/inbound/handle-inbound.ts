@@ -26,6 +26,7 @@ import { greetingPrompt, parseNewModelHint, parseResetTrigger } from "../session
 import { sessionSendPolicy } from "../lifecycle/session-send-policy.js";
 import type { SessionEntryPatch } from "../storage/session-entry.js";
 import { enqueueDelivery } from "../workers/deliver.js";
+import { isCommandOwner, OWNER_ONLY_REPLY } from "./command-owner.js";
 
 export interface InboundResult {
   ok: true;
@@ -41,6 +42,8 @@ export interface InboundResult {
   stopped?: number;
   status?: string;
   duplicate?: boolean;
+  /** An owner-only command from someone who is not an owner: nothing was changed. */
+  refused?: "not_owner";
 }
 
 /** How long a channel's messageId is remembered for de-duplicating webhook retries. */
@@ -152,6 +155,11 @@ async function handleResolved(svc: Services, msg: InboundMessage, agentId: strin
   };
 
   if (command?.kind === "send") {
+    // Owner-only: anyone else changes nothing and is told so (the message is not run either).
+    if (!isCommandOwner(config, msg)) {
+      await reply(svc, sessionKey, route, OWNER_ONLY_REPLY, "command");
+      return { ...base, ...(entry ? { sessionId: entry.sessionId } : {}), command: "send", refused: "not_owner" };
+    }
     if ("error" in command) throw new ValidationError(command.error);
     entry = await svc.sessions.upsert(sessionKey, ident, { ...(entry ? {} : { sessionId: randomUUID() }), ...meta, sendPolicy: command.value }, { activity: "preserve", now });
     const effective = sendPolicy();

@@ -15,6 +15,7 @@ import { restrictedToSpawned, visibilityOf } from "./access.js";
 import { agentToAgentAllowed } from "./visibility.js";
 import type { TranscriptMessage } from "../transcript/types.js";
 import { messageRawText } from "../history/extract-reply.js";
+import { sanitizeHistory } from "../history/sanitize-history.js";
 import { open, type FileHandle } from "node:fs/promises";
 import { scanLines } from "../transcript/tail-reader.js";
 
@@ -122,9 +123,11 @@ export async function sessionsList(svc: Services, caller: ToolCaller, rawArgs: u
     if (messageLimit > 0 || args.includeLastMessage) {
       const recent = await svc.transcripts.messages(e.agentId, e.sessionId, Math.max(messageLimit, 1) * 3);
       const visible = recent.filter((m) => !isToolMessage(m));
-      if (messageLimit > 0) row.messages = visible.slice(-messageLimit);
+      // Exactly sessions_history's view (reasoning stripped, credentials masked, sizes capped):
+      // listing must not be a way around what reading a history hides.
+      if (messageLimit > 0) Object.assign(row, sanitizeHistory(visible.slice(-messageLimit)));
       if (args.includeLastMessage) {
-        const last = visible[visible.length - 1];
+        const last = sanitizeHistory(visible.slice(-1)).messages[0];
         if (last) row.lastMessage = messageRawText(last).replace(/\s+/g, " ").slice(0, 240);
       }
     }

@@ -22,6 +22,7 @@ import type { TranscriptEntry, TranscriptMessage } from "../transcript/types.js"
 import { isSilentReply } from "./silent-reply.js";
 import { enqueueDelivery } from "./deliver.js";
 import { enqueueContinuation } from "../runs/continuation.js";
+import { sanitizeForHandoff } from "../history/handoff.js";
 
 /** How many recent transcript messages a runtime sees as history. */
 const HISTORY_LIMIT = 50;
@@ -225,7 +226,7 @@ export class TurnExecutor {
    */
   private async enqueueFollowUps(turn: Turn, outcome: TurnOutcome): Promise<void> {
     const { svc } = this;
-    const reply = outcome.reply ?? "";
+    const reply = sanitizeForHandoff(outcome.reply);
     if (outcome.status === "ok" && turn.deliver && !isSilentReply(reply)) {
       await enqueueDelivery(svc, { id: `reply-${turn.runId}`, sessionKey: turn.sessionKey, route: turn.deliver, message: reply.trim(), kind: "reply" });
     }
