@@ -225,6 +225,8 @@ export const ConfigSchema = z.strictObject({
   channels: z.record(z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, "lowercase channel id"), ChannelConfigSchema).default({}),
   // OpenClaw compatibility block (see CommandsConfigSchema).
   commands: CommandsConfigSchema.prefault({}),
+  // Conformance: secrets are masked before a transcript line is written (opt out: false).
+  transcripts: z.strictObject({ redactSecrets: z.boolean().default(true) }).prefault({}),
 }).superRefine((cfg, ctx) => {
   const loopback = ["127.0.0.1", "localhost", "::1"].includes(cfg.gateway.host);
   if (!loopback && !cfg.gateway.auth.token) {

@@ -90,7 +90,12 @@ export async function sessionsSend(svc: Services, waiter: RunWaiter, caller: Too
     text: args.message,
     step: "turn",
     provenance: "inter_session",
-    source: { sessionKey: caller.sessionKey, tool: "sessions_send", ...(requester?.lastChannel ? { channel: requester.lastChannel } : {}) },
+    source: {
+      sessionKey: caller.sessionKey,
+      tool: "sessions_send",
+      ...(requester?.lastChannel ? { channel: requester.lastChannel } : {}),
+      ...(caller.runId ? { runId: caller.runId } : {}),
+    },
     extraSystemPrompt: messageContext(parties),
     hop,
     traceId,

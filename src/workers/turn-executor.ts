@@ -23,6 +23,8 @@ import { isSilentReply } from "./silent-reply.js";
 import { enqueueDelivery } from "./deliver.js";
 import { enqueueContinuation } from "../runs/continuation.js";
 import { sanitizeForHandoff } from "../history/handoff.js";
+import { interSessionProvenance } from "../runtimes/inter-session.js";
+import { redactTranscriptEntries } from "../history/redact-transcript.js";
 
 /** How many recent transcript messages a runtime sees as history. */
 const HISTORY_LIMIT = 50;
@@ -98,18 +100,11 @@ export class TurnExecutor {
       role: "user",
       content: turn.text,
       timestamp: turn.messageTs,
-      ...(turn.source
-        ? {
-            provenance: {
-              kind: "inter_session" as const,
-              sourceSessionKey: turn.source.sessionKey,
-              sourceTool: turn.source.tool,
-              ...(turn.source.channel ? { sourceChannel: turn.source.channel } : {}),
-            },
-          }
-        : {}),
+      ...(turn.source ? { provenance: interSessionProvenance(turn.source) } : {}),
     };
-    await svc.transcripts.append(turn.agentId, turn.sessionId, [entry(`${turn.runId}:u`, turn.runId, userMessage, turn.messageTs)], { fence });
+    // Stored with credentials masked; the runtime below still gets turn.text as sent.
+    const userLine = redactTranscriptEntries([entry(`${turn.runId}:u`, turn.runId, userMessage, turn.messageTs)], svc.config.transcripts.redactSecrets);
+    await svc.transcripts.append(turn.agentId, turn.sessionId, userLine, { fence });
 
     let output: RunOutput | undefined;
     let outcome: TurnOutcome;
@@ -152,6 +147,7 @@ export class TurnExecutor {
         text: turn.text,
         step: turn.step,
         provenance: turn.provenance,
+        ...(turn.source ? { interSession: interSessionProvenance(turn.source) } : {}),
         // The transcript's tail minus this turn's own user line (already written).
         loadHistory: async () => (await svc.transcripts.messages(turn.agentId, turn.sessionId, HISTORY_LIMIT + 1)).slice(0, -1),
         signal,
@@ -207,7 +203,7 @@ export class TurnExecutor {
         entry(`${turn.runId}:a`, turn.runId, { role: "assistant", content: [], timestamp: now, stopReason: outcome.status === "error" ? "error" : "aborted", errorMessage: outcome.error }, now),
       );
     }
-    await svc.transcripts.append(turn.agentId, turn.sessionId, lines, { fence: { key: lease.fenceKey, token: lease.token } });
+    await svc.transcripts.append(turn.agentId, turn.sessionId, redactTranscriptEntries(lines, svc.config.transcripts.redactSecrets), { fence: { key: lease.fenceKey, token: lease.token } });
     await svc.runs.update(lease, turn.runId, {
       // Every outcome is saved, so a re-run after a crash reuses it instead of running the
       // runtime again (its transcript line is already written and would not be replaced).

@@ -25,7 +25,7 @@ beforeAll(async () => {
   sys = await startTestSystem({
     maintenance: { sweepEveryMs: 3_600_000 },
     // `/send` is owner-only: these senders are the owners the /send tests speak as.
-    commands: { ownerAllowFrom: ["tg:sender", "sender2"] },
+    commands: { ownerAllowFrom: ["tg:sender", "sender2", "quietchan:u1", "dedup3"] },
     session: {
       dmScope: "per-channel-peer",
       reset: { mode: "daily", atHour: 4, timezone: "UTC" },
