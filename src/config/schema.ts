@@ -4,6 +4,7 @@
  * error rather than a silently ignored setting. Defaults follow OpenClaw (CONTRACT.md §2).
  */
 import { z } from "zod";
+import { SessionMaintenanceSchema } from "./openclaw-compat.js";
 
 export const AGENT_ID_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
@@ -39,10 +40,18 @@ export const SendPolicyRuleSchema = z.strictObject({
   match: z
     .strictObject({
       channel: z.string().min(1).optional(),
+      // OpenClaw compatibility: older configs name the channel `provider`.
+      provider: z.string().min(1).optional(),
       chatType: chatTypeInput.optional(),
       keyPrefix: z.string().min(1).optional(),
       rawKeyPrefix: z.string().min(1).optional(),
     })
+    .superRefine((m, ctx) => {
+      if (m.provider !== undefined && m.channel !== undefined && m.provider.toLowerCase() !== m.channel.toLowerCase()) {
+        ctx.addIssue({ code: "custom", path: ["provider"], message: `alias of channel: conflicts with channel "${m.channel}"` });
+      }
+    })
+    .transform(({ provider, ...m }) => (provider !== undefined && m.channel === undefined ? { ...m, channel: provider } : m))
     .optional(),
 });
 
@@ -193,6 +202,11 @@ export const ConfigSchema = z.strictObject({
       idleMinutes: z.number().int().min(0).optional(),
       resetTriggers: z.array(z.string().min(1)).default(["/new", "/reset"]),
       sendPolicy: SendPolicyConfigSchema.optional(),
+      // OpenClaw compatibility (config/openclaw-compat.ts): accepted so OpenClaw configs start.
+      // `store` is the default source of `switchboard import openclaw`; nothing else reads it.
+      store: z.string().min(1).optional(),
+      maintenance: SessionMaintenanceSchema.optional(),
+      parentForkMaxTokens: z.number().int().min(0).optional(),
       agentToAgent: z
         .strictObject({
           maxPingPongTurns: z.number().int().min(0).max(5).default(5),
