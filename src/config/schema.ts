@@ -231,6 +231,9 @@ export const ConfigSchema = z.strictObject({
           runtime: RuntimeConfigSchema.default({ kind: "echo" }),
           sandbox: z.strictObject({ sessionToolsVisibility: z.enum(["spawned", "all"]).default("spawned") }).prefault({}),
           subagents: SubagentsConfigSchema.prefault({}),
+          // OpenClaw compatibility: the model catalog `/new <model>` chooses from
+          // (`"provider/model": { alias? }`), as OpenClaw's agents.defaults.models.
+          models: z.record(z.string().min(1), z.strictObject({ alias: z.string().min(1).optional() }).prefault({})).default({}),
         })
         .prefault({}),
       list: z.array(AgentEntrySchema).default([]),

@@ -22,7 +22,8 @@ import { stopSession } from "../runs/stop.js";
 import { parseChatCommand } from "../session/chat-commands.js";
 import { InboundMessageSchema, type InboundMessage } from "../session/inbound-message.js";
 import { resolveInboundSession } from "../session/key-build.js";
-import { greetingPrompt, parseNewModelHint, parseResetTrigger } from "../session/reset-triggers.js";
+import { commandTextOf, effectiveResetTriggers, greetingPrompt, parseResetTrigger } from "../session/reset-triggers.js";
+import { modelCatalog, resolveModelChoice } from "./model-choice.js";
 import { sessionSendPolicy } from "../lifecycle/session-send-policy.js";
 import type { SessionEntryPatch } from "../storage/session-entry.js";
 import { enqueueDelivery } from "../workers/deliver.js";
@@ -64,14 +65,6 @@ function routeOf(msg: InboundMessage) {
     ...(msg.accountId ? { accountId: msg.accountId } : {}),
     ...(msg.threadId !== undefined ? { threadId: String(msg.threadId) } : {}),
   };
-}
-
-function knownModels(svc: Services): string[] {
-  const models = new Set<string>();
-  for (const a of [{ runtime: svc.config.agents.defaults.runtime }, ...svc.config.agents.list]) {
-    if (a.runtime?.kind === "openai") models.add(a.runtime.model);
-  }
-  return [...models];
 }
 
 export async function handleInbound(svc: Services, body: unknown): Promise<InboundResult> {
@@ -126,7 +119,9 @@ async function handleResolved(svc: Services, msg: InboundMessage, agentId: strin
   const ident = identOf(config, sessionKey);
   const route = routeOf(msg);
   const base = { ok: true as const, agentId, sessionKey };
-  const command = parseChatCommand(msg.text);
+  // Commands and triggers are looked for after a group's leading @-mentions of the bot.
+  const commandText = commandTextOf(msg.text, msg.chatType);
+  const command = parseChatCommand(commandText);
 
   let entry = await svc.sessions.get(sessionKey);
   // The policy where this message arrived (its channel and chat type), with the session's override.
@@ -189,7 +184,7 @@ async function handleResolved(svc: Services, msg: InboundMessage, agentId: strin
 
   // Reset triggers and freshness, evaluated at the message time. A compare-and-set on the
   // sessionId means concurrent messages (on any gateway) rotate a stale session exactly once.
-  const trigger = parseResetTrigger(msg.text, config.session.resetTriggers);
+  const trigger = parseResetTrigger(commandText, effectiveResetTriggers(config.session.resetTriggers));
   for (let attempt = 0; ; attempt++) {
     const fresh = entry ? freshnessOf(config, entry, now) : undefined;
     const rotate = !entry || trigger.triggered || !fresh?.fresh;
@@ -198,12 +193,15 @@ async function handleResolved(svc: Services, msg: InboundMessage, agentId: strin
     // A message is activity: it ends the "untouched since a sweep/sessions.reset" state.
     const patch: SessionEntryPatch = { ...meta, updatedAt: now, resetAt: null };
     if (trigger.triggered) {
-      const hint = parseNewModelHint(trigger.remainder, knownModels(svc));
-      if (hint.model) patch.modelOverride = hint.model;
+      const hint = resolveModelChoice(trigger.remainder, modelCatalog(config));
+      if (hint.choice) {
+        patch.modelOverride = hint.choice.model;
+        patch.providerOverride = hint.choice.provider ?? null;
+      }
       text = hint.rest.trim() ? hint.rest : greetingPrompt(now, policyFor(config, sessionKey, msg.channel).timezone);
     }
     const newSessionId = rotate ? randomUUID() : entry!.sessionId;
-    if (rotate) Object.assign(patch, entry ? resetPatch(entry, newSessionId, resetReason ?? "new") : { sessionId: newSessionId });
+    if (rotate) Object.assign(patch, entry ? { ...resetPatch(entry, newSessionId, resetReason ?? "new", trigger.triggered ? "explicit" : "stale"), ...meta } : { sessionId: newSessionId });
     try {
       const next = await svc.sessions.upsert(sessionKey, ident, patch, {
         now,

@@ -19,8 +19,13 @@ beforeAll(async () => {
     toolsConfig({
       commands: { ownerAllowFrom: ["tg:boss", "*"] },
       tools: { sessions: { visibility: "all" }, agentToAgent: { enabled: true } },
-      session: { agentToAgent: { maxPingPongTurns: 1 } },
+      session: {
+        agentToAgent: { maxPingPongTurns: 1 },
+        resetTriggers: ["/fresh"],
+        resetByChannel: { idlechan: { mode: "idle", idleMinutes: 30 } },
+      },
       agents: {
+        defaults: { models: { "anthropic/claude-opus-4": { alias: "opus" }, "minimax/m2.7": {} } },
         list: [
           scriptAgent(
             "alice",
@@ -136,5 +141,73 @@ describe("secrets are not persisted", () => {
     expect(stored).not.toContain(secret);
     expect(stored).toContain("my key sk-pro…5jK0");
     expect(stored).toContain("noted my key sk-pro…5jK0");
+  });
+});
+
+describe("resets as OpenClaw documents them", () => {
+  const post = async (body: Record<string, unknown>) => {
+    const r = await sys.post("/v1/inbound", { agentId: "alice", ...body });
+    expect(r.status, JSON.stringify(r.body)).toBe(202);
+    return r.body;
+  };
+  const replyOf = async (runId: string) => (await sys.rpc("agent.wait", { runId, timeoutMs: 10_000 })).reply;
+
+  it("custom resetTriggers add to /new and /reset; in groups a trigger after a mention works", async () => {
+    const g = { channel: "tg", chatType: "group", groupId: "notes", from: "u5" };
+    const first = await post({ ...g, text: "hello" });
+    await replyOf(first.runId);
+    const mention = await post({ ...g, text: "<@bot> /new take notes" });
+    expect(mention).toMatchObject({ isNewSession: true, resetReason: "new" });
+    expect(mention.sessionId).not.toBe(first.sessionId);
+    expect(await replyOf(mention.runId)).toBe("alice: take notes");
+    const custom = await post({ ...g, text: "@bot /fresh start over" });
+    expect(custom).toMatchObject({ isNewSession: true, resetReason: "fresh" });
+    expect(await replyOf(custom.runId)).toBe("alice: start over");
+    const builtin = await post({ channel: "tg", chatType: "dm", from: "u6", text: "/reset again" });
+    expect(builtin).toMatchObject({ resetReason: "reset" });
+  });
+
+  it("/new <model> takes aliases, provider/model, provider model and a provider's only model", async () => {
+    const dm = { channel: "tg", chatType: "dm", from: "u7" };
+    const cases: [string, { provider: string; model: string }, string][] = [
+      ["/new opus take notes", { provider: "anthropic", model: "claude-opus-4" }, "take notes"],
+      ["/new minimax summarize", { provider: "minimax", model: "m2.7" }, "summarize"],
+      ["/new anthropic claude-opus-4 plan", { provider: "anthropic", model: "claude-opus-4" }, "plan"],
+      ["/new minimax/m2.7 go", { provider: "minimax", model: "m2.7" }, "go"],
+    ];
+    for (const [text, want, rest] of cases) {
+      const r = await post({ ...dm, text });
+      expect(await replyOf(r.runId), text).toBe(`alice: ${rest}`);
+      const e = await sys.svc.sessions.get(r.sessionKey);
+      expect({ provider: e?.providerOverride, model: e?.modelOverride }, text).toEqual(want);
+    }
+  });
+
+  it("explicit /new carries the chat's toggles but not sendPolicy; a stale rollover clears them; sessions.reset keeps them", async () => {
+    const T = Date.now();
+    const dm = { channel: "idlechan", chatType: "dm", from: "u8" };
+    const start = await post({ ...dm, text: "hi", timestamp: T });
+    await replyOf(start.runId);
+    const key = start.sessionKey;
+    const toggles = { label: "keeper", model: "claude-opus-4", thinkingLevel: "high", sendPolicy: "allow" };
+    await sys.rpc("sessions.patch", { key, ...toggles });
+
+    const explicit = await post({ ...dm, text: "/new", timestamp: T + 1000 });
+    await replyOf(explicit.runId);
+    expect(await sys.svc.sessions.get(key)).toMatchObject({ label: "keeper", modelOverride: "claude-opus-4", thinkingLevel: "high" });
+    expect((await sys.svc.sessions.get(key))?.sendPolicy).toBeUndefined();
+
+    await sys.rpc("sessions.patch", { key, sendPolicy: "allow" });
+    const stale = await post({ ...dm, text: "back after lunch", timestamp: T + 45 * 60_000 });
+    expect(stale).toMatchObject({ isNewSession: true, resetReason: "idle" });
+    await replyOf(stale.runId);
+    const after = await sys.svc.sessions.get(key);
+    for (const f of ["label", "modelOverride", "thinkingLevel", "sendPolicy"] as const) expect(after?.[f], f).toBeUndefined();
+    expect(after?.totalTokens ?? 0).toBe(0);
+
+    await sys.rpc("sessions.patch", { key, ...toggles });
+    const reset = await sys.rpc("sessions.reset", { key });
+    expect(reset).toBeDefined();
+    expect(await sys.svc.sessions.get(key)).toMatchObject({ label: "keeper", modelOverride: "claude-opus-4", thinkingLevel: "high", sendPolicy: "allow" });
   });
 });
