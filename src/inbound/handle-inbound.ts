@@ -140,7 +140,8 @@ async function handleResolved(svc: Services, msg: InboundMessage, agentId: strin
       ...(msg.to ? { to: msg.to } : {}),
       ...(msg.accountId ? { accountId: msg.accountId } : {}),
       ...(msg.threadId !== undefined ? { threadId: String(msg.threadId) } : {}),
-      ...(msg.senderName ? { label: msg.senderName } : {}),
+      // A group is named by its subject, never by whoever happened to write last; a DM by its sender.
+      ...(msg.chatType === "dm" ? (msg.senderName ? { label: msg.senderName } : {}) : msg.groupSubject ? { label: msg.groupSubject } : {}),
     },
     deliveryContext: route,
     lastChannel: route.channel,

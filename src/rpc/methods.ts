@@ -3,6 +3,7 @@
  * gateway and the CLI's direct-to-Redis mode run the very same code.
  */
 import { createHash, randomUUID } from "node:crypto";
+import { topicOpt } from "../lifecycle/transcript-topic.js";
 import type { z } from "zod";
 import type { Services } from "../app/services.js";
 import { defaultAgentId } from "../config/agents.js";
@@ -108,7 +109,7 @@ export function createRpcMethods(svc: Services): Record<string, RpcHandler> {
       const key = canon(p.sessionKey);
       const entry = await svc.sessions.get(key);
       if (!entry) return { sessionKey: key, messages: [] };
-      const messages = await svc.transcripts.messages(entry.agentId, entry.sessionId, p.limit ?? CHAT_HISTORY_DEFAULT);
+      const messages = await svc.transcripts.messages(entry.agentId, entry.sessionId, p.limit ?? CHAT_HISTORY_DEFAULT, topicOpt(entry.key));
       return { sessionKey: key, sessionId: entry.sessionId, messages };
     },
 

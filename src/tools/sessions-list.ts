@@ -16,6 +16,7 @@ import { agentToAgentAllowed } from "./visibility.js";
 import type { TranscriptMessage } from "../transcript/types.js";
 import { messageRawText } from "../history/extract-reply.js";
 import { sanitizeHistory } from "../history/sanitize-history.js";
+import { topicOpt, transcriptTopicOf } from "../lifecycle/transcript-topic.js";
 import { open, type FileHandle } from "node:fs/promises";
 import { scanLines } from "../transcript/tail-reader.js";
 
@@ -109,7 +110,7 @@ export async function sessionsList(svc: Services, caller: ToolCaller, rawArgs: u
       const child = e.spawnedBy === caller.sessionKey;
       if (!child || visibility === "self") continue;
     }
-    rows.push(toRow(svc.config, e, caller.agentId, svc.transcripts.path(e.agentId, e.sessionId)));
+    rows.push(toRow(svc.config, e, caller.agentId, svc.transcripts.path(e.agentId, e.sessionId, transcriptTopicOf(e.key))));
     if (rows.length >= limit) break;
   }
   rows.sort((a, b) => b.updatedAt - a.updatedAt);
@@ -121,7 +122,7 @@ export async function sessionsList(svc: Services, caller: ToolCaller, rawArgs: u
     const e = entries.find((x) => x.sessionId === row.sessionId) ?? byKey.get(row.key);
     if (!e) return;
     if (messageLimit > 0 || args.includeLastMessage) {
-      const recent = await svc.transcripts.messages(e.agentId, e.sessionId, Math.max(messageLimit, 1) * 3);
+      const recent = await svc.transcripts.messages(e.agentId, e.sessionId, Math.max(messageLimit, 1) * 3, topicOpt(e.key));
       const visible = recent.filter((m) => !isToolMessage(m));
       // Exactly sessions_history's view (reasoning stripped, credentials masked, sizes capped):
       // listing must not be a way around what reading a history hides.
@@ -131,7 +132,7 @@ export async function sessionsList(svc: Services, caller: ToolCaller, rawArgs: u
         if (last) row.lastMessage = messageRawText(last).replace(/\s+/g, " ").slice(0, 240);
       }
     }
-    const firstUser = args.includeDerivedTitles && !e.displayName && !e.subject ? await firstUserText(svc.transcripts.path(e.agentId, e.sessionId)) : undefined;
+    const firstUser = args.includeDerivedTitles && !e.displayName && !e.subject ? await firstUserText(svc.transcripts.path(e.agentId, e.sessionId, transcriptTopicOf(e.key))) : undefined;
     row.title = deriveTitle(e, firstUser);
   });
   return { count: rows.length, sessions: rows };

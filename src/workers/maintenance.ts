@@ -9,6 +9,7 @@
  *    session lease, so it never races a turn still writing to it.
  */
 import { DelayedError, type Job } from "bullmq";
+import { topicOpt } from "../lifecycle/transcript-topic.js";
 import type { Services } from "../app/services.js";
 import { entryStaleAt, freshnessOf } from "../lifecycle/freshness-check.js";
 import { rotateSession, type ArchiveJobData } from "../lifecycle/rotate.js";
@@ -77,7 +78,7 @@ export function createMaintenanceProcessor(svc: Services) {
         throw new DelayedError();
       }
       try {
-        const path = await svc.transcripts.archive(d.agentId, d.sessionId, d.kind);
+        const path = await svc.transcripts.archive(d.agentId, d.sessionId, d.kind, new Date(), topicOpt(d.sessionKey));
         return { archived: path ?? null };
       } finally {
         await acquired.lease.release();

@@ -25,6 +25,7 @@ import { enqueueContinuation } from "../runs/continuation.js";
 import { sanitizeForHandoff } from "../history/handoff.js";
 import { interSessionProvenance } from "../runtimes/inter-session.js";
 import { redactTranscriptEntries } from "../history/redact-transcript.js";
+import { topicOpt } from "../lifecycle/transcript-topic.js";
 
 /** How many recent transcript messages a runtime sees as history. */
 const HISTORY_LIMIT = 50;
@@ -94,8 +95,9 @@ export class TurnExecutor {
       return { status: record.status, ...(record.reply !== undefined ? { reply: record.reply } : {}) };
     }
 
-    if (turn.archive) await svc.transcripts.archive(turn.agentId, turn.archive.sessionId, turn.archive.kind);
-    await svc.transcripts.ensure(turn.agentId, turn.sessionId);
+    const topic = topicOpt(turn.sessionKey); // Telegram forum topics: `<sessionId>-topic-<n>.jsonl`
+    if (turn.archive) await svc.transcripts.archive(turn.agentId, turn.archive.sessionId, turn.archive.kind, new Date(), topic);
+    await svc.transcripts.ensure(turn.agentId, turn.sessionId, topic);
     const userMessage: TranscriptMessage = {
       role: "user",
       content: turn.text,
@@ -104,7 +106,7 @@ export class TurnExecutor {
     };
     // Stored with credentials masked; the runtime below still gets turn.text as sent.
     const userLine = redactTranscriptEntries([entry(`${turn.runId}:u`, turn.runId, userMessage, turn.messageTs)], svc.config.transcripts.redactSecrets);
-    await svc.transcripts.append(turn.agentId, turn.sessionId, userLine, { fence });
+    await svc.transcripts.append(turn.agentId, turn.sessionId, userLine, { fence, ...topic });
 
     let output: RunOutput | undefined;
     let outcome: TurnOutcome;
@@ -149,7 +151,7 @@ export class TurnExecutor {
         provenance: turn.provenance,
         ...(turn.source ? { interSession: interSessionProvenance(turn.source) } : {}),
         // The transcript's tail minus this turn's own user line (already written).
-        loadHistory: async () => (await svc.transcripts.messages(turn.agentId, turn.sessionId, HISTORY_LIMIT + 1)).slice(0, -1),
+        loadHistory: async () => (await svc.transcripts.messages(turn.agentId, turn.sessionId, HISTORY_LIMIT + 1, topicOpt(turn.sessionKey))).slice(0, -1),
         signal,
         tools: this.tools({
           sessionKey: turn.sessionKey,
@@ -203,7 +205,7 @@ export class TurnExecutor {
         entry(`${turn.runId}:a`, turn.runId, { role: "assistant", content: [], timestamp: now, stopReason: outcome.status === "error" ? "error" : "aborted", errorMessage: outcome.error }, now),
       );
     }
-    await svc.transcripts.append(turn.agentId, turn.sessionId, redactTranscriptEntries(lines, svc.config.transcripts.redactSecrets), { fence: { key: lease.fenceKey, token: lease.token } });
+    await svc.transcripts.append(turn.agentId, turn.sessionId, redactTranscriptEntries(lines, svc.config.transcripts.redactSecrets), { fence: { key: lease.fenceKey, token: lease.token }, ...topicOpt(turn.sessionKey) });
     await svc.runs.update(lease, turn.runId, {
       // Every outcome is saved, so a re-run after a crash reuses it instead of running the
       // runtime again (its transcript line is already written and would not be replaced).

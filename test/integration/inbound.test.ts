@@ -492,7 +492,7 @@ describe("recorded route", () => {
       lastTo: "grp7",
       lastAccountId: "bot1",
       deliveryContext: { channel: "tg", to: "grp7", accountId: "bot1" },
-      origin: { provider: "tg", chatType: "group", from: "u42", to: "bot", accountId: "bot1", label: "Ursula" },
+      origin: { provider: "tg", chatType: "group", from: "u42", to: "bot", accountId: "bot1", label: "Team room" },
     });
     expect(entry.lastThreadId).toBeUndefined();
 

@@ -4,6 +4,8 @@
  * reply, reply-back turns, announce and chat deliveries), thread keys refused as sessions_send
  * targets, inter-session input marked and traced, secrets masked before they are stored.
  */
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestSystem, until, type TestSystem } from "../helpers/system.js";
 import { chat, deliveries, isInterSessionUser, scriptAgent, settle, textOf, tool, toolsConfig, transcript, type Msg } from "../fixtures/tools-support.js";
@@ -209,5 +211,26 @@ describe("resets as OpenClaw documents them", () => {
     const reset = await sys.rpc("sessions.reset", { key });
     expect(reset).toBeDefined();
     expect(await sys.svc.sessions.get(key)).toMatchObject({ label: "keeper", modelOverride: "claude-opus-4", thinkingLevel: "high", sendPolicy: "allow" });
+  });
+});
+
+describe("Telegram forum topics and group origins", () => {
+  it("a topic session writes <sessionId>-topic-<threadId>.jsonl and every reader finds it", async () => {
+    const r = await sys.post("/v1/inbound", { channel: "telegram", chatType: "group", groupId: "-1001234567890", threadId: 99, from: "u9", text: "in the topic", agentId: "alice" });
+    expect(r.body.sessionKey).toBe("agent:alice:telegram:group:-1001234567890:topic:99");
+    await sys.rpc("agent.wait", { runId: r.body.runId, timeoutMs: 10_000 });
+    const dir = join(sys.config.storage.dir, "agents", "alice", "sessions");
+    expect(existsSync(join(dir, `${r.body.sessionId}-topic-99.jsonl`))).toBe(true);
+    expect(existsSync(join(dir, `${r.body.sessionId}.jsonl`))).toBe(false);
+    expect((await transcript(sys, r.body.sessionKey)).map(textOf)).toEqual(["in the topic", "alice: in the topic"]);
+    const hist = await tool(sys, "sessions_history", ALICE, { sessionKey: r.body.sessionKey });
+    expect(hist.messages.map(textOf)).toEqual(["in the topic", "alice: in the topic"]);
+    const listed = await tool(sys, "sessions_list", ALICE, { search: "topic:99" });
+    expect(listed.sessions[0].transcriptPath).toBe(join(dir, `${r.body.sessionId}-topic-99.jsonl`));
+  });
+
+  it("a group's origin label is its subject, not the sender", async () => {
+    const r = await sys.post("/v1/inbound", { channel: "tg", chatType: "group", groupId: "labels", from: "u1", senderName: "Ursula", groupSubject: "Release crew", text: "hi", agentId: "alice" });
+    expect((await sys.svc.sessions.get(r.body.sessionKey))?.origin).toMatchObject({ label: "Release crew", from: "u1" });
   });
 });
