@@ -53,9 +53,12 @@ export function createRpcMethods(svc: Services): Record<string, RpcHandler> {
         ...(p.search ? { search: p.search } : {}),
         ...(p.spawnedBy ? { spawnedBy: canon(p.spawnedBy) } : {}),
         includeReserved: Boolean(p.includeGlobal || p.includeUnknown),
+        ...(p.offset ? { offset: p.offset } : {}),
       });
       const sessions = rows.filter((r) => (r.key !== "global" || p.includeGlobal) && (r.key !== "unknown" || p.includeUnknown));
-      return { ts: Date.now(), count: sessions.length, sessions };
+      // A full page may have more behind it: tell the caller where the next one starts.
+      const full = rows.length === (p.limit ?? 1000);
+      return { ts: Date.now(), count: sessions.length, sessions, ...(full ? { nextOffset: (p.offset ?? 0) + rows.length } : {}) };
     },
 
     "sessions.resolve": async (raw) => {

@@ -15,6 +15,8 @@ export const SessionsListParams = z.strictObject({
   spawnedBy: key.optional(),
   includeGlobal: z.boolean().optional(),
   includeUnknown: z.boolean().optional(),
+  /** Rows to skip, newest first: the next page starts at the previous answer's `nextOffset`. */
+  offset: z.number().int().min(0).max(1_000_000).optional(),
 });
 
 export const SessionsResolveParams = z

@@ -12,6 +12,8 @@ import { ValidationError } from "../errors/index.js";
 import type { QueueName } from "../queues/queue-names.js";
 import type { ToolInvoker } from "../runtimes/types.js";
 import { canonicalSessionKey } from "../session/key-canonical.js";
+import { shouldResolveSessionIdInput } from "../session/session-id.js";
+import type { SessionEntry } from "../storage/session-entry.js";
 import { agentIdFromSessionKey } from "../session/key-parse.js";
 import { defaultAgentId } from "../config/agents.js";
 import type { ToolInvokerFactory } from "../workers/turn-executor.js";
@@ -44,6 +46,18 @@ const ToolRequestSchema = z.strictObject({
   sandboxed: z.boolean().optional(),
   args: z.record(z.string(), z.unknown()).default({}),
 });
+
+/**
+ * The calling session: a key (canonicalised), or — as everywhere a key is accepted — the
+ * sessionId of a stored session. A stored key always wins over an equal-looking sessionId.
+ */
+export async function resolveCaller(svc: Services, raw: string): Promise<{ sessionKey: string; entry: SessionEntry | null }> {
+  const sessionKey = canonicalSessionKey(svc.config, raw);
+  const entry = await svc.sessions.get(sessionKey);
+  if (entry || !shouldResolveSessionIdInput(raw.trim())) return { sessionKey, entry };
+  const byId = await svc.sessions.keyForSessionId(raw.trim());
+  return byId ? { sessionKey: byId, entry: await svc.sessions.get(byId) } : { sessionKey, entry };
+}
 
 export function createToolRuntime(svc: Services): ToolRuntime {
 
@@ -84,9 +98,8 @@ export function createToolRuntime(svc: Services): ToolRuntime {
       const parsed = ToolRequestSchema.safeParse(body ?? {});
       if (!parsed.success) throw new ValidationError("invalid tool request", zodIssues(parsed.error));
       if (!(TOOL_NAMES as string[]).includes(name)) throw new ValidationError(`unknown tool ${name} (known: ${TOOL_NAMES.join(", ")})`);
-      const sessionKey = canonicalSessionKey(svc.config, parsed.data.sessionKey);
+      const { sessionKey, entry } = await resolveCaller(svc, parsed.data.sessionKey);
       const agentId = agentIdFromSessionKey(sessionKey, defaultAgentId(svc.config));
-      const entry = await svc.sessions.get(sessionKey);
       const sandboxed = parsed.data.sandboxed ?? entry?.sandboxed ?? isAgentSandboxed(svc.config, agentId);
       return await call(name, { sessionKey, agentId, sandboxed, hop: 0 }, parsed.data.args);
     },

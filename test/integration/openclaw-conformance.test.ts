@@ -8,6 +8,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestSystem, until, type TestSystem } from "../helpers/system.js";
+import { sessionsCommand } from "../../src/cli/commands/sessions.js";
 import { chat, deliveries, isInterSessionUser, scriptAgent, settle, textOf, tool, toolsConfig, transcript, type Msg } from "../fixtures/tools-support.js";
 
 const ALICE = "agent:alice:main";
@@ -232,5 +233,49 @@ describe("Telegram forum topics and group origins", () => {
   it("a group's origin label is its subject, not the sender", async () => {
     const r = await sys.post("/v1/inbound", { channel: "tg", chatType: "group", groupId: "labels", from: "u1", senderName: "Ursula", groupSubject: "Release crew", text: "hi", agentId: "alice" });
     expect((await sys.svc.sessions.get(r.body.sessionKey))?.origin).toMatchObject({ label: "Release crew", from: "u1" });
+  });
+});
+
+describe("sessionIds wherever keys go; the sessions CLI pages", () => {
+  it("sessions_history takes a sessionId, and so does the calling session of any tool", async () => {
+    const bob = (await sys.svc.sessions.get(BOB))!;
+    const byId = await tool(sys, "sessions_history", ALICE, { sessionKey: bob.sessionId, limit: 2 });
+    expect(byId.sessionKey).toBe(BOB);
+    expect(byId.messages.length).toBe(2);
+    const asBob = await tool(sys, "sessions_list", bob.sessionId, { search: "agent:bob:main" });
+    // Listed as Bob sees himself: his own main session, shown as `main`.
+    expect(asBob.sessions.map((r: { key: string; sessionId: string }) => [r.key, r.sessionId])).toEqual([["main", bob.sessionId]]);
+  });
+
+  it("sessions.list pages with offset/nextOffset and `switchboard sessions` goes past 200 rows", async () => {
+    const N = 450;
+    const t0 = Date.now() - 10 * 86_400_000;
+    for (let i = 0; i < N; i++) {
+      await sys.svc.sessions.upsert(`agent:bulk:s${i}`, { agentId: "bulk", kind: "other" }, { sessionId: `bulk-${i}` }, { now: t0 + i * 1000 });
+    }
+    const p1 = await sys.rpc("sessions.list", { agentId: "bulk", limit: 200 });
+    const p2 = await sys.rpc("sessions.list", { agentId: "bulk", limit: 200, offset: p1.nextOffset });
+    const p3 = await sys.rpc("sessions.list", { agentId: "bulk", limit: 200, offset: p2.nextOffset });
+    expect([p1.count, p2.count, p3.count, p1.nextOffset, p2.nextOffset, p3.nextOffset]).toEqual([200, 200, 50, 200, 400, undefined]);
+    const keys = [...p1.sessions, ...p2.sessions, ...p3.sessions].map((e: { key: string }) => e.key);
+    expect(new Set(keys).size).toBe(N);
+    expect(keys[0]).toBe(`agent:bulk:s${N - 1}`); // newest first, across pages
+
+    const cli = async (extra: Record<string, unknown>) => {
+      const out: string[] = [];
+      const write = process.stdout.write.bind(process.stdout);
+      process.stdout.write = ((chunk: string) => (out.push(String(chunk)), true)) as typeof process.stdout.write;
+      try {
+        expect(await sessionsCommand({ url: sys.url!, json: true, agent: "bulk", ...extra })).toBe(0);
+      } finally {
+        process.stdout.write = write;
+      }
+      return JSON.parse(out.join("")) as { count: number; sessions: { key: string }[] };
+    };
+    expect((await cli({})).count).toBe(200);
+    expect((await cli({ limit: "300" })).count).toBe(300);
+    const all = await cli({ all: true });
+    expect(all.count).toBe(N);
+    expect(new Set(all.sessions.map((r) => r.key)).size).toBe(N);
   });
 });
