@@ -24,6 +24,7 @@ import { InboundMessageSchema, type InboundMessage } from "../session/inbound-me
 import { resolveInboundSession } from "../session/key-build.js";
 import { commandTextOf, effectiveResetTriggers, greetingPrompt, parseResetTrigger } from "../session/reset-triggers.js";
 import { modelCatalog, resolveModelChoice } from "./model-choice.js";
+import { SYSTEM_EVENT_CHANNELS } from "../lifecycle/isolated-run.js";
 import { sessionSendPolicy } from "../lifecycle/session-send-policy.js";
 import type { SessionEntryPatch } from "../storage/session-entry.js";
 import { enqueueDelivery } from "../workers/deliver.js";
@@ -188,12 +189,14 @@ async function handleResolved(svc: Services, msg: InboundMessage, agentId: strin
   const trigger = parseResetTrigger(commandText, effectiveResetTriggers(config.session.resetTriggers));
   for (let attempt = 0; ; attempt++) {
     const fresh = entry ? freshnessOf(config, entry, now) : undefined;
-    const rotate = !entry || trigger.triggered || !fresh?.fresh;
-    const resetReason = trigger.triggered ? trigger.command : entry && fresh && !fresh.fresh ? fresh.staleReason : undefined;
+    // System events (heartbeats, cron and exec events) never reset a session, stale or not.
+    const systemEvent = SYSTEM_EVENT_CHANNELS.has(msg.channel);
+    const rotate = !entry || (!systemEvent && (trigger.triggered || !fresh?.fresh));
+    const resetReason = systemEvent ? undefined : trigger.triggered ? trigger.command : entry && fresh && !fresh.fresh ? fresh.staleReason : undefined;
     let text = msg.text;
     // A message is activity: it ends the "untouched since a sweep/sessions.reset" state.
     const patch: SessionEntryPatch = { ...meta, updatedAt: now, resetAt: null };
-    if (trigger.triggered) {
+    if (trigger.triggered && !systemEvent) {
       const hint = resolveModelChoice(trigger.remainder, modelCatalog(config));
       if (hint.choice) {
         patch.modelOverride = hint.choice.model;

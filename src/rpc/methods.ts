@@ -4,6 +4,7 @@
  */
 import { createHash, randomUUID } from "node:crypto";
 import { topicOpt } from "../lifecycle/transcript-topic.js";
+import { freshRunSession } from "../lifecycle/isolated-run.js";
 import type { z } from "zod";
 import type { Services } from "../app/services.js";
 import { defaultAgentId } from "../config/agents.js";
@@ -120,7 +121,7 @@ export function createRpcMethods(svc: Services): Record<string, RpcHandler> {
       const p = parseParams(P.AgentParams, raw, "agent");
       const agentId = p.agentId ?? defaultAgentId(svc.config);
       const key = canon(p.sessionKey ?? "main", agentId);
-      const entry = await ensureSession(svc, key);
+      let entry = await ensureSession(svc, key);
       if (sessionSendPolicy(svc.config, key, entry) === "deny") throw new SendBlockedError(key);
       // An idempotency key maps to a fixed runId, so a retried call cannot start a second run.
       const runId = p.idempotencyKey ? uuidFrom(`${key}\n${p.idempotencyKey}`) : randomUUID();
@@ -136,6 +137,7 @@ export function createRpcMethods(svc: Services): Record<string, RpcHandler> {
         const claimed = await svc.redis.set(`${svc.keys.base}:agentidem:${runId}`, "1", "EX", IDEMPOTENCY_CLAIM_SECONDS, "NX");
         if (!claimed) return await duplicate();
       }
+      if (p.sessionTarget === "isolated") entry = await freshRunSession(svc, entry);
       // deliver: the stored route, with explicit fields on top (another channel drops its `to`).
       const stored = storedRoute(key, entry);
       const base = !p.channel || p.channel === stored?.channel ? stored : undefined;

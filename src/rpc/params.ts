@@ -44,6 +44,8 @@ export const AgentParams = z.strictObject({
   runTimeoutSeconds: z.number().int().min(0).max(172_800).optional(),
   idempotencyKey: z.string().max(200).optional(),
   extraSystemPrompt: z.string().max(100_000).optional(),
+  /** `"isolated"`: this run starts in a fresh sessionId (OpenClaw's isolated cron runs). */
+  sessionTarget: z.enum(["isolated", "session"]).optional(),
 });
 
 export const AgentWaitParams = z.strictObject({ runId: z.string().min(1), timeoutMs: z.number().int().min(0).max(600_000).optional() });

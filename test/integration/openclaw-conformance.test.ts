@@ -25,7 +25,12 @@ beforeAll(async () => {
       session: {
         agentToAgent: { maxPingPongTurns: 1 },
         resetTriggers: ["/fresh"],
-        resetByChannel: { idlechan: { mode: "idle", idleMinutes: 30 } },
+        resetByChannel: {
+          idlechan: { mode: "idle", idleMinutes: 30 },
+          heartbeat: { mode: "idle", idleMinutes: 30 },
+          "cron-event": { mode: "idle", idleMinutes: 30 },
+          "exec-event": { mode: "idle", idleMinutes: 30 },
+        },
       },
       agents: {
         defaults: { models: { "anthropic/claude-opus-4": { alias: "opus" }, "minimax/m2.7": {} } },
@@ -277,5 +282,54 @@ describe("sessionIds wherever keys go; the sessions CLI pages", () => {
     const all = await cli({ all: true });
     expect(all.count).toBe(N);
     expect(new Set(all.sessions.map((r) => r.key)).size).toBe(N);
+  });
+});
+
+describe("cron, hook and node sessions", () => {
+  it("the agent RPC takes their documented keys; they list with their kinds", async () => {
+    for (const [key, stored, kind] of [
+      ["cron:nightly-report", "agent:alice:cron:nightly-report", "cron"],
+      ["hook:5b0e7b4e-1111-4000-8000-000000000001", "agent:alice:hook:5b0e7b4e-1111-4000-8000-000000000001", "hook"],
+      ["node-macbook", "agent:alice:node-macbook", "node"],
+    ] as const) {
+      const r = await sys.rpc("agent", { sessionKey: key, agentId: "alice", message: `ping ${kind}` });
+      expect(r.sessionKey).toBe(stored);
+      expect((await sys.rpc("agent.wait", { runId: r.runId, timeoutMs: 10_000 })).reply).toBe(`alice: ping ${kind}`);
+      const rows = await tool(sys, "sessions_list", ALICE, { kinds: [kind] });
+      expect(rows.sessions.map((x: { key: string }) => x.key)).toContain(stored);
+    }
+  });
+
+  it("isolated cron runs get a fresh sessionId per run and keep the session's overrides", async () => {
+    const a = await sys.rpc("agent", { sessionKey: "cron:digest", agentId: "alice", message: "run 1", sessionTarget: "isolated" });
+    await sys.rpc("agent.wait", { runId: a.runId, timeoutMs: 10_000 });
+    await sys.rpc("sessions.patch", { key: a.sessionKey, model: "claude-opus-4" });
+    const b = await sys.rpc("agent", { sessionKey: "cron:digest", agentId: "alice", message: "run 2", sessionTarget: "isolated" });
+    await sys.rpc("agent.wait", { runId: b.runId, timeoutMs: 10_000 });
+    expect(b.sessionId).not.toBe(a.sessionId);
+    expect((await transcript(sys, b.sessionKey)).map(textOf)).toEqual(["run 2", "alice: run 2"]);
+    expect((await sys.svc.sessions.get(b.sessionKey))?.modelOverride).toBe("claude-opus-4");
+    // Not isolated: the same session goes on.
+    const c = await sys.rpc("agent", { sessionKey: "cron:digest", agentId: "alice", message: "run 3" });
+    expect(c.sessionId).toBe(b.sessionId);
+  });
+
+  it("system events never reset a session, even a stale one", async () => {
+    const T = Date.now();
+    const first = await sys.post("/v1/inbound", { channel: "idlechan", chatType: "dm", from: "hb", text: "hello", timestamp: T, agentId: "alice" });
+    await sys.rpc("agent.wait", { runId: first.body.runId, timeoutMs: 10_000 });
+    const key = first.body.sessionKey as string;
+    // Each event comes hours after the last activity (idle window 30 min): stale, yet no reset,
+    // and not even a reset trigger in its text starts a new session.
+    let at = T;
+    for (const channel of ["heartbeat", "cron-event", "exec-event"]) {
+      at += 2 * 3_600_000;
+      const ev = await sys.post("/v1/inbound", { channel, chatType: "dm", from: "hb", text: channel === "exec-event" ? "/new tick" : "tick", timestamp: at, agentId: "alice" });
+      expect(ev.body.sessionKey).toBe(key);
+      expect(ev.status).toBe(202);
+      expect(ev.body.isNewSession, channel).toBe(false);
+      expect(ev.body.resetReason).toBeUndefined();
+      await sys.rpc("agent.wait", { runId: ev.body.runId, timeoutMs: 10_000 });
+    }
   });
 });
