@@ -11,6 +11,7 @@ import { createAuthHook } from "./auth.js";
 import { registerBullBoard } from "./bull-board.js";
 import { httpErrorHandler } from "./http-errors.js";
 import { renderMetrics } from "./metrics.js";
+import { registerToolsInvoke } from "./tools-invoke.js";
 
 export interface ToolEndpoint {
   (name: string, body: unknown): Promise<unknown>;
@@ -85,6 +86,7 @@ export async function createGateway(svc: Services, opts: GatewayOptions = {}): P
     return await rpc["deliveries.list"]!({ ...(q.sessionKey ? { sessionKey: q.sessionKey } : {}), ...(q.channel ? { channel: q.channel } : {}), ...(limit ? { limit } : {}) });
   });
 
+  registerToolsInvoke(app, opts.tools); // OpenClaw's POST /tools/invoke
   await registerBullBoard(app, svc.queues);
 
   return {

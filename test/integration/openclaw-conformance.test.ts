@@ -333,3 +333,30 @@ describe("cron, hook and node sessions", () => {
     }
   });
 });
+
+describe("POST /tools/invoke (OpenClaw's HTTP tool door)", () => {
+  it("answers { ok, result: { details } } like OpenClaw; main is the default caller", async () => {
+    const r = await sys.post("/tools/invoke", { tool: "sessions_list", args: { limit: 5 } });
+    expect(r.status).toBe(200);
+    expect(r.body.ok).toBe(true);
+    expect(r.body.result.details.count).toBe(r.body.result.details.sessions.length);
+    expect(JSON.parse(r.body.result.content[0].text)).toEqual(r.body.result.details);
+    const asBob = await sys.post("/tools/invoke", { tool: "sessions_history", sessionKey: BOB, args: { sessionKey: "current", limit: 1 }, dryRun: false });
+    expect(asBob.body.result.details).toMatchObject({ sessionKey: "main" });
+    // A tool-level refusal is still a result, as in OpenClaw.
+    const refused = await sys.post("/tools/invoke", { tool: "sessions_send", sessionKey: ALICE, args: { sessionKey: "agent:bob:slack:channel:c9:thread:1", message: "x" } });
+    expect(refused.status).toBe(200);
+    expect(refused.body.result.details).toMatchObject({ status: "error", error: THREAD_ERROR });
+  });
+
+  it("404 for an unknown tool, 400 for a bad request, 405 for other methods", async () => {
+    expect((await sys.post("/tools/invoke", { tool: "exec", args: {} })).status).toBe(404);
+    const bad = await sys.post("/tools/invoke", { args: {} });
+    expect(bad.status).toBe(400);
+    expect(bad.body).toMatchObject({ ok: false, error: { type: "invalid_request" } });
+    const badArgs = await sys.post("/tools/invoke", { tool: "sessions_list", sessionKey: "agent::broken", args: {} });
+    expect(badArgs.status).toBe(400);
+    expect(badArgs.body.ok).toBe(false);
+    expect((await sys.get("/tools/invoke")).status).toBe(405);
+  });
+});
