@@ -5,6 +5,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import { topicOpt } from "../lifecycle/transcript-topic.js";
 import { freshRunSession } from "../lifecycle/isolated-run.js";
+import { pruneOnce } from "../workers/session-prune.js";
 import type { z } from "zod";
 import type { Services } from "../app/services.js";
 import { defaultAgentId } from "../config/agents.js";
@@ -94,6 +95,13 @@ export function createRpcMethods(svc: Services): Record<string, RpcHandler> {
       const next = await rotateSession(svc, old, { reason: p.reason ?? "reset", archive: "job", activity: "preserve" });
       const entry = next ?? (await svc.sessions.require(key));
       return { key, sessionId: entry.sessionId, previousSessionId: old.sessionId, stopped, entry };
+    },
+
+    // session.maintenance on demand (OpenClaw's `sessions cleanup --dry-run|--enforce`).
+    "sessions.cleanup": async (raw) => {
+      const p = parseParams(P.SessionsCleanupParams, raw, "sessions.cleanup");
+      if (!svc.config.session.maintenance) throw new ValidationError("session.maintenance is not configured");
+      return await pruneOnce(svc, p.dryRun !== undefined ? { dryRun: p.dryRun } : {});
     },
 
     "sessions.delete": async (raw) => {

@@ -29,6 +29,7 @@ export const SessionsResolveParams = z
 
 export const SessionsPatchParams = SessionPatchSchema.extend({ key });
 export const SessionsResetParams = z.strictObject({ key, reason: z.enum(["new", "reset"]).optional() });
+export const SessionsCleanupParams = z.strictObject({ dryRun: z.boolean().optional() });
 export const SessionsDeleteParams = z.strictObject({ key, deleteTranscript: z.boolean().optional() });
 export const ChatHistoryParams = z.strictObject({ sessionKey: key, limit: z.number().int().min(1).max(1000).optional() });
 

@@ -15,6 +15,7 @@ import { entryStaleAt, freshnessOf } from "../lifecycle/freshness-check.js";
 import { rotateSession, type ArchiveJobData } from "../lifecycle/rotate.js";
 import { identOf } from "../lifecycle/session-ident.js";
 import { SessionLeases } from "../runs/session-lease.js";
+import { pruneOnce } from "./session-prune.js";
 
 export const SWEEP_SCHEDULER_ID = "session-sweep";
 
@@ -70,6 +71,7 @@ export function createMaintenanceProcessor(svc: Services) {
       await job.updateProgress(100);
       return r;
     }
+    if (job.name === "prune") return await pruneOnce(svc); // session.maintenance (session-prune.ts)
     if (job.name === "archive") {
       const d = job.data as ArchiveJobData;
       const acquired = await archiveLeases.tryAcquire(d.sessionKey);

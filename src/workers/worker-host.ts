@@ -12,6 +12,7 @@ import type { QueueName } from "../queues/queue-names.js";
 import { createDeliverProcessor } from "./deliver.js";
 import { createDrainProcessor } from "./drain.js";
 import { createMaintenanceProcessor, ensureSweepScheduler } from "./maintenance.js";
+import { ensurePruneScheduler } from "./session-prune.js";
 import { RunningTurns, TurnExecutor, type ToolInvokerFactory } from "./turn-executor.js";
 
 /** How long after a drain exhausted its retries another one is tried. */
@@ -79,7 +80,10 @@ export async function startWorkerHost(svc: Services, opts: WorkerHostOptions): P
     });
     workers.push(worker);
   }
-  if (opts.queues.includes("maintenance")) await ensureSweepScheduler(svc);
+  if (opts.queues.includes("maintenance")) {
+    await ensureSweepScheduler(svc);
+    await ensurePruneScheduler(svc);
+  }
   await Promise.all(workers.map((wk) => wk.waitUntilReady()));
   svc.log.info({ queues: opts.queues, concurrency: opts.concurrency ?? w.concurrency }, "workers started");
 
