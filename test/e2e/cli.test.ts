@@ -255,7 +255,8 @@ describe("switchboard config validate", () => {
     const lines = r.stderr.trim().split("\n");
     expect(lines, r.stderr).toHaveLength(3);
     for (const line of lines) expect(line).toMatch(/^\S+: \S.*$/);
-    expect(lines.find((l) => l.startsWith("(root): "))).toContain("bogusTopLevel");
+    // An unknown key is reported at its own path (with a suggestion when one is close).
+    expect(lines.find((l) => l.startsWith("bogusTopLevel: "))).toContain("unknown key");
     expect(lines.find((l) => l.startsWith("session.dmScope: "))).toContain("per-peer");
     expect(lines.find((l) => l.startsWith("session.reset.timezone: "))).toMatch(/time ?zone/i);
   });
