@@ -7,7 +7,7 @@ import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import type { Config } from "../config/schema.js";
 import { createQueues, closeQueues, createRedis, type Queues } from "../queues/index.js";
-import { CancelBus, Inbox, RunRecords, RunWaiter, SessionLeases } from "../runs/index.js";
+import { CancelBus, DeadLetters, Inbox, RunRecords, RunWaiter, SessionLeases, StorageFaults } from "../runs/index.js";
 import { RedisKeys, SessionStore } from "../storage/index.js";
 import { TranscriptStore } from "../transcript/index.js";
 import { createLogger } from "./logger.js";
@@ -25,6 +25,8 @@ export interface Services {
   runs: RunRecords;
   queues: Queues;
   cancels: CancelBus;
+  deadLetters: DeadLetters;
+  storageFaults: StorageFaults;
   /** The process's one run-done subscriber (agent.wait, sessions_send), made on first use. */
   waiter(): RunWaiter;
   /** A new dedicated connection (subscribers, BullMQ workers); closed by `close()`. */
@@ -59,6 +61,8 @@ export function createServices(config: Config, opts: { role: "gateway" | "worker
     runs: new RunRecords(redis, keys),
     queues,
     cancels: new CancelBus(redis, keys),
+    deadLetters: new DeadLetters(redis, keys),
+    storageFaults: new StorageFaults(redis, keys, log, config.storage.faultDeadlineMinutes * 60_000),
     // Lazy: a short CLI command that never waits must not open (and race closing) a subscriber.
     waiter() {
       return (waiter ??= new RunWaiter(this.connection("subscriber"), keys, this.runs));

@@ -8,6 +8,7 @@ import { SwitchboardError } from "../errors/index.js";
 import { ConfigError } from "../errors/index.js";
 import { callCommand } from "./commands/call.js";
 import { configValidate } from "./commands/config-validate.js";
+import { deadLettersCommand } from "./commands/deadletters.js";
 import { historyCommand } from "./commands/history.js";
 import { sendCommand } from "./commands/send.js";
 import { serveCommand } from "./commands/serve.js";
@@ -48,6 +49,9 @@ program.command("history <sessionKey>").description("print a transcript").option
   .action(run(async (key: string, _o: unknown, cmd: Command) => historyCommand(key, g(cmd))));
 program.command("call <method>").description("call a gateway RPC method").option("--params <json>")
   .action(run(async (method: string, _o: unknown, cmd: Command) => callCommand(method, g(cmd))));
+program.command("deadletters [action] [runId]").description("messages whose turn was given up: list | replay <runId> | replay --all | discard <runId>")
+  .option("--all", "with replay: every dead letter").option("--json")
+  .action(run(async (action: string | undefined, runId: string | undefined, _o: unknown, cmd: Command) => deadLettersCommand(action, runId, g(cmd))));
 program.command("config").description("configuration").command("validate [file]").option("--json")
   .action(run((file: string | undefined, _o: unknown, cmd: Command) => configValidate(file, g(cmd))));
 

@@ -100,14 +100,45 @@ export const RuntimeConfigSchema = z.discriminatedUnion("kind", [
   }),
 ]);
 
+// ---- Sub-agents (docs/concepts/subagents.md) -------------------------------------------------
 const SubagentsConfigSchema = z.strictObject({
   maxSpawnDepth: z.number().int().min(1).max(5).default(1),
   maxChildrenPerAgent: z.number().int().min(1).max(20).default(5),
+  /** Sub-agent runs at once across the whole deployment (BullMQ global concurrency). */
   maxConcurrent: z.number().int().min(1).default(8),
   allowAgents: z.array(z.string()).default([]),
   runTimeoutSeconds: z.number().int().min(0).default(0),
+  /** How long a finished run stays in `subagents list` (0 = until its record expires). */
   archiveAfterMinutes: z.number().int().min(0).default(60),
+  requireAgentId: z.boolean().default(false),
+  model: z.string().min(1).max(200).optional(),
+  thinking: z.string().min(1).max(32).optional(),
+  /** Attempts of the durable announce job before it is parked as failed. */
+  announceAttempts: z.number().int().min(1).max(50).default(6),
+  announceBackoffMs: z.number().int().min(10).max(600_000).default(1000),
 });
+
+const AgentSubagentsConfigSchema = z.strictObject({
+  allowAgents: z.array(z.string()).optional(),
+  maxSpawnDepth: z.number().int().min(1).max(5).optional(),
+  requireAgentId: z.boolean().optional(),
+  model: z.string().min(1).max(200).optional(),
+  thinking: z.string().min(1).max(32).optional(),
+});
+
+const ToolListSchema = z.array(z.string().min(1));
+/** `tools.profile` / `alsoAllow` / `deny` and the sub-agent re-grants (`tools.subagents.tools`). */
+const ToolProfileConfigFields = {
+  profile: z.enum(["minimal", "messaging", "coding", "full"]).default("full"),
+  alsoAllow: ToolListSchema.default([]),
+  deny: ToolListSchema.default([]),
+  subagents: z
+    .strictObject({
+      tools: z.strictObject({ allow: ToolListSchema.optional(), alsoAllow: ToolListSchema.default([]), deny: ToolListSchema.default([]) }).prefault({}),
+    })
+    .prefault({}),
+};
+// ---- end sub-agents ----------------------------------------------------------------------------
 
 const AgentEntrySchema = z.strictObject({
   id: agentId,
@@ -115,9 +146,7 @@ const AgentEntrySchema = z.strictObject({
   default: z.boolean().optional(),
   sandboxed: z.boolean().optional(),
   runtime: RuntimeConfigSchema.optional(),
-  subagents: z
-    .strictObject({ allowAgents: z.array(z.string()).optional(), maxSpawnDepth: z.number().int().min(1).max(5).optional() })
-    .optional(),
+  subagents: AgentSubagentsConfigSchema.optional(),
 });
 
 export const ChannelConfigSchema = z.discriminatedUnion("kind", [
@@ -161,7 +190,16 @@ export const ConfigSchema = z.strictObject({
         .default("sb"),
     })
     .prefault({}),
-  storage: z.strictObject({ dir: z.string().min(1).default("~/.switchboard") }).prefault({}),
+  storage: z
+    .strictObject({
+      dir: z.string().min(1).default("~/.switchboard"),
+      // While transcript storage refuses writes (EACCES, ENOSPC, EIO, ESTALE…) a turn is parked
+      // and retried, not failed: only after this long is it failed and dead-lettered.
+      faultDeadlineMinutes: z.number().min(0).max(7 * 24 * 60).default(60),
+      // Longest pause between retries of a parked turn (they start at 1 s and double).
+      faultRetryMaxDelayMs: z.number().int().min(100).max(600_000).default(30_000),
+    })
+    .prefault({}),
   gateway: z
     .strictObject({
       host: z.string().min(1).default("127.0.0.1"),
@@ -222,6 +260,7 @@ export const ConfigSchema = z.strictObject({
       agentToAgent: z
         .strictObject({ enabled: z.boolean().default(false), allow: z.array(z.string()).default([]) })
         .prefault({}),
+      ...ToolProfileConfigFields,
     })
     .prefault({}),
   agents: z

@@ -12,6 +12,8 @@ import { registerBullBoard } from "./bull-board.js";
 import { httpErrorHandler } from "./http-errors.js";
 import { renderMetrics } from "./metrics.js";
 import { registerToolsInvoke } from "./tools-invoke.js";
+import { wellFormedDeep } from "../text/well-formed.js";
+import { StorageFaults } from "../runs/storage-faults.js";
 
 export interface ToolEndpoint {
   (name: string, body: unknown): Promise<unknown>;
@@ -36,14 +38,25 @@ export async function createGateway(svc: Services, opts: GatewayOptions = {}): P
 
   app.setErrorHandler(httpErrorHandler);
   app.addHook("onRequest", createAuthHook(svc.config.gateway.auth.token));
+  // Text at the edge: nothing with a lone surrogate gets past here (docs/concepts/text.md).
+  app.addHook("preHandler", async (req) => {
+    if (req.body !== undefined) req.body = wellFormedDeep(req.body);
+    req.query = wellFormedDeep(req.query);
+    req.params = wellFormedDeep(req.params);
+  });
 
   app.get("/healthz", async () => ({ ok: true }));
   app.get("/readyz", async (_req, reply) => {
     // Fail fast: a worker-style connection would queue the PING until Redis is back.
     if (svc.redis.status !== "ready") return reply.status(503).send({ ok: false, redis: "down", error: `connection ${svc.redis.status}` });
     try {
-      await Promise.race([svc.redis.ping(), new Promise((_, reject) => setTimeout(() => reject(new Error("ping timed out")), 1000).unref())]);
-      return { ok: true, redis: "up" };
+      const fault = await Promise.race([
+        svc.redis.ping().then(() => StorageFaults.current(svc.redis, svc.keys)),
+        new Promise<never>((_, reject) => setTimeout(() => reject(new Error("ping timed out")), 1000).unref()),
+      ]);
+      // Workers report transcript storage refusing writes; turns are parked meanwhile.
+      if (fault) return reply.status(503).send({ ok: false, redis: "up", storage: "unhealthy", error: `${fault.code}: ${fault.message}`, since: new Date(fault.since).toISOString() });
+      return { ok: true, redis: "up", storage: "ok" };
     } catch (err) {
       return reply.status(503).send({ ok: false, redis: "down", error: (err as Error).message });
     }
@@ -86,7 +99,7 @@ export async function createGateway(svc: Services, opts: GatewayOptions = {}): P
     return await rpc["deliveries.list"]!({ ...(q.sessionKey ? { sessionKey: q.sessionKey } : {}), ...(q.channel ? { channel: q.channel } : {}), ...(limit ? { limit } : {}) });
   });
 
-  registerToolsInvoke(app, opts.tools); // OpenClaw's POST /tools/invoke
+  registerToolsInvoke(app, svc, opts.tools); // OpenClaw's POST /tools/invoke
   await registerBullBoard(app, svc.queues);
 
   return {

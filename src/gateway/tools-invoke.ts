@@ -8,6 +8,7 @@
  *   404 { ok: false, error: { type: "not_found", message } }   no such tool
  *   405 for any other method
  *
+ * A tool outside the calling session's tool policy (tools.profile, …) is a 404, as in OpenClaw.
  * `sessionKey` is the calling session (default: the main session); `action` is copied into
  * `args` when the tool takes one and `args` lacks it; `dryRun` is accepted and ignored, as in
  * OpenClaw. Same auth as every other endpoint. Switchboard's own door is `POST /v1/tools/<name>`.
@@ -16,7 +17,9 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { SwitchboardError } from "../errors/index.js";
 import { zodIssues } from "../config/parse.js";
-import { TOOL_NAMES } from "../tools/tool-runtime.js";
+import type { Services } from "../app/services.js";
+import { effectiveTools } from "../subagents/tool-policy.js";
+import { resolveCaller, TOOL_NAMES } from "../tools/tool-runtime.js";
 
 type ToolEndpoint = (name: string, body: unknown) => Promise<unknown>;
 
@@ -35,7 +38,7 @@ function fail(type: string, message: string) {
   return { ok: false as const, error: { type, message } };
 }
 
-export function registerToolsInvoke(app: FastifyInstance, tools: ToolEndpoint | undefined): void {
+export function registerToolsInvoke(app: FastifyInstance, svc: Services, tools: ToolEndpoint | undefined): void {
   app.post("/tools/invoke", async (req, reply) => {
     const parsed = InvokeBody.safeParse(req.body ?? {});
     if (!parsed.success) {
@@ -43,6 +46,12 @@ export function registerToolsInvoke(app: FastifyInstance, tools: ToolEndpoint | 
     }
     const { tool, sessionKey, action } = parsed.data;
     if (!tools || !(TOOL_NAMES as readonly string[]).includes(tool)) {
+      return reply.status(404).send(fail("not_found", `Tool not available: ${tool}`));
+    }
+    // As in OpenClaw, a tool the calling session's tool policy leaves out is "not available".
+    const { entry } = await resolveCaller(svc, sessionKey ?? "main");
+    const lineage = { ...(entry?.spawnDepth ? { spawnDepth: entry.spawnDepth } : {}), ...(entry?.subagentRole ? { subagentRole: entry.subagentRole } : {}) };
+    if (!(effectiveTools(svc.config, lineage) as readonly string[]).includes(tool)) {
       return reply.status(404).send(fail("not_found", `Tool not available: ${tool}`));
     }
     const args = action !== undefined && TAKES_ACTION.has(tool) && parsed.data.args.action === undefined ? { ...parsed.data.args, action } : parsed.data.args;

@@ -9,7 +9,7 @@ import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Services } from "../app/services.js";
 import { agentRuntime } from "../config/agents.js";
-import { ValidationError } from "../errors/index.js";
+import { SwitchboardError, ValidationError } from "../errors/index.js";
 import { zodIssues } from "../config/parse.js";
 import { freshnessOf, policyFor, staleAtFor } from "../lifecycle/freshness-check.js";
 import { resetPatch } from "../lifecycle/rotate.js";
@@ -29,6 +29,7 @@ import { sessionSendPolicy } from "../lifecycle/session-send-policy.js";
 import type { SessionEntryPatch } from "../storage/session-entry.js";
 import { enqueueDelivery } from "../workers/deliver.js";
 import { isCommandOwner, OWNER_ONLY_REPLY } from "./command-owner.js";
+import { effectiveTools } from "../subagents/tool-policy.js";
 
 export interface InboundResult {
   ok: true;
@@ -39,7 +40,7 @@ export interface InboundResult {
   isNewSession?: boolean;
   resetReason?: string;
   blocked?: "send_policy_deny";
-  command?: "send" | "status" | "stop";
+  command?: "send" | "status" | "stop" | "tools";
   sendPolicy?: "allow" | "deny" | "inherit";
   stopped?: number;
   status?: string;
@@ -74,6 +75,9 @@ export async function handleInbound(svc: Services, body: unknown): Promise<Inbou
   const dedupKey = msg.messageId ? `${svc.keys.base}:inmsg:${msg.channel}:${msg.accountId ?? "default"}:${msg.messageId}` : undefined;
   if (!dedupKey) return await handleResolved(svc, msg, agentId, sessionKey);
 
+  // The run of a message with an id is derived from that id: an earlier attempt that queued the
+  // turn but failed afterwards (the drain wake-up, the answer) is completed, not run again.
+  const runId = uuidFrom(dedupKey);
   // Claim the messageId before handling it: a channel that retries a slow webhook sends the
   // same message again while the first delivery is still being handled (on any gateway).
   const claim = `${DEDUP_PENDING}${randomUUID()}`;
@@ -82,13 +86,22 @@ export async function handleInbound(svc: Services, body: unknown): Promise<Inbou
     if (await svc.redis.set(dedupKey, claim, "EX", DEDUP_CLAIM_SECONDS, "NX")) break;
     const prior = await svc.redis.get(dedupKey);
     if (prior && !prior.startsWith(DEDUP_PENDING)) return { ...(JSON.parse(prior) as InboundResult), duplicate: true };
-    if (prior && Date.now() > deadline) return { ok: true, agentId, sessionKey, duplicate: true }; // still being handled
-    if (prior) await sleep(DEDUP_POLL_MS);
+    if (prior) {
+      // Being handled elsewhere, or its handler died holding the claim: once its turn is queued
+      // that turn is the answer. Until then nothing may be acknowledged, as the message may
+      // never be queued (a dead handler's claim only expires after DEDUP_CLAIM_SECONDS).
+      const queued = await svc.runs.get(runId);
+      if (queued) {
+        await requestDrain(svc, sessionKey);
+        return { ok: true, agentId, sessionKey, ...(queued.sessionId ? { sessionId: queued.sessionId } : {}), runId, duplicate: true };
+      }
+      if (Date.now() > deadline) {
+        throw new SwitchboardError("unavailable", `message ${msg.messageId} is still being handled by another request; retry later`);
+      }
+      await sleep(DEDUP_POLL_MS);
+    }
     // no value: the first handler failed and gave the id back; claim it ourselves
   }
-  // The run of a message with an id is derived from that id: an earlier attempt that queued the
-  // turn but failed afterwards (the drain wake-up, the answer) is completed, not run again.
-  const runId = uuidFrom(dedupKey);
   let result: InboundResult;
   try {
     const earlier = await svc.runs.get(runId);
@@ -109,7 +122,7 @@ export async function handleInbound(svc: Services, body: unknown): Promise<Inbou
 const DEDUP_PENDING = "pending:";
 /** How long a claim outlives a gateway that died while handling the message. */
 const DEDUP_CLAIM_SECONDS = 30;
-/** How long a duplicate waits for the first delivery's answer before answering without it. */
+/** How long a duplicate waits for the first delivery's answer before asking the caller to retry. */
 const DEDUP_WAIT_MS = 10_000;
 const DEDUP_POLL_MS = 20;
 const LUA_DIR = new URL("./lua/", import.meta.url);
@@ -175,6 +188,13 @@ async function handleResolved(svc: Services, msg: InboundMessage, agentId: strin
     const text = statusCard(entry, { queueDepth: depth, running, sendPolicy: sendPolicy(), ...(runtime.kind === "openai" ? { model: runtime.model } : {}) });
     await reply(svc, sessionKey, route, text, "command");
     return { ...base, ...(entry ? { sessionId: entry.sessionId } : {}), command: "status", status: text };
+  }
+
+  if (command?.kind === "tools") {
+    const tools = effectiveTools(config, { ...(entry?.spawnDepth ? { spawnDepth: entry.spawnDepth } : {}), ...(entry?.subagentRole ? { subagentRole: entry.subagentRole } : {}) });
+    const text = `Tools: ${tools.length ? tools.join(", ") : "none"}`;
+    await reply(svc, sessionKey, route, text, "command");
+    return { ...base, ...(entry ? { sessionId: entry.sessionId } : {}), command: "tools", status: text };
   }
 
   if (command?.kind === "stop") {

@@ -1,12 +1,14 @@
 /**
- * The four queues. Each is visible in Bull Board; workers can be started for any subset
+ * The five queues. Each is visible in Bull Board; workers can be started for any subset
  * (`switchboard worker --queues runs,delivery`).
- *  - runs:        session drains (agent turns from inbound messages, sends, spawns)
- *  - announce:    agent-to-agent steps after a send (reply-back loop, announce)
+ *  - runs:        session drains (agent turns from inbound messages, sends)
+ *  - subagents:   drains of sub-agent sessions, with a deployment-wide concurrency limit
+ *                 (`agents.defaults.subagents.maxConcurrent`, BullMQ global concurrency)
+ *  - announce:    agent-to-agent steps after a send, sub-agent completion announces
  *  - delivery:    outbound messages to channels, retried with backoff, every outcome recorded
  *  - maintenance: reset/idle sweeps (Job Scheduler) and transcript archiving
  */
-export const QUEUE_NAMES = ["runs", "announce", "delivery", "maintenance"] as const;
+export const QUEUE_NAMES = ["runs", "subagents", "announce", "delivery", "maintenance"] as const;
 export type QueueName = (typeof QUEUE_NAMES)[number];
 
 export function parseQueueList(csv: string | undefined): QueueName[] {

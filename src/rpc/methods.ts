@@ -14,8 +14,9 @@ import { SendBlockedError, SessionNotFoundError, SwitchboardError, ValidationErr
 import { DeliveryLog } from "../delivery/index.js";
 import { enqueueArchive, rotateSession } from "../lifecycle/rotate.js";
 import { identOf } from "../lifecycle/session-ident.js";
-import { enqueueTurn, requestDrain } from "../runs/enqueue.js";
+import { enqueueTurnOnce, requestDrain } from "../runs/enqueue.js";
 import { stopSession } from "../runs/stop.js";
+import { replayDeadLetter } from "../runs/replay.js";
 import { uuidFrom } from "../runs/derived-id.js";
 import { ensureSession } from "../lifecycle/ensure-session.js";
 import { storedRoute } from "../lifecycle/stored-route.js";
@@ -32,9 +33,6 @@ export function parseParams<T extends z.ZodType>(schema: T, params: unknown, met
   if (!r.success) throw new ValidationError(`invalid params for ${method}`, zodIssues(r.error));
   return r.data;
 }
-
-/** How long an `agent` idempotencyKey is claimed before its run record is expected to exist. */
-const IDEMPOTENCY_CLAIM_SECONDS = 60;
 
 /** chat.history bounds (OpenClaw's): default 200 messages, at most 1000. */
 export const CHAT_HISTORY_DEFAULT = 200;
@@ -131,19 +129,14 @@ export function createRpcMethods(svc: Services): Record<string, RpcHandler> {
       const key = canon(p.sessionKey ?? "main", agentId);
       let entry = await ensureSession(svc, key);
       if (sessionSendPolicy(svc.config, key, entry) === "deny") throw new SendBlockedError(key);
-      // An idempotency key maps to a fixed runId, so a retried call cannot start a second run.
+      // An idempotency key maps to a fixed runId, so a retried call cannot start a second run:
+      // the turn is queued once per runId, atomically with its run record (no separate claim,
+      // which a gateway dying before the push would leave behind, acknowledging a lost turn).
       const runId = p.idempotencyKey ? uuidFrom(`${key}\n${p.idempotencyKey}`) : randomUUID();
-      if (p.idempotencyKey) {
-        const duplicate = async () => {
-          // The first call may have queued the turn and then failed to wake the drainer.
-          await requestDrain(svc, key);
-          return { runId, sessionKey: key, sessionId: entry.sessionId, duplicate: true };
-        };
-        if (await svc.runs.get(runId)) return await duplicate();
-        // Check-then-enqueue alone lets concurrent retries both enqueue: claim the runId first.
-        // The claim is short-lived; after that the run record itself answers the retry.
-        const claimed = await svc.redis.set(`${svc.keys.base}:agentidem:${runId}`, "1", "EX", IDEMPOTENCY_CLAIM_SECONDS, "NX");
-        if (!claimed) return await duplicate();
+      if (p.idempotencyKey && (await svc.runs.get(runId))) {
+        // The first call may have queued the turn and then failed to wake the drainer.
+        await requestDrain(svc, key);
+        return { runId, sessionKey: key, sessionId: entry.sessionId, duplicate: true };
       }
       if (p.sessionTarget === "isolated") entry = await freshRunSession(svc, entry);
       // deliver: the stored route, with explicit fields on top (another channel drops its `to`).
@@ -158,7 +151,7 @@ export function createRpcMethods(svc: Services): Record<string, RpcHandler> {
             ...(p.threadId !== undefined ? { threadId: String(p.threadId) } : {}),
           }
         : undefined;
-      const turn = await enqueueTurn(svc, {
+      const { turn, queued } = await enqueueTurnOnce(svc, {
         runId,
         sessionKey: key,
         agentId: entry.agentId,
@@ -170,7 +163,7 @@ export function createRpcMethods(svc: Services): Record<string, RpcHandler> {
         ...(p.runTimeoutSeconds ? { runTimeoutSeconds: p.runTimeoutSeconds } : {}),
         ...(p.extraSystemPrompt ? { extraSystemPrompt: p.extraSystemPrompt } : {}),
       });
-      return { runId: turn.runId, sessionKey: key, sessionId: entry.sessionId };
+      return { runId: turn.runId, sessionKey: key, sessionId: entry.sessionId, ...(queued ? {} : { duplicate: true }) };
     },
 
     "agent.wait": async (raw) => {
@@ -183,6 +176,8 @@ export function createRpcMethods(svc: Services): Record<string, RpcHandler> {
         status: done ? record.status : "timeout",
         ...(done && record.reply !== undefined ? { reply: record.reply } : {}),
         ...(record.error ? { error: record.error } : {}),
+        // Not done because storage refuses writes: say why instead of a bare timeout.
+        ...(!done && record.stalledReason ? { error: record.stalledReason } : {}),
         ...(record.startedAt ? { startedAt: record.startedAt } : {}),
         ...(record.endedAt ? { endedAt: record.endedAt } : {}),
         ...(done ? {} : { runStatus: record.status }),
@@ -205,6 +200,25 @@ export function createRpcMethods(svc: Services): Record<string, RpcHandler> {
         route: { channel: p.channel, ...(p.to ? { to: p.to } : {}), ...(p.accountId ? { accountId: p.accountId } : {}), ...(p.threadId !== undefined ? { threadId: String(p.threadId) } : {}) },
       });
       return { id, status: "queued" };
+    },
+
+    "deadletters.list": async () => {
+      const letters = await svc.deadLetters.list();
+      return { count: letters.length, deadLetters: letters };
+    },
+
+    "deadletters.replay": async (raw) => {
+      const p = parseParams(P.DeadLettersReplayParams, raw, "deadletters.replay");
+      const ids = "runId" in p ? [p.runId] : (await svc.deadLetters.list()).filter((l) => l.turn).map((l) => l.runId);
+      const replayed = [];
+      for (const id of ids) replayed.push({ runId: id, ...(await replayDeadLetter(svc, id)) });
+      return { count: replayed.length, replayed };
+    },
+
+    "deadletters.discard": async (raw) => {
+      const p = parseParams(P.DeadLettersDiscardParams, raw, "deadletters.discard");
+      if (!(await svc.deadLetters.discard(p.runId))) throw new SwitchboardError("not_found", `No dead letter for run ${p.runId}`);
+      return { runId: p.runId, discarded: true };
     },
 
     "deliveries.list": async (raw) => {

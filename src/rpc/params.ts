@@ -60,3 +60,9 @@ export const SendParams = z.strictObject({
   message: z.string().min(1).max(100_000),
   idempotencyKey: z.string().max(200).optional(),
 });
+
+export const DeadLettersReplayParams = z.union([
+  z.strictObject({ runId: z.string().min(1).max(128) }),
+  z.strictObject({ all: z.literal(true) }),
+]);
+export const DeadLettersDiscardParams = z.strictObject({ runId: z.string().min(1).max(128) });

@@ -17,5 +17,9 @@ export async function enqueueContinuation(
   const queue = svc.queues[c.queue as keyof typeof svc.queues];
   if (!queue) return;
   const data = { ...c.data, runId: turn.runId, reply: result.reply ?? "", status: result.status, ...(result.error ? { error: result.error } : {}) };
-  await queue.add(c.name, data, { jobId: `cont-${jobIdPart(turn.runId)}`, attempts: 10, backoff: { type: "exponential", delay: 500 } });
+  await queue.add(c.name, data, {
+    jobId: c.jobId ?? `cont-${jobIdPart(turn.runId)}`,
+    attempts: c.attempts ?? 10,
+    backoff: { type: "exponential", delay: c.backoffMs ?? 500 },
+  });
 }

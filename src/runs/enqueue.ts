@@ -6,10 +6,13 @@
 import { randomUUID } from "node:crypto";
 import type { Services } from "../app/services.js";
 import type { Turn } from "./turn.js";
+import { isSubagentKey } from "../session/key-classify.js";
 
 export interface DrainData {
   sessionKey: string;
   leaseWaits?: number;
+  /** Times the current in-flight turn was parked on a storage fault (sets the backoff). */
+  storageRetries?: number;
 }
 
 export function drainJobOptions(sessionKey: string) {
@@ -21,9 +24,15 @@ export function drainJobOptions(sessionKey: string) {
   };
 }
 
+/** Sub-agent sessions drain on their own queue, whose global concurrency caps sub-agent runs
+ *  across the deployment (docs/concepts/subagents.md). */
+export function drainQueueOf(sessionKey: string): "runs" | "subagents" {
+  return isSubagentKey(sessionKey) ? "subagents" : "runs";
+}
+
 /** Wake the session's drainer (its turns must already be in the inbox). */
 export async function requestDrain(svc: Services, sessionKey: string, delayMs = 0): Promise<void> {
-  await svc.queues.runs.add("drain", { sessionKey } satisfies DrainData, { ...drainJobOptions(sessionKey), ...(delayMs > 0 ? { delay: delayMs } : {}) });
+  await svc.queues[drainQueueOf(sessionKey)].add("drain", { sessionKey } satisfies DrainData, { ...drainJobOptions(sessionKey), ...(delayMs > 0 ? { delay: delayMs } : {}) });
 }
 
 export type TurnRequest = Omit<Turn, "runId" | "enqueuedAt" | "messageTs"> & { runId?: string; messageTs?: number };
@@ -33,11 +42,16 @@ export type TurnRequest = Omit<Turn, "runId" | "enqueuedAt" | "messageTs"> & { r
  * one turn for it: a runId whose record exists is not queued again.
  */
 export async function enqueueTurn(svc: Services, req: TurnRequest): Promise<Turn> {
+  return (await enqueueTurnOnce(svc, req)).turn;
+}
+
+/** `enqueueTurn`, also saying whether this call queued the turn (false: its runId existed). */
+export async function enqueueTurnOnce(svc: Services, req: TurnRequest): Promise<{ turn: Turn; queued: boolean }> {
   const now = Date.now();
   const turn: Turn = { ...req, runId: req.runId ?? randomUUID(), enqueuedAt: now, messageTs: req.messageTs ?? now };
-  await svc.inbox.push(turn);
+  const queued = await svc.inbox.push(turn);
   // Always wake, also when the runId existed: a first attempt may have pushed and then failed
   // to add the drain job. The add is deduplicated per session, so a spare one costs nothing.
   await requestDrain(svc, turn.sessionKey);
-  return turn;
+  return { turn, queued };
 }

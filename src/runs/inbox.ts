@@ -7,14 +7,17 @@ import { StaleFenceError } from "../errors/index.js";
 import { luaCommand } from "../storage/lua-script.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
 import type { LeaseHandle } from "./session-lease.js";
-import type { Turn } from "./turn.js";
+import { serializeTurn, type Turn } from "./turn.js";
 import { RUN_RECORD_TTL_SECONDS } from "./run-records.js";
+import type { DeadLetter } from "./dead-letters.js";
+import { luaSafeJson } from "../text/well-formed.js";
 
 const LUA_DIR = new URL("./lua/", import.meta.url);
 
 export class Inbox {
   private readonly takeLua;
   private readonly pushLua;
+  private readonly discardLua;
 
   constructor(
     private readonly redis: Redis,
@@ -22,6 +25,7 @@ export class Inbox {
   ) {
     this.takeLua = luaCommand(redis, LUA_DIR, "turn-take");
     this.pushLua = luaCommand(redis, LUA_DIR, "turn-push");
+    this.discardLua = luaCommand(redis, LUA_DIR, "turn-discard");
   }
 
   /**
@@ -42,22 +46,39 @@ export class Inbox {
     };
     const res = await this.pushLua(
       [this.keys.run(turn.runId), this.keys.inbox(turn.sessionKey)],
-      [JSON.stringify(turn), RUN_RECORD_TTL_SECONDS, ...Object.entries(fields).flat()],
+      [serializeTurn(turn), RUN_RECORD_TTL_SECONDS, ...Object.entries(fields).flat()],
     );
     return res === 1;
   }
 
-  /** The next turn for the lease holder: an unfinished in-flight turn first, else the oldest queued. */
-  async take(lease: LeaseHandle): Promise<Turn | null> {
+  /**
+   * The next turn for the lease holder: an unfinished in-flight turn first, else the oldest
+   * queued. An entry that is not a readable turn comes back as `{ corrupt }` (see discard).
+   */
+  async take(lease: LeaseHandle): Promise<Turn | { corrupt: string } | null> {
+    let raw: string | null;
     try {
-      const raw = (await this.takeLua(
+      raw = (await this.takeLua(
         [lease.fenceKey, this.keys.inbox(lease.sessionKey), this.keys.inflight(lease.sessionKey)],
         [lease.token],
       )) as string | null;
-      return raw ? (JSON.parse(raw) as Turn) : null;
     } catch (err) {
-      if ((err as Error).message?.includes("STALE")) throw new StaleFenceError(lease.sessionKey, lease.token, null);
-      throw err;
+      throw mapStale(err, lease);
+    }
+    if (raw === null) return null;
+    return parseTurn(raw) ?? { corrupt: raw };
+  }
+
+  /** Move an unreadable in-flight entry to the dead letters (fenced, atomic). */
+  async discard(lease: LeaseHandle, raw: string, letter: DeadLetter): Promise<boolean> {
+    try {
+      const res = await this.discardLua(
+        [lease.fenceKey, this.keys.inflight(lease.sessionKey), this.keys.deadLetters()],
+        [lease.token, raw, letter.runId, luaSafeJson(letter)],
+      );
+      return res === 1;
+    } catch (err) {
+      throw mapStale(err, lease);
     }
   }
 
@@ -68,7 +89,7 @@ export class Inbox {
   /** The turn the session's lease holder is running (or about to run), if any. */
   async inflightTurn(sessionKey: string): Promise<Turn | null> {
     const raw = await this.redis.lindex(this.keys.inflight(sessionKey), 0);
-    return raw ? (JSON.parse(raw) as Turn) : null;
+    return raw ? parseTurn(raw) : null;
   }
 
   async hasInflight(sessionKey: string): Promise<boolean> {
@@ -80,6 +101,20 @@ export class Inbox {
     const key = this.keys.inbox(sessionKey);
     const res = await this.redis.multi().lrange(key, 0, -1).del(key).exec();
     const items = (res?.[0]?.[1] as string[] | undefined) ?? [];
-    return items.map((i) => JSON.parse(i) as Turn);
+    return items.map(parseTurn).filter((t): t is Turn => t !== null);
   }
+}
+
+/** A stored turn, or null when the entry is not one (corrupted by hand or by a bug). */
+function parseTurn(raw: string): Turn | null {
+  try {
+    const t = JSON.parse(raw) as Turn;
+    return t && typeof t === "object" && typeof t.runId === "string" && typeof t.sessionKey === "string" ? t : null;
+  } catch {
+    return null;
+  }
+}
+
+function mapStale(err: unknown, lease: LeaseHandle): unknown {
+  return (err as Error).message?.includes("STALE") ? new StaleFenceError(lease.sessionKey, lease.token, null) : err;
 }

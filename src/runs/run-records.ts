@@ -8,7 +8,9 @@ import { StaleFenceError } from "../errors/index.js";
 import { luaCommand } from "../storage/lua-script.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
 import type { LeaseHandle } from "./session-lease.js";
-import { isTerminal, type RunStatus, type TerminalStatus } from "./turn.js";
+import type { DeadLetter } from "./dead-letters.js";
+import { luaSafeJson } from "../text/well-formed.js";
+import { isTerminal, turnMarker, type RunStatus, type TerminalStatus } from "./turn.js";
 
 const LUA_DIR = new URL("./lua/", import.meta.url);
 
@@ -37,6 +39,11 @@ export interface RunRecord {
   /** Set by `/stop` for a run that may not have registered with its worker yet. */
   cancelRequested?: string;
   resultError?: string;
+  /** When the result was saved (ms), and the runtime output needed to rewrite its lines (JSON). */
+  resultAt?: number;
+  resultOutput?: string;
+  /** Why a non-terminal run is not progressing (storage fault): told to callers who time out. */
+  stalledReason?: string;
 }
 
 export class RunRecords {
@@ -66,19 +73,23 @@ export class RunRecords {
     }
   }
 
-  /** Terminal write + in-flight pop + notification, atomically. Returns false if already terminal. */
+  /**
+   * Terminal write + in-flight pop + notification, atomically. Returns false if already
+   * terminal. With `deadLetter`, the message is kept in the dead-letter hash in the same step.
+   */
   async finish(
     lease: LeaseHandle,
     runId: string,
     status: TerminalStatus,
     fields: Record<string, string | number> = {},
+    deadLetter?: DeadLetter,
   ): Promise<boolean> {
     const all = { ...fields, status, endedAt: fields.endedAt ?? Date.now() };
     const flat = Object.entries(all).flatMap(([k, v]) => [k, String(v)]);
     try {
       const res = await this.finishLua(
-        [lease.fenceKey, this.keys.run(runId), this.keys.inflight(lease.sessionKey)],
-        [lease.token, runId, this.keys.runDoneChannel(), RUN_RECORD_TTL_SECONDS, ...flat],
+        [lease.fenceKey, this.keys.run(runId), this.keys.inflight(lease.sessionKey), this.keys.deadLetters()],
+        [lease.token, runId, this.keys.runDoneChannel(), RUN_RECORD_TTL_SECONDS, turnMarker(runId), deadLetter ? luaSafeJson(deadLetter) : "", ...flat],
       );
       return res === 1;
     } catch (err) {
@@ -142,6 +153,10 @@ export function decodeRecord(h: Record<string, string>): RunRecord {
   if (h.resultSaved === "1") rec.resultSaved = true;
   if (h.resultStatus && isTerminal(h.resultStatus)) rec.resultStatus = h.resultStatus;
   if (h.resultError) rec.resultError = h.resultError;
+  const resultAt = num(h.resultAt);
+  if (resultAt !== undefined) rec.resultAt = resultAt;
+  if (h.resultOutput) rec.resultOutput = h.resultOutput;
   if (h.cancelRequested) rec.cancelRequested = h.cancelRequested;
+  if (h.stalledReason && !isTerminal(h.status)) rec.stalledReason = h.stalledReason;
   return rec;
 }

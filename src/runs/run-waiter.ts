@@ -47,11 +47,13 @@ export class RunWaiter {
     ]);
     clearTimeout(timer);
     if (!subscribed) {
-      const rec = await this.records.get(runId).catch(() => null);
+      // A read error propagates: "no record" would tell the caller the run does not exist.
+      const rec = await this.records.get(runId);
       return { record: rec, timedOut: !(rec && isTerminal(rec.status)) };
     }
     // Every accepted run has a record before its runId is handed out: none means unknown.
-    if (!(await this.records.get(runId))) return { record: null, timedOut: false };
+    const seen = await this.records.get(runId);
+    if (!seen) return { record: null, timedOut: false };
     return await new Promise((resolve) => {
       let done = false;
       const finish = (record: RunRecord | null, timedOut: boolean) => {
@@ -66,7 +68,9 @@ export class RunWaiter {
       const timer = setTimeout(() => {
         this.records.get(runId).then(
           (rec) => finish(rec, !(rec && isTerminal(rec.status))),
-          () => finish(null, true),
+          // Redis away when the timeout fires: the run exists (it was read above) and was not
+          // seen to finish, so this is an honest timeout with the status last seen.
+          () => finish(seen, true),
         );
       }, Math.max(0, timeoutMs));
       let set = this.waiters.get(runId);

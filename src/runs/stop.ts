@@ -7,7 +7,7 @@ import type { Services } from "../app/services.js";
 import { enqueueArchive } from "../lifecycle/rotate.js";
 import { enqueueContinuation } from "./continuation.js";
 
-export async function stopSession(svc: Services, sessionKey: string, seen = new Set<string>()): Promise<number> {
+export async function stopSession(svc: Services, sessionKey: string, seen = new Set<string>(), opts: { cascade?: boolean } = {}): Promise<number> {
   if (seen.has(sessionKey)) return 0;
   seen.add(sessionKey);
   const dropped = await svc.inbox.drop(sessionKey);
@@ -27,6 +27,7 @@ export async function stopSession(svc: Services, sessionKey: string, seen = new 
     await svc.cancels.publish({ sessionKey, runId: inflight.runId, reason: "killed" });
     count++;
   }
+  if (opts.cascade === false) return count; // a steer restarts only this session's run
   for (const child of await svc.sessions.childKeys(sessionKey)) count += await stopSession(svc, child, seen);
   return count;
 }

@@ -7,12 +7,17 @@
 import type { RunProvenance, RunStep } from "../runtimes/types.js";
 import type { InterSessionSource } from "../runtimes/inter-session.js";
 import type { DeliveryContext } from "../storage/session-entry.js";
+import { luaSafeJson } from "../text/well-formed.js";
 
 export interface TurnContinuation {
   /** Queue and job name to add when the run has a result (e.g. the next agent-to-agent step). */
   queue: string;
   name: string;
   data: Record<string, unknown>;
+  /** Job id to add it under (default `cont-<runId>`); retries of the adding turn add it once. */
+  jobId?: string;
+  attempts?: number;
+  backoffMs?: number;
 }
 
 export interface Turn {
@@ -41,6 +46,8 @@ export interface Turn {
   /** A reset that happened with this turn: its old transcript is archived before the turn runs,
    *  in session order, so earlier turns still finish in the old transcript. */
   archive?: { sessionId: string; kind: "reset" | "deleted" };
+  /** Set on a dead letter queued again by an operator: how many times it was replayed. */
+  replays?: number;
 }
 
 export const TERMINAL_STATUSES = ["ok", "error", "timeout", "killed"] as const;
@@ -49,4 +56,18 @@ export type RunStatus = "queued" | "running" | TerminalStatus;
 
 export function isTerminal(status: string | undefined): status is TerminalStatus {
   return (TERMINAL_STATUSES as readonly string[]).includes(status ?? "");
+}
+
+/**
+ * A turn as stored in the inbox and in-flight lists: JSON with well-formed strings (Lua's cjson
+ * refuses lone surrogates), runId first so it is easy to spot in Bull Board and redis-cli.
+ */
+export function serializeTurn(turn: Turn): string {
+  const { runId, ...rest } = turn;
+  return luaSafeJson({ runId, ...rest });
+}
+
+/** The text that marks a serialized turn as `runId`'s, found without decoding (run-finish.lua). */
+export function turnMarker(runId: string): string {
+  return JSON.stringify({ runId }).slice(1, -1);
 }

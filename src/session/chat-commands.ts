@@ -9,6 +9,8 @@ export type ChatCommand =
   | { kind: "send"; value: "allow" | "deny" | null }
   | { kind: "send"; error: string }
   | { kind: "status" }
+  /** `/tools`: the session tools this session may call (its effective tool profile). */
+  | { kind: "tools" }
   | { kind: "stop" };
 
 export const SEND_USAGE = "Usage: /send on|off|inherit";
@@ -24,7 +26,7 @@ const SEND_VALUES: Record<string, "allow" | "deny" | null> = {
   clear: null,
 };
 
-const COMMAND_RE = /^\/(send|status|stop)(?:@[A-Za-z0-9_]+)?(?:\s+([\s\S]*))?$/i;
+const COMMAND_RE = /^\/(send|status|stop|tools)(?:@[A-Za-z0-9_]+)?(?:\s+([\s\S]*))?$/i;
 
 /** Parse `text` as a chat command; null when it is not one (then it is an ordinary message). */
 export function parseChatCommand(text: string): ChatCommand | null {
@@ -34,6 +36,7 @@ export function parseChatCommand(text: string): ChatCommand | null {
   const arg = (m[2] ?? "").trim();
   if (name === "status") return arg ? null : { kind: "status" };
   if (name === "stop") return arg ? null : { kind: "stop" };
+  if (name === "tools") return arg ? null : { kind: "tools" };
   // /send
   if (!arg) return { kind: "send", error: `Missing argument. ${SEND_USAGE}` };
   const key = arg.toLowerCase();

@@ -68,6 +68,18 @@ export class RedisKeys {
   cancelChannel(): string {
     return `${this.base}:ev:cancel`;
   }
+  /** Hash runId → dead letter (JSON): messages that could not be run, kept for replay. */
+  deadLetters(): string {
+    return `${this.base}:deadletters`;
+  }
+  /** Set (with a TTL) while workers see transcript storage refusing writes; /readyz reads it. */
+  storageFault(): string {
+    return `${this.base}:health:storage`;
+  }
+  /** Hash of deployment-wide counters (storage faults, poisoned turns, …) for /metrics. */
+  stats(): string {
+    return `${this.base}:stats`;
+  }
   // ---- outbound deliveries ----
   delivery(id: string): string {
     return `${this.base}:dlv:${id}`;

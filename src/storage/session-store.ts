@@ -6,6 +6,7 @@
  * Reads the tools need are served from the indexes in O(limit): newest-first over all sessions,
  * per agent or per kind, by sessionId, by unique label, children of a parent, and due-stale.
  */
+import { luaSafeJson } from "../text/well-formed.js";
 import type { Redis } from "ioredis";
 import { LabelConflictError, SessionConflictError, SessionNotFoundError, SwitchboardError } from "../errors/index.js";
 import { luaCommand } from "./lua-script.js";
@@ -120,7 +121,7 @@ export class SessionStore {
       const out = (await this.upsertLua(
         this.upsertKeys(sessionKey, ident, childKey),
         [
-          JSON.stringify(full),
+          luaSafeJson(full),
           now,
           opts.activity ?? "touch",
           staleArg,

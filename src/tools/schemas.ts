@@ -45,9 +45,47 @@ export const TOOL_DESCRIPTIONS = {
   session_status: "Show the status card of a session; optionally set its model override.",
 } as const;
 
-export type ToolName = keyof typeof TOOL_DESCRIPTIONS;
+export type ToolName = keyof typeof TOOL_DESCRIPTIONS | keyof typeof SUBAGENT_TOOL_DESCRIPTIONS;
 
 export function toolJsonSchema(schema: z.ZodType): Record<string, unknown> {
   const { $schema: _drop, ...rest } = z.toJSONSchema(schema, { io: "input" }) as Record<string, unknown>;
   return rest;
 }
+
+// ---- Sub-agent tools (docs/concepts/subagents.md) ----
+
+export const SessionsSpawnArgs = z.strictObject({
+  task: z.string().min(1).max(100_000).describe("what the sub-agent should do"),
+  label: z.string().trim().min(1).max(512).optional().describe("short name, unique per agent"),
+  agentId: z.string().min(1).max(64).optional().describe("target agent (see agents_list); default: your own"),
+  model: z.string().min(1).max(200).optional(),
+  thinking: z.string().min(1).max(32).optional(),
+  runTimeoutSeconds: count(0).optional().describe("abort the child run after N seconds (0 = no limit)"),
+  timeoutSeconds: count(0).optional().describe("alias of runTimeoutSeconds"),
+  cleanup: z.enum(["delete", "keep"]).optional().describe("after the announce: delete the child session or keep it (default keep)"),
+  context: z.enum(["isolated", "fork"]).optional().describe("fork: the child starts from a copy of your transcript"),
+  sandbox: z.enum(["inherit", "require"]).optional(),
+  thread: z.boolean().optional(),
+  mode: z.enum(["run", "session"]).optional(),
+  runtime: z.enum(["subagent", "acp"]).optional(),
+});
+
+export const AgentsListArgs = z.strictObject({});
+
+export const SessionsYieldArgs = z.strictObject({
+  message: z.string().max(4000).optional().describe('note kept for your next turn (default "Turn yielded.")'),
+});
+
+export const SubagentsArgs = z.strictObject({
+  action: z.enum(["list", "kill", "steer"]).optional().describe("default list"),
+  target: z.string().min(1).max(512).optional().describe("index, label, session key, runId prefix, 'last', or 'all' (kill)"),
+  message: z.string().min(1).optional().describe("steer guidance (max 4000 chars)"),
+  recentMinutes: z.number().min(1).transform((n) => Math.min(1440, Math.floor(n))).optional(),
+});
+
+export const SUBAGENT_TOOL_DESCRIPTIONS = {
+  sessions_spawn: "Spawn a sub-agent session for a background task; returns at once, the result is announced to you when it ends.",
+  agents_list: "List the agent ids you may pass to sessions_spawn.",
+  sessions_yield: "End your turn now; your next turn is the completion event of your sub-agents (no polling).",
+  subagents: "List, steer or kill the sub-agents this session spawned.",
+} as const;

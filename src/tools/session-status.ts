@@ -6,6 +6,7 @@ import { identOf } from "../lifecycle/session-ident.js";
 import { displaySessionKey } from "../session/key-canonical.js";
 import { sessionSendPolicy } from "../lifecycle/session-send-policy.js";
 import { guard } from "./access.js";
+import { SubagentRegistry } from "../subagents/registry.js";
 import { resolveSessionRef } from "./resolve-ref.js";
 import { SessionStatusArgs } from "./schemas.js";
 import { toolError, type ToolCaller, type ToolResult, argsError } from "./tool-context.js";
@@ -30,5 +31,11 @@ export async function sessionStatus(svc: Services, caller: ToolCaller, rawArgs: 
   const runtime = agentRuntime(svc.config, entry.agentId);
   const text = statusCard(entry, { queueDepth: depth, running, sendPolicy: sessionSendPolicy(svc.config, ref.key, entry), ...(runtime.kind === "openai" ? { model: runtime.model } : {}) });
   const sessionKey = displaySessionKey(svc.config, ref.key, caller.agentId);
-  return { status: "ok", text, details: { ok: true, sessionKey, changedModel, statusText: text, model: entry.modelOverride ?? null } };
+  // Running sub-agents of that session (docs/concepts/subagents.md).
+  const runningChildren = (await new SubagentRegistry(svc.redis, svc.keys).forRequester(ref.key, 50)).filter((r) => r.status === "running");
+  const subagents = runningChildren.map((r) => ({ runId: r.runId, sessionKey: r.childSessionKey, label: r.label ?? "", task: r.task.slice(0, 72), startedAt: r.startedAt ?? r.createdAt }));
+  const fullText = subagents.length
+    ? `${text}\n🤖 Subagents: ${subagents.length} running (${subagents.map((s) => s.label || s.sessionKey).join(", ")})`
+    : text;
+  return { status: "ok", text: fullText, details: { ok: true, sessionKey, changedModel, statusText: fullText, model: entry.modelOverride ?? null, subagents } };
 }

@@ -119,7 +119,8 @@ export async function sessionsSend(svc: Services, waiter: RunWaiter, caller: Too
     const markLate = luaCommand(svc.redis, LUA_DIR, "a2a-mark-late");
     const status = (await markLate([svc.keys.run(runId), svc.keys.a2aLate(runId)], [LATE_FLAG_TTL_SECONDS])) as string;
     if (status === "late") {
-      return { runId, status: "timeout", error: `No reply within ${timeoutSeconds}s; the run continues and its reply will reach this session.`, sessionKey: displayKey, delivery };
+      const why = record?.stalledReason ? ` (${record.stalledReason})` : "";
+      return { runId, status: "timeout", error: `No reply within ${timeoutSeconds}s${why}; the run continues and its reply will reach this session.`, sessionKey: displayKey, delivery };
     }
     const finished = await svc.runs.get(runId);
     return finishedResult(runId, displayKey, finished?.status ?? status, finished?.reply, finished?.error, delivery);

@@ -12,6 +12,11 @@ export interface ToolCaller {
   /** Per-run counter of side-effecting tool calls: a re-run of the same turn makes the same
    *  calls in the same order, so ids derived from (runId, seq) repeat and dedupe. */
   nextCallSeq?: () => number;
+  /** Stored lineage of the calling session (tool profiles: leaf sub-agents get no session tools). */
+  spawnDepth?: number;
+  subagentRole?: "orchestrator" | "leaf";
+  /** Set by sessions_yield: the runtime should end its turn (later tool calls are refused). */
+  onYield?: (message: string) => void;
 }
 
 export type ToolResult = Record<string, unknown> & { status?: string };

@@ -18,7 +18,27 @@ import { agentIdFromSessionKey } from "../session/key-parse.js";
 import { defaultAgentId } from "../config/agents.js";
 import type { ToolInvokerFactory } from "../workers/turn-executor.js";
 import { createA2AProcessor } from "./a2a-flow.js";
-import { SessionsHistoryArgs, SessionsListArgs, SessionsSendArgs, SessionStatusArgs, TOOL_DESCRIPTIONS, toolJsonSchema, type ToolName } from "./schemas.js";
+import {
+  AgentsListArgs,
+  SessionsHistoryArgs,
+  SessionsListArgs,
+  SessionsSendArgs,
+  SessionsSpawnArgs,
+  SessionStatusArgs,
+  SessionsYieldArgs,
+  SubagentsArgs,
+  SUBAGENT_TOOL_DESCRIPTIONS,
+  TOOL_DESCRIPTIONS,
+  toolJsonSchema,
+  type ToolName,
+} from "./schemas.js";
+import { agentsList } from "./agents-list.js";
+import { sessionsSpawn } from "./sessions-spawn.js";
+import { sessionsYield } from "./sessions-yield.js";
+import { subagentsTool } from "./subagents-tool.js";
+import { createSubagentProcessors, SUBAGENT_ANNOUNCE, SUBAGENT_ARCHIVE } from "../subagents/announce.js";
+import { effectiveTools, toolForbiddenError } from "../subagents/tool-policy.js";
+import type { Job } from "bullmq";
 import { sessionStatus } from "./session-status.js";
 import { sessionsHistory } from "./sessions-history.js";
 import { sessionsList } from "./sessions-list.js";
@@ -37,7 +57,13 @@ const SCHEMAS: Record<ToolName, z.ZodType> = {
   sessions_history: SessionsHistoryArgs,
   sessions_send: SessionsSendArgs,
   session_status: SessionStatusArgs,
+  sessions_spawn: SessionsSpawnArgs,
+  agents_list: AgentsListArgs,
+  sessions_yield: SessionsYieldArgs,
+  subagents: SubagentsArgs,
 };
+
+const DESCRIPTIONS: Record<ToolName, string> = { ...TOOL_DESCRIPTIONS, ...SUBAGENT_TOOL_DESCRIPTIONS };
 
 export const TOOL_NAMES = Object.keys(SCHEMAS) as ToolName[];
 
@@ -62,6 +88,10 @@ export async function resolveCaller(svc: Services, raw: string): Promise<{ sessi
 export function createToolRuntime(svc: Services): ToolRuntime {
 
   const call = async (name: string, caller: ToolCaller, args: unknown): Promise<ToolResult> => {
+    // Tool profiles: a tool outside the session's list answers `forbidden` (docs/concepts/subagents.md).
+    if ((TOOL_NAMES as string[]).includes(name) && !(effectiveTools(svc.config, caller) as string[]).includes(name)) {
+      return { status: "forbidden", error: toolForbiddenError(name) };
+    }
     switch (name) {
       case "sessions_list":
         return await sessionsList(svc, caller, args);
@@ -71,17 +101,34 @@ export function createToolRuntime(svc: Services): ToolRuntime {
         return await sessionsSend(svc, svc.waiter(), caller, args);
       case "session_status":
         return await sessionStatus(svc, caller, args);
+      case "sessions_spawn":
+        return await sessionsSpawn(svc, caller, args);
+      case "agents_list":
+        return await agentsList(svc, caller, args);
+      case "sessions_yield":
+        return await sessionsYield(svc, caller, args);
+      case "subagents":
+        return await subagentsTool(svc, caller, args);
       default:
         return toolError(`Unknown tool: ${name}`);
     }
   };
 
-  const definitions = TOOL_NAMES.map((name) => ({ name, description: TOOL_DESCRIPTIONS[name], parameters: toolJsonSchema(SCHEMAS[name]) }));
+  const definitions = TOOL_NAMES.map((name) => ({ name, description: DESCRIPTIONS[name], parameters: toolJsonSchema(SCHEMAS[name]) }));
+  const subagentJobs = createSubagentProcessors(svc);
+  const a2a = createA2AProcessor(svc);
+  // The announce queue carries both flows; each job names its own.
+  const announceProcessor = async (job: Job, token?: string) => {
+    if (job.name === SUBAGENT_ANNOUNCE) return await subagentJobs.announce(job, token);
+    if (job.name === SUBAGENT_ARCHIVE) return await subagentJobs.archive(job);
+    return await a2a(job, token);
+  };
 
   return {
     call,
     invokerFor: (ctx) => {
       let seq = 0;
+      let yielded: string | undefined;
       const caller: ToolCaller = {
         sessionKey: ctx.sessionKey,
         agentId: ctx.agentId,
@@ -90,8 +137,16 @@ export function createToolRuntime(svc: Services): ToolRuntime {
         ...(ctx.traceId ? { traceId: ctx.traceId } : {}),
         runId: ctx.runId,
         nextCallSeq: () => seq++,
+        ...(ctx.spawnDepth ? { spawnDepth: ctx.spawnDepth } : {}),
+        ...(ctx.subagentRole ? { subagentRole: ctx.subagentRole } : {}),
+        onYield: (message) => (yielded = message),
       };
-      const invoker: ToolInvoker = { definitions: () => definitions, call: (name, args) => call(name, caller, args) };
+      const allowed = new Set<string>(effectiveTools(svc.config, caller));
+      const invoker: ToolInvoker = {
+        definitions: () => definitions.filter((d) => allowed.has(d.name)),
+        // After sessions_yield the turn is over: nothing else is done in it.
+        call: async (name, args) => (yielded !== undefined ? { status: "error", error: `turn yielded: ${yielded}` } : await call(name, caller, args)),
+      };
       return invoker;
     },
     endpoint: async (name, body) => {
@@ -101,8 +156,12 @@ export function createToolRuntime(svc: Services): ToolRuntime {
       const { sessionKey, entry } = await resolveCaller(svc, parsed.data.sessionKey);
       const agentId = agentIdFromSessionKey(sessionKey, defaultAgentId(svc.config));
       const sandboxed = parsed.data.sandboxed ?? entry?.sandboxed ?? isAgentSandboxed(svc.config, agentId);
-      return await call(name, { sessionKey, agentId, sandboxed, hop: 0 }, parsed.data.args);
+      const lineage = {
+        ...(entry?.spawnDepth ? { spawnDepth: entry.spawnDepth } : {}),
+        ...(entry?.subagentRole ? { subagentRole: entry.subagentRole } : {}),
+      };
+      return await call(name, { sessionKey, agentId, sandboxed, hop: 0, ...lineage }, parsed.data.args);
     },
-    processors: { announce: createA2AProcessor(svc) as Processor },
+    processors: { announce: announceProcessor as Processor },
   };
 }

@@ -178,7 +178,8 @@ export class TranscriptStore {
       await createWithHeader(file, sessionId, undefined);
       const fh = await open(file, "a+", 0o600); // O_APPEND; opening also revalidates NFS attributes
       try {
-        const size = (await fh.stat()).size;
+        // A write that failed part-way and could not be undone left a torn last line: cut it.
+        const size = await cutTornTail(fh, (await fh.stat()).size, sessionId);
         const indexChanged = await this.reconcile(fh, size, keys, rel);
 
         const present = await this.membership(keys.ids, batch.map((b) => b.id));
@@ -191,12 +192,8 @@ export class TranscriptStore {
           return { written: 0, skipped };
         }
 
-        // A crash mid-write can leave an unterminated last line: start on a fresh line so the
-        // fragment stays a lone unparseable line instead of swallowing our first entry.
-        const lead = size > 0 && (await lastByte(fh, size)) !== 0x0a ? "\n" : "";
-        const buf = Buffer.from(lead + fresh.map((b) => b.line).join(""), "utf8");
-        await writeAll(fh, buf);
-        await fh.sync();
+        const buf = Buffer.from(fresh.map((b) => b.line).join(""), "utf8");
+        await appendOrUndo(fh, buf, size);
         // The new size is computed, not fstat'ed: had our lock expired and another writer
         // appended meanwhile, fstat would also count its bytes, whose ids we did not index.
         await this.lua.commit([keys.lock, keys.index, keys.ids], [token, size + buf.length, rel, ...fresh.map((b) => b.id)]);
@@ -386,6 +383,16 @@ function uniqueBatch(entries: TranscriptEntry[]): { id: string; line: string }[]
   return out;
 }
 
+function newHeader(sessionId: string, parentSession: string | undefined): TranscriptHeader {
+  return {
+    type: "session",
+    version: TRANSCRIPT_VERSION,
+    id: sessionId,
+    timestamp: new Date().toISOString(),
+    ...(parentSession ? { parentSession } : {}),
+  };
+}
+
 /**
  * Create `file` with its header line if it does not exist. Callers hold the transcript lock,
  * so the only race left is with a crash: an empty file (created, header never written) is
@@ -394,13 +401,7 @@ function uniqueBatch(entries: TranscriptEntry[]): { id: string; line: string }[]
  */
 async function createWithHeader(file: string, sessionId: string, parentSession: string | undefined): Promise<boolean> {
   if (await nonEmpty(file)) return false;
-  const header: TranscriptHeader = {
-    type: "session",
-    version: TRANSCRIPT_VERSION,
-    id: sessionId,
-    timestamp: new Date().toISOString(),
-    ...(parentSession ? { parentSession } : {}),
-  };
+  const header = newHeader(sessionId, parentSession);
   const line = Buffer.from(JSON.stringify(header) + "\n", "utf8");
   await mkdir(dirname(file), { recursive: true, mode: 0o700 });
   let fh: FileHandle;
@@ -415,8 +416,7 @@ async function createWithHeader(file: string, sessionId: string, parentSession: 
     }
   }
   try {
-    await writeAll(fh, line);
-    await fh.sync();
+    await appendOrUndo(fh, line, 0);
   } finally {
     await fh.close();
   }
@@ -444,6 +444,53 @@ async function writeAll(fh: FileHandle, buf: Buffer): Promise<void> {
     const { bytesWritten } = await fh.write(buf, off, buf.length - off);
     off += bytesWritten;
   }
+}
+
+/**
+ * Append `buf` (whole lines) and fsync, all or nothing: when the write or the fsync fails
+ * (ENOSPC, EIO…) the file is truncated back to `size`, so no half line is left behind. If even
+ * the truncate fails, the torn tail is cut by the next append (cutTornTail) and skipped by
+ * readers meanwhile.
+ */
+async function appendOrUndo(fh: FileHandle, buf: Buffer, size: number): Promise<void> {
+  try {
+    await writeAll(fh, buf);
+    await fh.sync();
+  } catch (err) {
+    await fh.truncate(size).catch(() => undefined);
+    throw err;
+  }
+}
+
+/** How far back cutTornTail looks for the last newline per read. */
+const TAIL_CHUNK = 64 * 1024;
+
+/**
+ * Every complete line ends with "\n"; a file that does not is torn (a write that failed
+ * part-way). Cut it back to its last complete line and return the new size. Called under the
+ * transcript lock, so no acknowledged writer is mid-write. A file torn inside its header line
+ * gets the header again.
+ */
+async function cutTornTail(fh: FileHandle, size: number, sessionId: string): Promise<number> {
+  if (size === 0 || (await lastByte(fh, size)) === 0x0a) return size;
+  let end = size;
+  let keep = 0;
+  const chunk = Buffer.alloc(TAIL_CHUNK);
+  while (end > 0) {
+    const start = Math.max(0, end - TAIL_CHUNK);
+    const { bytesRead } = await fh.read(chunk, 0, end - start, start);
+    const nl = chunk.subarray(0, bytesRead).lastIndexOf(0x0a);
+    if (nl >= 0) {
+      keep = start + nl + 1;
+      break;
+    }
+    end = start;
+  }
+  await fh.truncate(keep);
+  if (keep > 0) return keep;
+  const header = Buffer.from(JSON.stringify(newHeader(sessionId, undefined)) + "\n", "utf8");
+  await appendOrUndo(fh, header, 0);
+  return header.length;
 }
 
 async function lastByte(fh: FileHandle, size: number): Promise<number | undefined> {

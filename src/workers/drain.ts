@@ -8,18 +8,28 @@
  * The lease (with fencing) is the second guard: if BullMQ ever runs two drains of S at once (a
  * stalled-but-alive worker), only the lease holder takes turns, and a holder that lost its lease
  * cannot write. See docs/design/runs.md.
+ *
+ * No turn can wedge its session (docs/concepts/reliability.md): a turn that fails outside its
+ * runtime is classified (turn-failure.ts). Storage faults park it with backoff until the
+ * storage deadline; data no retry can fix ends it as `error` at once; anything else is retried
+ * a few times. A turn given up is finished as `error` and its message kept as a dead letter.
  */
+import { createHash } from "node:crypto";
 import { DelayedError, type Job } from "bullmq";
 import type { Services } from "../app/services.js";
 import { StaleFenceError } from "../errors/index.js";
 import type { TurnExecutor } from "./turn-executor.js";
 import { requestDrain, type DrainData } from "../runs/enqueue.js";
+import type { DeadLetter } from "../runs/dead-letters.js";
+import type { LeaseHandle } from "../runs/session-lease.js";
+import { classifyTurnFailure, storageRetryDelayMs } from "../runs/turn-failure.js";
+import type { Turn } from "../runs/turn.js";
 
 /** Turns per drain job before it yields its worker slot to other sessions (fairness). */
 export const MAX_TURNS_PER_DRAIN = 20;
 /** A drain that keeps finding the lease held gives up after this many delays (then retries). */
 const MAX_LEASE_WAITS = 2000;
-/** Failures of one turn outside its runtime before it is finished as an error. */
+/** Transient failures of one turn outside its runtime before it is given up. */
 const MAX_TURN_INFRA_FAILURES = 5;
 /** Re-check a held lease this often: short holders (an archive job) finish in milliseconds, and
  *  a crashed holder's lease expires by itself; waiting out the whole TTL would add seconds. */
@@ -30,7 +40,51 @@ export interface DrainResult {
   runs: string[];
 }
 
+type TurnStep = { status: string } | { parkMs: number };
+
 export function createDrainProcessor(svc: Services, executor: TurnExecutor) {
+  /** End a turn that will not be retried: `error` on its record, its message dead-lettered. */
+  async function giveUp(lease: LeaseHandle, job: Job<DrainData>, turn: Turn, kind: DeadLetter["kind"], reason: string): Promise<void> {
+    const letter: DeadLetter = { runId: turn.runId, sessionKey: turn.sessionKey, reason, kind, failedAt: Date.now(), replays: turn.replays ?? 0, turn };
+    await svc.runs.finish(lease, turn.runId, "error", { error: reason }, letter);
+    await svc.redis.hincrby(svc.keys.stats(), kind === "storage" ? "runs_storage_deadline" : "runs_poisoned", 1);
+    svc.log.error({ sessionKey: turn.sessionKey, runId: turn.runId, kind, reason }, "turn given up; message kept as a dead letter");
+    await job.log(`run ${turn.runId} given up (${kind}): ${reason}`).catch(() => 0);
+  }
+
+  async function runTurn(lease: LeaseHandle, job: Job<DrainData>, turn: Turn): Promise<TurnStep> {
+    try {
+      const outcome = await executor.execute(turn, lease);
+      await svc.storageFaults.onSuccess();
+      return { status: outcome.status };
+    } catch (err) {
+      const failure = classifyTurnFailure(err);
+      switch (failure.kind) {
+        case "stale":
+          throw err;
+        case "storage": {
+          const park = await svc.storageFaults.onFault(turn.runId, failure);
+          if (!park.expired) {
+            const parkMs = storageRetryDelayMs(job.data.storageRetries ?? 0, svc.config.storage.faultRetryMaxDelayMs);
+            await job.log(`run ${turn.runId} parked ${parkMs} ms: ${park.reason}`).catch(() => 0);
+            return { parkMs };
+          }
+          await giveUp(lease, job, turn, "storage", park.reason);
+          return { status: "error" };
+        }
+        case "permanent":
+          await giveUp(lease, job, turn, "permanent", `cannot run this turn: ${failure.message}`);
+          return { status: "error" };
+        case "transient": {
+          const failures = await svc.redis.hincrby(svc.keys.run(turn.runId), "infraFailures", 1);
+          if (failures < MAX_TURN_INFRA_FAILURES) throw err; // BullMQ retries the drain with backoff
+          await giveUp(lease, job, turn, "permanent", `gave up after ${failures} failures: ${failure.message}`);
+          return { status: "error" };
+        }
+      }
+    }
+  }
+
   return async (job: Job<DrainData>, token?: string): Promise<DrainResult> => {
     const { sessionKey } = job.data;
     const acquired = await svc.leases.tryAcquire(sessionKey);
@@ -44,31 +98,44 @@ export function createDrainProcessor(svc: Services, executor: TurnExecutor) {
     }
     const lease = acquired.lease;
     const runs: string[] = [];
+    let parkMs: number | undefined;
     try {
       while (runs.length < MAX_TURNS_PER_DRAIN) {
         if (lease.lost.aborted) throw new StaleFenceError(sessionKey, lease.token, null);
-        const turn = await svc.inbox.take(lease);
-        if (!turn) break;
-        let status: string;
-        try {
-          status = (await executor.execute(turn, lease)).status;
-        } catch (err) {
-          if (err instanceof StaleFenceError) throw err;
-          // A turn that fails outside its runtime every time (storage full, permissions) would
-          // hold the in-flight slot forever and block every later turn of the session. After a
-          // few tries it is finished as an error (fenced: frees the slot, tells its waiters).
-          const failures = await svc.redis.hincrby(svc.keys.run(turn.runId), "infraFailures", 1);
-          if (failures < MAX_TURN_INFRA_FAILURES) throw err;
-          await svc.runs.finish(lease, turn.runId, "error", { error: `gave up after ${failures} failures: ${(err as Error).message}` });
-          status = "error";
+        const taken = await svc.inbox.take(lease);
+        if (!taken) break;
+        if ("corrupt" in taken) {
+          await discardCorrupt(svc, lease, job, taken.corrupt);
+          runs.push("corrupt:discarded");
+          continue;
         }
-        runs.push(`${turn.runId}:${status}`);
+        const step = await runTurn(lease, job, taken);
+        if ("parkMs" in step) {
+          parkMs = step.parkMs;
+          break;
+        }
+        runs.push(`${taken.runId}:${step.status}`);
       }
     } finally {
       await lease.release().catch(() => false);
+    }
+    if (parkMs !== undefined) {
+      // Parked: the turn stays in-flight (first in line) and this same job comes back later.
+      await job.updateData({ ...job.data, storageRetries: (job.data.storageRetries ?? 0) + 1 });
+      await job.moveToDelayed(Date.now() + parkMs, token);
+      throw new DelayedError();
     }
     // Yielded with work left: chain another drain (stored as the dedup follow-up while we are active).
     if (runs.length >= MAX_TURNS_PER_DRAIN && (await svc.inbox.depth(sessionKey)) > 0) await requestDrain(svc, sessionKey);
     return { ran: runs.length, runs };
   };
+}
+
+async function discardCorrupt(svc: Services, lease: LeaseHandle, job: Job<DrainData>, raw: string): Promise<void> {
+  const id = `corrupt-${createHash("sha256").update(raw).digest("hex").slice(0, 24)}`;
+  const reason = "the queued turn is not readable (corrupt entry)";
+  await svc.inbox.discard(lease, raw, { runId: id, sessionKey: lease.sessionKey, reason, kind: "corrupt", failedAt: Date.now(), replays: 0, raw });
+  await svc.redis.hincrby(svc.keys.stats(), "runs_poisoned", 1);
+  svc.log.error({ sessionKey: lease.sessionKey, id }, "corrupt turn moved to the dead letters");
+  await job.log(`corrupt in-flight entry moved to dead letter ${id}`).catch(() => 0);
 }

@@ -10,7 +10,6 @@
  * A re-run that finds the result already saved skips the runtime and reuses it. Every write is
  * fenced by the session lease token.
  */
-import { randomUUID } from "node:crypto";
 import type { Services } from "../app/services.js";
 import { agentRuntime, isAgentSandboxed } from "../config/agents.js";
 import { StaleFenceError } from "../errors/index.js";
@@ -26,11 +25,22 @@ import { sanitizeForHandoff } from "../history/handoff.js";
 import { interSessionProvenance } from "../runtimes/inter-session.js";
 import { redactTranscriptEntries } from "../history/redact-transcript.js";
 import { topicOpt } from "../lifecycle/transcript-topic.js";
+import { luaSafeJson, wellFormed } from "../text/well-formed.js";
 
 /** How many recent transcript messages a runtime sees as history. */
 const HISTORY_LIMIT = 50;
 
-export type ToolInvokerFactory = (ctx: { sessionKey: string; agentId: string; runId: string; sandboxed: boolean; hop?: number; traceId?: string }) => ToolInvoker;
+export type ToolInvokerFactory = (ctx: {
+  sessionKey: string;
+  agentId: string;
+  runId: string;
+  sandboxed: boolean;
+  hop?: number;
+  traceId?: string;
+  /** Stored lineage: decides the session's tool list (docs/concepts/subagents.md). */
+  spawnDepth?: number;
+  subagentRole?: "orchestrator" | "leaf";
+}) => ToolInvoker;
 
 export interface TurnOutcome {
   status: TerminalStatus;
@@ -64,6 +74,45 @@ export class RunningTurns {
 
 function entry(id: string, runId: string, message: TranscriptMessage, ts: number): TranscriptEntry {
   return { type: "message", id, runId, timestamp: new Date(ts).toISOString(), message };
+}
+
+/** The transcript lines of a turn's result (tool calls, then the reply or the error), ids fixed by runId. */
+function resultEntries(turn: Turn, outcome: TurnOutcome, output: RunOutput | undefined, now: number): TranscriptEntry[] {
+  const lines: TranscriptEntry[] = [];
+  (output?.toolCalls ?? []).forEach((call, i) => {
+    const callId = `call_${turn.runId.slice(0, 8)}_${i}`;
+    lines.push(
+      entry(`${turn.runId}:t${i}`, turn.runId, { role: "assistant", content: [{ type: "toolCall", id: callId, name: call.name, arguments: call.args }], timestamp: now }, now),
+      entry(`${turn.runId}:r${i}`, turn.runId, { role: "toolResult", toolCallId: callId, toolName: call.name, content: [{ type: "text", text: JSON.stringify(call.result) }], isError: false, timestamp: now }, now),
+    );
+  });
+  if (outcome.status === "ok") {
+    lines.push(
+      entry(`${turn.runId}:a`, turn.runId, {
+        role: "assistant",
+        content: [{ type: "text", text: outcome.reply ?? "" }],
+        timestamp: now,
+        stopReason: "stop",
+        ...(output?.model ? { model: output.model } : {}),
+        ...(output?.usage ? { usage: { input: output.usage.input, output: output.usage.output, totalTokens: output.usage.input + output.usage.output } } : {}),
+      }, now),
+    );
+  } else {
+    lines.push(
+      entry(`${turn.runId}:a`, turn.runId, { role: "assistant", content: [], timestamp: now, stopReason: outcome.status === "error" ? "error" : "aborted", errorMessage: outcome.error }, now),
+    );
+  }
+  return lines;
+}
+
+/** The runtime output saved with a result (tool calls, model, usage), for a re-run's lines. */
+function savedOutput(raw: string | undefined, reply: string | undefined): RunOutput | undefined {
+  if (!raw) return undefined;
+  try {
+    return { reply: reply ?? "", ...(JSON.parse(raw) as Omit<RunOutput, "reply">) };
+  } catch {
+    return undefined;
+  }
 }
 
 export class TurnExecutor {
@@ -110,9 +159,14 @@ export class TurnExecutor {
 
     let output: RunOutput | undefined;
     let outcome: TurnOutcome;
+    let resultAt: number;
     if (record?.resultSaved) {
+      // Re-run after a crash or a storage fault: the outcome was saved before its transcript
+      // lines, so the runtime does not run again and the lines are (re)written from the record.
       const status = record.resultStatus ?? "ok";
       outcome = status === "ok" ? { status, reply: record.reply ?? "" } : { status, ...(record.resultError ? { error: record.resultError } : {}) };
+      output = savedOutput(record.resultOutput, outcome.reply);
+      resultAt = record.resultAt ?? Date.now();
     } else {
       await svc.runs.update(lease, turn.runId, {
         status: "running",
@@ -122,8 +176,11 @@ export class TurnExecutor {
       const result = await this.runRuntime(turn, lease, controller);
       output = result.output;
       outcome = result.outcome;
-      await this.recordResult(turn, lease, outcome, output);
+      resultAt = Date.now();
+      await this.saveResult(turn, lease, outcome, output, resultAt);
     }
+    const resultLines = redactTranscriptEntries(resultEntries(turn, outcome, output, resultAt), svc.config.transcripts.redactSecrets);
+    await svc.transcripts.append(turn.agentId, turn.sessionId, resultLines, { fence, ...topic });
 
     await this.enqueueFollowUps(turn, outcome);
     const finishedNow = await svc.runs.finish(lease, turn.runId, outcome.status, {
@@ -160,12 +217,14 @@ export class TurnExecutor {
           sandboxed: entryNow?.sandboxed ?? isAgentSandboxed(svc.config, turn.agentId),
           hop: turn.hop ?? 0,
           ...(turn.traceId ? { traceId: turn.traceId } : {}),
+          ...(entryNow?.spawnDepth ? { spawnDepth: entryNow.spawnDepth, ...(entryNow.subagentRole ? { subagentRole: entryNow.subagentRole } : {}) } : {}),
         }),
         ...(turn.extraSystemPrompt ? { extraSystemPrompt: turn.extraSystemPrompt } : {}),
         ...((turn.model ?? entryNow?.modelOverride) ? { model: turn.model ?? entryNow?.modelOverride } : {}),
       });
       if (signal.aborted) throw new RunAbortedError(signal.reason);
-      return { outcome: { status: "ok", reply: output.reply }, output };
+      const reply = wellFormed(output.reply);
+      return { outcome: { status: "ok", reply }, output: { ...output, reply } };
     } catch (err) {
       if (lease.lost.aborted) throw new StaleFenceError(turn.sessionKey, lease.token, null);
       if (err instanceof RunAbortedError || signal.aborted) {
@@ -174,43 +233,21 @@ export class TurnExecutor {
         return { outcome: { status: timedOut ? "timeout" : "killed", error: timedOut ? "run timed out" : (reason?.message ?? "killed") } };
       }
       if (err instanceof StaleFenceError) throw err;
-      return { outcome: { status: "error", error: (err as Error)?.message ?? String(err) } };
+      return { outcome: { status: "error", error: wellFormed((err as Error)?.message ?? String(err)) } };
     }
   }
 
-  private async recordResult(turn: Turn, lease: LeaseHandle, outcome: TurnOutcome, output: RunOutput | undefined): Promise<void> {
-    const { svc } = this;
-    const now = Date.now();
-    const lines: TranscriptEntry[] = [];
-    (output?.toolCalls ?? []).forEach((call, i) => {
-      const callId = `call_${turn.runId.slice(0, 8)}_${i}`;
-      lines.push(
-        entry(`${turn.runId}:t${i}`, turn.runId, { role: "assistant", content: [{ type: "toolCall", id: callId, name: call.name, arguments: call.args }], timestamp: now }, now),
-        entry(`${turn.runId}:r${i}`, turn.runId, { role: "toolResult", toolCallId: callId, toolName: call.name, content: [{ type: "text", text: JSON.stringify(call.result) }], isError: false, timestamp: now }, now),
-      );
-    });
-    if (outcome.status === "ok") {
-      lines.push(
-        entry(`${turn.runId}:a`, turn.runId, {
-          role: "assistant",
-          content: [{ type: "text", text: outcome.reply ?? "" }],
-          timestamp: now,
-          stopReason: "stop",
-          ...(output?.model ? { model: output.model } : {}),
-          ...(output?.usage ? { usage: { input: output.usage.input, output: output.usage.output, totalTokens: output.usage.input + output.usage.output } } : {}),
-        }, now),
-      );
-    } else {
-      lines.push(
-        entry(`${turn.runId}:a`, turn.runId, { role: "assistant", content: [], timestamp: now, stopReason: outcome.status === "error" ? "error" : "aborted", errorMessage: outcome.error }, now),
-      );
-    }
-    await svc.transcripts.append(turn.agentId, turn.sessionId, redactTranscriptEntries(lines, svc.config.transcripts.redactSecrets), { fence: { key: lease.fenceKey, token: lease.token }, ...topicOpt(turn.sessionKey) });
-    await svc.runs.update(lease, turn.runId, {
-      // Every outcome is saved, so a re-run after a crash reuses it instead of running the
-      // runtime again (its transcript line is already written and would not be replaced).
+  /**
+   * Save the outcome on the run record before any transcript line is written: from here on a
+   * re-run reuses it instead of running the runtime again (its tools, its cost).
+   */
+  private async saveResult(turn: Turn, lease: LeaseHandle, outcome: TurnOutcome, output: RunOutput | undefined, at: number): Promise<void> {
+    const extra = { ...(output?.toolCalls?.length ? { toolCalls: output.toolCalls } : {}), ...(output?.model ? { model: output.model } : {}), ...(output?.usage ? { usage: output.usage } : {}) };
+    await this.svc.runs.update(lease, turn.runId, {
       resultSaved: 1,
       resultStatus: outcome.status,
+      resultAt: at,
+      ...(Object.keys(extra).length ? { resultOutput: luaSafeJson(extra) } : {}),
       ...(outcome.error ? { resultError: outcome.error } : {}),
       // Only a successful run has a reply; a killed/failed/timed-out one must not report `reply: ""`.
       ...(outcome.status === "ok" ? { reply: outcome.reply ?? "" } : {}),
@@ -254,6 +291,3 @@ export class TurnExecutor {
   }
 }
 
-export function newRunId(): string {
-  return randomUUID();
-}

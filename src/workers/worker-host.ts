@@ -39,6 +39,7 @@ export async function startWorkerHost(svc: Services, opts: WorkerHostOptions): P
   const executor = new TurnExecutor(svc, running, opts.tools);
   const processors: Partial<Record<QueueName, Processor>> = {
     runs: createDrainProcessor(svc, executor) as Processor,
+    subagents: createDrainProcessor(svc, executor) as Processor,
     delivery: createDeliverProcessor(svc) as Processor,
     maintenance: createMaintenanceProcessor(svc) as Processor,
     ...(opts.processors ?? {}),
@@ -73,7 +74,7 @@ export async function startWorkerHost(svc: Services, opts: WorkerHostOptions): P
       svc.log.warn({ queue: name, jobId: job?.id, err: err.message }, "job failed");
       // A drain out of retries (Redis away for long, a bug) must not strand the session's
       // turns until its next message: re-arm one later. The inbox still holds them.
-      if (name === "runs" && job && job.attemptsMade >= (job.opts.attempts ?? 1)) {
+      if ((name === "runs" || name === "subagents") && job && job.attemptsMade >= (job.opts.attempts ?? 1)) {
         const sessionKey = (job.data as { sessionKey?: string }).sessionKey;
         if (sessionKey) void requestDrain(svc, sessionKey, REARM_DRAIN_DELAY_MS).catch(() => {});
       }
@@ -84,6 +85,8 @@ export async function startWorkerHost(svc: Services, opts: WorkerHostOptions): P
     await ensureSweepScheduler(svc);
     await ensurePruneScheduler(svc);
   }
+  // Stored on the queue in Redis: one limit for every worker of the deployment.
+  if (opts.queues.includes("subagents")) await svc.queues.subagents.setGlobalConcurrency(svc.config.agents.defaults.subagents.maxConcurrent);
   await Promise.all(workers.map((wk) => wk.waitUntilReady()));
   svc.log.info({ queues: opts.queues, concurrency: opts.concurrency ?? w.concurrency }, "workers started");
 

@@ -33,8 +33,10 @@ export interface PrivateRedis {
   url: string;
   port: number;
   dir: string;
-  /** SIGKILL-free stop: SHUTDOWN NOSAVE, then wait for exit. */
+  /** SIGKILL-free stop: SIGTERM (Redis flushes its AOF and exits), then wait for exit. */
   stop(): Promise<void>;
+  /** SIGKILL: a crash, no flush. Only writes already in the AOF survive (see `appendfsync`). */
+  kill9(): Promise<void>;
   /** Start again on the same port and dir (AOF, if enabled, is replayed). */
   start(): Promise<void>;
   cleanup(): Promise<void>;
@@ -58,14 +60,24 @@ async function waitForPing(url: string, timeoutMs: number): Promise<void> {
   }
 }
 
-export async function startPrivateRedis(opts: { appendonly?: boolean; port?: number } = {}): Promise<PrivateRedis> {
+export interface PrivateRedisOptions {
+  appendonly?: boolean;
+  /**
+   * `always` writes and fsyncs the AOF before Redis answers, so every acknowledged write
+   * survives a crash of the server; `everysec` (the default) may lose the last second or so.
+   */
+  appendfsync?: "always" | "everysec";
+  port?: number;
+}
+
+export async function startPrivateRedis(opts: PrivateRedisOptions = {}): Promise<PrivateRedis> {
   const port = opts.port ?? (await freePort());
   const dir = mkdtempSync(join(tmpdir(), "sb-redis-"));
   const url = `redis://127.0.0.1:${port}`;
   let child: ChildProcess | undefined;
   const args = [
     "--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "",
-    "--appendonly", opts.appendonly ? "yes" : "no", "--appendfsync", "everysec",
+    "--appendonly", opts.appendonly ? "yes" : "no", "--appendfsync", opts.appendfsync ?? "everysec",
     "--maxmemory-policy", "noeviction", "--daemonize", "no", "--loglevel", "warning",
   ];
   const handle: PrivateRedis = {
@@ -78,10 +90,17 @@ export async function startPrivateRedis(opts: { appendonly?: boolean; port?: num
     },
     async stop() {
       const c = child;
-      if (!c || c.exitCode !== null) return;
+      if (!c || c.exitCode !== null || c.signalCode !== null) return;
       const exited = new Promise<void>((r) => c.once("exit", () => r()));
       c.kill("SIGTERM");
       await Promise.race([exited, sleep(5000).then(() => c.kill("SIGKILL"))]);
+      await exited;
+    },
+    async kill9() {
+      const c = child;
+      if (!c || c.exitCode !== null || c.signalCode !== null) return;
+      const exited = new Promise<void>((r) => c.once("exit", () => r()));
+      c.kill("SIGKILL");
       await exited;
     },
     async cleanup() {

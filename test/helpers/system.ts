@@ -89,11 +89,17 @@ export interface ChildHandle {
 }
 
 /** Run `switchboard <args>` as a real process; resolves once it printed "ready". */
-export async function spawnSwitchboard(args: string[], env: Record<string, string> = {}, readyTimeoutMs = 20_000): Promise<ChildHandle> {
+export async function spawnSwitchboard(
+  args: string[],
+  env: Record<string, string> = {},
+  readyTimeoutMs = 20_000,
+  as: { uid?: number; gid?: number } = {},
+): Promise<ChildHandle> {
   const child = spawn(process.execPath, [CLI, ...args], {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? "warn", ...env },
     stdio: ["ignore", "pipe", "pipe"],
+    ...as,
   });
   let out = "";
   child.stdout!.on("data", (d) => (out += d));

@@ -21,7 +21,7 @@ beforeAll(async () => {
   sys = await startTestSystem(
     toolsConfig({
       commands: { ownerAllowFrom: ["tg:boss", "*"] },
-      tools: { sessions: { visibility: "all" }, agentToAgent: { enabled: true } },
+      tools: { sessions: { visibility: "all" }, agentToAgent: { enabled: true }, deny: ["sessions_spawn"] },
       session: {
         agentToAgent: { maxPingPongTurns: 1 },
         resetTriggers: ["/fresh"],
@@ -351,6 +351,8 @@ describe("POST /tools/invoke (OpenClaw's HTTP tool door)", () => {
 
   it("404 for an unknown tool, 400 for a bad request, 405 for other methods", async () => {
     expect((await sys.post("/tools/invoke", { tool: "exec", args: {} })).status).toBe(404);
+    // Known, but outside this deployment's tool policy: not available either.
+    expect((await sys.post("/tools/invoke", { tool: "sessions_spawn", args: { task: "x" } })).status).toBe(404);
     const bad = await sys.post("/tools/invoke", { args: {} });
     expect(bad.status).toBe(400);
     expect(bad.body).toMatchObject({ ok: false, error: { type: "invalid_request" } });

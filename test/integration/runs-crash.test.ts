@@ -8,7 +8,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { FAST_WORKERS, startTestSystem, until, type ChildHandle, type TestSystem } from "../helpers/system.js";
 import { conversation, getRun, inbound, readTranscript, scriptConfig, spawnWorker, waitRun, type Inbound } from "../fixtures/runs-support.js";
 
-const SLOW_MS = 3000;
+// Long enough that starting a second worker process and serving another session fit inside it, also on a busy machine.
+const SLOW_MS = 6000;
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -107,7 +108,7 @@ describe("runs on BullMQ: worker crash", () => {
     const { keys, redis } = sys.svc;
     expect(await redis.llen(keys.inbox(slow.sessionKey))).toBe(0);
     expect(await redis.llen(keys.inflight(slow.sessionKey))).toBe(0);
-  }, 30_000);
+  }, 45_000);
 
   it("with two workers up, killing the one that holds the run hands it to the other", async () => {
     const sys = await deployment();
@@ -135,5 +136,5 @@ describe("runs on BullMQ: worker crash", () => {
       ["after-kill", "re: after-kill"],
     ]);
     expect(b.child.exitCode).toBeNull();
-  }, 30_000);
+  }, 45_000);
 });

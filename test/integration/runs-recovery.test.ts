@@ -39,14 +39,17 @@ describe("nothing is stranded", () => {
     const entry = (await sys.rpc("sessions.resolve", { key })).entry;
     // Hold the session lease so the drain below cannot acquire it; with its wait budget already
     // spent and one attempt, it fails for good, as a drain that exhausted its retries would.
-    const held = await sys.svc.leases.tryAcquire(key);
-    expect(held.acquired).toBe(true);
+    // The first run's drain frees its in-flight slot a moment before it releases the lease.
+    const held = await until(async () => {
+      const r = await sys.svc.leases.tryAcquire(key);
+      return r.acquired ? r : null;
+    }, 10_000);
     const runId = "00000000-0000-4000-a000-000000000001";
     await sys.svc.inbox.push({ runId, sessionKey: key, agentId: "main", sessionId: entry.sessionId, text: "stranded", step: "turn", provenance: "user", messageTs: Date.now(), enqueuedAt: Date.now() });
     const job = await sys.svc.queues.runs.add("drain", { sessionKey: key, leaseWaits: 1_000_000 }, { attempts: 1 });
     await until(async () => (await job.getState()) === "failed", 10_000);
     expect((await sys.svc.runs.get(runId))?.status).toBe("queued");
-    if (held.acquired) await held.lease.release();
+    if (held?.acquired) await held.lease.release();
     // No new message arrives: only the re-armed drain can run the turn.
     const waited = await sys.rpc("agent.wait", { runId, timeoutMs: 15_000 });
     expect(waited).toMatchObject({ status: "ok", reply: "echo: stranded" });

@@ -3,6 +3,7 @@ import { ago, printJson } from "../output.js";
 import { createServices } from "../../app/services.js";
 import { QUEUE_NAMES } from "../../queues/queue-names.js";
 import { readRuntimeInfo } from "../../app/runtime-file.js";
+import { StorageFaults } from "../../runs/storage-faults.js";
 
 /** `switchboard status`: gateway reachability, Redis, queue depths, worker count, recent sessions. */
 export async function statusCommand(opts: GlobalOptions & { json?: boolean }): Promise<number> {
@@ -23,6 +24,9 @@ export async function statusCommand(opts: GlobalOptions & { json?: boolean }): P
     }
     out.queues = queues;
     out.workers = Math.max(...Object.values(queues).map((q) => (q as { workers: number }).workers));
+    const fault = await StorageFaults.current(svc.redis, svc.keys);
+    out.storage = fault ? { healthy: false, code: fault.code, message: fault.message, since: fault.since } : { healthy: true };
+    out.deadLetters = await svc.deadLetters.count();
     out.sessions = (await svc.sessions.list({ limit: 5 })).map((s) => ({ key: s.key, updatedAt: s.updatedAt, ago: ago(s.updatedAt) }));
   } catch (err) {
     (out.redis as Record<string, unknown>).up = false;
@@ -42,6 +46,10 @@ export async function statusCommand(opts: GlobalOptions & { json?: boolean }): P
       for (const [name, c] of Object.entries(out.queues as Record<string, Record<string, number>>)) {
         process.stdout.write(`  ${name.padEnd(12)} waiting ${c.waiting}  active ${c.active}  delayed ${c.delayed}  failed ${c.failed}  workers ${c.workers}\n`);
       }
+      const st = out.storage as { healthy: boolean; code?: string; message?: string; since?: number };
+      process.stdout.write(`Storage: ${st.healthy ? "ok" : `UNHEALTHY since ${new Date(st.since ?? 0).toISOString()} (${st.code}: ${st.message}); turns are parked`}\n`);
+      const dl = out.deadLetters as number;
+      process.stdout.write(`Dead letters: ${dl}${dl ? "  (switchboard deadletters to list and replay)" : ""}\n`);
       process.stdout.write("Recent sessions:\n");
       for (const s of out.sessions as { key: string; ago: string }[]) process.stdout.write(`  ${s.key}  (${s.ago})\n`);
     }

@@ -1,28 +1,34 @@
 --[[
-  Finish a turn in one step: terminal run record, in-flight slot freed, waiters notified.
-  Doing all three atomically means a crash can never leave a finished run in-flight (it would
-  run twice) nor a freed slot with a non-terminal record (a waiter would hang).
+  Finish a turn in one step: terminal run record, in-flight slot freed, waiters notified, and
+  (when a turn is given up) its message kept as a dead letter. Doing all of it atomically means
+  a crash can never leave a finished run in-flight (it would run twice), a freed slot with a
+  non-terminal record (a waiter would hang), nor a given-up message that is not dead-lettered.
 
-  KEYS[1] lease, KEYS[2] run hash, KEYS[3] inflight list
+  The in-flight turn is recognised by the text `"runId":"<id>"` in its JSON (a plain search;
+  inside a JSON string value every quote is escaped, so message text cannot fake it), never by
+  decoding it: a decode that fails would keep the turn in-flight and re-run it forever.
+
+  KEYS[1] lease, KEYS[2] run hash, KEYS[3] inflight list, KEYS[4] dead-letter hash
   ARGV[1] token, ARGV[2] runId, ARGV[3] done channel, ARGV[4] record ttl seconds,
-  ARGV[5..] field, value pairs (must include status and endedAt)
+  ARGV[5] the turn's runId marker, ARGV[6] dead letter JSON ("" for none),
+  ARGV[7..] field, value pairs (must include status and endedAt)
   Returns 1 when finished now, 0 when the record was already terminal, or the error "STALE".
 ]]
 if redis.call("GET", KEYS[1]) ~= ARGV[1] then
   return redis.error_reply("STALE")
 end
 local head = redis.call("LINDEX", KEYS[3], 0)
-if head then
-  local ok, turn = pcall(cjson.decode, head)
-  if ok and turn.runId == ARGV[2] then redis.call("LPOP", KEYS[3]) end
+if head and string.find(head, ARGV[5], 1, true) then
+  redis.call("LPOP", KEYS[3])
 end
 local status = redis.call("HGET", KEYS[2], "status")
 if status == "ok" or status == "error" or status == "timeout" or status == "killed" then
   return 0
 end
 local fields = {}
-for i = 5, #ARGV do fields[#fields + 1] = ARGV[i] end
+for i = 7, #ARGV do fields[#fields + 1] = ARGV[i] end
 redis.call("HSET", KEYS[2], unpack(fields))
 redis.call("EXPIRE", KEYS[2], tonumber(ARGV[4]))
+if ARGV[6] ~= "" then redis.call("HSET", KEYS[4], ARGV[2], ARGV[6]) end
 redis.call("PUBLISH", ARGV[3], ARGV[2])
 return 1

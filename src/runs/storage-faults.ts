@@ -1,0 +1,94 @@
+/**
+ * Transcript storage that refuses writes is waited out, not turned into lost messages.
+ *
+ * When a turn fails with a storage error the drain parks it (the turn stays in-flight, its
+ * drain job is delayed with backoff) and records here:
+ * - on the run record: when the fault was first seen for this run (kept across workers and
+ *   retries, so the deadline is per run, not per attempt) and a human reason that `agent.wait`
+ *   and `sessions_send` hand to a caller who stops waiting;
+ * - deployment-wide: a health key with a TTL that `/readyz` and `switchboard status` read, and a
+ *   counter for `/metrics`. The key expires by itself once no worker reports a fault; the worker
+ *   that saw storage come back deletes it at once.
+ * One log line per process when storage goes bad and one when it comes back, not one per turn.
+ */
+import { hostname } from "node:os";
+import type { Redis } from "ioredis";
+import type { Logger } from "pino";
+import type { RedisKeys } from "../storage/redis-keys.js";
+
+/** The health key outlives the longest retry pause, so it stays set while a fault lasts. */
+const HEALTH_TTL_MS = 120_000;
+
+export interface StorageFaultReport {
+  code: string;
+  message: string;
+  /** First time any worker saw this fault (ms). */
+  since: number;
+  host: string;
+  pid: number;
+  /** Last report (ms). */
+  at: number;
+}
+
+export interface ParkDecision {
+  /** When this run first hit a storage fault (ms). */
+  since: number;
+  /** Past the deadline: fail the run and dead-letter its message. */
+  expired: boolean;
+  reason: string;
+}
+
+export class StorageFaults {
+  private faulty = false;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: RedisKeys,
+    private readonly log: Logger,
+    private readonly deadlineMs: number,
+  ) {}
+
+  /** Record a storage fault hit by run `runId`; says whether it is still worth waiting. */
+  async onFault(runId: string, fault: { code: string; message: string }, now = Date.now()): Promise<ParkDecision> {
+    const runKey = this.keys.run(runId);
+    const res = await this.redis
+      .multi()
+      .hsetnx(runKey, "storageFaultSince", String(now))
+      .hget(runKey, "storageFaultSince")
+      .hincrby(this.keys.stats(), "storage_faults", 1)
+      .exec();
+    const since = Number(res?.[1]?.[1] ?? now) || now;
+    const expired = now - since >= this.deadlineMs;
+    const until = new Date(since + this.deadlineMs).toISOString();
+    const reason = expired
+      ? `transcript storage unavailable since ${new Date(since).toISOString()} (${fault.code}): gave up after ${Math.round((now - since) / 60_000)} min`
+      : `transcript storage unavailable (${fault.code}: ${fault.message}); the run is parked and retried until ${until}`;
+    const previous = await this.redis.get(this.keys.storageFault());
+    const first = previous ? (JSON.parse(previous) as StorageFaultReport).since : now;
+    const report: StorageFaultReport = { code: fault.code, message: fault.message, since: first, host: hostname(), pid: process.pid, at: now };
+    await this.redis
+      .multi()
+      .hset(runKey, "stalledReason", reason)
+      .set(this.keys.storageFault(), JSON.stringify(report), "PX", HEALTH_TTL_MS)
+      .exec();
+    if (!this.faulty) {
+      this.faulty = true;
+      this.log.error({ code: fault.code, err: fault.message, deadlineMinutes: this.deadlineMs / 60_000 }, "transcript storage is refusing writes: turns are parked and retried");
+    }
+    return { since, expired, reason };
+  }
+
+  /** A turn completed: if this process had seen storage fail, it is back. */
+  async onSuccess(): Promise<void> {
+    if (!this.faulty) return;
+    this.faulty = false;
+    await this.redis.del(this.keys.storageFault());
+    this.log.info("transcript storage is accepting writes again");
+  }
+
+  /** The deployment's current storage fault, if any worker reported one recently. */
+  static async current(redis: Redis, keys: RedisKeys): Promise<StorageFaultReport | null> {
+    const raw = await redis.get(keys.storageFault());
+    return raw ? (JSON.parse(raw) as StorageFaultReport) : null;
+  }
+}

@@ -1,0 +1,185 @@
+/**
+ * The durable announce of a finished sub-agent run: a job on the `announce` queue, added by the
+ * child's turn (its continuation) once the outcome is saved, with the deterministic id
+ * `announce:<childKey>:<runId>`. Every step is idempotent, so BullMQ retries (and a worker
+ * killed mid-job) repeat nothing visible:
+ *
+ *   outcome frozen on the registry record (written once)
+ *   → suppressed (steer/kill) or silent (ANNOUNCE_SKIP / NO_REPLY): nothing is said
+ *   → top-level requester: the normalised block is posted to its channel (delivery id derived)
+ *   → the requester session gets an inter-session turn (runId derived: pushed once); a busy
+ *     requester runs it right after its current turn, from its inbox
+ *   → cleanup (delete the child, or keep it) and the registry archive timer.
+ * After its last attempt the job stays failed in Bull Board and the run shows `announce: failed`.
+ */
+import { DelayedError, type Job } from "bullmq";
+import type { Services } from "../app/services.js";
+import { isAnnounceSkip, isNoReply } from "../history/extract-reply.js";
+import { sanitizeForHandoff } from "../history/handoff.js";
+import { storedRoute } from "../lifecycle/stored-route.js";
+import { enqueueArchive } from "../lifecycle/rotate.js";
+import { jobIdPart } from "../queues/queue-names.js";
+import { uuidFrom } from "../runs/derived-id.js";
+import { enqueueTurn } from "../runs/enqueue.js";
+import type { TurnContinuation } from "../runs/turn.js";
+import { isTerminal, type TerminalStatus } from "../runs/turn.js";
+import { subagentDepthFromKey } from "../session/key-classify.js";
+import { enqueueDelivery } from "../workers/deliver.js";
+import { announceBody, announceTurnText, type AnnounceFacts } from "./announce-format.js";
+import { SubagentRegistry } from "./registry.js";
+
+export const SUBAGENT_ANNOUNCE = "subagent.announce";
+export const SUBAGENT_ARCHIVE = "subagent.archive";
+
+/** `announce:<childKey>:<runId>`. BullMQ accepts ':' in a custom id only as exactly three parts,
+ *  so the key's own colons are replaced. */
+export function announceJobId(childKey: string, runId: string): string {
+  return `announce:${jobIdPart(childKey)}:${jobIdPart(runId)}`;
+}
+
+/** The runId of the requester's completion turn: one per child run, whatever retries. */
+export function announceTurnRunId(childKey: string, runId: string): string {
+  return uuidFrom(`announce:${childKey}:${runId}`);
+}
+
+export function announceContinuation(svc: Services, childKey: string, runId: string): TurnContinuation {
+  const sa = svc.config.agents.defaults.subagents;
+  return {
+    queue: "announce",
+    name: SUBAGENT_ANNOUNCE,
+    data: { childKey },
+    jobId: announceJobId(childKey, runId),
+    attempts: sa.announceAttempts,
+    backoffMs: sa.announceBackoffMs,
+  };
+}
+
+interface AnnounceJobData {
+  childKey: string;
+  runId: string;
+  status?: TerminalStatus;
+  terminalWaits?: number;
+}
+
+const MAX_TERMINAL_WAITS = 200;
+
+export function createSubagentProcessors(svc: Services) {
+  const registry = new SubagentRegistry(svc.redis, svc.keys);
+
+  const announce = async (job: Job<AnnounceJobData>, token?: string): Promise<Record<string, unknown>> => {
+    const d = job.data;
+    const rec = await svc.runs.get(d.runId);
+    if (rec && !isTerminal(rec.status)) {
+      // Added just before the run's finish: normally terminal within milliseconds.
+      const waits = (d.terminalWaits ?? 0) + 1;
+      if (waits > MAX_TERMINAL_WAITS) throw new Error(`run ${d.runId} did not finish within ${MAX_TERMINAL_WAITS} checks`);
+      await job.updateData({ ...d, terminalWaits: waits });
+      await job.moveToDelayed(Date.now() + Math.min(100 * waits, 5000), token);
+      throw new DelayedError();
+    }
+    const run = await registry.get(d.runId);
+    if (!run) return { done: "unknown-run" };
+    try {
+      return await announceRun(svc, registry, run, rec);
+    } catch (err) {
+      if (job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) {
+        await registry.update(run.runId, { announce: "failed", announceError: (err as Error).message });
+      }
+      throw err;
+    }
+  };
+
+  const archive = async (job: Job<{ runId: string }>): Promise<Record<string, unknown>> => {
+    const run = await registry.get(job.data.runId);
+    if (run) await registry.archive(run);
+    return { archived: Boolean(run) };
+  };
+
+  return { announce, archive, registry };
+}
+
+async function announceRun(
+  svc: Services,
+  registry: SubagentRegistry,
+  run: Awaited<ReturnType<SubagentRegistry["get"]>> & object,
+  rec: Awaited<ReturnType<Services["runs"]["get"]>>,
+): Promise<Record<string, unknown>> {
+  // The outcome comes from the run record (the runtime), never from what the model wrote.
+  const status = (rec && isTerminal(rec.status) ? rec.status : "error") as AnnounceFacts["status"];
+  const error = rec?.error ?? (rec ? undefined : "run record expired");
+  const endedAt = rec?.endedAt ?? Date.now();
+  // Frozen as it will be handed on: no reasoning or tool scaffolding reaches the requester or its chat.
+  await registry.setOnce(run.runId, "frozenResult", status === "ok" ? sanitizeForHandoff(rec?.reply) : "");
+  await registry.markEnded(run, status, endedAt, error);
+  if (rec?.usage) await registry.update(run.runId, { usageInput: rec.usage.input, usageOutput: rec.usage.output });
+  if (rec?.startedAt) await registry.update(run.runId, { startedAt: rec.startedAt });
+  const frozen = (await registry.get(run.runId))?.frozenResult ?? "";
+
+  if (run.suppressAnnounce) {
+    await registry.update(run.runId, { announce: "suppressed" });
+    // A steered run's child session lives on in the run that replaced it.
+    if (!run.replacedBy) await cleanup(svc, run);
+    return { done: "suppressed", reason: run.suppressAnnounce };
+  }
+  if (status === "ok" && (isAnnounceSkip(frozen) || isNoReply(frozen))) {
+    await registry.update(run.runId, { announce: "skipped" });
+    await cleanup(svc, run);
+    return { done: "silent" };
+  }
+
+  const requester = await svc.sessions.get(run.requesterSessionKey);
+  if (!requester) {
+    await registry.update(run.runId, { announce: "failed", announceError: "requester session no longer exists" });
+    await cleanup(svc, run);
+    return { done: "requester-missing" };
+  }
+  const child = await svc.sessions.get(run.childSessionKey);
+  const requesterIsSubagent = (requester.spawnDepth ?? subagentDepthFromKey(run.requesterSessionKey)) > 0;
+  const facts: AnnounceFacts = {
+    run,
+    status,
+    ...(error ? { error } : {}),
+    result: frozen,
+    ...(rec?.startedAt ? { runtimeMs: endedAt - rec.startedAt } : {}),
+    ...(rec?.usage ? { usage: rec.usage } : {}),
+    ...(child ? { sessionId: child.sessionId, transcriptPath: svc.transcripts.path(child.agentId, child.sessionId) } : {}),
+    requesterIsSubagent,
+  };
+
+  // A person is behind a top-level requester: the report goes to its chat, once. A nested
+  // requester (an orchestrator sub-agent) only gets the internal turn.
+  const route = requesterIsSubagent ? undefined : storedRoute(run.requesterSessionKey, requester);
+  if (route) {
+    await enqueueDelivery(svc, { id: `subagent-announce-${run.runId}`, sessionKey: run.requesterSessionKey, route, message: announceBody(facts), kind: "subagent_announce" });
+  }
+  await enqueueTurn(svc, {
+    runId: announceTurnRunId(run.childSessionKey, run.runId),
+    sessionKey: run.requesterSessionKey,
+    agentId: requester.agentId,
+    sessionId: requester.sessionId,
+    text: announceTurnText(facts),
+    step: "turn",
+    provenance: "inter_session",
+    source: { sessionKey: run.childSessionKey, tool: "subagent_announce", runId: run.runId },
+    ...(route ? { deliver: { ...route, channel: route.channel } } : {}),
+  });
+  await registry.update(run.runId, { announce: "delivered" });
+  await cleanup(svc, run);
+  return { done: "announced", status, posted: Boolean(route) };
+}
+
+async function cleanup(svc: Services, run: { runId: string; childSessionKey: string; cleanup: "delete" | "keep" }): Promise<void> {
+  if (run.cleanup === "delete") {
+    const entry = await svc.sessions.get(run.childSessionKey);
+    if (entry) {
+      // Removed first (no new turn can target it), then its transcript archived as `deleted`
+      // by the maintenance queue, which waits for the session lease like any archive.
+      await svc.sessions.delete(run.childSessionKey, entry.agentId, entry.kind);
+      await enqueueArchive(svc, { sessionKey: run.childSessionKey, agentId: entry.agentId, sessionId: entry.sessionId, kind: "deleted" });
+    }
+  }
+  const minutes = svc.config.agents.defaults.subagents.archiveAfterMinutes;
+  if (minutes > 0) {
+    await svc.queues.announce.add(SUBAGENT_ARCHIVE, { runId: run.runId }, { jobId: `sa-archive-${jobIdPart(run.runId)}`, delay: minutes * 60_000, attempts: 5, backoff: { type: "exponential", delay: 1000 } });
+  }
+}

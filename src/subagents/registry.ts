@@ -1,0 +1,182 @@
+/**
+ * The sub-agent run registry in Redis: one hash per spawned run (task, label, lineage, outcome,
+ * frozen result, announce state), the requester's runs newest first, its active runs (the
+ * `maxChildrenPerAgent` count) and each child's current run (steer swaps it). Every process
+ * reads the same registry, so `subagents list/kill/steer` work from any gateway or worker.
+ */
+import type { Redis } from "ioredis";
+import { luaCommand } from "../storage/lua-script.js";
+import type { RedisKeys } from "../storage/redis-keys.js";
+
+const LUA_DIR = new URL("./lua/", import.meta.url);
+/** Registry entries live as long as run records. */
+export const REGISTRY_TTL_SECONDS = 7 * 24 * 3600;
+
+export type AnnounceState = "pending" | "delivered" | "skipped" | "suppressed" | "failed";
+
+export interface SubagentRun {
+  runId: string;
+  childSessionKey: string;
+  requesterSessionKey: string;
+  task: string;
+  label?: string;
+  cleanup: "delete" | "keep";
+  depth: number;
+  model?: string;
+  runTimeoutSeconds?: number;
+  createdAt: number;
+  /** Outcome, from the child's run record (never from model text). */
+  status: "running" | "ok" | "error" | "timeout" | "killed";
+  endedAt?: number;
+  error?: string;
+  /** The child's result text as it was when the run ended. */
+  frozenResult?: string;
+  usageInput?: number;
+  usageOutput?: number;
+  startedAt?: number;
+  announce: AnnounceState;
+  announceError?: string;
+  /** Why this run's completion is not announced (a steer restarted it, a kill stopped it). */
+  suppressAnnounce?: "steer-restart" | "killed";
+  /** Set when a steer replaced this run by another in the same child session. */
+  replacedBy?: string;
+}
+
+export class SubagentRegistry {
+  private readonly registerLua;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: RedisKeys,
+  ) {
+    this.registerLua = luaCommand(redis, LUA_DIR, "subagent-register");
+  }
+
+  recordKey(runId: string): string {
+    return `${this.keys.base}:sa:run:${runId}`;
+  }
+  private requesterKey(requester: string): string {
+    return `${this.keys.base}:sa:req:${requester}`;
+  }
+  private activeKey(requester: string): string {
+    return `${this.keys.base}:sa:active:${requester}`;
+  }
+  private childKey(child: string): string {
+    return `${this.keys.base}:sa:child:${child}`;
+  }
+
+  /** Registers once per runId within `maxActive`; see subagent-register.lua. */
+  async register(run: SubagentRun, maxActive: number): Promise<{ result: "registered" | "existing" | "limit"; active: number }> {
+    const [code, active] = (await this.registerLua(
+      [this.recordKey(run.runId), this.requesterKey(run.requesterSessionKey), this.activeKey(run.requesterSessionKey), this.childKey(run.childSessionKey)],
+      [run.runId, run.createdAt, maxActive, REGISTRY_TTL_SECONDS, ...encode(run)],
+    )) as [number, number];
+    return { result: code === 1 ? "registered" : code === 0 ? "existing" : "limit", active };
+  }
+
+  async get(runId: string): Promise<SubagentRun | null> {
+    const h = await this.redis.hgetall(this.recordKey(runId));
+    return Object.keys(h).length ? decode(h) : null;
+  }
+
+  async update(runId: string, fields: Partial<Record<keyof SubagentRun, string | number>>): Promise<void> {
+    const key = this.recordKey(runId);
+    if (!(await this.redis.exists(key))) return;
+    await this.redis.hset(key, Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, String(v)])));
+  }
+
+  /** Only if not set yet (the frozen result and the end are written once). */
+  async setOnce(runId: string, field: keyof SubagentRun, value: string | number): Promise<void> {
+    await this.redis.hsetnx(this.recordKey(runId), field, String(value));
+  }
+
+  async activeCount(requester: string): Promise<number> {
+    return await this.redis.scard(this.activeKey(requester));
+  }
+
+  /** The run has ended: it no longer counts against the requester's active children. */
+  async markEnded(run: SubagentRun, status: SubagentRun["status"], endedAt: number, error?: string): Promise<void> {
+    await this.redis
+      .multi()
+      .hset(this.recordKey(run.runId), { status, endedAt: String(endedAt), ...(error ? { error } : {}) })
+      .srem(this.activeKey(run.requesterSessionKey), run.runId)
+      .exec();
+  }
+
+  /** The requester's runs, newest first. */
+  async forRequester(requester: string, limit = 200): Promise<SubagentRun[]> {
+    const ids = await this.redis.zrevrange(this.requesterKey(requester), 0, limit - 1);
+    const out: SubagentRun[] = [];
+    for (const id of ids) {
+      const r = await this.get(id);
+      if (r && !r.replacedBy) out.push(r);
+    }
+    return out;
+  }
+
+  async currentRunOf(childKey: string): Promise<string | null> {
+    return await this.redis.get(this.childKey(childKey));
+  }
+
+  /** Drop a finished run from its requester's list (archiveAfterMinutes). */
+  async archive(run: SubagentRun): Promise<void> {
+    await this.redis.multi().zrem(this.requesterKey(run.requesterSessionKey), run.runId).srem(this.activeKey(run.requesterSessionKey), run.runId).exec();
+  }
+
+  /**
+   * A steer: `next` replaces `prev` in the same child session. The old run's announce is
+   * suppressed and it stops counting as active; the new one takes its place.
+   */
+  async replace(prev: SubagentRun, next: SubagentRun): Promise<void> {
+    await this.redis
+      .multi()
+      .hset(this.recordKey(prev.runId), { suppressAnnounce: "steer-restart", replacedBy: next.runId })
+      .srem(this.activeKey(prev.requesterSessionKey), prev.runId)
+      .hset(this.recordKey(next.runId), Object.fromEntries(chunk(encode(next))))
+      .expire(this.recordKey(next.runId), REGISTRY_TTL_SECONDS)
+      .zadd(this.requesterKey(next.requesterSessionKey), next.createdAt, next.runId)
+      .sadd(this.activeKey(next.requesterSessionKey), next.runId)
+      .set(this.childKey(next.childSessionKey), next.runId, "EX", REGISTRY_TTL_SECONDS)
+      .exec();
+  }
+}
+
+function chunk(flat: string[]): [string, string][] {
+  const out: [string, string][] = [];
+  for (let i = 0; i < flat.length; i += 2) out.push([flat[i]!, flat[i + 1]!]);
+  return out;
+}
+
+function encode(run: SubagentRun): string[] {
+  const out: string[] = [];
+  for (const [k, v] of Object.entries(run)) if (v !== undefined) out.push(k, String(v));
+  return out;
+}
+
+function num(v: string | undefined): number | undefined {
+  return v === undefined || v === "" ? undefined : Number(v);
+}
+
+export function decode(h: Record<string, string>): SubagentRun {
+  const run: SubagentRun = {
+    runId: h.runId ?? "",
+    childSessionKey: h.childSessionKey ?? "",
+    requesterSessionKey: h.requesterSessionKey ?? "",
+    task: h.task ?? "",
+    cleanup: h.cleanup === "delete" ? "delete" : "keep",
+    depth: Number(h.depth ?? 1),
+    createdAt: Number(h.createdAt ?? 0),
+    status: (h.status ?? "running") as SubagentRun["status"],
+    announce: (h.announce ?? "pending") as AnnounceState,
+  };
+  if (h.label) run.label = h.label;
+  if (h.model) run.model = h.model;
+  const opt = { runTimeoutSeconds: num(h.runTimeoutSeconds), endedAt: num(h.endedAt), usageInput: num(h.usageInput), usageOutput: num(h.usageOutput), startedAt: num(h.startedAt) };
+  for (const [k, v] of Object.entries(opt)) if (v !== undefined) (run as unknown as Record<string, number>)[k] = v;
+  if (h.error) run.error = h.error;
+  if (h.frozenResult !== undefined) run.frozenResult = h.frozenResult;
+  if (h.announceError) run.announceError = h.announceError;
+  if (h.suppressAnnounce === "steer-restart" || h.suppressAnnounce === "killed") run.suppressAnnounce = h.suppressAnnounce;
+  if (h.replacedBy) run.replacedBy = h.replacedBy;
+  return run;
+}

@@ -1,0 +1,171 @@
+/**
+ * sessions_spawn: start a sub-agent session for a background task and answer at once with
+ * `{status:"accepted", runId, childSessionKey}`. The checks run in OpenClaw's order with its
+ * texts (docs/concepts/subagents.md); the child's lineage is written once when its session is
+ * created; the child's turn carries the continuation that becomes its durable announce.
+ */
+import { randomUUID } from "node:crypto";
+import { transcriptTopicOf } from "../lifecycle/transcript-topic.js";
+import type { Services } from "../app/services.js";
+import { isAgentSandboxed } from "../config/agents.js";
+import { enqueueTurn } from "../runs/enqueue.js";
+import { uuidFrom } from "../runs/derived-id.js";
+import { identOf } from "../lifecycle/session-ident.js";
+import { subagentSessionKey } from "../session/key-build.js";
+import { subagentDepthFromKey } from "../session/key-classify.js";
+import type { TranscriptEntry } from "../transcript/types.js";
+import { announceContinuation } from "../subagents/announce.js";
+import { SubagentRegistry } from "../subagents/registry.js";
+import * as rules from "../subagents/spawn-policy.js";
+import { SessionsSpawnArgs } from "./schemas.js";
+import { argsError, forbidden, toolError, type ToolCaller, type ToolResult } from "./tool-context.js";
+
+/** How much of the requester's transcript a fork copies. */
+const FORK_MAX_ENTRIES = 500;
+
+export async function sessionsSpawn(svc: Services, caller: ToolCaller, rawArgs: unknown): Promise<ToolResult> {
+  const raw = (rawArgs ?? {}) as Record<string, unknown>;
+  // Delivery targets are refused by name before anything else (the agent may retry with sessions_send).
+  for (const key of rules.DELIVERY_PARAM_KEYS) if (typeof raw === "object" && key in raw) return toolError(rules.deliveryParamError(key));
+  const parsed = SessionsSpawnArgs.safeParse(raw);
+  if (!parsed.success) return argsError(parsed.error);
+  const args = parsed.data;
+  const { config } = svc;
+  const sa = config.agents.defaults.subagents;
+
+  if (args.runtime === "acp") return toolError(rules.ACP_UNSUPPORTED_ERROR);
+  // 1. agentId format, before anything is looked up.
+  const requestedAgent = args.agentId?.trim().toLowerCase();
+  if (args.agentId !== undefined && !rules.isValidAgentId(requestedAgent ?? "")) return toolError(rules.invalidAgentIdError(args.agentId));
+  // 2. session mode needs a thread.
+  if (args.mode === "session" && !args.thread) return toolError(rules.MODE_SESSION_ERROR);
+  // 3. run timeout: param, else the configured default, else none.
+  const runTimeoutSeconds = args.runTimeoutSeconds ?? args.timeoutSeconds ?? sa.runTimeoutSeconds;
+  // 4. depth.
+  const requester = await svc.sessions.get(caller.sessionKey);
+  const callerDepth = requester?.spawnDepth ?? subagentDepthFromKey(caller.sessionKey);
+  const maxDepth = rules.maxSpawnDepthFor(config, caller.agentId);
+  if (callerDepth >= maxDepth) return forbidden(rules.depthError(callerDepth, maxDepth));
+  // 5. active children.
+  const registry = new SubagentRegistry(svc.redis, svc.keys);
+  const active = await registry.activeCount(caller.sessionKey);
+  if (active >= sa.maxChildrenPerAgent) return forbidden(rules.maxChildrenError(active, sa.maxChildrenPerAgent));
+  // 6. explicit agentId when required.
+  if (!requestedAgent && rules.requireAgentIdFor(config, caller.agentId)) return forbidden(rules.REQUIRE_AGENT_ID_ERROR);
+  // 7. cross-agent allow list.
+  const targetAgent = requestedAgent ?? caller.agentId;
+  const allowed = rules.checkTargetAgent(config, caller.agentId, targetAgent);
+  if (!allowed.ok) return forbidden(allowed.error);
+
+  // 8. the child's key. Called from a turn, ids derive from (run, call number): a re-run of
+  //    that turn after a crash finds the same child instead of spawning a second one.
+  const seed = caller.runId && caller.nextCallSeq ? `${caller.runId}:sessions_spawn:${caller.nextCallSeq()}` : undefined;
+  const runId = seed ? uuidFrom(seed) : randomUUID();
+  const childSessionKey = subagentSessionKey(targetAgent, seed ? uuidFrom(`${seed}:child`) : randomUUID());
+  // 9. sandbox.
+  const childSandboxed = isAgentSandboxed(config, targetAgent);
+  if (caller.sandboxed && !childSandboxed) return forbidden(rules.SANDBOX_INHERIT_ERROR);
+  if (args.sandbox === "require" && !childSandboxed) return forbidden(rules.SANDBOX_REQUIRE_ERROR);
+  // 10. model and thinking.
+  const model = args.model ?? rules.subagentModelFor(config, targetAgent);
+  const thinking = args.thinking ?? rules.subagentThinkingFor(config, targetAgent);
+  if (thinking && !(rules.THINKING_LEVELS as readonly string[]).includes(thinking.toLowerCase())) return toolError(rules.invalidThinkingError(thinking), { childSessionKey });
+  const badModel = model ? rules.invalidModelError(model) : undefined;
+  if (badModel) return toolError(badModel, { childSessionKey });
+  // 11. thread binding needs a channel plugin; Switchboard has none.
+  if (args.thread) return toolError(rules.THREAD_UNAVAILABLE_ERROR, { childSessionKey });
+  if (args.context === "fork" && targetAgent !== caller.agentId) {
+    return toolError('context="fork" requires the same agent: a fork copies your own transcript.', { childSessionKey });
+  }
+
+  const depth = callerDepth + 1;
+  const role = rules.roleAt(depth, maxDepth);
+  // 12. the child session with its lineage (written once: the store refuses any later change).
+  let child = await svc.sessions.get(childSessionKey);
+  if (!child) {
+    try {
+      child = await svc.sessions.upsert(
+        childSessionKey,
+        identOf(config, childSessionKey),
+        {
+          sessionId: seed ? uuidFrom(`${seed}:session`) : randomUUID(),
+          spawnedBy: caller.sessionKey,
+          parentSessionKey: caller.sessionKey,
+          spawnDepth: depth,
+          subagentRole: role,
+          sandboxed: childSandboxed,
+          ...(args.label ? { label: args.label } : {}),
+          ...(model ? { modelOverride: model } : {}),
+          ...(thinking ? { thinkingLevel: thinking.toLowerCase() } : {}),
+        },
+        { mode: "create", activity: "touch" },
+      );
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (code === "session_exists") child = await svc.sessions.get(childSessionKey);
+      else return toolError((err as Error).message, { childSessionKey });
+    }
+  }
+  if (!child) return toolError("child session could not be created", { childSessionKey });
+
+  if (args.context === "fork" && requester) await forkTranscript(svc, requester.agentId, requester.sessionId, child.agentId, child.sessionId, runId, transcriptTopicOf(requester.key));
+
+  // 13. the registry record, within the active-children limit (atomic with concurrent spawns).
+  const reg = await registry.register(
+    {
+      runId,
+      childSessionKey,
+      requesterSessionKey: caller.sessionKey,
+      task: args.task,
+      ...(args.label ? { label: args.label } : {}),
+      cleanup: args.cleanup ?? "keep",
+      depth,
+      ...(model ? { model } : {}),
+      ...(runTimeoutSeconds > 0 ? { runTimeoutSeconds } : {}),
+      createdAt: Date.now(),
+      status: "running",
+      announce: "pending",
+    },
+    sa.maxChildrenPerAgent,
+  );
+  if (reg.result === "limit") {
+    await svc.sessions.delete(childSessionKey, child.agentId, child.kind).catch(() => null);
+    return forbidden(rules.maxChildrenError(reg.active, sa.maxChildrenPerAgent));
+  }
+
+  // 14. the child's turn; its continuation is the announce.
+  await enqueueTurn(svc, {
+    runId,
+    sessionKey: childSessionKey,
+    agentId: child.agentId,
+    sessionId: child.sessionId,
+    text: rules.childTaskMessage(args.task, depth, maxDepth),
+    step: "turn",
+    provenance: "inter_session",
+    source: { sessionKey: caller.sessionKey, tool: "sessions_spawn" },
+    ...(runTimeoutSeconds > 0 ? { runTimeoutSeconds } : {}),
+    ...(model ? { model } : {}),
+    ...(caller.traceId ? { traceId: caller.traceId } : {}),
+    continuation: announceContinuation(svc, childSessionKey, runId),
+  });
+  return {
+    status: "accepted",
+    childSessionKey,
+    runId,
+    mode: "run",
+    context: args.context ?? "isolated",
+    note: rules.SPAWN_NOTE,
+    ...(model ? { modelApplied: model } : {}),
+  };
+}
+
+/** Copy the requester's transcript into the child's, each line once (ids derived from the spawn). */
+async function forkTranscript(svc: Services, fromAgent: string, fromSessionId: string, toAgent: string, toSessionId: string, runId: string, fromTopic?: string): Promise<void> {
+  // A requester in a Telegram forum topic has its transcript in the topic file.
+  const entries = await svc.transcripts.tail(fromAgent, fromSessionId, FORK_MAX_ENTRIES, fromTopic === undefined ? {} : { topicId: fromTopic });
+  const copies: TranscriptEntry[] = entries
+    .filter((e) => e.type === "message")
+    .map((e) => ({ ...e, id: `fork:${runId.slice(0, 8)}:${e.id}` }));
+  await svc.transcripts.ensure(toAgent, toSessionId, { parentSession: svc.transcripts.path(fromAgent, fromSessionId, fromTopic) });
+  if (copies.length) await svc.transcripts.append(toAgent, toSessionId, copies);
+}

@@ -1,0 +1,183 @@
+/**
+ * No input can wedge a session. Each case sends something hostile, then a canary message to the
+ * same session, and the canary must be answered: lone UTF-16 surrogates (the reported repro),
+ * control and bidi characters, huge text, a runtime reply with a lone surrogate, a turn that
+ * bypasses the HTTP edge, a corrupt inbox entry, and a turn that can never run (kept as a dead
+ * letter and replayable).
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { enqueueTurn, requestDrain } from "../../src/runs/enqueue.js";
+import { startTestSystem, until, type TestSystem } from "../helpers/system.js";
+import { readTranscript, scriptConfig, textOf } from "../fixtures/runs-support.js";
+
+let sys: TestSystem;
+
+beforeAll(async () => {
+  sys = await startTestSystem(
+    scriptConfig([
+      { when: { contains: "make-bad-reply" }, reply: "bad \ud83d reply {{text}}" },
+      { reply: "echo: {{text}}" },
+    ]),
+  );
+});
+afterAll(async () => sys?.close());
+
+/** POST /v1/inbound with a raw JSON body (so escapes like \ud83d reach the server as sent). */
+async function inboundRaw(json: string): Promise<{ runId: string; sessionKey: string; sessionId: string }> {
+  const r = await sys.post("/v1/inbound", json);
+  expect(r.status, JSON.stringify(r.body)).toBe(202);
+  return r.body;
+}
+
+async function waitDone(runId: string, timeoutMs = 10_000): Promise<any> {
+  return await sys.rpc("agent.wait", { runId, timeoutMs });
+}
+
+/** Send a canary from `from` and require its answer: the session is not wedged. */
+async function expectCanaryAnswered(from: string): Promise<void> {
+  const canary = await inboundRaw(JSON.stringify({ channel: "web", chatType: "dm", from, text: `canary ${from}` }));
+  const res = await waitDone(canary.runId);
+  expect(res.status).toBe("ok");
+  expect(res.reply).toBe(`echo: canary ${from}`);
+}
+
+describe("text at the edge", () => {
+  it("the reported repro: a lone surrogate from mallory is answered and mallory's next message too", async () => {
+    const body = '{"channel":"web","chatType":"dm","from":"mallory","text":"hello \\ud83d"}';
+    const first = await inboundRaw(body);
+    const res = await waitDone(first.runId);
+    expect(res.status).toBe("ok");
+    expect(res.reply).toBe("echo: hello \ufffd");
+    await expectCanaryAnswered("mallory");
+    // The transcript holds the well-formed text, and every line is valid JSON.
+    const lines = readTranscript(sys.config, first.sessionId);
+    expect(lines.some((l) => l.message && textOf(l.message) === "hello \ufffd")).toBe(true);
+    // No drain is left spinning on the session: nothing in flight, nothing queued.
+    expect(await sys.svc.inbox.hasInflight(first.sessionKey)).toBe(false);
+  });
+
+  const hostile: [string, string][] = [
+    ["lone high surrogate at the end", '"x \\ud83d"'],
+    ["lone low surrogate", '"\\ude00 x"'],
+    ["reversed pair", '"\\ude00\\ud83d"'],
+    ["NUL and C0 controls", '"a\\u0000b\\u0001\\u001b[31mred"'],
+    ["C1 controls", '"a\\u0085b\\u009b"'],
+    ["bidi overrides in text", '"\\u202egnp.exe \\u2066x\\u2069"'],
+    ["non-characters", '"\\uffff\\ufffe\\ud83f\\udfff"'],
+    ["emoji and combining marks", '"👩‍👩‍👧 é e\\u0301"'],
+  ];
+
+  it.each(hostile)("%s: answered, and the session's next message too", async (name, textJson) => {
+    const from = `u-${name.replace(/[^a-z]/g, "")}`;
+    const first = await inboundRaw(`{"channel":"web","chatType":"dm","from":"${from}","text":${textJson}}`);
+    const res = await waitDone(first.runId);
+    expect(res.status).toBe("ok");
+    expect((res.reply as string).isWellFormed()).toBe(true);
+    await expectCanaryAnswered(from);
+  });
+
+  it("a lone surrogate in the sender id and in metadata is made well-formed, not refused or stuck", async () => {
+    const first = await inboundRaw('{"channel":"web","chatType":"dm","from":"eve\\ud800","senderName":"E\\udfff","text":"hi"}');
+    expect(first.sessionKey.isWellFormed()).toBe(true);
+    expect((await waitDone(first.runId)).status).toBe("ok");
+    // The same sender again (same raw id) lands in the same session.
+    const again = await inboundRaw('{"channel":"web","chatType":"dm","from":"eve\\ud800","text":"again"}');
+    expect(again.sessionKey).toBe(first.sessionKey);
+    expect((await waitDone(again.runId)).reply).toBe("echo: again");
+  });
+
+  it("a megabyte of text is answered, and the next message too", async () => {
+    const text = "é".repeat(512 * 1024);
+    const first = await inboundRaw(JSON.stringify({ channel: "web", chatType: "dm", from: "big", text }));
+    expect((await waitDone(first.runId, 20_000)).status).toBe("ok");
+    await expectCanaryAnswered("big");
+  });
+
+  it("a runtime reply with a lone surrogate is stored well-formed and the session goes on", async () => {
+    const first = await inboundRaw(JSON.stringify({ channel: "web", chatType: "dm", from: "replier", text: "make-bad-reply" }));
+    const res = await waitDone(first.runId);
+    expect(res.status).toBe("ok");
+    expect(res.reply).toBe("bad \ufffd reply make-bad-reply");
+    await expectCanaryAnswered("replier");
+  });
+});
+
+describe("no poison loops behind the edge", () => {
+  it("a turn with a lone surrogate queued without the HTTP edge still finishes", async () => {
+    const first = await inboundRaw(JSON.stringify({ channel: "web", chatType: "dm", from: "bypass", text: "setup" }));
+    await waitDone(first.runId);
+    const turn = await enqueueTurn(sys.svc, {
+      sessionKey: first.sessionKey,
+      agentId: "main",
+      sessionId: first.sessionId,
+      text: "raw \ud83d text",
+      step: "turn",
+      provenance: "user",
+    });
+    const res = await waitDone(turn.runId);
+    expect(res.status).toBe("ok");
+    expect(res.reply).toBe("echo: raw \ufffd text");
+    await expectCanaryAnswered("bypass");
+  });
+
+  it("a corrupt inbox entry is moved to the dead letters and the session goes on", async () => {
+    const first = await inboundRaw(JSON.stringify({ channel: "web", chatType: "dm", from: "corrupt", text: "setup" }));
+    await waitDone(first.runId);
+    await sys.svc.redis.rpush(sys.svc.keys.inbox(first.sessionKey), '{"runId": "half a turn');
+    await expectCanaryAnswered("corrupt");
+    const letters = (await sys.rpc("deadletters.list")).deadLetters as any[];
+    const letter = letters.find((l) => l.sessionKey === first.sessionKey && l.kind === "corrupt");
+    expect(letter).toBeTruthy();
+    expect(letter.raw).toBe('{"runId": "half a turn');
+  });
+
+  it("a turn that can never run ends as error at once, is dead-lettered, and replays into the current session", async () => {
+    const first = await inboundRaw(JSON.stringify({ channel: "web", chatType: "dm", from: "doomed", text: "setup" }));
+    await waitDone(first.runId);
+    // A sessionId that is not a safe file name: no retry can ever write its transcript.
+    const bad = await enqueueTurn(sys.svc, {
+      sessionKey: first.sessionKey,
+      agentId: "main",
+      sessionId: "../../escape",
+      text: "please keep me",
+      step: "turn",
+      provenance: "user",
+    });
+    const res = await waitDone(bad.runId);
+    expect(res.status).toBe("error");
+    expect(res.error).toMatch(/cannot run this turn/);
+    const record = await sys.svc.runs.get(bad.runId);
+    expect(record?.attempts ?? 0).toBeLessThanOrEqual(1); // not retried five times
+    await expectCanaryAnswered("doomed");
+
+    const letter = ((await sys.rpc("deadletters.list")).deadLetters as any[]).find((l) => l.runId === bad.runId);
+    expect(letter).toMatchObject({ kind: "permanent", sessionKey: first.sessionKey, turn: { text: "please keep me" } });
+    const metrics = await sys.get("/metrics");
+    expect(String(metrics.body)).toMatch(/switchboard_runs_given_up_total\{[^}]*reason="poisoned"\} [1-9]/);
+
+    const replay = await sys.rpc("deadletters.replay", { runId: bad.runId });
+    expect(replay.count).toBe(1);
+    const again = await waitDone(replay.replayed[0].replayedAs);
+    expect(again).toMatchObject({ status: "ok", reply: "echo: please keep me" });
+    expect(((await sys.rpc("deadletters.list")).deadLetters as any[]).some((l) => l.runId === bad.runId)).toBe(false);
+    const texts = readTranscript(sys.config, first.sessionId).map((l) => textOf(l.message));
+    expect(texts.filter((t) => t === "please keep me")).toHaveLength(1);
+  });
+
+  it("a turn stored by an older version (runId not first in its JSON) is still freed by its finish", async () => {
+    const first = await inboundRaw(JSON.stringify({ channel: "web", chatType: "dm", from: "legacy", text: "setup" }));
+    await waitDone(first.runId);
+    const runId = "0f0f0f0f-1111-4222-a333-444455556666";
+    const now = Date.now();
+    const legacy = { sessionKey: first.sessionKey, agentId: "main", sessionId: first.sessionId, text: 'says "runId":"x"', step: "turn", provenance: "user", runId, enqueuedAt: now, messageTs: now };
+    await sys.svc.redis
+      .multi()
+      .hset(sys.svc.keys.run(runId), { runId, sessionKey: first.sessionKey, status: "queued", createdAt: String(now) })
+      .rpush(sys.svc.keys.inbox(first.sessionKey), JSON.stringify(legacy))
+      .exec();
+    await requestDrain(sys.svc, first.sessionKey);
+    expect(await waitDone(runId)).toMatchObject({ status: "ok", reply: 'echo: says "runId":"x"' });
+    await until(async () => !(await sys.svc.inbox.hasInflight(first.sessionKey)));
+    await expectCanaryAnswered("legacy");
+  });
+});

@@ -1,0 +1,224 @@
+/**
+ * Storage faults are waited out, not turned into lost messages. Transcript storage refuses
+ * writes (a full disk: a small tmpfs filled up; an unwritable directory for a worker process
+ * that is not root) while messages keep arriving. Every acknowledged message must be answered
+ * once storage returns, in order, each transcript line once, no torn line; meanwhile /readyz
+ * and /metrics say storage is unhealthy and a caller who stops waiting is told why. Past the
+ * deadline a run fails and its message is kept as a dead letter that replays.
+ *
+ * Needs root (mount, setuid); as a non-root user the unwritable-directory case runs in-process.
+ */
+import { chmodSync, chownSync, mkdirSync, readdirSync, readFileSync, rmSync, statfsSync, statSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { join } from "node:path";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { startTestSystem, until, writeConfigFile, spawnSwitchboard, type TestSystem } from "../helpers/system.js";
+import { tempDir } from "../helpers/context.js";
+import { readTranscript, readyz, scriptConfig, textOf } from "../fixtures/runs-support.js";
+
+const isRoot = process.getuid?.() === 0;
+const NOBODY = 65534;
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await Promise.resolve(c()).catch(() => {});
+});
+afterAll(async () => {
+  for (const c of cleanups.splice(0).reverse()) await Promise.resolve(c()).catch(() => {});
+});
+
+/** A tmpfs of `size` mounted on a fresh directory (unmounted after the test). */
+function smallDisk(size = "2m"): string {
+  const { dir, cleanup } = tempDir("sb-tmpfs");
+  execFileSync("mount", ["-t", "tmpfs", "-o", `size=${size},mode=0755`, "tmpfs", dir]);
+  cleanups.push(() => {
+    execFileSync("umount", ["-l", dir]);
+    cleanup();
+  });
+  return dir;
+}
+
+/**
+ * Fill the file system holding `dir` until it refuses writes; returns a function that frees it.
+ * A file can still grow inside its last, partly used page: texts written afterwards are made
+ * longer than a page (PAD) so each write needs a new one.
+ */
+function fillDisk(dir: string): () => void {
+  const filler = join(dir, "filler.bin");
+  const st = statfsSync(dir);
+  try {
+    writeFileSync(filler, Buffer.alloc(Number(st.bavail) * Number(st.bsize)));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOSPC") throw err;
+  }
+  for (let i = 0; ; i++) {
+    try {
+      writeFileSync(join(dir, `fill-${i}`), Buffer.alloc(512));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOSPC") break;
+      throw err;
+    }
+  }
+  return () => {
+    for (const f of readdirSync(dir)) if (f.startsWith("fill")) rmSync(join(dir, f), { force: true });
+  };
+}
+
+function chmodTree(dir: string, fileMode: number, dirMode: number): void {
+  chmodSync(dir, dirMode);
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) chmodTree(p, fileMode, dirMode);
+    else chmodSync(p, fileMode);
+  }
+}
+
+function chownTree(dir: string, uid: number): void {
+  chownSync(dir, uid, uid);
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) chownTree(p, uid);
+    else chownSync(p, uid, uid);
+  }
+}
+
+async function inbound(sys: TestSystem, from: string, text: string) {
+  const r = await sys.post("/v1/inbound", { channel: "telegram", chatType: "dm", from, text });
+  expect(r.status, JSON.stringify(r.body)).toBe(202);
+  return r.body as { runId: string; sessionKey: string; sessionId: string };
+}
+
+/** Every line parses, each message id once, and the conversation is exactly `texts`, each answered. */
+function expectWholeTranscript(sys: TestSystem, sessionId: string, texts: string[]): void {
+  const file = readTranscript(sys.config, sessionId); // throws on any line that is not JSON
+  const raw = readFileSync(join(sys.config.storage.dir, "agents", "main", "sessions", `${sessionId}.jsonl`), "utf8");
+  expect(raw.endsWith("\n")).toBe(true);
+  const ids = file.filter((l) => l.type === "message").map((l) => l.id);
+  expect(new Set(ids).size).toBe(ids.length);
+  const conv = file.filter((l) => l.message).map((l) => `${l.message!.role}:${textOf(l.message)}`);
+  expect(conv).toEqual(texts.flatMap((t) => [`user:${t}`, `assistant:re: ${t}`]));
+}
+
+const RULES = [{ delayMs: 5, reply: "re: {{text}}" }];
+const PAD = " " + "x".repeat(5000);
+
+describe.skipIf(!isRoot)("storage faults (root: tmpfs and a non-root worker)", () => {
+  it("a full disk parks turns; they all complete, in order and whole, when space returns", async () => {
+    const disk = smallDisk();
+    const sys = await startTestSystem(scriptConfig(RULES, { storage: { dir: disk, faultRetryMaxDelayMs: 400 } }));
+    cleanups.push(() => sys.close());
+    const peers = ["p0", "p1", "p2", "p3", "p4"];
+    const sent = new Map<string, string[]>();
+    const sessionIds = new Map<string, string>();
+    for (const p of peers) {
+      const r = await inbound(sys, p, `${p} hello`);
+      expect((await sys.rpc("agent.wait", { runId: r.runId, timeoutMs: 10_000 })).status).toBe("ok");
+      sent.set(p, [`${p} hello`]);
+      sessionIds.set(p, r.sessionId);
+    }
+
+    const free = fillDisk(disk);
+    const runIds: string[] = [];
+    for (let i = 1; i <= 4; i++) {
+      for (const p of peers) {
+        const text = `${p} m${i}${PAD}`;
+        runIds.push((await inbound(sys, p, text)).runId);
+        sent.get(p)!.push(text);
+      }
+    }
+    // Unhealthy is visible, and a caller who stops waiting is told why.
+    await until(async () => (await readyz(sys.url)) === 503, 10_000);
+    const ready = await sys.get("/readyz");
+    expect(ready.body).toMatchObject({ ok: false, storage: "unhealthy" });
+    expect(ready.body.error).toMatch(/ENOSPC/);
+    const waited = await sys.rpc("agent.wait", { runId: runIds[0], timeoutMs: 300 });
+    expect(waited.status).toBe("timeout");
+    expect(waited.error).toMatch(/storage unavailable \(ENOSPC/);
+    expect(String((await sys.get("/metrics")).body)).toMatch(/switchboard_storage_healthy\{[^}]*\} 0/);
+
+    free();
+    for (const id of runIds) expect((await sys.rpc("agent.wait", { runId: id, timeoutMs: 20_000 })).status).toBe("ok");
+    await until(async () => (await readyz(sys.url)) === 200, 10_000);
+    for (const p of peers) expectWholeTranscript(sys, sessionIds.get(p)!, sent.get(p)!);
+    expect((await sys.rpc("deadletters.list")).count).toBe(0);
+  }, 60_000);
+
+  it("a directory made unwritable for a worker that is not root: nothing acknowledged is lost", async () => {
+    const { dir: storage } = tempDir("sb-perm");
+    cleanups.push(() => rmSync(storage, { recursive: true, force: true }));
+    const sys = await startTestSystem(scriptConfig(RULES, { storage: { dir: storage, faultRetryMaxDelayMs: 400 } }), { gateway: true, workers: false });
+    cleanups.push(() => sys.close());
+    chownTree(storage, NOBODY);
+    chmodSync(storage, 0o755);
+    const cfgFile = writeConfigFile(sys.config);
+    chmodSync(join(cfgFile, ".."), 0o755);
+    chmodSync(cfgFile, 0o644);
+    const worker = await spawnSwitchboard(["worker", "--config", cfgFile], { REDIS_URL: sys.config.redis.url, SWITCHBOARD_STATE_DIR: storage, HOME: storage }, 20_000, { uid: NOBODY, gid: NOBODY });
+    cleanups.push(() => worker.kill9());
+
+    const first = await inbound(sys, "locked", "locked hello");
+    expect((await sys.rpc("agent.wait", { runId: first.runId, timeoutMs: 10_000 })).status).toBe("ok");
+    expect(statSync(join(storage, "agents")).uid).toBe(NOBODY); // the worker, not root, wrote it
+
+    chmodTree(storage, 0o444, 0o555);
+    const texts = ["locked hello"];
+    const runIds: string[] = [];
+    for (let i = 1; i <= 3; i++) {
+      texts.push(`locked m${i}`);
+      runIds.push((await inbound(sys, "locked", `locked m${i}`)).runId);
+    }
+    const newcomer = await inbound(sys, "newcomer", "newcomer hello"); // needs a new file: EACCES too
+    await until(async () => (await readyz(sys.url)) === 503, 10_000);
+    const waited = await sys.rpc("agent.wait", { runId: runIds[0], timeoutMs: 300 });
+    expect(waited).toMatchObject({ status: "timeout" });
+    expect(waited.error).toMatch(/EACCES/);
+
+    chmodTree(storage, 0o644, 0o755);
+    for (const id of [...runIds, newcomer.runId]) expect((await sys.rpc("agent.wait", { runId: id, timeoutMs: 20_000 })).status).toBe("ok");
+    expectWholeTranscript(sys, first.sessionId, texts);
+    expectWholeTranscript(sys, newcomer.sessionId, ["newcomer hello"]);
+    await until(async () => (await readyz(sys.url)) === 200, 10_000);
+  }, 60_000);
+
+  it("past the deadline a run fails with the reason, its message is a dead letter, and it replays once storage is back", async () => {
+    const disk = smallDisk();
+    const sys = await startTestSystem(scriptConfig(RULES, { storage: { dir: disk, faultRetryMaxDelayMs: 200, faultDeadlineMinutes: 0.02 } }));
+    cleanups.push(() => sys.close());
+    const first = await inbound(sys, "late", "late hello");
+    await sys.rpc("agent.wait", { runId: first.runId, timeoutMs: 10_000 });
+    const free = fillDisk(disk);
+    const doomed = await inbound(sys, "late", `late keep me${PAD}`);
+    const res = await sys.rpc("agent.wait", { runId: doomed.runId, timeoutMs: 15_000 });
+    expect(res.status).toBe("error");
+    expect(res.error).toMatch(/storage unavailable .*ENOSPC.*gave up/);
+    const letters = (await sys.rpc("deadletters.list")).deadLetters as any[];
+    expect(letters).toHaveLength(1);
+    expect(letters[0]).toMatchObject({ runId: doomed.runId, kind: "storage", turn: { text: `late keep me${PAD}` } });
+    expect(String((await sys.get("/metrics")).body)).toMatch(/switchboard_dead_letters\{[^}]*\} 1/);
+
+    free();
+    const replay = await sys.rpc("deadletters.replay", { all: true });
+    expect(replay.count).toBe(1);
+    expect(await sys.rpc("agent.wait", { runId: replay.replayed[0].replayedAs, timeoutMs: 15_000 })).toMatchObject({ status: "ok", reply: `re: late keep me${PAD}` });
+    expect((await sys.rpc("deadletters.list")).count).toBe(0);
+    const conv = readTranscript(sys.config, first.sessionId).filter((l) => l.message).map((l) => textOf(l.message));
+    expect(conv.filter((t) => t === `late keep me${PAD}`)).toHaveLength(1);
+    expect(conv.at(-1)).toBe(`re: late keep me${PAD}`);
+  }, 60_000);
+});
+
+describe.skipIf(isRoot)("storage faults (non-root: unwritable directory in-process)", () => {
+  it("turns parked on EACCES complete when the directory is writable again", async () => {
+    const { dir: storage } = tempDir("sb-perm");
+    const sys = await startTestSystem(scriptConfig(RULES, { storage: { dir: storage, faultRetryMaxDelayMs: 400 } }));
+    cleanups.push(() => sys.close());
+    const first = await inbound(sys, "u", "u hello");
+    await sys.rpc("agent.wait", { runId: first.runId, timeoutMs: 10_000 });
+    mkdirSync(join(storage, "agents"), { recursive: true });
+    chmodTree(storage, 0o444, 0o555);
+    const second = await inbound(sys, "u", "u m1");
+    await until(async () => (await readyz(sys.url)) === 503, 10_000);
+    chmodTree(storage, 0o644, 0o755);
+    expect((await sys.rpc("agent.wait", { runId: second.runId, timeoutMs: 20_000 })).status).toBe("ok");
+    expectWholeTranscript(sys, first.sessionId, ["u hello", "u m1"]);
+  }, 60_000);
+});
