@@ -48,6 +48,7 @@ export function createServices(config: Config, opts: { role: "gateway" | "worker
       log.warn({ queue, err: err.message }, "queue connection error (will retry)");
     }
   });
+  const runs = new RunRecords(redis, keys);
   return {
     config,
     log,
@@ -57,8 +58,8 @@ export function createServices(config: Config, opts: { role: "gateway" | "worker
     // The hash-tagged base keeps transcript locks in the same slot as the session lease (fence).
     transcripts: new TranscriptStore({ redis, prefix: keys.base, storageDir: config.storage.dir }),
     leases: new SessionLeases(redis, keys, config.workers.lockDurationMs),
-    inbox: new Inbox(redis, keys),
-    runs: new RunRecords(redis, keys),
+    inbox: new Inbox(redis, keys, runs),
+    runs,
     queues,
     cancels: new CancelBus(redis, keys),
     deadLetters: new DeadLetters(redis, keys),

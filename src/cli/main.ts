@@ -10,6 +10,7 @@ import { callCommand } from "./commands/call.js";
 import { configValidate } from "./commands/config-validate.js";
 import { deadLettersCommand } from "./commands/deadletters.js";
 import { historyCommand } from "./commands/history.js";
+import { mcpCommand, type McpOptions } from "./commands/mcp.js";
 import { sendCommand } from "./commands/send.js";
 import { serveCommand } from "./commands/serve.js";
 import { sessionsCommand } from "./commands/sessions.js";
@@ -52,6 +53,11 @@ program.command("call <method>").description("call a gateway RPC method").option
 program.command("deadletters [action] [runId]").description("messages whose turn was given up: list | replay <runId> | replay --all | discard <runId>")
   .option("--all", "with replay: every dead letter").option("--json")
   .action(run(async (action: string | undefined, runId: string | undefined, _o: unknown, cmd: Command) => deadLettersCommand(action, runId, g(cmd))));
+program.command("mcp").description("the session tools over MCP (stdio, or streamable HTTP with --http), acting as one session")
+  .requiredOption("--session <key>", "the session the MCP client acts as (its visibility and tool profile apply)")
+  .option("--http <port>", "serve streamable HTTP on this port (0: any free port) at /mcp instead of stdio")
+  .option("--host <host>", "with --http: address to listen on (default 127.0.0.1)")
+  .action(run(async (_o: unknown, cmd: Command) => mcpCommand(g(cmd) as McpOptions)));
 program.command("config").description("configuration").command("validate [file]").option("--json")
   .action(run((file: string | undefined, _o: unknown, cmd: Command) => configValidate(file, g(cmd))));
 

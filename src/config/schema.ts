@@ -198,6 +198,10 @@ export const ConfigSchema = z.strictObject({
       faultDeadlineMinutes: z.number().min(0).max(7 * 24 * 60).default(60),
       // Longest pause between retries of a parked turn (they start at 1 s and double).
       faultRetryMaxDelayMs: z.number().int().min(100).max(600_000).default(30_000),
+      // Transcript durability, named like Redis's appendfsync: "always" fsyncs before a turn is
+      // finished; "everysec" fsyncs each written file once a second (group commit). A killed
+      // worker loses nothing either way; a power loss may lose the last second under everysec.
+      fsync: z.enum(["always", "everysec"]).default("everysec"),
     })
     .prefault({}),
   gateway: z

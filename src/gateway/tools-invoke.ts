@@ -19,7 +19,8 @@ import { SwitchboardError } from "../errors/index.js";
 import { zodIssues } from "../config/parse.js";
 import type { Services } from "../app/services.js";
 import { effectiveTools } from "../subagents/tool-policy.js";
-import { resolveCaller, TOOL_NAMES } from "../tools/tool-runtime.js";
+import { sessionCaller } from "../tools/session-caller.js";
+import { TOOL_NAMES } from "../tools/tool-runtime.js";
 
 type ToolEndpoint = (name: string, body: unknown) => Promise<unknown>;
 
@@ -49,9 +50,7 @@ export function registerToolsInvoke(app: FastifyInstance, svc: Services, tools: 
       return reply.status(404).send(fail("not_found", `Tool not available: ${tool}`));
     }
     // As in OpenClaw, a tool the calling session's tool policy leaves out is "not available".
-    const { entry } = await resolveCaller(svc, sessionKey ?? "main");
-    const lineage = { ...(entry?.spawnDepth ? { spawnDepth: entry.spawnDepth } : {}), ...(entry?.subagentRole ? { subagentRole: entry.subagentRole } : {}) };
-    if (!(effectiveTools(svc.config, lineage) as readonly string[]).includes(tool)) {
+    if (!(effectiveTools(svc.config, await sessionCaller(svc, sessionKey ?? "main")) as readonly string[]).includes(tool)) {
       return reply.status(404).send(fail("not_found", `Tool not available: ${tool}`));
     }
     const args = action !== undefined && TAKES_ACTION.has(tool) && parsed.data.args.action === undefined ? { ...parsed.data.args, action } : parsed.data.args;

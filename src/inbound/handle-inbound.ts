@@ -55,7 +55,7 @@ const MAX_ROTATION_RACES = 5;
 
 export function parseInbound(body: unknown): InboundMessage {
   const r = InboundMessageSchema.safeParse(body);
-  if (!r.success) throw new ValidationError("invalid inbound message", zodIssues(r.error));
+  if (!r.success) throw ValidationError.fromIssues("invalid inbound message", zodIssues(r.error));
   return r.data;
 }
 

@@ -30,7 +30,7 @@ export type RpcHandler = (params: unknown) => Promise<unknown>;
 
 export function parseParams<T extends z.ZodType>(schema: T, params: unknown, method: string): z.output<T> {
   const r = schema.safeParse(params ?? {});
-  if (!r.success) throw new ValidationError(`invalid params for ${method}`, zodIssues(r.error));
+  if (!r.success) throw ValidationError.fromIssues(`invalid params for ${method}`, zodIssues(r.error));
   return r.data;
 }
 
@@ -41,7 +41,9 @@ export function createRpcMethods(svc: Services): Record<string, RpcHandler> {
   const canon = (key: string, agentId?: string) => canonicalSessionKey(svc.config, key, agentId ? { agentId } : {});
   const deliveries = new DeliveryLog(svc.redis, svc.keys);
 
-  return {
+  // No prototype: the gateway looks methods up by a name from the URL, and `hasOwnProperty`,
+  // `constructor` or `__proto__` must be unknown methods (404), not Object.prototype members.
+  const methods: Record<string, RpcHandler> = {
     "sessions.list": async (raw) => {
       const p = parseParams(P.SessionsListParams, raw, "sessions.list");
       const rows = await svc.sessions.list({
@@ -222,9 +224,10 @@ export function createRpcMethods(svc: Services): Record<string, RpcHandler> {
     },
 
     "deliveries.list": async (raw) => {
-      const q = (raw ?? {}) as { sessionKey?: string; channel?: string; limit?: number };
+      const q = parseParams(P.DeliveriesListParams, raw, "deliveries.list");
       return { deliveries: await deliveries.list(q) };
     },
   };
+  return Object.assign(Object.create(null) as Record<string, RpcHandler>, methods);
 }
 

@@ -1,16 +1,25 @@
-/** zod schemas of the gateway RPC params (CONTRACT §4): validation and types in one place. */
+/**
+ * zod schemas of the gateway RPC params (CONTRACT §4): validation and types in one place.
+ * Keys, ids, labels and route fields refuse control, bidi and invisible characters
+ * (session/unsafe-chars.ts) here, so a bad one is a 400 naming the character.
+ */
 import { z } from "zod";
+import { safeString } from "../session/safe-text-schema.js";
 import { SessionPatchSchema } from "../storage/session-entry.js";
 
-const key = z.string().trim().min(1).max(512);
+const key = safeString("session key").min(1).max(512);
+const agentId = safeString("agentId").max(64);
+const label = safeString("label", "label").max(512);
+/** Route fields: a channel id, a peer, an account or a thread, all parts of keys and routes. */
+const routeId = (what: string) => safeString(what).max(512);
 const kinds = z.array(z.enum(["main", "group", "cron", "hook", "node", "other"]));
 
 export const SessionsListParams = z.strictObject({
   limit: z.number().int().min(1).max(10_000).optional(),
   activeMinutes: z.number().int().min(1).optional(),
-  agentId: z.string().optional(),
+  agentId: agentId.optional(),
   kinds: kinds.optional(),
-  label: z.string().optional(),
+  label: label.optional(),
   search: z.string().max(200).optional(),
   spawnedBy: key.optional(),
   includeGlobal: z.boolean().optional(),
@@ -20,7 +29,7 @@ export const SessionsListParams = z.strictObject({
 });
 
 export const SessionsResolveParams = z
-  .strictObject({ key: key.optional(), sessionId: z.string().optional(), label: z.string().optional(), agentId: z.string().optional(), spawnedBy: key.optional() })
+  .strictObject({ key: key.optional(), sessionId: safeString("sessionId").max(512).optional(), label: label.optional(), agentId: agentId.optional(), spawnedBy: key.optional() })
   .superRefine((p, ctx) => {
     const n = [p.key, p.sessionId, p.label].filter((v) => v !== undefined).length;
     if (n === 0) ctx.addIssue({ code: "custom", message: "Either key, sessionId, or label is required", path: [] });
@@ -35,13 +44,13 @@ export const ChatHistoryParams = z.strictObject({ sessionKey: key, limit: z.numb
 
 export const AgentParams = z.strictObject({
   sessionKey: key.optional(),
-  agentId: z.string().optional(),
+  agentId: agentId.optional(),
   message: z.string().min(1).max(1_000_000),
   deliver: z.boolean().optional(),
-  channel: z.string().optional(),
-  to: z.string().optional(),
-  accountId: z.string().optional(),
-  threadId: z.union([z.string(), z.number()]).optional(),
+  channel: routeId("channel").optional(),
+  to: routeId("to").optional(),
+  accountId: routeId("accountId").optional(),
+  threadId: z.union([routeId("threadId"), z.number()]).optional(),
   runTimeoutSeconds: z.number().int().min(0).max(172_800).optional(),
   idempotencyKey: z.string().max(200).optional(),
   extraSystemPrompt: z.string().max(100_000).optional(),
@@ -49,20 +58,27 @@ export const AgentParams = z.strictObject({
   sessionTarget: z.enum(["isolated", "session"]).optional(),
 });
 
-export const AgentWaitParams = z.strictObject({ runId: z.string().min(1), timeoutMs: z.number().int().min(0).max(600_000).optional() });
+export const AgentWaitParams = z.strictObject({ runId: safeString("runId").min(1).max(512), timeoutMs: z.number().int().min(0).max(600_000).optional() });
 
 export const SendParams = z.strictObject({
   sessionKey: key.optional(),
-  channel: z.string().min(1),
-  to: z.string().min(1).optional(),
-  accountId: z.string().optional(),
-  threadId: z.union([z.string(), z.number()]).optional(),
+  channel: routeId("channel").min(1),
+  to: routeId("to").min(1).optional(),
+  accountId: routeId("accountId").optional(),
+  threadId: z.union([routeId("threadId"), z.number()]).optional(),
   message: z.string().min(1).max(100_000),
   idempotencyKey: z.string().max(200).optional(),
 });
 
+export const DeliveriesListParams = z.strictObject({
+  sessionKey: key.optional(),
+  channel: routeId("channel").optional(),
+  /** Clamped to 1000 by the log. */
+  limit: z.number().int().min(1).optional(),
+});
+
 export const DeadLettersReplayParams = z.union([
-  z.strictObject({ runId: z.string().min(1).max(128) }),
+  z.strictObject({ runId: safeString("runId").min(1).max(128) }),
   z.strictObject({ all: z.literal(true) }),
 ]);
-export const DeadLettersDiscardParams = z.strictObject({ runId: z.string().min(1).max(128) });
+export const DeadLettersDiscardParams = z.strictObject({ runId: safeString("runId").min(1).max(128) });

@@ -8,22 +8,33 @@ import { luaCommand } from "../storage/lua-script.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
 import type { LeaseHandle } from "./session-lease.js";
 import { serializeTurn, type Turn } from "./turn.js";
-import { RUN_RECORD_TTL_SECONDS } from "./run-records.js";
+import { RUN_RECORD_TTL_SECONDS, recordFromPairs, type RunRecord, type RunRecords } from "./run-records.js";
+import type { SessionEntry } from "../storage/session-entry.js";
 import type { DeadLetter } from "./dead-letters.js";
 import { luaSafeJson } from "../text/well-formed.js";
 
 const LUA_DIR = new URL("./lua/", import.meta.url);
 
+/** A turn the lease holder is about to run, with what it needs from Redis. */
+export interface BegunTurn {
+  turn: Turn;
+  /** Its run record as it stood after the begin (null if the record expired). */
+  record: RunRecord | null;
+  /** The session's entry (null if the session was deleted meanwhile). */
+  entry: SessionEntry | null;
+}
+
 export class Inbox {
-  private readonly takeLua;
+  private readonly beginLua;
   private readonly pushLua;
   private readonly discardLua;
 
   constructor(
     private readonly redis: Redis,
     private readonly keys: RedisKeys,
+    private readonly records: RunRecords,
   ) {
-    this.takeLua = luaCommand(redis, LUA_DIR, "turn-take");
+    this.beginLua = luaCommand(redis, LUA_DIR, "turn-begin");
     this.pushLua = luaCommand(redis, LUA_DIR, "turn-push");
     this.discardLua = luaCommand(redis, LUA_DIR, "turn-discard");
   }
@@ -52,21 +63,28 @@ export class Inbox {
   }
 
   /**
-   * The next turn for the lease holder: an unfinished in-flight turn first, else the oldest
-   * queued. An entry that is not a readable turn comes back as `{ corrupt }` (see discard).
+   * Begin the lease holder's next turn (turn-begin.lua): an unfinished in-flight turn first,
+   * else the oldest queued; its run marked running; returned with its run record and session
+   * entry, all in one round trip. An entry that is not a readable turn comes back as
+   * `{ corrupt }` (see discard).
    */
-  async take(lease: LeaseHandle): Promise<Turn | { corrupt: string } | null> {
-    let raw: string | null;
+  async begin(lease: LeaseHandle): Promise<BegunTurn | { corrupt: string } | null> {
+    let res: [string, string[], string | null] | null;
     try {
-      raw = (await this.takeLua(
-        [lease.fenceKey, this.keys.inbox(lease.sessionKey), this.keys.inflight(lease.sessionKey)],
-        [lease.token],
-      )) as string | null;
+      res = (await this.beginLua(
+        [lease.fenceKey, this.keys.inbox(lease.sessionKey), this.keys.inflight(lease.sessionKey), this.keys.session(lease.sessionKey)],
+        [lease.token, this.keys.run(""), Date.now()],
+      )) as [string, string[], string | null] | null;
     } catch (err) {
       throw mapStale(err, lease);
     }
-    if (raw === null) return null;
-    return parseTurn(raw) ?? { corrupt: raw };
+    if (res === null) return null;
+    const [raw, pairs, entryRaw] = res;
+    const turn = parseTurn(raw);
+    if (!turn) return { corrupt: raw };
+    // A turn stored without its runId first (an older writer): its record is read here.
+    const record = pairs.length ? recordFromPairs(pairs) : await this.records.get(turn.runId);
+    return { turn, record, entry: entryRaw ? (JSON.parse(entryRaw) as SessionEntry) : null };
   }
 
   /** Move an unreadable in-flight entry to the dead letters (fenced, atomic). */

@@ -75,21 +75,23 @@ export class RunRecords {
 
   /**
    * Terminal write + in-flight pop + notification, atomically. Returns false if already
-   * terminal. With `deadLetter`, the message is kept in the dead-letter hash in the same step.
+   * terminal. `deadLetter` keeps the message as a dead letter in the same step; `notify` is the
+   * record as it now stands, published with the notification so waiters need not read it back.
    */
   async finish(
     lease: LeaseHandle,
     runId: string,
     status: TerminalStatus,
     fields: Record<string, string | number> = {},
-    deadLetter?: DeadLetter,
+    opts: { deadLetter?: DeadLetter; notify?: RunRecord } = {},
   ): Promise<boolean> {
     const all = { ...fields, status, endedAt: fields.endedAt ?? Date.now() };
     const flat = Object.entries(all).flatMap(([k, v]) => [k, String(v)]);
+    const notify = opts.notify ? luaSafeJson(decodeRecord({ ...encodeRecord(opts.notify), ...Object.fromEntries(Object.entries(all).map(([k, v]) => [k, String(v)])) })) : "";
     try {
       const res = await this.finishLua(
         [lease.fenceKey, this.keys.run(runId), this.keys.inflight(lease.sessionKey), this.keys.deadLetters()],
-        [lease.token, runId, this.keys.runDoneChannel(), RUN_RECORD_TTL_SECONDS, turnMarker(runId), deadLetter ? luaSafeJson(deadLetter) : "", ...flat],
+        [lease.token, runId, this.keys.runDoneChannel(), RUN_RECORD_TTL_SECONDS, turnMarker(runId), opts.deadLetter ? luaSafeJson(opts.deadLetter) : "", notify, ...flat],
       );
       return res === 1;
     } catch (err) {
@@ -128,6 +130,28 @@ function mapStale(err: unknown, lease: LeaseHandle): unknown {
 
 function num(v: string | undefined): number | undefined {
   return v === undefined || v === "" ? undefined : Number(v);
+}
+
+/** The hash fields of a record (the inverse of decodeRecord for the fields it keeps). */
+export function encodeRecord(rec: RunRecord): Record<string, string> {
+  const h: Record<string, string> = {};
+  for (const [k, v] of Object.entries(rec)) {
+    if (v === undefined || k === "usage") continue;
+    h[k] = typeof v === "boolean" ? (v ? "1" : "0") : String(v);
+  }
+  if (rec.usage) {
+    h.usageInput = String(rec.usage.input);
+    h.usageOutput = String(rec.usage.output);
+  }
+  return h;
+}
+
+/** A record from a flat `[field, value, …]` list (what HGETALL returns inside a script). */
+export function recordFromPairs(pairs: string[]): RunRecord | null {
+  if (pairs.length === 0) return null;
+  const h: Record<string, string> = {};
+  for (let i = 0; i + 1 < pairs.length; i += 2) h[pairs[i]!] = pairs[i + 1]!;
+  return decodeRecord(h);
 }
 
 export function decodeRecord(h: Record<string, string>): RunRecord {

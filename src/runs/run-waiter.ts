@@ -25,8 +25,15 @@ export class RunWaiter {
     pollMs = 2000,
   ) {
     const channel = keys.runDoneChannel();
-    subscriber.on("message", (ch: string, runId: string) => {
-      if (ch === channel) void this.check(runId);
+    subscriber.on("message", (ch: string, message: string) => {
+      if (ch !== channel) return;
+      // `<runId>` alone, or `<runId>\n<record JSON>`: the finished record itself, no read back.
+      const nl = message.indexOf("\n");
+      if (nl < 0) return void this.check(message);
+      const runId = message.slice(0, nl);
+      const rec = parseRecord(message.slice(nl + 1));
+      if (rec && isTerminal(rec.status)) this.deliver(runId, rec);
+      else void this.check(runId);
     });
     // After a reconnect ioredis re-subscribes; anything published meanwhile is re-read here.
     subscriber.on("ready", () => this.recheckAll());
@@ -85,7 +92,12 @@ export class RunWaiter {
     const set = this.waiters.get(runId);
     if (!set || set.size === 0) return;
     const rec = await this.records.get(runId).catch(() => null);
-    if (rec && isTerminal(rec.status)) for (const w of [...set]) w(rec);
+    if (rec && isTerminal(rec.status)) this.deliver(runId, rec);
+  }
+
+  private deliver(runId: string, rec: RunRecord): void {
+    const set = this.waiters.get(runId);
+    if (set) for (const w of [...set]) w(rec);
   }
 
   private recheckAll(): void {
@@ -95,5 +107,13 @@ export class RunWaiter {
   async close(): Promise<void> {
     if (this.poll) clearInterval(this.poll);
     this.poll = undefined;
+  }
+}
+
+function parseRecord(json: string): RunRecord | null {
+  try {
+    return JSON.parse(json) as RunRecord;
+  } catch {
+    return null;
   }
 }

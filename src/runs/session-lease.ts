@@ -17,6 +17,12 @@ export interface LeaseHandle {
   fenceKey: string;
   /** Aborted when a renewal finds the lease gone: the holder must stop writing. */
   lost: AbortSignal;
+  /**
+   * Until when (ms, this process's clock) the lease is surely still ours: the last successful
+   * acquire or renewal plus the TTL, minus a margin. Writes Redis cannot fence (the transcript
+   * file) are made only before this instant.
+   */
+  heldUntil(): number;
   release(): Promise<boolean>;
 }
 
@@ -39,14 +45,20 @@ export class SessionLeases {
 
   async tryAcquire(sessionKey: string): Promise<AcquireResult> {
     const leaseKey = this.keys.lease(sessionKey);
+    const askedAt = Date.now();
     const [token, pttl] = (await this.acquireLua([leaseKey, this.keys.fence(sessionKey)], [this.ttlMs])) as [number, number];
     if (!token) return { acquired: false, retryInMs: pttl > 0 ? pttl : this.ttlMs };
 
     const lost = new AbortController();
+    // Counted from before the round trip that confirmed it: never later than Redis's own expiry.
+    const margin = Math.floor(this.ttlMs / 5);
+    let confirmedAt = askedAt - margin;
     // Renew well before expiry; three chances per TTL ride out a slow Redis round trip.
     const timer = setInterval(() => {
+      const sentAt = Date.now();
       this.renewLua([leaseKey], [token, this.ttlMs]).then(
         (ok) => {
+          if (ok === 1) confirmedAt = sentAt - margin;
           if (ok !== 1) {
             clearInterval(timer);
             lost.abort(new Error(`lease on ${sessionKey} lost`));
@@ -68,6 +80,7 @@ export class SessionLeases {
         token,
         fenceKey: leaseKey,
         lost: lost.signal,
+        heldUntil: () => confirmedAt + this.ttlMs,
         release: async () => {
           if (released) return false;
           released = true;

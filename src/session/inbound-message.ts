@@ -3,31 +3,23 @@
  *
  * Strict on purpose: unknown keys are rejected so a misspelt `groupID` fails loudly instead of
  * silently routing a group message into the main DM session. Identifiers that become session
- * key segments are trimmed and bounded and may not contain control characters, so a valid
- * message always yields a valid key (`resolveInboundSession` still re-checks the total length).
+ * key segments are trimmed and bounded and may not contain control, bidi or invisible characters
+ * (unsafe-chars.ts), so a valid message always yields a valid key (`resolveInboundSession`
+ * still re-checks the total length).
  */
 import { z } from "zod";
 import { zodIssues } from "../config/parse.js";
 import { ValidationError } from "../errors/index.js";
+import { safeString } from "./safe-text-schema.js";
 
-// eslint-disable-next-line no-control-regex
-const CONTROL_CHARS_RE = /[\u0000-\u001f\u007f]/;
-const noControl = (s: string): boolean => !CONTROL_CHARS_RE.test(s);
-const NO_CONTROL_MSG = "must not contain control characters";
-
-/** A trimmed, non-empty identifier of bounded length. */
-function idString(max: number) {
-  return z
-    .string()
-    .trim()
-    .min(1, "must not be empty")
-    .max(max, `must be at most ${max} characters`)
-    .refine(noControl, NO_CONTROL_MSG);
+/** A trimmed, non-empty identifier of bounded length without unsafe characters. */
+function idString(what: string, max: number) {
+  return safeString(what).min(1, "must not be empty").max(max, `must be at most ${max} characters`);
 }
 
 /** Channels send numeric ids as numbers (Telegram chat ids, thread ids); keys hold strings. */
-function idStringOrNumber(max: number) {
-  return z.union([idString(max), z.number().finite().transform((n) => String(n))]);
+function idStringOrNumber(what: string, max: number) {
+  return z.union([idString(what, max), z.number().finite().transform((n) => String(n))]);
 }
 
 export const INBOUND_CHAT_TYPES = ["dm", "direct", "group", "channel"] as const;
@@ -39,17 +31,17 @@ export const InboundMessageSchema = z
       .trim()
       .toLowerCase()
       .regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, "must be a channel id: [a-z0-9][a-z0-9_-]{0,63}"),
-    accountId: idString(64).optional(),
+    accountId: idString("accountId", 64).optional(),
     // `direct` is OpenClaw's spelling; Switchboard's keys say `dm` (CONTRACT §3).
     chatType: z.enum(INBOUND_CHAT_TYPES).transform((t): "dm" | "group" | "channel" => (t === "direct" ? "dm" : t)),
-    from: idString(200),
-    to: idString(256).optional(),
-    groupId: idStringOrNumber(200).optional(),
-    threadId: idStringOrNumber(100).optional(),
+    from: idString("from", 200),
+    to: idString("to", 256).optional(),
+    groupId: idStringOrNumber("groupId", 200).optional(),
+    threadId: idStringOrNumber("threadId", 100).optional(),
     senderName: z.string().max(256).optional(),
     groupSubject: z.string().max(512).optional(),
     text: z.string().refine((s) => s.trim().length > 0, "text must not be empty"),
-    messageId: idStringOrNumber(256).optional(),
+    messageId: idStringOrNumber("messageId", 256).optional(),
     timestamp: z.number().int("must be an integer (ms since epoch)").positive("must be a positive ms timestamp").optional(),
     // Switchboard extra: which agent handles the message (default agent otherwise).
     agentId: z
@@ -75,6 +67,6 @@ export type InboundMessageInput = z.input<typeof InboundMessageSchema>;
 /** Parse an inbound body or throw ValidationError with every issue as `{ path, message }` (HTTP 400). */
 export function parseInboundMessage(body: unknown): InboundMessage {
   const result = InboundMessageSchema.safeParse(body);
-  if (!result.success) throw new ValidationError("invalid inbound message", zodIssues(result.error));
+  if (!result.success) throw ValidationError.fromIssues("invalid inbound message", zodIssues(result.error));
   return result.data;
 }

@@ -111,3 +111,14 @@ export {
   type ModelHint,
 } from "./reset-triggers.js";
 export { parseChatCommand, SEND_USAGE, type ChatCommand } from "./chat-commands.js";
+export {
+  findUnsafeChar,
+  unsafeCharMessage,
+  unsafeCharName,
+  escapeUnsafeChars,
+  formatCodePoint,
+  type UnsafeChar,
+  type TextProfile,
+  type ScanOptions,
+} from "./unsafe-chars.js";
+export { refuseUnsafeChars, safeString } from "./safe-text-schema.js";

@@ -8,14 +8,12 @@
  */
 import { defaultAgentId, findAgent } from "../config/agents.js";
 import type { Config } from "../config/schema.js";
-import { InvalidSessionKeyError } from "../errors/index.js";
+import { InvalidSessionKeyError, ValidationError } from "../errors/index.js";
 import { DEFAULT_AGENT_ID, assertAgentId, isValidAgentId } from "./agent-id.js";
 import { MAX_SESSION_KEY_LENGTH } from "./key-build.js";
 import { chatMarkerIndex, isNonChatRoot } from "./key-classify.js";
 import { agentIdFromSessionKey, parseAgentSessionKey } from "./key-parse.js";
-
-// eslint-disable-next-line no-control-regex
-const CONTROL_CHARS_RE = /[\u0000-\u001f\u007f-\u009f]/;
+import { unsafeCharMessage } from "./unsafe-chars.js";
 
 export interface CanonicalKeyOptions {
   /** The agent bare keys belong to; default: the config's default agent. */
@@ -53,14 +51,16 @@ function fail(key: string, reason: string): never {
  * Canonical store key for `key` (see the module comment). Reserved `global`/`unknown` are
  * returned as they are; main aliases become `agent:<a>:<mainKey>` (or `global` with
  * `scope: "global"`); bare keys are owned by `opts.agentId` or the default agent.
- * Throws InvalidSessionKeyError (empty, control characters, too long, `agent::broken`,
+ * Throws ValidationError for control, bidi or invisible characters (the message names the
+ * character and its index in `key`), InvalidSessionKeyError (empty, too long, `agent::broken`,
  * bad agent id segment) or InvalidAgentIdError (bad `opts.agentId`).
  */
 export function canonicalSessionKey(config: Config, key: string, opts: CanonicalKeyOptions = {}): string {
   if (typeof key !== "string") fail(String(key), "session key must be a string");
+  const unsafe = unsafeCharMessage("session key", key, { trimmed: true });
+  if (unsafe) throw new ValidationError(unsafe, [{ path: "(root)", message: unsafe }]);
   const trimmed = key.trim();
   if (!trimmed) fail(key, "session key is empty");
-  if (CONTROL_CHARS_RE.test(trimmed)) fail(key, "session key contains control characters");
   if (trimmed.length > MAX_SESSION_KEY_LENGTH) fail(trimmed.slice(0, 80) + "…", `longer than ${MAX_SESSION_KEY_LENGTH} characters`);
 
   const lower = trimmed.toLowerCase();

@@ -4,6 +4,7 @@
  * `sessions.patch`; internal writers use `SessionEntryPatch` directly.
  */
 import { z } from "zod";
+import { safeString } from "../session/safe-text-schema.js";
 
 export const DeliveryContextSchema = z.strictObject({
   channel: z.string().optional(),
@@ -91,8 +92,8 @@ export type SessionEntryPatch = {
 
 /** What `sessions.patch` accepts from operators and tools: the toggles, never ids or lineage. */
 export const SessionPatchSchema = z.strictObject({
-  label: z.string().trim().min(1).max(512).nullable().optional(),
-  displayName: z.string().max(512).nullable().optional(),
+  label: safeString("label", "label").min(1).max(512).nullable().optional(),
+  displayName: safeString("displayName", "label").max(512).nullable().optional(),
   sendPolicy: z
     .string()
     .transform((v) => v.toLowerCase())

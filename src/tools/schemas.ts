@@ -4,6 +4,14 @@
  * floored, as OpenClaw does for Gemini compatibility.
  */
 import { z } from "zod";
+import { safeString } from "../session/safe-text-schema.js";
+
+/** The longest sessions_send waits for a reply, like agent.wait's ceiling of 10 minutes. */
+export const MAX_SEND_WAIT_SECONDS = 600;
+
+/** The longest run timeout there is (2 days), as for the agent RPC's runTimeoutSeconds. */
+export const MAX_RUN_TIMEOUT_SECONDS = 172_800;
+const clampRunTimeout = (n: number): number => Math.min(n, MAX_RUN_TIMEOUT_SECONDS);
 
 const count = (min: number) => z.number().min(min).transform((n) => Math.floor(n));
 
@@ -12,29 +20,34 @@ export const SessionsListArgs = z.strictObject({
   limit: count(1).optional().describe("max rows (clamped to 200)"),
   activeMinutes: count(1).optional().describe("only sessions updated within N minutes"),
   messageLimit: count(0).optional().describe("include the last N messages per session (max 20); tool results are left out"),
-  label: z.string().max(512).optional(),
-  agentId: z.string().max(64).optional(),
+  label: safeString("label", "label").max(512).optional(),
+  agentId: safeString("agentId").max(64).optional(),
   search: z.string().max(200).optional().describe("case-insensitive substring of key, label, name or sessionId"),
   includeDerivedTitles: z.boolean().optional().describe("derive a title from the first user message when no name is set"),
   includeLastMessage: z.boolean().optional().describe("add a preview of the last message"),
 });
 
 export const SessionsHistoryArgs = z.strictObject({
-  sessionKey: z.string().min(1).max(512).describe("session key, 'main', 'current' or a sessionId"),
+  sessionKey: safeString("sessionKey").min(1).max(512).describe("session key, 'main', 'current' or a sessionId"),
   limit: count(1).optional(),
   includeTools: z.boolean().optional(),
 });
 
 export const SessionsSendArgs = z.strictObject({
-  sessionKey: z.string().min(1).max(512).optional(),
-  label: z.string().min(1).max(512).optional(),
-  agentId: z.string().min(1).max(64).optional(),
+  sessionKey: safeString("sessionKey").min(1).max(512).optional(),
+  label: safeString("label", "label").min(1).max(512).optional(),
+  agentId: safeString("agentId").min(1).max(64).optional(),
   message: z.string().min(1).max(100_000),
-  timeoutSeconds: count(0).optional().describe("0 = fire-and-forget; default 30"),
+  // Clamped, not refused: a model asking for a day gets the longest wait there is (the run goes
+  // on after a timeout anyway), and no timer is ever armed with a value it cannot hold.
+  timeoutSeconds: count(0)
+    .transform((n) => Math.min(n, MAX_SEND_WAIT_SECONDS))
+    .optional()
+    .describe(`0 = fire-and-forget; default 30, at most ${MAX_SEND_WAIT_SECONDS}`),
 });
 
 export const SessionStatusArgs = z.strictObject({
-  sessionKey: z.string().min(1).max(512).optional(),
+  sessionKey: safeString("sessionKey").min(1).max(512).optional(),
   model: z.string().min(1).max(200).optional().describe('set a model override; "default" clears it'),
 });
 
@@ -56,12 +69,14 @@ export function toolJsonSchema(schema: z.ZodType): Record<string, unknown> {
 
 export const SessionsSpawnArgs = z.strictObject({
   task: z.string().min(1).max(100_000).describe("what the sub-agent should do"),
-  label: z.string().trim().min(1).max(512).optional().describe("short name, unique per agent"),
-  agentId: z.string().min(1).max(64).optional().describe("target agent (see agents_list); default: your own"),
+  label: safeString("label", "label").min(1).max(512).optional().describe("short name, unique per agent"),
+  agentId: safeString("agentId").min(1).max(64).optional().describe("target agent (see agents_list); default: your own"),
   model: z.string().min(1).max(200).optional(),
   thinking: z.string().min(1).max(32).optional(),
-  runTimeoutSeconds: count(0).optional().describe("abort the child run after N seconds (0 = no limit)"),
-  timeoutSeconds: count(0).optional().describe("alias of runTimeoutSeconds"),
+  // Clamped to the agent RPC's ceiling: a larger value cannot arm an abort timer and the child
+  // turn would be given up at once (AbortSignal.timeout refuses more than 2^32-1 ms).
+  runTimeoutSeconds: count(0).transform(clampRunTimeout).optional().describe(`abort the child run after N seconds (0 = no limit, at most ${MAX_RUN_TIMEOUT_SECONDS})`),
+  timeoutSeconds: count(0).transform(clampRunTimeout).optional().describe("alias of runTimeoutSeconds"),
   cleanup: z.enum(["delete", "keep"]).optional().describe("after the announce: delete the child session or keep it (default keep)"),
   context: z.enum(["isolated", "fork"]).optional().describe("fork: the child starts from a copy of your transcript"),
   sandbox: z.enum(["inherit", "require"]).optional(),

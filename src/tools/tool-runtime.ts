@@ -6,16 +6,11 @@
 import type { Processor } from "bullmq";
 import { z } from "zod";
 import type { Services } from "../app/services.js";
-import { isAgentSandboxed } from "../config/agents.js";
 import { zodIssues } from "../config/parse.js";
 import { ValidationError } from "../errors/index.js";
 import type { QueueName } from "../queues/queue-names.js";
 import type { ToolInvoker } from "../runtimes/types.js";
-import { canonicalSessionKey } from "../session/key-canonical.js";
-import { shouldResolveSessionIdInput } from "../session/session-id.js";
-import type { SessionEntry } from "../storage/session-entry.js";
-import { agentIdFromSessionKey } from "../session/key-parse.js";
-import { defaultAgentId } from "../config/agents.js";
+import { safeString } from "../session/safe-text-schema.js";
 import type { ToolInvokerFactory } from "../workers/turn-executor.js";
 import { createA2AProcessor } from "./a2a-flow.js";
 import {
@@ -43,6 +38,7 @@ import { sessionStatus } from "./session-status.js";
 import { sessionsHistory } from "./sessions-history.js";
 import { sessionsList } from "./sessions-list.js";
 import { sessionsSend } from "./sessions-send.js";
+import { sessionCaller } from "./session-caller.js";
 import { toolError, type ToolCaller, type ToolResult } from "./tool-context.js";
 
 export interface ToolRuntime {
@@ -52,7 +48,8 @@ export interface ToolRuntime {
   call(name: string, caller: ToolCaller, args: unknown): Promise<ToolResult>;
 }
 
-const SCHEMAS: Record<ToolName, z.ZodType> = {
+/** Each tool's argument schema (validation, and the JSON Schema offered to LLMs and MCP clients). */
+export const TOOL_SCHEMAS: Record<ToolName, z.ZodType> = {
   sessions_list: SessionsListArgs,
   sessions_history: SessionsHistoryArgs,
   sessions_send: SessionsSendArgs,
@@ -63,27 +60,15 @@ const SCHEMAS: Record<ToolName, z.ZodType> = {
   subagents: SubagentsArgs,
 };
 
-const DESCRIPTIONS: Record<ToolName, string> = { ...TOOL_DESCRIPTIONS, ...SUBAGENT_TOOL_DESCRIPTIONS };
+export const TOOL_DESCRIPTION_TEXT: Record<ToolName, string> = { ...TOOL_DESCRIPTIONS, ...SUBAGENT_TOOL_DESCRIPTIONS };
 
-export const TOOL_NAMES = Object.keys(SCHEMAS) as ToolName[];
+export const TOOL_NAMES = Object.keys(TOOL_SCHEMAS) as ToolName[];
 
 const ToolRequestSchema = z.strictObject({
-  sessionKey: z.string().min(1).max(512),
+  sessionKey: safeString("sessionKey").min(1).max(512),
   sandboxed: z.boolean().optional(),
   args: z.record(z.string(), z.unknown()).default({}),
 });
-
-/**
- * The calling session: a key (canonicalised), or — as everywhere a key is accepted — the
- * sessionId of a stored session. A stored key always wins over an equal-looking sessionId.
- */
-export async function resolveCaller(svc: Services, raw: string): Promise<{ sessionKey: string; entry: SessionEntry | null }> {
-  const sessionKey = canonicalSessionKey(svc.config, raw);
-  const entry = await svc.sessions.get(sessionKey);
-  if (entry || !shouldResolveSessionIdInput(raw.trim())) return { sessionKey, entry };
-  const byId = await svc.sessions.keyForSessionId(raw.trim());
-  return byId ? { sessionKey: byId, entry: await svc.sessions.get(byId) } : { sessionKey, entry };
-}
 
 export function createToolRuntime(svc: Services): ToolRuntime {
 
@@ -114,7 +99,7 @@ export function createToolRuntime(svc: Services): ToolRuntime {
     }
   };
 
-  const definitions = TOOL_NAMES.map((name) => ({ name, description: DESCRIPTIONS[name], parameters: toolJsonSchema(SCHEMAS[name]) }));
+  const definitions = TOOL_NAMES.map((name) => ({ name, description: TOOL_DESCRIPTION_TEXT[name], parameters: toolJsonSchema(TOOL_SCHEMAS[name]) }));
   const subagentJobs = createSubagentProcessors(svc);
   const a2a = createA2AProcessor(svc);
   // The announce queue carries both flows; each job names its own.
@@ -151,16 +136,9 @@ export function createToolRuntime(svc: Services): ToolRuntime {
     },
     endpoint: async (name, body) => {
       const parsed = ToolRequestSchema.safeParse(body ?? {});
-      if (!parsed.success) throw new ValidationError("invalid tool request", zodIssues(parsed.error));
+      if (!parsed.success) throw ValidationError.fromIssues("invalid tool request", zodIssues(parsed.error));
       if (!(TOOL_NAMES as string[]).includes(name)) throw new ValidationError(`unknown tool ${name} (known: ${TOOL_NAMES.join(", ")})`);
-      const { sessionKey, entry } = await resolveCaller(svc, parsed.data.sessionKey);
-      const agentId = agentIdFromSessionKey(sessionKey, defaultAgentId(svc.config));
-      const sandboxed = parsed.data.sandboxed ?? entry?.sandboxed ?? isAgentSandboxed(svc.config, agentId);
-      const lineage = {
-        ...(entry?.spawnDepth ? { spawnDepth: entry.spawnDepth } : {}),
-        ...(entry?.subagentRole ? { subagentRole: entry.subagentRole } : {}),
-      };
-      return await call(name, { sessionKey, agentId, sandboxed, hop: 0, ...lineage }, parsed.data.args);
+      return await call(name, await sessionCaller(svc, parsed.data.sessionKey, parsed.data.sandboxed), parsed.data.args);
     },
     processors: { announce: announceProcessor as Processor },
   };

@@ -29,6 +29,8 @@ export interface TailReadOptions {
   chunkSize?: number;
   /** Only entries passing the filter are collected and counted towards `limit`. */
   filter?: (entry: TranscriptEntry) => boolean;
+  /** Stop reading at the first entry (from the end) for which this is true; it is not collected. */
+  stopAt?: (entry: TranscriptEntry) => boolean;
 }
 
 export interface TailReadResult {
@@ -91,6 +93,7 @@ async function readTailFrom(fh: FileHandle, limit: number, opts: TailReadOptions
   const take = (line: Buffer): boolean => {
     const entry = parseEntryLine(line);
     if (!entry || seen.has(entry.id)) return false;
+    if (opts.stopAt?.(entry)) return true;
     seen.add(entry.id);
     if (opts.filter && !opts.filter(entry)) return false;
     newestFirst.push(entry);

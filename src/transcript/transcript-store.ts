@@ -37,6 +37,7 @@ import {
   type ArchiveKind,
 } from "./paths.js";
 import { readLastEntries, scanLines } from "./tail-reader.js";
+import { appendOrUndo, cutTornTail, headerLine, syncDir } from "./file-ops.js";
 import { luaCommand } from "../storage/lua-script.js";
 import { TRANSCRIPT_VERSION, type TranscriptEntry, type TranscriptHeader, type TranscriptMessage } from "./types.js";
 
@@ -193,7 +194,7 @@ export class TranscriptStore {
         }
 
         const buf = Buffer.from(fresh.map((b) => b.line).join(""), "utf8");
-        await appendOrUndo(fh, buf, size);
+        await appendOrUndo(fh, buf, size, true);
         // The new size is computed, not fstat'ed: had our lock expired and another writer
         // appended meanwhile, fstat would also count its bytes, whose ids we did not index.
         await this.lua.commit([keys.lock, keys.index, keys.ids], [token, size + buf.length, rel, ...fresh.map((b) => b.id)]);
@@ -383,16 +384,6 @@ function uniqueBatch(entries: TranscriptEntry[]): { id: string; line: string }[]
   return out;
 }
 
-function newHeader(sessionId: string, parentSession: string | undefined): TranscriptHeader {
-  return {
-    type: "session",
-    version: TRANSCRIPT_VERSION,
-    id: sessionId,
-    timestamp: new Date().toISOString(),
-    ...(parentSession ? { parentSession } : {}),
-  };
-}
-
 /**
  * Create `file` with its header line if it does not exist. Callers hold the transcript lock,
  * so the only race left is with a crash: an empty file (created, header never written) is
@@ -401,8 +392,7 @@ function newHeader(sessionId: string, parentSession: string | undefined): Transc
  */
 async function createWithHeader(file: string, sessionId: string, parentSession: string | undefined): Promise<boolean> {
   if (await nonEmpty(file)) return false;
-  const header = newHeader(sessionId, parentSession);
-  const line = Buffer.from(JSON.stringify(header) + "\n", "utf8");
+  const line = Buffer.from(headerLine(sessionId, parentSession), "utf8");
   await mkdir(dirname(file), { recursive: true, mode: 0o700 });
   let fh: FileHandle;
   try {
@@ -416,87 +406,12 @@ async function createWithHeader(file: string, sessionId: string, parentSession: 
     }
   }
   try {
-    await appendOrUndo(fh, line, 0);
+    await appendOrUndo(fh, line, 0, true);
   } finally {
     await fh.close();
   }
   await syncDir(dirname(file));
   return true;
-}
-
-/** fsync the directory so the new name survives a crash; not every file system allows it. */
-async function syncDir(dir: string): Promise<void> {
-  try {
-    const d = await open(dir, "r");
-    try {
-      await d.sync();
-    } finally {
-      await d.close();
-    }
-  } catch {
-    // EISDIR/EINVAL/EPERM on some platforms and network file systems: nothing more to do.
-  }
-}
-
-async function writeAll(fh: FileHandle, buf: Buffer): Promise<void> {
-  let off = 0;
-  while (off < buf.length) {
-    const { bytesWritten } = await fh.write(buf, off, buf.length - off);
-    off += bytesWritten;
-  }
-}
-
-/**
- * Append `buf` (whole lines) and fsync, all or nothing: when the write or the fsync fails
- * (ENOSPC, EIO…) the file is truncated back to `size`, so no half line is left behind. If even
- * the truncate fails, the torn tail is cut by the next append (cutTornTail) and skipped by
- * readers meanwhile.
- */
-async function appendOrUndo(fh: FileHandle, buf: Buffer, size: number): Promise<void> {
-  try {
-    await writeAll(fh, buf);
-    await fh.sync();
-  } catch (err) {
-    await fh.truncate(size).catch(() => undefined);
-    throw err;
-  }
-}
-
-/** How far back cutTornTail looks for the last newline per read. */
-const TAIL_CHUNK = 64 * 1024;
-
-/**
- * Every complete line ends with "\n"; a file that does not is torn (a write that failed
- * part-way). Cut it back to its last complete line and return the new size. Called under the
- * transcript lock, so no acknowledged writer is mid-write. A file torn inside its header line
- * gets the header again.
- */
-async function cutTornTail(fh: FileHandle, size: number, sessionId: string): Promise<number> {
-  if (size === 0 || (await lastByte(fh, size)) === 0x0a) return size;
-  let end = size;
-  let keep = 0;
-  const chunk = Buffer.alloc(TAIL_CHUNK);
-  while (end > 0) {
-    const start = Math.max(0, end - TAIL_CHUNK);
-    const { bytesRead } = await fh.read(chunk, 0, end - start, start);
-    const nl = chunk.subarray(0, bytesRead).lastIndexOf(0x0a);
-    if (nl >= 0) {
-      keep = start + nl + 1;
-      break;
-    }
-    end = start;
-  }
-  await fh.truncate(keep);
-  if (keep > 0) return keep;
-  const header = Buffer.from(JSON.stringify(newHeader(sessionId, undefined)) + "\n", "utf8");
-  await appendOrUndo(fh, header, 0);
-  return header.length;
-}
-
-async function lastByte(fh: FileHandle, size: number): Promise<number | undefined> {
-  const b = Buffer.alloc(1);
-  const { bytesRead } = await fh.read(b, 0, 1, size - 1);
-  return bytesRead === 1 ? b[0] : undefined;
 }
 
 async function exists(file: string): Promise<boolean> {

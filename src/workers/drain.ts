@@ -22,6 +22,7 @@ import type { TurnExecutor } from "./turn-executor.js";
 import { requestDrain, type DrainData } from "../runs/enqueue.js";
 import type { DeadLetter } from "../runs/dead-letters.js";
 import type { LeaseHandle } from "../runs/session-lease.js";
+import type { BegunTurn } from "../runs/inbox.js";
 import { classifyTurnFailure, storageRetryDelayMs } from "../runs/turn-failure.js";
 import type { Turn } from "../runs/turn.js";
 
@@ -46,15 +47,16 @@ export function createDrainProcessor(svc: Services, executor: TurnExecutor) {
   /** End a turn that will not be retried: `error` on its record, its message dead-lettered. */
   async function giveUp(lease: LeaseHandle, job: Job<DrainData>, turn: Turn, kind: DeadLetter["kind"], reason: string): Promise<void> {
     const letter: DeadLetter = { runId: turn.runId, sessionKey: turn.sessionKey, reason, kind, failedAt: Date.now(), replays: turn.replays ?? 0, turn };
-    await svc.runs.finish(lease, turn.runId, "error", { error: reason }, letter);
+    await svc.runs.finish(lease, turn.runId, "error", { error: reason }, { deadLetter: letter });
     await svc.redis.hincrby(svc.keys.stats(), kind === "storage" ? "runs_storage_deadline" : "runs_poisoned", 1);
     svc.log.error({ sessionKey: turn.sessionKey, runId: turn.runId, kind, reason }, "turn given up; message kept as a dead letter");
     await job.log(`run ${turn.runId} given up (${kind}): ${reason}`).catch(() => 0);
   }
 
-  async function runTurn(lease: LeaseHandle, job: Job<DrainData>, turn: Turn): Promise<TurnStep> {
+  async function runTurn(lease: LeaseHandle, job: Job<DrainData>, begun: BegunTurn): Promise<TurnStep> {
+    const { turn } = begun;
     try {
-      const outcome = await executor.execute(turn, lease);
+      const outcome = await executor.execute(begun, lease);
       await svc.storageFaults.onSuccess();
       return { status: outcome.status };
     } catch (err) {
@@ -102,19 +104,19 @@ export function createDrainProcessor(svc: Services, executor: TurnExecutor) {
     try {
       while (runs.length < MAX_TURNS_PER_DRAIN) {
         if (lease.lost.aborted) throw new StaleFenceError(sessionKey, lease.token, null);
-        const taken = await svc.inbox.take(lease);
-        if (!taken) break;
-        if ("corrupt" in taken) {
-          await discardCorrupt(svc, lease, job, taken.corrupt);
+        const begun = await svc.inbox.begin(lease);
+        if (!begun) break;
+        if ("corrupt" in begun) {
+          await discardCorrupt(svc, lease, job, begun.corrupt);
           runs.push("corrupt:discarded");
           continue;
         }
-        const step = await runTurn(lease, job, taken);
+        const step = await runTurn(lease, job, begun);
         if ("parkMs" in step) {
           parkMs = step.parkMs;
           break;
         }
-        runs.push(`${taken.runId}:${step.status}`);
+        runs.push(`${begun.turn.runId}:${step.status}`);
       }
     } finally {
       await lease.release().catch(() => false);

@@ -1,14 +1,16 @@
 /**
- * Runs one turn for the lease holder. Every step is idempotent on the turn's runId, so a turn
- * re-run after a crash (or a stalled job retried on another host) finishes the same run and
- * leaves each transcript line exactly once:
+ * Runs one turn for the lease holder (docs/design/runs.md, "One turn"):
  *
- *   user line `<runId>:u`  →  record running  →  runtime  →  assistant/tool lines `<runId>:a…`
- *   →  result saved on the record  →  follow-ups enqueued with deterministic job ids
- *   →  finish (terminal record + in-flight freed + waiters notified, one script)
+ *   turn-begin (taken, marked running, with its record and session entry: one round trip)
+ *   →  runtime  →  one transcript write (user line + tool and result lines)
+ *   →  follow-ups with deterministic job ids  →  turn finish (terminal record with the reply,
+ *   in-flight freed, the record published to waiters: one script)
  *
- * A re-run that finds the result already saved skips the runtime and reuses it. Every write is
- * fenced by the session lease token.
+ * Every step is idempotent on the runId, so a turn re-run after a crash (or a stalled job
+ * retried on another host, or a storage fault) finishes the same run and leaves each transcript
+ * line exactly once: a re-run first reads the lines its run already has at the end of the
+ * transcript and recovers the outcome from them, so the runtime does not run twice. When the
+ * transcript write itself fails, the outcome is saved on the record before the turn is parked.
  */
 import type { Services } from "../app/services.js";
 import { agentRuntime, isAgentSandboxed } from "../config/agents.js";
@@ -24,8 +26,12 @@ import { enqueueContinuation } from "../runs/continuation.js";
 import { sanitizeForHandoff } from "../history/handoff.js";
 import { interSessionProvenance } from "../runtimes/inter-session.js";
 import { redactTranscriptEntries } from "../history/redact-transcript.js";
-import { topicOpt } from "../lifecycle/transcript-topic.js";
+import { topicOpt, transcriptTopicOf } from "../lifecycle/transcript-topic.js";
 import { luaSafeJson, wellFormed } from "../text/well-formed.js";
+import type { BegunTurn } from "../runs/inbox.js";
+import type { RunRecord } from "../runs/run-records.js";
+import type { SessionEntry } from "../storage/session-entry.js";
+import type { HolderWriter } from "../transcript/holder-writer.js";
 
 /** How many recent transcript messages a runtime sees as history. */
 const HISTORY_LIMIT = 50;
@@ -105,6 +111,85 @@ function resultEntries(turn: Turn, outcome: TurnOutcome, output: RunOutput | und
   return lines;
 }
 
+/** The turn's user line. */
+function userEntry(turn: Turn): TranscriptEntry {
+  const userMessage: TranscriptMessage = {
+    role: "user",
+    content: turn.text,
+    timestamp: turn.messageTs,
+    ...(turn.source ? { provenance: interSessionProvenance(turn.source) } : {}),
+  };
+  return entry(`${turn.runId}:u`, turn.runId, userMessage, turn.messageTs);
+}
+
+interface Recovered {
+  outcome: TurnOutcome;
+  output?: RunOutput;
+  at: number;
+}
+
+/** The outcome an earlier attempt saved on the record (a parked turn). */
+function savedResult(record: RunRecord): Recovered {
+  const status = record.resultStatus ?? "ok";
+  const outcome: TurnOutcome = status === "ok" ? { status, reply: record.reply ?? "" } : { status, ...(record.resultError ? { error: record.resultError } : {}) };
+  const output = savedOutput(record.resultOutput, outcome.reply);
+  return { outcome, ...(output ? { output } : {}), at: record.resultAt ?? Date.now() };
+}
+
+/**
+ * The outcome an earlier attempt wrote to the transcript before it died: its `<runId>:a` line
+ * (and the tool lines before it). Null when that attempt did not get that far.
+ */
+export function outcomeFromLines(runId: string, lines: TranscriptEntry[]): Recovered | null {
+  const final = lines.find((l) => l.id === `${runId}:a`);
+  const msg = final?.message as (TranscriptMessage & { errorMessage?: string; usage?: { input: number; output: number } }) | undefined;
+  if (!final || !msg) return null;
+  const at = Date.parse(final.timestamp ?? "") || Date.now();
+  const toolCalls = lines
+    .filter((l) => /:t\d+$/.test(l.id))
+    .map((l) => {
+      const call = (l.message?.content as { name: string; arguments: Record<string, unknown> }[] | undefined)?.[0];
+      const res = lines.find((r) => r.id === l.id.replace(/:t(\d+)$/, ":r$1"));
+      const text = (res?.message?.content as { text?: string }[] | undefined)?.[0]?.text;
+      return { name: call?.name ?? "", args: call?.arguments ?? {}, result: text === undefined ? null : safeParse(text) };
+    });
+  const extra = { ...(toolCalls.length ? { toolCalls } : {}), ...(msg.model ? { model: msg.model } : {}), ...(msg.usage ? { usage: { input: msg.usage.input, output: msg.usage.output } } : {}) };
+  if (msg.stopReason === "stop") {
+    const reply = (msg.content as { type: string; text?: string }[]).filter((b) => b.type === "text").map((b) => b.text ?? "").join("");
+    return { outcome: { status: "ok", reply }, output: { reply, ...extra }, at };
+  }
+  const error = msg.errorMessage;
+  const status: TerminalStatus = msg.stopReason === "error" ? "error" : error === "run timed out" ? "timeout" : "killed";
+  return { outcome: { status, ...(error ? { error } : {}) }, ...(Object.keys(extra).length ? { output: { reply: "", ...extra } } : {}), at };
+}
+
+function safeParse(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/** The record fields a finish writes besides status: the reply of a successful run, the error, usage. */
+function resultFields(outcome: TurnOutcome, output: RunOutput | undefined): Record<string, string | number> {
+  return {
+    // Only a successful run has a reply; a killed/failed/timed-out one must not report `reply: ""`.
+    ...(outcome.status === "ok" ? { reply: outcome.reply ?? "" } : {}),
+    ...(outcome.error ? { error: outcome.error } : {}),
+    ...(output?.usage ? { usageInput: output.usage.input, usageOutput: output.usage.output } : {}),
+  };
+}
+
+/** The last `limit` messages before this turn (its own lines, if a re-run wrote any, left out). */
+async function historyBefore(svc: Services, turn: Turn, limit: number): Promise<TranscriptMessage[]> {
+  const entries = await svc.transcripts.tail(turn.agentId, turn.sessionId, limit + 8, topicOpt(turn.sessionKey));
+  return entries
+    .filter((e) => e.type === "message" && e.runId !== turn.runId && typeof e.message === "object" && e.message !== null)
+    .slice(-limit)
+    .map((e) => e.message as TranscriptMessage);
+}
+
 /** The runtime output saved with a result (tool calls, model, usage), for a re-run's lines. */
 function savedOutput(raw: string | undefined, reply: string | undefined): RunOutput | undefined {
   if (!raw) return undefined;
@@ -120,83 +205,80 @@ export class TurnExecutor {
     private readonly svc: Services,
     private readonly running: RunningTurns,
     private readonly tools: ToolInvokerFactory,
+    private readonly writer: HolderWriter,
   ) {}
 
-  async execute(turn: Turn, lease: LeaseHandle): Promise<TurnOutcome> {
-    // Registered before the record is read: a /stop either finds this turn registered (its
-    // broadcast aborts it) or flagged the record before this read (seen below). None is lost.
+  async execute(begun: BegunTurn, lease: LeaseHandle): Promise<TurnOutcome> {
+    const { turn } = begun;
+    // Registered before the record's cancel flag is looked at: a /stop either finds this turn
+    // registered (its broadcast aborts it) or flagged the record before turn-begin read it.
     const controller = this.running.start(turn.sessionKey, turn.runId);
     try {
-      return await this.executeRegistered(turn, lease, controller);
+      return await this.executeRegistered(begun, lease, controller);
     } finally {
       this.running.end(turn.sessionKey, turn.runId);
     }
   }
 
-  private async executeRegistered(turn: Turn, lease: LeaseHandle, controller: AbortController): Promise<TurnOutcome> {
+  private async executeRegistered({ turn, record, entry }: BegunTurn, lease: LeaseHandle, controller: AbortController): Promise<TurnOutcome> {
     const { svc } = this;
-    const fence = { key: lease.fenceKey, token: lease.token };
-    const record = await svc.runs.get(turn.runId);
     if (record?.cancelRequested) controller.abort(new Error(`run ${record.cancelRequested}`));
     if (record && isTerminal(record.status)) {
       // Finished before a crash freed the slot (or killed while queued): just free it now.
       await svc.runs.finish(lease, turn.runId, record.status);
       return { status: record.status, ...(record.reply !== undefined ? { reply: record.reply } : {}) };
     }
+    // Telegram forum topics keep their transcript in `<sessionId>-topic-<n>.jsonl`.
+    const topic = transcriptTopicOf(turn.sessionKey);
+    if (turn.archive) {
+      await this.writer.release(turn.agentId, turn.archive.sessionId, topic);
+      await svc.transcripts.archive(turn.agentId, turn.archive.sessionId, turn.archive.kind, new Date(), topicOpt(turn.sessionKey));
+    }
 
-    const topic = topicOpt(turn.sessionKey); // Telegram forum topics: `<sessionId>-topic-<n>.jsonl`
-    if (turn.archive) await svc.transcripts.archive(turn.agentId, turn.archive.sessionId, turn.archive.kind, new Date(), topic);
-    await svc.transcripts.ensure(turn.agentId, turn.sessionId, topic);
-    const userMessage: TranscriptMessage = {
-      role: "user",
-      content: turn.text,
-      timestamp: turn.messageTs,
-      ...(turn.source ? { provenance: interSessionProvenance(turn.source) } : {}),
-    };
-    // Stored with credentials masked; the runtime below still gets turn.text as sent.
-    const userLine = redactTranscriptEntries([entry(`${turn.runId}:u`, turn.runId, userMessage, turn.messageTs)], svc.config.transcripts.redactSecrets);
-    await svc.transcripts.append(turn.agentId, turn.sessionId, userLine, { fence, ...topic });
+    // A re-run finds what an earlier attempt left: its lines at the end of the transcript.
+    const rerun = (record?.attempts ?? 1) > 1 || record?.resultSaved === true;
+    const written = rerun ? await this.writer.linesOfRun(turn.agentId, turn.sessionId, turn.runId, topic) : [];
+    const recovered = record?.resultSaved ? savedResult(record) : outcomeFromLines(turn.runId, written);
 
-    let output: RunOutput | undefined;
     let outcome: TurnOutcome;
+    let output: RunOutput | undefined;
     let resultAt: number;
-    if (record?.resultSaved) {
-      // Re-run after a crash or a storage fault: the outcome was saved before its transcript
-      // lines, so the runtime does not run again and the lines are (re)written from the record.
-      const status = record.resultStatus ?? "ok";
-      outcome = status === "ok" ? { status, reply: record.reply ?? "" } : { status, ...(record.resultError ? { error: record.resultError } : {}) };
-      output = savedOutput(record.resultOutput, outcome.reply);
-      resultAt = record.resultAt ?? Date.now();
+    if (recovered) {
+      ({ outcome, output, at: resultAt } = recovered);
     } else {
-      await svc.runs.update(lease, turn.runId, {
-        status: "running",
-        startedAt: record?.startedAt ?? Date.now(),
-        attempts: (record?.attempts ?? 0) + 1,
-      });
-      const result = await this.runRuntime(turn, lease, controller);
+      const result = await this.runRuntime(turn, entry, lease, controller);
       output = result.output;
       outcome = result.outcome;
       resultAt = Date.now();
-      await this.saveResult(turn, lease, outcome, output, resultAt);
     }
-    const resultLines = redactTranscriptEntries(resultEntries(turn, outcome, output, resultAt), svc.config.transcripts.redactSecrets);
-    await svc.transcripts.append(turn.agentId, turn.sessionId, resultLines, { fence, ...topic });
+
+    const have = new Set(written.map((e) => e.id));
+    // Stored with credentials masked (the runtime got the text as sent); ids are unchanged, so the filter holds.
+    const lines = redactTranscriptEntries([userEntry(turn), ...resultEntries(turn, outcome, output, resultAt)], svc.config.transcripts.redactSecrets).filter((e) => !have.has(e.id));
+    if (lines.length) {
+      // The file cannot check the fence: write only while the lease is surely still ours.
+      if (lease.lost.aborted || Date.now() >= lease.heldUntil()) throw new StaleFenceError(turn.sessionKey, lease.token, null);
+      try {
+        await this.writer.write(turn.agentId, turn.sessionId, lines, topic);
+      } catch (err) {
+        // Parked on a storage fault (or retried): keep the outcome so the runtime does not run again.
+        if (!recovered) await this.saveResult(turn, lease, outcome, output, resultAt).catch(() => undefined);
+        throw err;
+      }
+    }
 
     await this.enqueueFollowUps(turn, outcome);
-    const finishedNow = await svc.runs.finish(lease, turn.runId, outcome.status, {
-      ...(outcome.error ? { error: outcome.error } : {}),
-    });
-    if (finishedNow) await this.updateSessionAfterRun(turn, outcome, output);
+    const finishedNow = await svc.runs.finish(lease, turn.runId, outcome.status, resultFields(outcome, output), record ? { notify: record } : {});
+    if (finishedNow) await this.updateSessionAfterRun(turn, entry, outcome, output);
     return outcome;
   }
 
-  private async runRuntime(turn: Turn, lease: LeaseHandle, controller: AbortController): Promise<{ outcome: TurnOutcome; output?: RunOutput }> {
+  private async runRuntime(turn: Turn, entryNow: SessionEntry | null, lease: LeaseHandle, controller: AbortController): Promise<{ outcome: TurnOutcome; output?: RunOutput }> {
     const { svc } = this;
     const signals = [controller.signal, lease.lost];
     if (turn.runTimeoutSeconds && turn.runTimeoutSeconds > 0) signals.push(AbortSignal.timeout(turn.runTimeoutSeconds * 1000));
     const signal = AbortSignal.any(signals);
     try {
-      const entryNow = await svc.sessions.get(turn.sessionKey);
       const runtime = createRuntime(agentRuntime(svc.config, turn.agentId));
       const output = await runtime.run({
         runId: turn.runId,
@@ -207,8 +289,8 @@ export class TurnExecutor {
         step: turn.step,
         provenance: turn.provenance,
         ...(turn.source ? { interSession: interSessionProvenance(turn.source) } : {}),
-        // The transcript's tail minus this turn's own user line (already written).
-        loadHistory: async () => (await svc.transcripts.messages(turn.agentId, turn.sessionId, HISTORY_LIMIT + 1, topicOpt(turn.sessionKey))).slice(0, -1),
+        // The transcript's tail, without anything of this turn (a re-run may have written its user line).
+        loadHistory: async () => await historyBefore(svc, turn, HISTORY_LIMIT),
         signal,
         tools: this.tools({
           sessionKey: turn.sessionKey,
@@ -268,18 +350,19 @@ export class TurnExecutor {
     await enqueueContinuation(svc, turn, outcome);
   }
 
-  private async updateSessionAfterRun(turn: Turn, outcome: TurnOutcome, output: RunOutput | undefined): Promise<void> {
-    const { svc } = this;
-    const entryNow = await svc.sessions.get(turn.sessionKey);
-    if (!entryNow || entryNow.sessionId !== turn.sessionId) return; // rotated meanwhile: stats belong to the old one
-    await svc.sessions.upsert(
+  /**
+   * Session bookkeeping after a run (aborted flag, model, token counters). Skipped when nothing
+   * would change, which is every plain turn after a session's first: no round trip.
+   */
+  private async updateSessionAfterRun(turn: Turn, entry: SessionEntry | null, outcome: TurnOutcome, output: RunOutput | undefined): Promise<void> {
+    if (!entry || entry.sessionId !== turn.sessionId) return; // rotated meanwhile: stats belong to the old one
+    const aborted = outcome.status === "killed" || outcome.status === "timeout";
+    const modelChanged = output?.model !== undefined && output.model !== entry.model;
+    if (entry.systemSent && Boolean(entry.abortedLastRun) === aborted && !modelChanged && !output?.usage) return;
+    await this.svc.sessions.upsert(
       turn.sessionKey,
-      { agentId: entryNow.agentId, kind: entryNow.kind },
-      {
-        abortedLastRun: outcome.status === "killed" || outcome.status === "timeout",
-        systemSent: true,
-        ...(output?.model ? { model: output.model } : {}),
-      },
+      { agentId: entry.agentId, kind: entry.kind },
+      { abortedLastRun: aborted, systemSent: true, ...(output?.model ? { model: output.model } : {}) },
       {
         // Run bookkeeping is not user activity: freshness stays driven by message times.
         activity: "preserve",
@@ -290,4 +373,3 @@ export class TurnExecutor {
     );
   }
 }
-

@@ -13,6 +13,7 @@ import { createDeliverProcessor } from "./deliver.js";
 import { createDrainProcessor } from "./drain.js";
 import { createMaintenanceProcessor, ensureSweepScheduler } from "./maintenance.js";
 import { ensurePruneScheduler } from "./session-prune.js";
+import { HolderWriter } from "../transcript/holder-writer.js";
 import { RunningTurns, TurnExecutor, type ToolInvokerFactory } from "./turn-executor.js";
 
 /** How long after a drain exhausted its retries another one is tried. */
@@ -36,7 +37,8 @@ export interface WorkerHost {
 
 export async function startWorkerHost(svc: Services, opts: WorkerHostOptions): Promise<WorkerHost> {
   const running = new RunningTurns();
-  const executor = new TurnExecutor(svc, running, opts.tools);
+  const writer = new HolderWriter(svc.config.storage.dir, svc.config.storage.fsync, svc.log);
+  const executor = new TurnExecutor(svc, running, opts.tools, writer);
   const processors: Partial<Record<QueueName, Processor>> = {
     runs: createDrainProcessor(svc, executor) as Processor,
     subagents: createDrainProcessor(svc, executor) as Processor,
@@ -106,6 +108,8 @@ export async function startWorkerHost(svc: Services, opts: WorkerHostOptions): P
           clearTimeout(timer);
         }),
       );
+      // Turns are done: fsync what group commit has not yet, close the transcript handles.
+      await writer.close().catch((err: Error) => svc.log.warn({ err: err.message }, "closing transcripts failed"));
     },
   };
 }

@@ -49,7 +49,7 @@ describe("nothing is stranded", () => {
     const job = await sys.svc.queues.runs.add("drain", { sessionKey: key, leaseWaits: 1_000_000 }, { attempts: 1 });
     await until(async () => (await job.getState()) === "failed", 10_000);
     expect((await sys.svc.runs.get(runId))?.status).toBe("queued");
-    if (held?.acquired) await held.lease.release();
+    if (held!.acquired) await held!.lease.release();
     // No new message arrives: only the re-armed drain can run the turn.
     const waited = await sys.rpc("agent.wait", { runId, timeoutMs: 15_000 });
     expect(waited).toMatchObject({ status: "ok", reply: "echo: stranded" });

@@ -166,9 +166,11 @@ describe.skipIf(!isRoot)("storage faults (root: tmpfs and a non-root worker)", (
       texts.push(`locked m${i}`);
       runIds.push((await inbound(sys, "locked", `locked m${i}`)).runId);
     }
-    const newcomer = await inbound(sys, "newcomer", "newcomer hello"); // needs a new file: EACCES too
+    // A new session needs a new file: EACCES. (The existing session may still be written through
+    // a handle its worker opened before the change, as any process with an open file would.)
+    const newcomer = await inbound(sys, "newcomer", "newcomer hello");
     await until(async () => (await readyz(sys.url)) === 503, 10_000);
-    const waited = await sys.rpc("agent.wait", { runId: runIds[0], timeoutMs: 300 });
+    const waited = await sys.rpc("agent.wait", { runId: newcomer.runId, timeoutMs: 300 });
     expect(waited).toMatchObject({ status: "timeout" });
     expect(waited.error).toMatch(/EACCES/);
 

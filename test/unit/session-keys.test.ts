@@ -356,7 +356,10 @@ describe("InboundMessageSchema (CONTRACT §4)", () => {
     ["negative timestamp", { ...base, timestamp: -5 }, "timestamp", "positive"],
     ["fractional timestamp", { ...base, timestamp: 1.5 }, "timestamp", "integer"],
     ["empty from", { ...base, from: " " }, "from", "must not be empty"],
-    ["control char in from", { ...base, from: "a\nb" }, "from", "control characters"],
+    ["control char in from", { ...base, from: "a\nb" }, "from", "from contains U+000A LINE FEED at index 1"],
+    ["bidi override in from", { ...base, from: " 12\u202E34" }, "from", "from contains U+202E RIGHT-TO-LEFT OVERRIDE at index 3"],
+    ["zero-width joiner in to", { ...base, to: "bot\u200D" }, "to", "to contains U+200D ZERO WIDTH JOINER at index 3"],
+    ["isolate in groupId", { ...base, chatType: "group", groupId: "g\u2067" }, "groupId", "groupId contains U+2067 RIGHT-TO-LEFT ISOLATE at index 1"],
     ["bad agentId", { ...base, agentId: "../x" }, "agentId", "must match"],
     ["empty threadId", { ...base, threadId: "" }, "threadId", ""],
     ["overlong from", { ...base, from: "x".repeat(201) }, "from", "at most 200"],
@@ -621,11 +624,6 @@ describe("canonicalSessionKey (CONTRACT §8, REFERENCE §1.7-1.8)", () => {
     ["65-char agent id", `agent:${"a".repeat(65)}:main`, "invalid agent id segment"],
     ["traversal agent id", "agent:../../etc:passwd", "invalid agent id segment"],
     ["dot-dot agent id", "agent:..:main", "invalid agent id segment"],
-    ["NUL", "main\u0000x", "control characters"],
-    ["BEL", "a\u0007b", "control characters"],
-    ["ESC", "a\u001bb", "control characters"],
-    ["inner newline", "ma\nin", "control characters"],
-    ["C1 control", "a\u0085b", "control characters"],
     ["513 characters", "x".repeat(513), "longer than 512"],
     ["too long once prefixed", "x".repeat(505), "longer than 512"],
     ["only separators", ":::", "no segments"],
@@ -635,6 +633,27 @@ describe("canonicalSessionKey (CONTRACT §8, REFERENCE §1.7-1.8)", () => {
     expect(err).toBeInstanceOf(InvalidSessionKeyError);
     expect((err as InvalidSessionKeyError).code).toBe("invalid_session_key");
     expect((err as Error).message).toContain(reason);
+  });
+
+  it.each<[label: string, key: string, message: string]>([
+    ["NUL", "main\u0000x", "session key contains U+0000 NULL at index 4"],
+    ["BEL", "a\u0007b", "session key contains U+0007 BELL at index 1"],
+    ["ESC", "a\u001bb", "session key contains U+001B ESCAPE at index 1"],
+    ["inner newline", "ma\nin", "session key contains U+000A LINE FEED at index 2"],
+    ["C1 control", "a\u0085b", "session key contains U+0085 NEXT LINE at index 1"],
+    ["RLO, index counted in the key as sent", "  agent:main:x\u202Etxt.exe", "session key contains U+202E RIGHT-TO-LEFT OVERRIDE at index 14"],
+    ["isolate", "cron:\u2066x", "session key contains U+2066 LEFT-TO-RIGHT ISOLATE at index 5"],
+    ["zero-width space", "ma\u200Bin", "session key contains U+200B ZERO WIDTH SPACE at index 2"],
+    ["lone surrogate", "hook:\uD83D", "session key contains U+D83D LONE HIGH SURROGATE at index 5"],
+  ])("refuses %s with a ValidationError naming the character", (_label, key, message) => {
+    const err = thrown(() => canonicalSessionKey(DEFAULT, key));
+    expect(err).toBeInstanceOf(ValidationError);
+    expect((err as ValidationError).code).toBe("invalid_request");
+    expect((err as Error).message).toBe(message);
+  });
+
+  it("still trims outer whitespace (a pasted trailing newline is not an unsafe character)", () => {
+    expect(canonicalSessionKey(DEFAULT, " cron:x\n")).toBe("agent:main:cron:x");
   });
 
   it("refuses an invalid opts.agentId", () => {

@@ -8,6 +8,7 @@ import { startEmbeddedRedis, redisAnswers, type EmbeddedRedis } from "../../app/
 import { removeRuntimeInfo, writeRuntimeInfo } from "../../app/runtime-file.js";
 import { startSystem, type SwitchboardSystem } from "../../app/system.js";
 import { createLogger } from "../../app/logger.js";
+import { formatBoundAddresses } from "../../gateway/bound-addresses.js";
 import { parseQueueList } from "../../queues/queue-names.js";
 import type { GlobalOptions } from "../client.js";
 import { ValidationError } from "../../errors/index.js";
@@ -67,8 +68,10 @@ export async function serveCommand(mode: "start" | "gateway" | "worker", opts: G
   if (mode === "start") {
     writeRuntimeInfo(config.storage.dir, { pid: process.pid, redisUrl: config.redis.url, startedAt: Date.now(), ...(system.url ? { gatewayUrl: system.url } : {}) });
   }
-  const where = system.url ? ` gateway ${system.url} (Bull Board ${system.url}/admin/queues)` : "";
-  log.info({ redis: config.redis.url, storage: config.storage.dir }, `switchboard ${mode} ready:${where}`);
+  // The address actually bound (port 0 → the port the OS picked, 0.0.0.0 stays 0.0.0.0), then the URL to use.
+  const listening = system.gateway ? formatBoundAddresses(system.gateway.app.addresses()) : undefined;
+  const where = system.url ? ` gateway listening on ${listening} at ${system.url} (Bull Board ${system.url}/admin/queues)` : "";
+  log.info({ redis: config.redis.url, storage: config.storage.dir, ...(listening ? { listening } : {}) }, `switchboard ${mode} ready:${where}`);
   process.stderr.write(`switchboard ${mode} ready:${where} redis ${config.redis.url}\n`);
   onShutdown(async () => {
     await system.close();

@@ -11,7 +11,9 @@
   KEYS[1] lease, KEYS[2] run hash, KEYS[3] inflight list, KEYS[4] dead-letter hash
   ARGV[1] token, ARGV[2] runId, ARGV[3] done channel, ARGV[4] record ttl seconds,
   ARGV[5] the turn's runId marker, ARGV[6] dead letter JSON ("" for none),
-  ARGV[7..] field, value pairs (must include status and endedAt)
+  ARGV[7] notification: the finished record as JSON, published after the runId and a newline so
+  waiters need not read it back ("" publishes the runId alone),
+  ARGV[8..] field, value pairs (must include status and endedAt)
   Returns 1 when finished now, 0 when the record was already terminal, or the error "STALE".
 ]]
 if redis.call("GET", KEYS[1]) ~= ARGV[1] then
@@ -26,9 +28,13 @@ if status == "ok" or status == "error" or status == "timeout" or status == "kill
   return 0
 end
 local fields = {}
-for i = 7, #ARGV do fields[#fields + 1] = ARGV[i] end
+for i = 8, #ARGV do fields[#fields + 1] = ARGV[i] end
 redis.call("HSET", KEYS[2], unpack(fields))
 redis.call("EXPIRE", KEYS[2], tonumber(ARGV[4]))
 if ARGV[6] ~= "" then redis.call("HSET", KEYS[4], ARGV[2], ARGV[6]) end
-redis.call("PUBLISH", ARGV[3], ARGV[2])
+if ARGV[7] ~= "" then
+  redis.call("PUBLISH", ARGV[3], ARGV[2] .. "\n" .. ARGV[7])
+else
+  redis.call("PUBLISH", ARGV[3], ARGV[2])
+end
 return 1

@@ -1,0 +1,140 @@
+/**
+ * How an MCP client reaches the session server: stdio (the client starts `switchboard mcp` as
+ * a child process; stdout carries nothing but protocol) or streamable HTTP on `/mcp` (one
+ * long-running process, one MCP session and server per client, keyed by `Mcp-Session-Id`).
+ */
+import { randomUUID } from "node:crypto";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import type { Logger } from "pino";
+import { tokenAccepted } from "../gateway/auth.js";
+
+export type McpServerFactory = () => Promise<McpServer>;
+
+export interface RunningTransport {
+  /** `stdio`, or the URL of the HTTP endpoint. */
+  describe: string;
+  /** Resolves when the client went away (stdio: stdin ended); never for HTTP. */
+  done: Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function serveStdio(factory: McpServerFactory): Promise<RunningTransport> {
+  // Anything printed to stdout would corrupt the protocol stream: send stray console output
+  // (from libraries) to stderr, where the logs go.
+  console.log = console.error;
+  console.info = console.error;
+  console.debug = console.error;
+  const server = await factory();
+  await server.connect(new StdioServerTransport());
+  const done = new Promise<void>((resolve) => {
+    process.stdin.once("end", resolve);
+    process.stdin.once("close", resolve);
+  });
+  return { describe: "stdio", done, close: () => server.close() };
+}
+
+export interface HttpOptions {
+  host: string;
+  port: number;
+  /** When set, every request must carry it (Bearer, or Basic password), as at the gateway. */
+  token?: string;
+  log: Logger;
+}
+
+export const MCP_PATH = "/mcp";
+/** Upper bound of a POST body (the SDK's own default when it reads the body itself). */
+const MAX_BODY_BYTES = 4 * 1024 * 1024;
+
+class BodyTooLarge extends Error {}
+
+function jsonRpcError(res: ServerResponse, status: number, code: number, message: string, extraHeaders: Record<string, string> = {}): void {
+  res.writeHead(status, { "content-type": "application/json", ...extraHeaders });
+  res.end(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }));
+}
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES) throw new BodyTooLarge(`request body over ${MAX_BODY_BYTES} bytes`);
+    chunks.push(chunk as Buffer);
+  }
+  return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+}
+
+export async function serveHttp(factory: McpServerFactory, opts: HttpOptions): Promise<RunningTransport> {
+  const sessions = new Map<string, { transport: StreamableHTTPServerTransport; server: McpServer }>();
+
+  const startSession = async (req: IncomingMessage, res: ServerResponse, body: unknown) => {
+    const server = await factory();
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => void sessions.set(id, { transport, server }),
+    });
+    transport.onclose = () => {
+      if (transport.sessionId) sessions.delete(transport.sessionId);
+      void server.close().catch(() => {});
+    };
+    await server.connect(transport);
+    await transport.handleRequest(req, res, body);
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const path = (req.url ?? "").split("?")[0];
+    if (path !== MCP_PATH) return jsonRpcError(res, 404, -32601, `not found: MCP is served at ${MCP_PATH}`);
+    if (opts.token && !tokenAccepted(req.headers.authorization, opts.token)) {
+      return jsonRpcError(res, 401, -32001, "missing or wrong bearer token", { "www-authenticate": 'Bearer realm="switchboard"' });
+    }
+    const header = req.headers["mcp-session-id"];
+    const sessionId = Array.isArray(header) ? header[0] : header;
+    const session = sessionId ? sessions.get(sessionId) : undefined;
+    if (sessionId && !session) return jsonRpcError(res, 404, -32001, `unknown MCP session ${sessionId} (start a new one with initialize)`);
+    if (req.method !== "POST") {
+      if (!session) return jsonRpcError(res, 400, -32000, "Mcp-Session-Id header required");
+      return await session.transport.handleRequest(req, res);
+    }
+    let body: unknown;
+    try {
+      body = await readJson(req);
+    } catch (err) {
+      if (err instanceof BodyTooLarge) return jsonRpcError(res, 413, -32600, err.message);
+      return jsonRpcError(res, 400, -32700, `parse error: ${(err as Error).message}`);
+    }
+    if (session) return await session.transport.handleRequest(req, res, body);
+    if (!isInitializeRequest(body)) return jsonRpcError(res, 400, -32000, "no MCP session: send initialize first (without Mcp-Session-Id)");
+    await startSession(req, res, body);
+  };
+
+  const http = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      opts.log.error({ err }, "mcp http request failed");
+      if (!res.headersSent) jsonRpcError(res, 500, -32603, "internal error");
+      else res.end();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    http.once("error", reject);
+    http.listen(opts.port, opts.host, () => {
+      http.off("error", reject);
+      resolve();
+    });
+  });
+  const { port } = http.address() as AddressInfo;
+  const host = opts.host.includes(":") ? `[${opts.host}]` : opts.host;
+  return {
+    describe: `http://${host}:${port}${MCP_PATH}`,
+    done: new Promise<void>(() => {}),
+    async close() {
+      await Promise.allSettled([...sessions.values()].map(({ transport }) => transport.close()));
+      sessions.clear();
+      http.closeAllConnections();
+      await new Promise<void>((resolve) => http.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,185 @@
+/**
+ * The transcript writer of a session's lease holder: the fast path every turn takes.
+ *
+ * Only the worker holding a session's lease runs its turns, and every other writer of a live
+ * transcript (archiving on reset, the maintenance archive job) takes the same lease first. So
+ * the holder needs no transcript lock and no Redis index: it appends straight to the file.
+ * - One write per turn: the user line and the result lines go out together, `O_APPEND`, and
+ *   the write is undone (truncated back) if it fails part-way; a torn tail left by a crash is
+ *   cut before the next write (see transcript-store.ts for the shared helpers).
+ * - Exactly once: a turn is written once per attempt, and a re-run first reads the lines its
+ *   run already has at the end of the file (`linesOfRun`), writing only the missing ones.
+ * - Durability is a setting named like Redis's (docs/concepts/reliability.md):
+ *   `always` fsyncs before the turn is finished; `everysec` (default) fsyncs each written file
+ *   once a second (group commit), the promise Redis AOF `everysec` makes for BullMQ's own jobs.
+ *   A killed worker loses nothing either way (the data is in the kernel); a power loss may lose
+ *   the last second of lines under `everysec`.
+ * File handles stay open while written to and are closed after a short idle time, so a
+ * session's consecutive turns reuse one handle.
+ */
+import { mkdir, open, stat, type FileHandle } from "node:fs/promises";
+import { dirname } from "node:path";
+import type { Logger } from "pino";
+import type { TranscriptEntry } from "./types.js";
+import { transcriptPath } from "./paths.js";
+import { appendOrUndo, cutTornTail, headerLine, syncDir } from "./file-ops.js";
+import { readTail } from "./tail-reader.js";
+
+export type FsyncMode = "always" | "everysec";
+
+interface OpenFile {
+  fh: FileHandle;
+  dirty: boolean;
+  lastUse: number;
+  /** Writes to one file from this process run one at a time. */
+  chain: Promise<void>;
+}
+
+const SYNC_EVERY_MS = 1000;
+
+/** The cached handle no longer names the file at its path (renamed or deleted meanwhile). */
+class StaleHandle extends Error {}
+const IDLE_CLOSE_MS = 5000;
+
+export class HolderWriter {
+  private readonly files = new Map<string, OpenFile>();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly storageDir: string,
+    private readonly fsync: FsyncMode,
+    private readonly log?: Logger,
+  ) {
+    this.timer = setInterval(() => void this.tick(), SYNC_EVERY_MS);
+    this.timer.unref();
+  }
+
+  path(agentId: string, sessionId: string, topicId?: string | number): string {
+    return transcriptPath(this.storageDir, agentId, sessionId, topicId);
+  }
+
+  /**
+   * Append `entries` (already missing from the file: see linesOfRun) in one write. The file is
+   * created with its header when new. Throws the file system's error (nothing left behind).
+   */
+  async write(agentId: string, sessionId: string, entries: TranscriptEntry[], topicId?: string | number): Promise<void> {
+    if (entries.length === 0) return;
+    const file = this.path(agentId, sessionId, topicId);
+    const body = entries.map((e) => JSON.stringify(e) + "\n").join("");
+    const f = await this.handle(file);
+    const run = f.chain.then(async () => {
+      const [st, onDisk] = await Promise.all([f.fh.stat(), stat(file).catch(() => null)]);
+      // Renamed (archived) or deleted behind this handle: never write into the old file.
+      if (!onDisk || onDisk.ino !== st.ino || onDisk.dev !== st.dev) throw new StaleHandle();
+      const size = await cutTornTail(f.fh, st.size, sessionId);
+      let text = body;
+      if (size === 0) text = headerLine(sessionId, undefined) + body;
+      const buf = Buffer.from(text, "utf8");
+      try {
+        await appendOrUndo(f.fh, buf, size, this.fsync === "always");
+      } catch (err) {
+        await this.drop(file);
+        throw err;
+      }
+      f.dirty = this.fsync !== "always";
+      f.lastUse = Date.now();
+    });
+    f.chain = run.catch(() => undefined);
+    try {
+      await run;
+    } catch (err) {
+      if (!(err instanceof StaleHandle)) throw err;
+      await this.drop(file);
+      await this.write(agentId, sessionId, entries, topicId);
+    }
+  }
+
+  /**
+   * The entries of run `runId` at the end of the file (a re-run's own earlier lines), oldest
+   * first. Only the holder writes, so the run's lines are the last ones: reading stops at the
+   * first older line.
+   */
+  async linesOfRun(agentId: string, sessionId: string, runId: string, topicId?: string | number): Promise<TranscriptEntry[]> {
+    const file = this.path(agentId, sessionId, topicId);
+    await this.flushFile(file);
+    const { entries } = await readTail(file, 10_000, { stopAt: (e) => e.runId !== runId });
+    return entries;
+  }
+
+  /** fsync (if dirty) and close the handle of `file`, e.g. before the file is renamed. */
+  async release(agentId: string, sessionId: string, topicId?: string | number): Promise<void> {
+    await this.closeFile(this.path(agentId, sessionId, topicId));
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await Promise.all([...this.files.keys()].map((f) => this.closeFile(f)));
+  }
+
+  private async handle(file: string): Promise<OpenFile> {
+    const open_ = this.files.get(file);
+    if (open_) return open_;
+    let fh: FileHandle;
+    try {
+      fh = await open(file, "a+", 0o600);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+      await mkdir(dirname(file), { recursive: true, mode: 0o700 });
+      fh = await open(file, "a+", 0o600);
+      await syncDir(dirname(file));
+    }
+    const again = this.files.get(file); // opened concurrently by another turn of this process
+    if (again) {
+      await fh.close();
+      return again;
+    }
+    const f: OpenFile = { fh, dirty: false, lastUse: Date.now(), chain: Promise.resolve() };
+    this.files.set(file, f);
+    return f;
+  }
+
+  private async flushFile(file: string): Promise<void> {
+    const f = this.files.get(file);
+    if (!f) return;
+    await f.chain;
+    if (f.dirty) {
+      f.dirty = false;
+      await f.fh.sync();
+    }
+  }
+
+  private async closeFile(file: string): Promise<void> {
+    const f = this.files.get(file);
+    if (!f) return;
+    this.files.delete(file);
+    await f.chain;
+    try {
+      if (f.dirty) await f.fh.sync();
+    } finally {
+      await f.fh.close().catch(() => undefined);
+    }
+  }
+
+  private async drop(file: string): Promise<void> {
+    const f = this.files.get(file);
+    if (!f) return;
+    this.files.delete(file);
+    await f.fh.close().catch(() => undefined);
+  }
+
+  /** Group commit: one fsync per written file per interval; idle handles closed. */
+  private async tick(): Promise<void> {
+    const now = Date.now();
+    for (const [file, f] of [...this.files]) {
+      try {
+        if (f.dirty) await this.flushFile(file);
+        if (now - f.lastUse > IDLE_CLOSE_MS) await this.closeFile(file);
+      } catch (err) {
+        // A failed background fsync: the data may not be durable. Drop the handle (the next
+        // write reopens it and cuts any torn tail) and say so; the turn itself already finished.
+        this.log?.warn({ file, err: (err as Error).message }, "transcript fsync failed");
+        await this.drop(file);
+      }
+    }
+  }
+}
