@@ -22,4 +22,5 @@ export {
   type Freshness,
 } from "./session/index.js";
 export { sanitizeHistory } from "./history/sanitize-history.js";
+export { sanitizeForHandoff } from "./history/handoff.js";
 export type { TranscriptMessage, TranscriptEntry } from "./transcript/types.js";

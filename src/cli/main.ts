@@ -43,7 +43,7 @@ program.command("worker").description("BullMQ workers only (scale out on any num
   .action(run(async (_o: unknown, cmd: Command) => serveCommand("worker", g(cmd) as never)));
 program.command("status").description("gateway, Redis, queue depths, workers, recent sessions").option("--json")
   .action(run(async (_o: unknown, cmd: Command) => statusCommand(g(cmd))));
-program.command("sessions").description("list sessions").option("--json").option("--active <minutes>").option("--agent <id>").option("--limit <n>")
+program.command("sessions").description("list sessions (200 by default; --limit N, --all pages through every one)").option("--json").option("--active <minutes>").option("--agent <id>").option("--limit <n>").option("--all")
   .action(run(async (_o: unknown, cmd: Command) => sessionsCommand(g(cmd))));
 program.command("send <sessionKey> <message>").description("enqueue a message into a session").option("--wait <seconds>").option("--agent <id>").option("--json")
   .action(run(async (key: string, message: string, _o: unknown, cmd: Command) => sendCommand(key, message, g(cmd))));

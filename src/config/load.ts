@@ -10,6 +10,7 @@ import JSON5 from "json5";
 import { ConfigError } from "../errors/index.js";
 import { parseConfig } from "./parse.js";
 import type { Config } from "./schema.js";
+import { unusedKeyWarnings } from "./unused-keys.js";
 
 export interface LoadedConfig {
   config: Config;
@@ -17,6 +18,8 @@ export interface LoadedConfig {
   path: string | undefined;
   /** True when a Redis URL was given by file or env: then `start` never embeds its own. */
   redisExplicit: boolean;
+  /** Known-but-unused keys present in the file, as `path: why` (shown once at start-up). */
+  warnings: string[];
 }
 
 export function expandHome(p: string): string {
@@ -82,5 +85,5 @@ export function loadConfig(opts: { file?: string; env?: NodeJS.ProcessEnv } = {}
   const redisExplicit = Boolean(env.REDIS_URL) || Boolean((raw.redis as Record<string, unknown> | undefined)?.url);
   const config = parseConfig(applyEnvOverrides(raw, env), existsSync(path) ? path : undefined);
   config.storage.dir = expandHome(config.storage.dir);
-  return { config, path: existsSync(path) ? path : undefined, redisExplicit };
+  return { config, path: existsSync(path) ? path : undefined, redisExplicit, warnings: unusedKeyWarnings(raw) };
 }

@@ -1,16 +1,10 @@
 import type { z } from "zod";
 import { ConfigError, type ConfigIssue } from "../errors/index.js";
 import { ConfigSchema, type Config } from "./schema.js";
+import { configIssues } from "./config-issues.js";
+import { formatIssuePath } from "./parse-path.js";
 
-/** zod issue paths as `a.b[2].c`, the form operators paste back into their config. */
-export function formatIssuePath(path: ReadonlyArray<PropertyKey>): string {
-  let out = "";
-  for (const seg of path) {
-    if (typeof seg === "number") out += `[${seg}]`;
-    else out += out ? `.${String(seg)}` : String(seg);
-  }
-  return out || "(root)";
-}
+export { formatIssuePath } from "./parse-path.js";
 
 export function zodIssues(error: z.ZodError): ConfigIssue[] {
   return error.issues.map((i) => ({ path: formatIssuePath(i.path), message: i.message }));
@@ -19,6 +13,6 @@ export function zodIssues(error: z.ZodError): ConfigIssue[] {
 /** Validate raw config input (already parsed from JSON5) and apply defaults. Throws ConfigError. */
 export function parseConfig(input: unknown, source?: string): Config {
   const result = ConfigSchema.safeParse(input ?? {});
-  if (!result.success) throw new ConfigError(zodIssues(result.error), source);
+  if (!result.success) throw new ConfigError(configIssues(result.error, ConfigSchema), source);
   return result.data;
 }

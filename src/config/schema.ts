@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { DEFAULT_MESSAGE_BYTES, MAX_MESSAGE_BYTES } from "../text/message-size.js";
+import { SessionMaintenanceSchema } from "./openclaw-compat.js";
 
 export const AGENT_ID_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
@@ -40,10 +41,18 @@ export const SendPolicyRuleSchema = z.strictObject({
   match: z
     .strictObject({
       channel: z.string().min(1).optional(),
+      // OpenClaw compatibility: older configs name the channel `provider`.
+      provider: z.string().min(1).optional(),
       chatType: chatTypeInput.optional(),
       keyPrefix: z.string().min(1).optional(),
       rawKeyPrefix: z.string().min(1).optional(),
     })
+    .superRefine((m, ctx) => {
+      if (m.provider !== undefined && m.channel !== undefined && m.provider.toLowerCase() !== m.channel.toLowerCase()) {
+        ctx.addIssue({ code: "custom", path: ["provider"], message: `alias of channel: conflicts with channel "${m.channel}"` });
+      }
+    })
+    .transform(({ provider, ...m }) => (provider !== undefined && m.channel === undefined ? { ...m, channel: provider } : m))
     .optional(),
 });
 
@@ -152,6 +161,26 @@ export const ChannelConfigSchema = z.discriminatedUnion("kind", [
   z.strictObject({ kind: z.literal("log") }),
 ]);
 
+// ---------------------------------------------------------------------------------------------
+// OpenClaw compatibility: `commands.*` (who may run owner-only chat commands such as `/send`).
+// Only `ownerAllowFrom` is acted on; the other keys are accepted so an OpenClaw config starts,
+// and are listed once at start-up as known-but-unused (see config/unused-keys.ts).
+// ---------------------------------------------------------------------------------------------
+export const CommandsConfigSchema = z.strictObject({
+  /** Senders allowed to run owner commands: `channel:id` or a bare `id`. A `"*"` never matches. */
+  ownerAllowFrom: z.array(z.union([z.string().min(1), z.number().transform((n) => String(n))])).default([]),
+  allowFrom: z.record(z.string(), z.array(z.union([z.string(), z.number()]))).or(z.array(z.union([z.string(), z.number()]))).optional(),
+  native: z.union([z.boolean(), z.literal("auto")]).optional(),
+  nativeSkills: z.union([z.boolean(), z.literal("auto")]).optional(),
+  text: z.boolean().optional(),
+  bash: z.boolean().optional(),
+  bashForegroundMs: z.number().int().min(0).optional(),
+  config: z.boolean().optional(),
+  debug: z.boolean().optional(),
+  restart: z.boolean().optional(),
+  useAccessGroups: z.boolean().optional(),
+});
+
 export const ConfigSchema = z.strictObject({
   redis: z
     .strictObject({
@@ -234,6 +263,11 @@ export const ConfigSchema = z.strictObject({
       idleMinutes: z.number().int().min(0).optional(),
       resetTriggers: z.array(z.string().min(1)).default(["/new", "/reset"]),
       sendPolicy: SendPolicyConfigSchema.optional(),
+      // OpenClaw compatibility (config/openclaw-compat.ts): accepted so OpenClaw configs start.
+      // `store` is the default source of `switchboard import openclaw`; nothing else reads it.
+      store: z.string().min(1).optional(),
+      maintenance: SessionMaintenanceSchema.optional(),
+      parentForkMaxTokens: z.number().int().min(0).optional(),
       agentToAgent: z
         .strictObject({
           maxPingPongTurns: z.number().int().min(0).max(5).default(5),
@@ -259,12 +293,19 @@ export const ConfigSchema = z.strictObject({
           runtime: RuntimeConfigSchema.default({ kind: "echo" }),
           sandbox: z.strictObject({ sessionToolsVisibility: z.enum(["spawned", "all"]).default("spawned") }).prefault({}),
           subagents: SubagentsConfigSchema.prefault({}),
+          // OpenClaw compatibility: the model catalog `/new <model>` chooses from
+          // (`"provider/model": { alias? }`), as OpenClaw's agents.defaults.models.
+          models: z.record(z.string().min(1), z.strictObject({ alias: z.string().min(1).optional() }).prefault({})).default({}),
         })
         .prefault({}),
       list: z.array(AgentEntrySchema).default([]),
     })
     .prefault({}),
   channels: z.record(z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, "lowercase channel id"), ChannelConfigSchema).default({}),
+  // OpenClaw compatibility block (see CommandsConfigSchema).
+  commands: CommandsConfigSchema.prefault({}),
+  // Conformance: secrets are masked before a transcript line is written (opt out: false).
+  transcripts: z.strictObject({ redactSecrets: z.boolean().default(true) }).prefault({}),
 }).superRefine((cfg, ctx) => {
   const loopback = ["127.0.0.1", "localhost", "::1"].includes(cfg.gateway.host);
   if (!loopback && !cfg.gateway.auth.token) {

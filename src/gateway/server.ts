@@ -14,6 +14,7 @@ import { renderMetrics } from "./metrics.js";
 import { registerMessageLimit, requestBodyLimit } from "./message-limit.js";
 import { registerOpenAiDoor } from "./openai-door/index.js";
 import { registerApiDocs } from "./api-docs/index.js";
+import { registerToolsInvoke } from "./tools-invoke.js";
 import { wellFormedDeep } from "../text/well-formed.js";
 import { StorageFaults } from "../runs/storage-faults.js";
 
@@ -102,6 +103,7 @@ export async function createGateway(svc: Services, opts: GatewayOptions = {}): P
     return await rpc["deliveries.list"]!({ ...(q.sessionKey ? { sessionKey: q.sessionKey } : {}), ...(q.channel ? { channel: q.channel } : {}), ...(limit ? { limit } : {}) });
   });
 
+  registerToolsInvoke(app, svc, opts.tools); // OpenClaw's POST /tools/invoke
   await registerBullBoard(app, svc.queues);
   await registerOpenAiDoor(app, svc);
   await registerApiDocs(app, { rpcMethods: Object.keys(rpc), messageBytes: svc.config.gateway.limits.messageBytes });

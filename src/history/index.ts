@@ -38,3 +38,4 @@ export {
   ANNOUNCE_SKIP,
   NO_REPLY,
 } from "./extract-reply.js";
+export { sanitizeForHandoff } from "./handoff.js";

@@ -22,10 +22,13 @@ import { stopSession } from "../runs/stop.js";
 import { parseChatCommand } from "../session/chat-commands.js";
 import { InboundMessageSchema, type InboundMessage } from "../session/inbound-message.js";
 import { resolveInboundSession } from "../session/key-build.js";
-import { greetingPrompt, parseNewModelHint, parseResetTrigger } from "../session/reset-triggers.js";
+import { commandTextOf, effectiveResetTriggers, greetingPrompt, parseResetTrigger } from "../session/reset-triggers.js";
+import { modelCatalog, resolveModelChoice } from "./model-choice.js";
+import { SYSTEM_EVENT_CHANNELS } from "../lifecycle/isolated-run.js";
 import { sessionSendPolicy } from "../lifecycle/session-send-policy.js";
 import type { SessionEntryPatch } from "../storage/session-entry.js";
 import { enqueueDelivery } from "../workers/deliver.js";
+import { isCommandOwner, OWNER_ONLY_REPLY } from "./command-owner.js";
 import { effectiveTools } from "../subagents/tool-policy.js";
 
 export interface InboundResult {
@@ -42,6 +45,8 @@ export interface InboundResult {
   stopped?: number;
   status?: string;
   duplicate?: boolean;
+  /** An owner-only command from someone who is not an owner: nothing was changed. */
+  refused?: "not_owner";
 }
 
 /** How long a channel's messageId is remembered for de-duplicating webhook retries. */
@@ -62,14 +67,6 @@ function routeOf(msg: InboundMessage) {
     ...(msg.accountId ? { accountId: msg.accountId } : {}),
     ...(msg.threadId !== undefined ? { threadId: String(msg.threadId) } : {}),
   };
-}
-
-function knownModels(svc: Services): string[] {
-  const models = new Set<string>();
-  for (const a of [{ runtime: svc.config.agents.defaults.runtime }, ...svc.config.agents.list]) {
-    if (a.runtime?.kind === "openai") models.add(a.runtime.model);
-  }
-  return [...models];
 }
 
 export async function handleInbound(svc: Services, body: unknown): Promise<InboundResult> {
@@ -136,7 +133,9 @@ async function handleResolved(svc: Services, msg: InboundMessage, agentId: strin
   const ident = identOf(config, sessionKey);
   const route = routeOf(msg);
   const base = { ok: true as const, agentId, sessionKey };
-  const command = parseChatCommand(msg.text);
+  // Commands and triggers are looked for after a group's leading @-mentions of the bot.
+  const commandText = commandTextOf(msg.text, msg.chatType);
+  const command = parseChatCommand(commandText);
 
   let entry = await svc.sessions.get(sessionKey);
   // The policy where this message arrived (its channel and chat type), with the session's override.
@@ -155,7 +154,8 @@ async function handleResolved(svc: Services, msg: InboundMessage, agentId: strin
       ...(msg.to ? { to: msg.to } : {}),
       ...(msg.accountId ? { accountId: msg.accountId } : {}),
       ...(msg.threadId !== undefined ? { threadId: String(msg.threadId) } : {}),
-      ...(msg.senderName ? { label: msg.senderName } : {}),
+      // A group is named by its subject, never by whoever happened to write last; a DM by its sender.
+      ...(msg.chatType === "dm" ? (msg.senderName ? { label: msg.senderName } : {}) : msg.groupSubject ? { label: msg.groupSubject } : {}),
     },
     deliveryContext: route,
     lastChannel: route.channel,
@@ -165,6 +165,11 @@ async function handleResolved(svc: Services, msg: InboundMessage, agentId: strin
   };
 
   if (command?.kind === "send") {
+    // Owner-only: anyone else changes nothing and is told so (the message is not run either).
+    if (!isCommandOwner(config, msg)) {
+      await reply(svc, sessionKey, route, OWNER_ONLY_REPLY, "command");
+      return { ...base, ...(entry ? { sessionId: entry.sessionId } : {}), command: "send", refused: "not_owner" };
+    }
     if ("error" in command) throw new ValidationError(command.error);
     entry = await svc.sessions.upsert(sessionKey, ident, { ...(entry ? {} : { sessionId: randomUUID() }), ...meta, sendPolicy: command.value }, { activity: "preserve", now });
     const effective = sendPolicy();
@@ -201,21 +206,26 @@ async function handleResolved(svc: Services, msg: InboundMessage, agentId: strin
 
   // Reset triggers and freshness, evaluated at the message time. A compare-and-set on the
   // sessionId means concurrent messages (on any gateway) rotate a stale session exactly once.
-  const trigger = parseResetTrigger(msg.text, config.session.resetTriggers);
+  const trigger = parseResetTrigger(commandText, effectiveResetTriggers(config.session.resetTriggers));
   for (let attempt = 0; ; attempt++) {
     const fresh = entry ? freshnessOf(config, entry, now) : undefined;
-    const rotate = !entry || trigger.triggered || !fresh?.fresh;
-    const resetReason = trigger.triggered ? trigger.command : entry && fresh && !fresh.fresh ? fresh.staleReason : undefined;
+    // System events (heartbeats, cron and exec events) never reset a session, stale or not.
+    const systemEvent = SYSTEM_EVENT_CHANNELS.has(msg.channel);
+    const rotate = !entry || (!systemEvent && (trigger.triggered || !fresh?.fresh));
+    const resetReason = systemEvent ? undefined : trigger.triggered ? trigger.command : entry && fresh && !fresh.fresh ? fresh.staleReason : undefined;
     let text = msg.text;
     // A message is activity: it ends the "untouched since a sweep/sessions.reset" state.
     const patch: SessionEntryPatch = { ...meta, updatedAt: now, resetAt: null };
-    if (trigger.triggered) {
-      const hint = parseNewModelHint(trigger.remainder, knownModels(svc));
-      if (hint.model) patch.modelOverride = hint.model;
+    if (trigger.triggered && !systemEvent) {
+      const hint = resolveModelChoice(trigger.remainder, modelCatalog(config));
+      if (hint.choice) {
+        patch.modelOverride = hint.choice.model;
+        patch.providerOverride = hint.choice.provider ?? null;
+      }
       text = hint.rest.trim() ? hint.rest : greetingPrompt(now, policyFor(config, sessionKey, msg.channel).timezone);
     }
     const newSessionId = rotate ? randomUUID() : entry!.sessionId;
-    if (rotate) Object.assign(patch, entry ? resetPatch(entry, newSessionId, resetReason ?? "new") : { sessionId: newSessionId });
+    if (rotate) Object.assign(patch, entry ? { ...resetPatch(entry, newSessionId, resetReason ?? "new", trigger.triggered ? "explicit" : "stale"), ...meta } : { sessionId: newSessionId });
     try {
       const next = await svc.sessions.upsert(sessionKey, ident, patch, {
         now,

@@ -11,7 +11,24 @@ import { identOf } from "./session-ident.js";
 import { staleAtFor } from "./freshness-check.js";
 import { jobIdPart } from "../queues/queue-names.js";
 
-/** Cleared on every new session (OpenClaw §3.5); everything else (toggles, sendPolicy, lineage, label) is kept. */
+/**
+ * What a new session keeps depends on how it started (docs/concepts/session-reset.md):
+ * - `operator` (`sessions.reset`): only counters and run state are cleared; toggles, sendPolicy,
+ *   label, model override and lineage stay.
+ * - `explicit` (`/new`, `/reset` in a chat): the chat's toggles (model, thinking, label, name)
+ *   carry over; sendPolicy does not (it is cleared on any chat-started new session).
+ * - `stale` (daily/idle rollover, by message or sweep): nothing the user set carries over.
+ * Lineage (spawnedBy, parent, depth, role) is immutable and always kept.
+ */
+export type ResetKind = "operator" | "explicit" | "stale";
+
+const CLEARED_BY_KIND: Record<ResetKind, (keyof SessionEntry)[]> = {
+  operator: [],
+  explicit: ["sendPolicy"],
+  stale: ["sendPolicy", "modelOverride", "providerOverride", "thinkingLevel", "verboseLevel", "label", "displayName"],
+};
+
+/** Cleared on every new session: counters and run state. */
 const CLEARED_ON_RESET: (keyof SessionEntry)[] = [
   "inputTokens",
   "outputTokens",
@@ -25,10 +42,15 @@ const CLEARED_ON_RESET: (keyof SessionEntry)[] = [
   "runtimeMs",
 ];
 
-export function resetPatch(old: SessionEntry, newSessionId: string, reason: string): SessionEntryPatch {
+export function resetPatch(old: SessionEntry, newSessionId: string, reason: string, kind: ResetKind = resetKindOf(reason)): SessionEntryPatch {
   const patch: SessionEntryPatch = { sessionId: newSessionId, previousSessionId: old.sessionId, resetReason: reason };
-  for (const f of CLEARED_ON_RESET) (patch as Record<string, unknown>)[f] = null;
+  for (const f of [...CLEARED_ON_RESET, ...CLEARED_BY_KIND[kind]]) (patch as Record<string, unknown>)[f] = null;
   return patch;
+}
+
+/** Rotations without a chat message: `daily`/`idle` are stale rollovers, anything else an operator's reset. */
+export function resetKindOf(reason: string): ResetKind {
+  return reason === "daily" || reason === "idle" ? "stale" : "operator";
 }
 
 export interface ArchiveJobData {

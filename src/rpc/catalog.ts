@@ -24,6 +24,7 @@ export const RPC_CATALOG: Record<string, RpcMethodDoc> = {
   "sessions.resolve": { summary: "Find one session by key, sessionId or label", params: P.SessionsResolveParams },
   "sessions.patch": { summary: "Change a session's settings (label, sendPolicy, model override, ...)", params: P.SessionsPatchParams },
   "sessions.reset": { summary: "Start a new transcript for a session (stops its running turn)", params: P.SessionsResetParams },
+  "sessions.cleanup": { summary: "Prune idle sessions and cap each agent (session.maintenance); dryRun reports only", params: P.SessionsCleanupParams },
   "sessions.delete": { summary: "Delete a session (not the main one) and archive its transcript", params: P.SessionsDeleteParams },
   "chat.history": { summary: "A session's transcript messages, oldest first (operators' unsanitised view)", params: P.ChatHistoryParams },
   agent: { summary: "Queue a turn for a session; answers its runId at once (wait with agent.wait)", params: P.AgentParams },

@@ -3,6 +3,9 @@
  * gateway and the CLI's direct-to-Redis mode run the very same code.
  */
 import { createHash, randomUUID } from "node:crypto";
+import { topicOpt } from "../lifecycle/transcript-topic.js";
+import { freshRunSession } from "../lifecycle/isolated-run.js";
+import { pruneOnce } from "../workers/session-prune.js";
 import type { z } from "zod";
 import type { Services } from "../app/services.js";
 import { defaultAgentId } from "../config/agents.js";
@@ -52,9 +55,12 @@ export function createRpcMethods(svc: Services): Record<string, RpcHandler> {
         ...(p.search ? { search: p.search } : {}),
         ...(p.spawnedBy ? { spawnedBy: canon(p.spawnedBy) } : {}),
         includeReserved: Boolean(p.includeGlobal || p.includeUnknown),
+        ...(p.offset ? { offset: p.offset } : {}),
       });
       const sessions = rows.filter((r) => (r.key !== "global" || p.includeGlobal) && (r.key !== "unknown" || p.includeUnknown));
-      return { ts: Date.now(), count: sessions.length, sessions };
+      // A full page may have more behind it: tell the caller where the next one starts.
+      const full = rows.length === (p.limit ?? 1000);
+      return { ts: Date.now(), count: sessions.length, sessions, ...(full ? { nextOffset: (p.offset ?? 0) + rows.length } : {}) };
     },
 
     "sessions.resolve": async (raw) => {
@@ -91,6 +97,13 @@ export function createRpcMethods(svc: Services): Record<string, RpcHandler> {
       return { key, sessionId: entry.sessionId, previousSessionId: old.sessionId, stopped, entry };
     },
 
+    // session.maintenance on demand (OpenClaw's `sessions cleanup --dry-run|--enforce`).
+    "sessions.cleanup": async (raw) => {
+      const p = parseParams(P.SessionsCleanupParams, raw, "sessions.cleanup");
+      if (!svc.config.session.maintenance) throw new ValidationError("session.maintenance is not configured");
+      return await pruneOnce(svc, p.dryRun !== undefined ? { dryRun: p.dryRun } : {});
+    },
+
     "sessions.delete": async (raw) => {
       const p = parseParams(P.SessionsDeleteParams, raw, "sessions.delete");
       const key = canon(p.key);
@@ -108,7 +121,7 @@ export function createRpcMethods(svc: Services): Record<string, RpcHandler> {
       const key = canon(p.sessionKey);
       const entry = await svc.sessions.get(key);
       if (!entry) return { sessionKey: key, messages: [] };
-      const messages = await svc.transcripts.messages(entry.agentId, entry.sessionId, p.limit ?? CHAT_HISTORY_DEFAULT);
+      const messages = await svc.transcripts.messages(entry.agentId, entry.sessionId, p.limit ?? CHAT_HISTORY_DEFAULT, topicOpt(entry.key));
       return { sessionKey: key, sessionId: entry.sessionId, messages };
     },
 
@@ -116,7 +129,7 @@ export function createRpcMethods(svc: Services): Record<string, RpcHandler> {
       const p = parseParams(P.AgentParams, raw, "agent");
       const agentId = p.agentId ?? defaultAgentId(svc.config);
       const key = canon(p.sessionKey ?? "main", agentId);
-      const entry = await ensureSession(svc, key);
+      let entry = await ensureSession(svc, key);
       if (sessionSendPolicy(svc.config, key, entry) === "deny") throw new SendBlockedError(key);
       // An idempotency key maps to a fixed runId, so a retried call cannot start a second run:
       // the turn is queued once per runId, atomically with its run record (no separate claim,
@@ -127,6 +140,7 @@ export function createRpcMethods(svc: Services): Record<string, RpcHandler> {
         await requestDrain(svc, key);
         return { runId, sessionKey: key, sessionId: entry.sessionId, duplicate: true };
       }
+      if (p.sessionTarget === "isolated") entry = await freshRunSession(svc, entry);
       // deliver: the stored route, with explicit fields on top (another channel drops its `to`).
       const stored = storedRoute(key, entry);
       const base = !p.channel || p.channel === stored?.channel ? stored : undefined;

@@ -25,6 +25,8 @@ export const SessionsListParams = z.strictObject({
   spawnedBy: key.optional(),
   includeGlobal: z.boolean().optional(),
   includeUnknown: z.boolean().optional(),
+  /** Rows to skip, newest first: the next page starts at the previous answer's `nextOffset`. */
+  offset: z.number().int().min(0).max(1_000_000).optional(),
 });
 
 export const SessionsResolveParams = z
@@ -37,6 +39,7 @@ export const SessionsResolveParams = z
 
 export const SessionsPatchParams = SessionPatchSchema.extend({ key });
 export const SessionsResetParams = z.strictObject({ key, reason: z.enum(["new", "reset"]).optional() });
+export const SessionsCleanupParams = z.strictObject({ dryRun: z.boolean().optional() });
 export const SessionsDeleteParams = z.strictObject({ key, deleteTranscript: z.boolean().optional() });
 export const ChatHistoryParams = z.strictObject({ sessionKey: key, limit: z.number().int().min(1).max(1000).optional() });
 
@@ -53,6 +56,8 @@ export const AgentParams = z.strictObject({
   runTimeoutSeconds: z.number().int().min(0).max(172_800).optional(),
   idempotencyKey: z.string().max(200).optional(),
   extraSystemPrompt: z.string().max(100_000).optional(),
+  /** `"isolated"`: this run starts in a fresh sessionId (OpenClaw's isolated cron runs). */
+  sessionTarget: z.enum(["isolated", "session"]).optional(),
 });
 
 export const AgentWaitParams = z.strictObject({ runId: safeString("runId").min(1).max(512), timeoutMs: z.number().int().min(0).max(600_000).optional() });

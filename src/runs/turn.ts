@@ -5,6 +5,7 @@
  * crash idempotent.
  */
 import type { RunProvenance, RunStep } from "../runtimes/types.js";
+import type { InterSessionSource } from "../runtimes/inter-session.js";
 import type { DeliveryContext } from "../storage/session-entry.js";
 import { luaSafeJson } from "../text/well-formed.js";
 
@@ -29,7 +30,7 @@ export interface Turn {
   step: RunStep;
   provenance: RunProvenance;
   /** Inter-session origin, stored on the user message (CONTRACT §7). */
-  source?: { sessionKey: string; tool: string; channel?: string };
+  source?: InterSessionSource;
   extraSystemPrompt?: string;
   /** Message time (ms): the user line's timestamp. */
   messageTs: number;

@@ -30,7 +30,10 @@
  */
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from "openai";
 import type { RuntimeConfig } from "../config/schema.js";
-import type { Provenance, TranscriptMessage } from "../transcript/types.js";
+import type { TranscriptMessage } from "../transcript/types.js";
+import { markInterSession, runtimePromptText } from "./inter-session.js";
+
+export { INTER_SESSION_MARKER, markInterSession } from "./inter-session.js";
 import { RunAbortedError, type AgentRuntime, type RunInput, type RunOutput, type ToolCallResult } from "./types.js";
 import { throwIfAborted, untilAborted } from "./abort.js";
 
@@ -60,7 +63,6 @@ export class OpenAIRuntimeError extends Error {
   }
 }
 
-export const INTER_SESSION_MARKER = "[Inter-session message]";
 const SNIPPET_CHARS = 500;
 
 
@@ -74,16 +76,6 @@ export function messageText(content: TranscriptMessage["content"]): string {
     if (block.type === "text" && typeof text === "string") parts.push(text);
   }
   return parts.join("\n");
-}
-
-/** Prefixes a user message that came from another session, as OpenClaw replays it (§5.9). */
-export function markInterSession(text: string, provenance: Provenance): string {
-  if (text.startsWith(INTER_SESSION_MARKER)) return text;
-  const parts = [INTER_SESSION_MARKER];
-  if (provenance.sourceSessionKey) parts.push(`sourceSession=${provenance.sourceSessionKey}`);
-  if (provenance.sourceChannel) parts.push(`sourceChannel=${provenance.sourceChannel}`);
-  if (provenance.sourceTool) parts.push(`sourceTool=${provenance.sourceTool}`);
-  return `${parts.join(" ")}\n${text}`;
 }
 
 /** History (oldest first) as chat messages; see the module comment for what is left out. */
@@ -105,13 +97,13 @@ export function historyToChatMessages(history: readonly TranscriptMessage[]): Ch
 
 export function buildChatMessages(
   cfg: Pick<OpenAIRuntimeConfig, "systemPrompt">,
-  input: Pick<RunInput, "extraSystemPrompt" | "text"> & { history: readonly TranscriptMessage[] },
+  input: Pick<RunInput, "extraSystemPrompt" | "text" | "interSession"> & { history: readonly TranscriptMessage[] },
 ): ChatMessage[] {
   const messages: ChatMessage[] = [];
   const system = [cfg.systemPrompt, input.extraSystemPrompt].filter((s): s is string => typeof s === "string" && s.trim().length > 0);
   if (system.length > 0) messages.push({ role: "system", content: system.join("\n\n") });
   messages.push(...historyToChatMessages(input.history));
-  messages.push({ role: "user", content: input.text });
+  messages.push({ role: "user", content: runtimePromptText(input) });
   return messages;
 }
 

@@ -16,6 +16,7 @@
  * Templating (`{{name}}`, whitespace inside the braces allowed, single pass — substituted text
  * is never expanded again):
  *   {{text}} {{sessionKey}} {{sessionId}} {{agentId}} {{runId}} {{step}} {{provenance}}
+ *   {{prompt}} the text as a model would read it (marked when it came from another session)
  *   {{0}} whole regex match, {{1}} {{2}} … capture groups of the rule's `regex` ("" when absent)
  *   {{tool.N}} / {{tool.N.a.b}} result of this rule's N-th (0-based) tool call, or a dotted path
  *                into it (array indexes allowed); strings as-is, other values JSON-stringified,
@@ -25,6 +26,7 @@
 import type { ScriptRule } from "../config/schema.js";
 import { RunAbortedError, type AgentRuntime, type RunInput, type RunOutput, type ToolCallResult } from "./types.js";
 import { throwIfAborted, untilAborted } from "./abort.js";
+import { runtimePromptText } from "./inter-session.js";
 
 interface CompiledRule {
   readonly rule: ScriptRule;
@@ -95,6 +97,8 @@ function resolvePlaceholder(name: string, ctx: TemplateContext): string | undefi
   switch (name) {
     case "text":
       return input.text;
+    case "prompt":
+      return runtimePromptText(input);
     case "sessionKey":
       return input.sessionKey;
     case "sessionId":

@@ -3,7 +3,7 @@
  * incoming message (plus the session's recent history) into a reply. It gets an AbortSignal:
  * `/stop`, `subagents kill` and `runTimeoutSeconds` abort it, and it must stop promptly.
  */
-import type { TranscriptMessage } from "../transcript/types.js";
+import type { Provenance, TranscriptMessage } from "../transcript/types.js";
 
 /** Which step of the system asked for this turn: ordinary turn, reply-back step, or announce. */
 export type RunStep = "turn" | "reply" | "announce";
@@ -45,6 +45,9 @@ export interface RunInput {
   text: string;
   step: RunStep;
   provenance: RunProvenance;
+  /** Set when `text` came from another session: where from. Runtimes that build a prompt mark
+   *  the text with it (`runtimePromptText`), so the model never takes it for the user's words. */
+  interSession?: Provenance;
   /** Context for agent-to-agent steps (OpenClaw's extraSystemPrompt). */
   extraSystemPrompt?: string;
   /** Recent transcript messages, oldest first, not including `text`. A function, so runtimes

@@ -19,6 +19,35 @@ export type ResetTriggerMatch =
     };
 
 /**
+ * The triggers in force: OpenClaw's `/new` and `/reset` always, plus any configured ones
+ * (`resetTriggers: ["/fresh"]` adds `/fresh`; it does not take `/new` away). Duplicates dropped.
+ */
+export function effectiveResetTriggers(configured: readonly string[] = []): string[] {
+  const seen = new Set<string>();
+  const out: string[] = [];
+  for (const t of [...DEFAULT_RESET_TRIGGERS, ...configured]) {
+    const key = t.trim().toLowerCase();
+    if (!key || seen.has(key)) continue;
+    seen.add(key);
+    out.push(t.trim());
+  }
+  return out;
+}
+
+// `<@U123>`, `<@!123>`, `<@&role>` (Slack/Discord), `@name` (Telegram, Matrix…), with an optional `,`/`:`.
+const LEADING_MENTIONS_RE = /^(?:\s*(?:<@[!&]?[^>\s]+>|@[\w.-]+)[,:]?)+\s*/;
+
+/**
+ * Group messages usually address the bot first: `"<@bot> /new take notes"`. The command text
+ * of a group message is its body with those leading mentions removed (OpenClaw strips mentions
+ * before looking for triggers in groups). DMs are left as they are.
+ */
+export function commandTextOf(text: string, chatType: string): string {
+  if (chatType !== "group" && chatType !== "channel") return text;
+  return text.replace(LEADING_MENTIONS_RE, "");
+}
+
+/**
  * Does `text` start with one of `triggers`? Case-insensitive; leading and trailing whitespace is
  * ignored. A bare trigger matches with remainder ""; a trigger followed by whitespace matches
  * with the rest as remainder; anything else (e.g. `/newer` for `/new`) does not match. When

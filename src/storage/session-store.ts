@@ -48,6 +48,8 @@ export interface ListQuery {
   search?: string;
   /** Include the reserved `global` / `unknown` sessions (never listed by tools). */
   includeReserved?: boolean;
+  /** Rows to skip (newest first) before `limit` rows are returned: paging for the CLI. */
+  offset?: number;
   now?: number;
 }
 
@@ -239,6 +241,12 @@ export class SessionStore {
    */
   async list(q: ListQuery = {}): Promise<SessionEntry[]> {
     const limit = Math.max(1, Math.min(q.limit ?? 1000, 10_000));
+    // A page past the first: the first `offset + limit` rows minus the skipped ones, O(offset + limit).
+    const offset = Math.max(0, Math.floor(q.offset ?? 0));
+    return offset === 0 ? await this.listFirst(q, limit) : (await this.listFirst(q, offset + limit)).slice(offset);
+  }
+
+  private async listFirst(q: ListQuery, limit: number): Promise<SessionEntry[]> {
     const now = q.now ?? Date.now();
     const minScore = q.activeMinutes ? now - q.activeMinutes * 60_000 : -Infinity;
 

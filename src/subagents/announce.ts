@@ -18,6 +18,7 @@
 import { DelayedError, type Job } from "bullmq";
 import type { Services } from "../app/services.js";
 import { isAnnounceSkip, isNoReply } from "../history/extract-reply.js";
+import { sanitizeForHandoff } from "../history/handoff.js";
 import { storedRoute } from "../lifecycle/stored-route.js";
 import { enqueueArchive } from "../lifecycle/rotate.js";
 import { jobIdPart } from "../queues/queue-names.js";
@@ -112,7 +113,8 @@ async function announceRun(
   const status = (rec && isTerminal(rec.status) ? rec.status : "error") as AnnounceFacts["status"];
   const error = rec?.error ?? (rec ? undefined : "run record expired");
   const endedAt = rec?.endedAt ?? Date.now();
-  await registry.setOnce(run.runId, "frozenResult", status === "ok" ? (rec?.reply ?? "") : "");
+  // Frozen as it will be handed on: no reasoning or tool scaffolding reaches the requester or its chat.
+  await registry.setOnce(run.runId, "frozenResult", status === "ok" ? sanitizeForHandoff(rec?.reply) : "");
   await registry.markEnded(run, status, endedAt, error);
   if (rec?.usage) await registry.update(run.runId, { usageInput: rec.usage.input, usageOutput: rec.usage.output });
   if (rec?.startedAt) await registry.update(run.runId, { startedAt: rec.startedAt });
@@ -161,7 +163,7 @@ async function announceRun(
     text: announceTurnText(facts),
     step: "turn",
     provenance: "inter_session",
-    source: { sessionKey: run.childSessionKey, tool: "subagent_announce" },
+    source: { sessionKey: run.childSessionKey, tool: "subagent_announce", runId: run.runId },
     ...(route ? { deliver: { ...route, channel: route.channel } } : {}),
   });
   if (route) {

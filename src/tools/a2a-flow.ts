@@ -16,6 +16,7 @@
 import { DelayedError, type Job } from "bullmq";
 import type { Services } from "../app/services.js";
 import { isNoReply, isReplySkip, isAnnounceSkip } from "../history/extract-reply.js";
+import { sanitizeForHandoff } from "../history/handoff.js";
 import { enqueueTurn } from "../runs/enqueue.js";
 import { isTerminal } from "../runs/turn.js";
 import { storedRoute } from "../lifecycle/stored-route.js";
@@ -87,7 +88,7 @@ async function enqueueStep(svc: Services, state: A2AState, afterRunId: string, t
     text,
     step: "reply",
     provenance: "inter_session",
-    source: { sessionKey: fromKey, tool: "sessions_send" },
+    source: { sessionKey: fromKey, tool: "sessions_send", runId: afterRunId },
     extraSystemPrompt: replyContext(state, turnNo, state.maxTurns, to),
     hop: state.hop + 1,
     traceId: state.traceId,
@@ -107,7 +108,7 @@ async function enqueueAnnounce(svc: Services, state: A2AState, afterRunId: strin
     text: ANNOUNCE_MESSAGE,
     step: "announce",
     provenance: "inter_session",
-    source: { sessionKey: state.requesterKey, tool: "sessions_send" },
+    source: { sessionKey: state.requesterKey, tool: "sessions_send", runId: afterRunId },
     extraSystemPrompt: announceContext(state, state.original, state.round1, state.latest),
     hop: state.hop + 1,
     traceId: state.traceId,
@@ -125,7 +126,10 @@ async function deliverAnnounce(svc: Services, state: A2AState, runId: string, re
 export function createA2AProcessor(svc: Services) {
   return async (job: Job<StepJobData>, token?: string): Promise<Record<string, unknown>> => {
     if (job.name !== A2A_STEP) throw new Error(`unknown announce job ${job.name}`);
-    const d = job.data;
+    // Everything this flow passes on (reply-back turns, the announce post, a late reply) is the
+    // other side's answer cleaned of reasoning and tool scaffolding, and so is what it tests
+    // for REPLY_SKIP / ANNOUNCE_SKIP (`<think>…</think>REPLY_SKIP` is a skip).
+    const d = { ...job.data, reply: sanitizeForHandoff(job.data.reply) };
     // The continuation is added just before the run is finished: act once it is terminal.
     const rec = await svc.runs.get(d.runId);
     if (rec && !isTerminal(rec.status)) {
@@ -133,7 +137,7 @@ export function createA2AProcessor(svc: Services) {
       // that never finishes cannot keep this job polling forever.
       const waits = (d.terminalWaits ?? 0) + 1;
       if (waits > MAX_TERMINAL_WAITS) throw new Error(`run ${d.runId} did not finish within ${MAX_TERMINAL_WAITS} checks`);
-      await job.updateData({ ...d, terminalWaits: waits });
+      await job.updateData({ ...job.data, terminalWaits: waits });
       await job.moveToDelayed(Date.now() + Math.min(100 * waits, 5000), token);
       throw new DelayedError();
     }
@@ -177,7 +181,7 @@ export function createA2AProcessor(svc: Services) {
             text: d.reply,
             step: "reply",
             provenance: "inter_session",
-            source: { sessionKey: state.targetKey, tool: "sessions_send" },
+            source: { sessionKey: state.targetKey, tool: "sessions_send", runId: d.runId },
             extraSystemPrompt: `Late reply to your sessions_send (run ${d.primaryRunId}) from ${state.targetKey}.`,
             hop: state.hop + 1,
             traceId: state.traceId,

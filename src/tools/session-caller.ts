@@ -7,13 +7,26 @@ import type { Services } from "../app/services.js";
 import { defaultAgentId, isAgentSandboxed } from "../config/agents.js";
 import { canonicalSessionKey } from "../session/key-canonical.js";
 import { agentIdFromSessionKey } from "../session/key-parse.js";
+import { shouldResolveSessionIdInput } from "../session/session-id.js";
+import type { SessionEntry } from "../storage/session-entry.js";
 import type { ToolCaller } from "./tool-context.js";
 
-export async function sessionCaller(svc: Services, rawSessionKey: string, sandboxed?: boolean): Promise<ToolCaller> {
-  const sessionKey = canonicalSessionKey(svc.config, rawSessionKey);
-  const agentId = agentIdFromSessionKey(sessionKey, defaultAgentId(svc.config));
-  // Read on every call: the entry (sandbox, lineage) may change while a client stays connected.
+/**
+ * The calling session: a key (canonicalised), or — as everywhere a key is accepted — the
+ * sessionId of a stored session. A stored key always wins over an equal-looking sessionId.
+ */
+export async function resolveCaller(svc: Services, raw: string): Promise<{ sessionKey: string; entry: SessionEntry | null }> {
+  const sessionKey = canonicalSessionKey(svc.config, raw);
   const entry = await svc.sessions.get(sessionKey);
+  if (entry || !shouldResolveSessionIdInput(raw.trim())) return { sessionKey, entry };
+  const byId = await svc.sessions.keyForSessionId(raw.trim());
+  return byId ? { sessionKey: byId, entry: await svc.sessions.get(byId) } : { sessionKey, entry };
+}
+
+export async function sessionCaller(svc: Services, rawSessionKey: string, sandboxed?: boolean): Promise<ToolCaller> {
+  // Read on every call: the entry (sandbox, lineage) may change while a client stays connected.
+  const { sessionKey, entry } = await resolveCaller(svc, rawSessionKey);
+  const agentId = agentIdFromSessionKey(sessionKey, defaultAgentId(svc.config));
   return {
     sessionKey,
     agentId,

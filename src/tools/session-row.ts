@@ -31,6 +31,12 @@ export interface SessionRow {
   lastAccountId?: string;
   transcriptPath: string;
   messages?: TranscriptMessage[];
+  /** With `messages`: the same flags sessions_history reports for its view. */
+  truncated?: boolean;
+  droppedMessages?: boolean;
+  contentTruncated?: boolean;
+  contentRedacted?: boolean;
+  bytes?: number;
 }
 
 /** cron/hook/node sessions talk on the internal channel; else the recorded one, else from the key. */

@@ -3,6 +3,7 @@
  * transcript. Reads only the tail of the file (O(limit)), never the whole transcript.
  */
 import type { Services } from "../app/services.js";
+import { topicOpt } from "../lifecycle/transcript-topic.js";
 import { sanitizeHistory } from "../history/sanitize-history.js";
 import { displaySessionKey } from "../session/key-canonical.js";
 import { guard } from "./access.js";
@@ -26,7 +27,7 @@ export async function sessionsHistory(svc: Services, caller: ToolCaller, rawArgs
   const displayKey = displaySessionKey(svc.config, ref.key, caller.agentId);
   if (!entry) return { sessionKey: displayKey, messages: [], truncated: false, droppedMessages: false, contentTruncated: false, contentRedacted: false, bytes: 2 };
   const limit = Math.min(args.limit ?? DEFAULT_LIMIT, MAX_LIMIT);
-  const messages = await svc.transcripts.messages(entry.agentId, entry.sessionId, limit);
+  const messages = await svc.transcripts.messages(entry.agentId, entry.sessionId, limit, topicOpt(entry.key));
   const result = sanitizeHistory(messages, { includeTools: args.includeTools ?? false });
   return { sessionKey: displayKey, ...result };
 }

@@ -17,6 +17,8 @@ import { restrictedToSpawned, visibilityOf } from "./access.js";
 import { agentToAgentAllowed } from "./visibility.js";
 import type { TranscriptMessage } from "../transcript/types.js";
 import { messageRawText } from "../history/extract-reply.js";
+import { sanitizeHistory } from "../history/sanitize-history.js";
+import { topicOpt, transcriptTopicOf } from "../lifecycle/transcript-topic.js";
 import { open, type FileHandle } from "node:fs/promises";
 import { scanLines } from "../transcript/tail-reader.js";
 
@@ -113,7 +115,7 @@ export async function sessionsList(svc: Services, caller: ToolCaller, rawArgs: u
     if (e.agentId !== caller.agentId && agentToAgentAllowed(svc.config, caller.agentId, e.agentId) !== "allowed") {
       if (!descendants.has(e.key) || visibility === "self") continue;
     }
-    rows.push(toRow(svc.config, e, caller.agentId, svc.transcripts.path(e.agentId, e.sessionId)));
+    rows.push(toRow(svc.config, e, caller.agentId, svc.transcripts.path(e.agentId, e.sessionId, transcriptTopicOf(e.key))));
     if (rows.length >= limit) break;
   }
   rows.sort((a, b) => b.updatedAt - a.updatedAt);
@@ -125,15 +127,17 @@ export async function sessionsList(svc: Services, caller: ToolCaller, rawArgs: u
     const e = entries.find((x) => x.sessionId === row.sessionId) ?? byKey.get(row.key);
     if (!e) return;
     if (messageLimit > 0 || args.includeLastMessage) {
-      const recent = await svc.transcripts.messages(e.agentId, e.sessionId, Math.max(messageLimit, 1) * 3);
+      const recent = await svc.transcripts.messages(e.agentId, e.sessionId, Math.max(messageLimit, 1) * 3, topicOpt(e.key));
       const visible = recent.filter((m) => !isToolMessage(m));
-      if (messageLimit > 0) row.messages = visible.slice(-messageLimit);
+      // Exactly sessions_history's view (reasoning stripped, credentials masked, sizes capped):
+      // listing must not be a way around what reading a history hides.
+      if (messageLimit > 0) Object.assign(row, sanitizeHistory(visible.slice(-messageLimit)));
       if (args.includeLastMessage) {
-        const last = visible[visible.length - 1];
+        const last = sanitizeHistory(visible.slice(-1)).messages[0];
         if (last) row.lastMessage = messageRawText(last).replace(/\s+/g, " ").slice(0, 240);
       }
     }
-    const firstUser = args.includeDerivedTitles && !e.displayName && !e.subject ? await firstUserText(svc.transcripts.path(e.agentId, e.sessionId)) : undefined;
+    const firstUser = args.includeDerivedTitles && !e.displayName && !e.subject ? await firstUserText(svc.transcripts.path(e.agentId, e.sessionId, transcriptTopicOf(e.key))) : undefined;
     row.title = deriveTitle(e, firstUser);
   });
   return { count: rows.length, sessions: rows };

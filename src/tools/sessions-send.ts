@@ -13,9 +13,11 @@ import { luaCommand } from "../storage/lua-script.js";
 import type { RunWaiter } from "../runs/run-waiter.js";
 import { enqueueTurn } from "../runs/enqueue.js";
 import { displaySessionKey } from "../session/key-canonical.js";
+import { parseThreadSuffix } from "../session/key-parse.js";
 import { ensureSession } from "../lifecycle/ensure-session.js";
 import { sessionSendPolicy } from "../lifecycle/session-send-policy.js";
 import { uuidFrom } from "../runs/derived-id.js";
+import { sanitizeForHandoff } from "../history/handoff.js";
 import { guard } from "./access.js";
 import { messageContext } from "./a2a-prompts.js";
 import { primaryContinuation } from "./a2a-flow.js";
@@ -26,6 +28,8 @@ import { agentToAgentAllowed } from "./visibility.js";
 
 const LUA_DIR = new URL("./lua/", import.meta.url);
 const DEFAULT_TIMEOUT_SECONDS = 30;
+export const THREAD_TARGET_ERROR =
+  "sessions_send cannot target a thread session for inter-agent coordination. Use the parent channel session key instead.";
 const LATE_FLAG_TTL_SECONDS = 7 * 24 * 3600;
 
 export async function sessionsSend(svc: Services, waiter: RunWaiter, caller: ToolCaller, rawArgs: unknown): Promise<ToolResult> {
@@ -56,6 +60,8 @@ export async function sessionsSend(svc: Services, waiter: RunWaiter, caller: Too
     targetKey = ref.key;
   }
   const displayKey = displaySessionKey(svc.config, targetKey, caller.agentId);
+  // Tool-routed messages must never show up inside a human-facing thread.
+  if (parseThreadSuffix(targetKey).threadId !== undefined) return toolError(THREAD_TARGET_ERROR, { runId, sessionKey: displayKey });
 
   const g = await guard(svc, caller, "send", targetKey);
   if (!g.allowed) return forbidden(g.error, { runId, sessionKey: displayKey });
@@ -64,7 +70,8 @@ export async function sessionsSend(svc: Services, waiter: RunWaiter, caller: Too
     return forbidden(`Agent-to-agent hop limit reached (${maxHops}): this message chain has gone through too many sessions.`, { runId, sessionKey: displayKey });
   }
   const target = await ensureSession(svc, targetKey);
-  if (sessionSendPolicy(svc.config, targetKey, target) === "deny") return forbidden("send blocked by session policy", { runId, sessionKey: displayKey });
+  // A denied target is an error, not a visibility matter: OpenClaw answers it as its agent RPC fails.
+  if (sessionSendPolicy(svc.config, targetKey, target) === "deny") return toolError("send blocked by session policy", { runId, sessionKey: displayKey });
 
   const requester = await svc.sessions.get(caller.sessionKey);
   const parties = {
@@ -83,7 +90,12 @@ export async function sessionsSend(svc: Services, waiter: RunWaiter, caller: Too
     text: args.message,
     step: "turn",
     provenance: "inter_session",
-    source: { sessionKey: caller.sessionKey, tool: "sessions_send", ...(requester?.lastChannel ? { channel: requester.lastChannel } : {}) },
+    source: {
+      sessionKey: caller.sessionKey,
+      tool: "sessions_send",
+      ...(requester?.lastChannel ? { channel: requester.lastChannel } : {}),
+      ...(caller.runId ? { runId: caller.runId } : {}),
+    },
     extraSystemPrompt: messageContext(parties),
     hop,
     traceId,
@@ -117,6 +129,7 @@ export async function sessionsSend(svc: Services, waiter: RunWaiter, caller: Too
 }
 
 function finishedResult(runId: string, sessionKey: string, status: string, reply: string | undefined, error: string | undefined, delivery: object): ToolResult {
-  if (status === "ok") return { runId, status: "ok", reply: reply ?? "", sessionKey, delivery };
+  // The run record keeps the raw answer; what goes back to the calling agent is cleaned.
+  if (status === "ok") return { runId, status: "ok", reply: sanitizeForHandoff(reply), sessionKey, delivery };
   return { runId, status: "error", error: error ?? (status === "killed" ? "run was stopped" : status === "timeout" ? "run timed out" : "agent error"), sessionKey };
 }

@@ -5,6 +5,7 @@
  * created; the child's turn carries the continuation that becomes its durable announce.
  */
 import { randomUUID } from "node:crypto";
+import { transcriptTopicOf } from "../lifecycle/transcript-topic.js";
 import type { Services } from "../app/services.js";
 import { isAgentSandboxed } from "../config/agents.js";
 import { enqueueTurn } from "../runs/enqueue.js";
@@ -107,7 +108,7 @@ export async function sessionsSpawn(svc: Services, caller: ToolCaller, rawArgs: 
   }
   if (!child) return toolError("child session could not be created", { childSessionKey });
 
-  if (args.context === "fork" && requester) await forkTranscript(svc, requester.agentId, requester.sessionId, child.agentId, child.sessionId, runId);
+  if (args.context === "fork" && requester) await forkTranscript(svc, requester.agentId, requester.sessionId, child.agentId, child.sessionId, runId, transcriptTopicOf(requester.key));
 
   // 13. the registry record, within the active-children limit (atomic with concurrent spawns).
   const reg = await registry.register(
@@ -159,11 +160,12 @@ export async function sessionsSpawn(svc: Services, caller: ToolCaller, rawArgs: 
 }
 
 /** Copy the requester's transcript into the child's, each line once (ids derived from the spawn). */
-async function forkTranscript(svc: Services, fromAgent: string, fromSessionId: string, toAgent: string, toSessionId: string, runId: string): Promise<void> {
-  const entries = await svc.transcripts.tail(fromAgent, fromSessionId, FORK_MAX_ENTRIES);
+async function forkTranscript(svc: Services, fromAgent: string, fromSessionId: string, toAgent: string, toSessionId: string, runId: string, fromTopic?: string): Promise<void> {
+  // A requester in a Telegram forum topic has its transcript in the topic file.
+  const entries = await svc.transcripts.tail(fromAgent, fromSessionId, FORK_MAX_ENTRIES, fromTopic === undefined ? {} : { topicId: fromTopic });
   const copies: TranscriptEntry[] = entries
     .filter((e) => e.type === "message")
     .map((e) => ({ ...e, id: `fork:${runId.slice(0, 8)}:${e.id}` }));
-  await svc.transcripts.ensure(toAgent, toSessionId, { parentSession: svc.transcripts.path(fromAgent, fromSessionId) });
+  await svc.transcripts.ensure(toAgent, toSessionId, { parentSession: svc.transcripts.path(fromAgent, fromSessionId, fromTopic) });
   if (copies.length) await svc.transcripts.append(toAgent, toSessionId, copies);
 }

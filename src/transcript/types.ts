@@ -20,6 +20,7 @@ export const ProvenanceSchema = z.looseObject({
   sourceSessionKey: z.string().optional(),
   sourceChannel: z.string().optional(),
   sourceTool: z.string().optional(),
+  sourceRunId: z.string().optional(),
 });
 
 export const TranscriptMessageSchema = z.looseObject({

@@ -9,11 +9,13 @@
  *    session lease, so it never races a turn still writing to it.
  */
 import { DelayedError, type Job } from "bullmq";
+import { topicOpt } from "../lifecycle/transcript-topic.js";
 import type { Services } from "../app/services.js";
 import { entryStaleAt, freshnessOf } from "../lifecycle/freshness-check.js";
 import { rotateSession, type ArchiveJobData } from "../lifecycle/rotate.js";
 import { identOf } from "../lifecycle/session-ident.js";
 import { SessionLeases } from "../runs/session-lease.js";
+import { pruneOnce } from "./session-prune.js";
 
 export const SWEEP_SCHEDULER_ID = "session-sweep";
 
@@ -69,6 +71,7 @@ export function createMaintenanceProcessor(svc: Services) {
       await job.updateProgress(100);
       return r;
     }
+    if (job.name === "prune") return await pruneOnce(svc); // session.maintenance (session-prune.ts)
     if (job.name === "archive") {
       const d = job.data as ArchiveJobData;
       const acquired = await archiveLeases.tryAcquire(d.sessionKey);
@@ -77,7 +80,7 @@ export function createMaintenanceProcessor(svc: Services) {
         throw new DelayedError();
       }
       try {
-        const path = await svc.transcripts.archive(d.agentId, d.sessionId, d.kind);
+        const path = await svc.transcripts.archive(d.agentId, d.sessionId, d.kind, new Date(), topicOpt(d.sessionKey));
         return { archived: path ?? null };
       } finally {
         await acquired.lease.release();

@@ -23,6 +23,10 @@ import type { TranscriptEntry, TranscriptMessage } from "../transcript/types.js"
 import { isSilentReply } from "./silent-reply.js";
 import { enqueueDelivery } from "./deliver.js";
 import { enqueueContinuation } from "../runs/continuation.js";
+import { sanitizeForHandoff } from "../history/handoff.js";
+import { interSessionProvenance } from "../runtimes/inter-session.js";
+import { redactTranscriptEntries } from "../history/redact-transcript.js";
+import { topicOpt, transcriptTopicOf } from "../lifecycle/transcript-topic.js";
 import { luaSafeJson, wellFormed } from "../text/well-formed.js";
 import type { BegunTurn } from "../runs/inbox.js";
 import type { RunRecord } from "../runs/run-records.js";
@@ -143,16 +147,7 @@ function userEntry(turn: Turn): TranscriptEntry {
     role: "user",
     content: turn.text,
     timestamp: turn.messageTs,
-    ...(turn.source
-      ? {
-          provenance: {
-            kind: "inter_session" as const,
-            sourceSessionKey: turn.source.sessionKey,
-            sourceTool: turn.source.tool,
-            ...(turn.source.channel ? { sourceChannel: turn.source.channel } : {}),
-          },
-        }
-      : {}),
+    ...(turn.source ? { provenance: interSessionProvenance(turn.source) } : {}),
   };
   return entry(`${turn.runId}:u`, turn.runId, userMessage, turn.messageTs);
 }
@@ -224,7 +219,7 @@ function resultFields(outcome: TurnOutcome, output: RunOutput | undefined): Reco
 
 /** The last `limit` messages before this turn (its own lines, if a re-run wrote any, left out). */
 async function historyBefore(svc: Services, turn: Turn, limit: number): Promise<TranscriptMessage[]> {
-  const entries = await svc.transcripts.tail(turn.agentId, turn.sessionId, limit + 8);
+  const entries = await svc.transcripts.tail(turn.agentId, turn.sessionId, limit + 8, topicOpt(turn.sessionKey));
   return entries
     .filter((e) => e.type === "message" && e.runId !== turn.runId && typeof e.message === "object" && e.message !== null)
     .slice(-limit)
@@ -269,14 +264,16 @@ export class TurnExecutor {
       await svc.runs.finish(lease, turn.runId, record.status);
       return { status: record.status, ...(record.reply !== undefined ? { reply: record.reply } : {}) };
     }
+    // Telegram forum topics keep their transcript in `<sessionId>-topic-<n>.jsonl`.
+    const topic = transcriptTopicOf(turn.sessionKey);
     if (turn.archive) {
-      await this.writer.release(turn.agentId, turn.archive.sessionId);
-      await svc.transcripts.archive(turn.agentId, turn.archive.sessionId, turn.archive.kind);
+      await this.writer.release(turn.agentId, turn.archive.sessionId, topic);
+      await svc.transcripts.archive(turn.agentId, turn.archive.sessionId, turn.archive.kind, new Date(), topicOpt(turn.sessionKey));
     }
 
     // A re-run finds what an earlier attempt left: its lines at the end of the transcript.
     const rerun = (record?.attempts ?? 1) > 1 || record?.resultSaved === true;
-    const written = rerun ? await this.writer.linesOfRun(turn.agentId, turn.sessionId, turn.runId) : [];
+    const written = rerun ? await this.writer.linesOfRun(turn.agentId, turn.sessionId, turn.runId, topic) : [];
     const recovered = record?.resultSaved ? savedResult(record) : outcomeFromLines(turn.runId, written);
 
     let outcome: TurnOutcome;
@@ -292,12 +289,13 @@ export class TurnExecutor {
     }
 
     const have = new Set(written.map((e) => e.id));
-    const lines = [userEntry(turn), ...resultEntries(turn, outcome, output, resultAt)].filter((e) => !have.has(e.id));
+    // Stored with credentials masked (the runtime got the text as sent); ids are unchanged, so the filter holds.
+    const lines = redactTranscriptEntries([userEntry(turn), ...resultEntries(turn, outcome, output, resultAt)], svc.config.transcripts.redactSecrets).filter((e) => !have.has(e.id));
     if (lines.length) {
       // The file cannot check the fence: write only while the lease is surely still ours.
       if (lease.lost.aborted || Date.now() >= lease.heldUntil()) throw new StaleFenceError(turn.sessionKey, lease.token, null);
       try {
-        await this.writer.write(turn.agentId, turn.sessionId, lines);
+        await this.writer.write(turn.agentId, turn.sessionId, lines, topic);
       } catch (err) {
         // Parked on a storage fault (or retried): keep the outcome so the runtime does not run again.
         if (!recovered) await this.saveResult(turn, lease, outcome, output, resultAt).catch(() => undefined);
@@ -335,6 +333,7 @@ export class TurnExecutor {
         text: turn.text,
         step: turn.step,
         provenance: turn.provenance,
+        ...(turn.source ? { interSession: interSessionProvenance(turn.source) } : {}),
         // The transcript's tail, without anything of this turn (a re-run may have written its user line).
         loadHistory: async () => await historyBefore(svc, turn, HISTORY_LIMIT),
         signal,
@@ -390,7 +389,7 @@ export class TurnExecutor {
    */
   private async enqueueFollowUps(turn: Turn, outcome: TurnOutcome): Promise<void> {
     const { svc } = this;
-    const reply = outcome.reply ?? "";
+    const reply = sanitizeForHandoff(outcome.reply);
     if (outcome.status === "ok" && turn.deliver && !isSilentReply(reply)) {
       await enqueueDelivery(svc, { id: `reply-${turn.runId}`, sessionKey: turn.sessionKey, route: turn.deliver, message: reply.trim(), kind: "reply" });
     }

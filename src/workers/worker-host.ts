@@ -12,6 +12,7 @@ import type { QueueName } from "../queues/queue-names.js";
 import { createDeliverProcessor } from "./deliver.js";
 import { createDrainProcessor } from "./drain.js";
 import { createMaintenanceProcessor, ensureSweepScheduler } from "./maintenance.js";
+import { ensurePruneScheduler } from "./session-prune.js";
 import { HolderWriter } from "../transcript/holder-writer.js";
 import { RunningTurns, TurnExecutor, type ToolInvokerFactory } from "./turn-executor.js";
 
@@ -82,7 +83,10 @@ export async function startWorkerHost(svc: Services, opts: WorkerHostOptions): P
     });
     workers.push(worker);
   }
-  if (opts.queues.includes("maintenance")) await ensureSweepScheduler(svc);
+  if (opts.queues.includes("maintenance")) {
+    await ensureSweepScheduler(svc);
+    await ensurePruneScheduler(svc);
+  }
   // Stored on the queue in Redis: one limit for every worker of the deployment.
   if (opts.queues.includes("subagents")) await svc.queues.subagents.setGlobalConcurrency(svc.config.agents.defaults.subagents.maxConcurrent);
   await Promise.all(workers.map((wk) => wk.waitUntilReady()));

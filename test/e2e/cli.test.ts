@@ -255,9 +255,27 @@ describe("switchboard config validate", () => {
     const lines = r.stderr.trim().split("\n");
     expect(lines, r.stderr).toHaveLength(3);
     for (const line of lines) expect(line).toMatch(/^\S+: \S.*$/);
-    expect(lines.find((l) => l.startsWith("(root): "))).toContain("bogusTopLevel");
+    // An unknown key is reported at its own path (with a suggestion when one is close).
+    expect(lines.find((l) => l.startsWith("bogusTopLevel: "))).toContain("unknown key");
     expect(lines.find((l) => l.startsWith("session.dmScope: "))).toContain("per-peer");
     expect(lines.find((l) => l.startsWith("session.reset.timezone: "))).toMatch(/time ?zone/i);
+  });
+
+  it("an OpenClaw config is valid; keys that change nothing here are listed as warnings", async () => {
+    const file = join(cfgDir.dir, "openclaw.json5");
+    writeFileSync(file, JSON.stringify({ session: { store: "~/.openclaw/agents/{agentId}/sessions/sessions.json", resetTrigers: undefined }, commands: { native: "auto", ownerAllowFrom: ["telegram:1"] } }));
+    const r = await runCli(["config", "validate", file], env);
+    expect(r.code, show(r)).toBe(0);
+    expect(r.stdout).toContain("valid");
+    expect(r.stderr.trim().split("\n")).toEqual([
+      expect.stringMatching(/^warning: session\.store: .*switchboard import openclaw/),
+      expect.stringMatching(/^warning: commands\.native: accepted, not acted on/),
+    ]);
+    const typo = join(cfgDir.dir, "typo.json5");
+    writeFileSync(typo, JSON.stringify({ session: { resetTrigers: ["/new"] } }));
+    const bad = await runCli(["config", "validate", typo], env);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr.trim()).toBe('session.resetTrigers: unknown key (did you mean "resetTriggers"?)');
   });
 
   it("a file that does not exist is a problem too", async () => {

@@ -24,6 +24,8 @@ const extra: TestSystem[] = [];
 beforeAll(async () => {
   sys = await startTestSystem({
     maintenance: { sweepEveryMs: 3_600_000 },
+    // `/send` is owner-only: these senders are the owners the /send tests speak as.
+    commands: { ownerAllowFrom: ["tg:sender", "sender2", "quietchan:u1", "dedup3"] },
     session: {
       dmScope: "per-channel-peer",
       reset: { mode: "daily", atHour: 4, timezone: "UTC" },
@@ -490,7 +492,7 @@ describe("recorded route", () => {
       lastTo: "grp7",
       lastAccountId: "bot1",
       deliveryContext: { channel: "tg", to: "grp7", accountId: "bot1" },
-      origin: { provider: "tg", chatType: "group", from: "u42", to: "bot", accountId: "bot1", label: "Ursula" },
+      origin: { provider: "tg", chatType: "group", from: "u42", to: "bot", accountId: "bot1", label: "Team room" },
     });
     expect(entry.lastThreadId).toBeUndefined();
 

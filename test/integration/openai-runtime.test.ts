@@ -241,7 +241,7 @@ describe("openai runtime against a local chat-completions server", () => {
       },
       { role: "user", content: "hello" },
       { role: "assistant", content: "hi there" },
-      { role: "user", content: "[Inter-session message] sourceSession=agent:ops:main sourceTool=sessions_send\nstatus please" },
+      { role: "user", content: "[Inter-session message] sourceSession=agent:ops:main sourceTool=sessions_send isUser=false\nstatus please" },
       { role: "assistant", content: "all good" },
       { role: "user", content: "which sessions exist?" },
     ];
@@ -269,6 +269,23 @@ describe("openai runtime against a local chat-completions server", () => {
     expect(out.usage).toEqual({ input: 240, output: 21 });
     expect(out.model).toBe("test-model-2026");
     expect(out.toolCalls).toEqual([{ name: "sessions_list", args: { limit: 5, kinds: ["main"] }, result: sessionsResult }]);
+  });
+
+  it("an inter-session turn reaches the model marked isUser=false, with its source session and run", async () => {
+    server.script(() => ({ body: completion({ content: "noted" }) }));
+    const out = await new OpenAIRuntime(config()).run(
+      runInput(new RecordingTools(() => ({})), {
+        text: "deploy finished",
+        provenance: "inter_session",
+        interSession: { kind: "inter_session", sourceSessionKey: "agent:ops:main", sourceTool: "sessions_send", sourceRunId: "run-42" },
+      }),
+    );
+    expect(out.reply).toBe("noted");
+    const sent = (server.requests[0] as RecordedRequest).body.messages as { role: string; content: string }[];
+    expect(sent.at(-1)).toEqual({
+      role: "user",
+      content: "[Inter-session message] sourceSession=agent:ops:main sourceTool=sessions_send sourceRunId=run-42 isUser=false\ndeploy finished",
+    });
   });
 
   it("uses the session's model override and the 'unused' key without apiKeyEnv; no tools → no tools field", async () => {

@@ -294,6 +294,27 @@ describe("sessions_history", () => {
     expect(textOf(raw[0]!)).toContain(secret);
   });
 
+  it("sessions_list messageLimit rows get exactly sessions_history's sanitising, redaction, truncation and flags", async () => {
+    const key = "agent:main:dirtylist";
+    await put(key, "other");
+    const secret = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+    await write(key, [
+      user(`token ${secret}`),
+      assistant(`<think>keep ${secret} to myself</think>Stored it.`),
+      assistant("z".repeat(4500)),
+    ]);
+    const listed = await list({ search: "dirtylist", messageLimit: 3 });
+    const row = listed.sessions.find((r: { key: string }) => r.key === key);
+    const hist = await history({ sessionKey: key, limit: 3 });
+    expect(JSON.stringify(row.messages)).not.toContain(secret);
+    expect(JSON.stringify(row.messages)).not.toContain("<think>");
+    expect(row.messages).toEqual(hist.messages);
+    for (const flag of ["truncated", "droppedMessages", "contentTruncated", "contentRedacted", "bytes"]) expect(row[flag], flag).toEqual(hist[flag]);
+    expect(row).toMatchObject({ contentRedacted: true, contentTruncated: true });
+    const preview = await list({ search: "dirtylist", includeLastMessage: true });
+    expect(preview.sessions[0].lastMessage.length).toBeLessThanOrEqual(240);
+  });
+
   it("caps a huge transcript at 80 KB, newest kept, and reads only its tail (fast)", async () => {
     await put(BIG, "other");
     const pad = "x".repeat(2000);

@@ -192,12 +192,12 @@ describe("sessions_send (maxPingPongTurns 0)", () => {
     expect(neither.runId).toMatch(/^[0-9a-f-]{36}$/);
   });
 
-  it("sendPolicy deny on the target: forbidden, and no run", async () => {
+  it("sendPolicy deny on the target: status error (as OpenClaw answers), and no run", async () => {
     await sys.rpc("sessions.patch", { key: DAVE, sendPolicy: "deny" });
     const before = (await transcript(sys, DAVE)).length;
     const runsBefore = await runRecordCount(sys);
     const res = await tool(sys, "sessions_send", ALICE, { sessionKey: DAVE, message: "are you there", timeoutSeconds: 5 });
-    expect(res).toMatchObject({ status: "forbidden", error: "send blocked by session policy" });
+    expect(res).toMatchObject({ status: "error", error: "send blocked by session policy" });
     expect((await sys.get(`/v1/runs/${res.runId}`)).status).toBe(404);
     await settle(sys);
     expect((await transcript(sys, DAVE)).length).toBe(before);

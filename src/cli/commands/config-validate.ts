@@ -5,9 +5,12 @@ import { loadConfig } from "../../config/load.js";
 export function configValidate(file: string | undefined, opts: { config?: string; json?: boolean }): number {
   const target = file ?? opts.config;
   try {
-    const { path } = loadConfig(target ? { file: target } : {});
-    if (opts.json) process.stdout.write(JSON.stringify({ ok: true, path: path ?? null }) + "\n");
-    else process.stdout.write(`${path ?? "(no config file: all defaults)"}: valid\n`);
+    const { path, warnings } = loadConfig(target ? { file: target } : {});
+    if (opts.json) process.stdout.write(JSON.stringify({ ok: true, path: path ?? null, warnings }) + "\n");
+    else {
+      for (const w of warnings) process.stderr.write(`warning: ${w}\n`);
+      process.stdout.write(`${path ?? "(no config file: all defaults)"}: valid\n`);
+    }
     return 0;
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;

@@ -46,7 +46,12 @@ export async function serveCommand(mode: "start" | "gateway" | "worker", opts: G
   if (opts.concurrency !== undefined && !(Number.isInteger(Number(opts.concurrency)) && Number(opts.concurrency) >= 1)) {
     throw new ValidationError(`--concurrency must be a whole number ≥ 1 (got ${JSON.stringify(opts.concurrency)})`);
   }
-  const { config, redisExplicit } = loadConfig(opts.config ? { file: opts.config } : {});
+  const { config, redisExplicit, warnings } = loadConfig(opts.config ? { file: opts.config } : {});
+  // Once, at start-up: keys accepted for OpenClaw compatibility that change nothing here.
+  for (const w of warnings) {
+    log.warn({ configKey: w.slice(0, w.indexOf(":")) }, `config: ${w}`);
+    process.stderr.write(`warning: config ${w}\n`);
+  }
   // Usage errors first: a bad --queues must not wait for (or be hidden behind) a Redis check.
   const queues = parseQueueList(opts.queues);
   const embedded = await ensureRedis(config, redisExplicit, mode === "start");

@@ -1,0 +1,71 @@
+/**
+ * OpenClaw's HTTP tool door, `POST /tools/invoke`, so scripts written for OpenClaw keep working:
+ *
+ *   { tool, args?, sessionKey?, action?, dryRun? }
+ *   200 { ok: true, result: { content: [{ type: "text", text }], details } }   (the tool's result,
+ *       including tool-level `status: "error" | "forbidden"` answers, as OpenClaw returns them)
+ *   400 { ok: false, error: { type, message } }   invalid request or a tool that failed
+ *   404 { ok: false, error: { type: "not_found", message } }   no such tool
+ *   405 for any other method
+ *
+ * A tool outside the calling session's tool policy (tools.profile, …) is a 404, as in OpenClaw.
+ * `sessionKey` is the calling session (default: the main session); `action` is copied into
+ * `args` when the tool takes one and `args` lacks it; `dryRun` is accepted and ignored, as in
+ * OpenClaw. Same auth as every other endpoint. Switchboard's own door is `POST /v1/tools/<name>`.
+ */
+import type { FastifyInstance } from "fastify";
+import { z } from "zod";
+import { SwitchboardError } from "../errors/index.js";
+import { zodIssues } from "../config/parse.js";
+import type { Services } from "../app/services.js";
+import { effectiveTools } from "../subagents/tool-policy.js";
+import { sessionCaller } from "../tools/session-caller.js";
+import { TOOL_NAMES } from "../tools/tool-runtime.js";
+
+type ToolEndpoint = (name: string, body: unknown) => Promise<unknown>;
+
+const InvokeBody = z.strictObject({
+  tool: z.string().min(1).max(128),
+  args: z.record(z.string(), z.unknown()).default({}),
+  sessionKey: z.string().min(1).max(512).optional(),
+  action: z.string().min(1).max(64).optional(),
+  dryRun: z.boolean().optional(),
+});
+
+/** Tools whose arguments include `action` (OpenClaw maps the top-level field into them). */
+const TAKES_ACTION = new Set(["subagents"]);
+
+function fail(type: string, message: string) {
+  return { ok: false as const, error: { type, message } };
+}
+
+export function registerToolsInvoke(app: FastifyInstance, svc: Services, tools: ToolEndpoint | undefined): void {
+  app.post("/tools/invoke", async (req, reply) => {
+    const parsed = InvokeBody.safeParse(req.body ?? {});
+    if (!parsed.success) {
+      return reply.status(400).send(fail("invalid_request", zodIssues(parsed.error).map((i) => `${i.path}: ${i.message}`).join("; ")));
+    }
+    const { tool, sessionKey, action } = parsed.data;
+    if (!tools || !(TOOL_NAMES as readonly string[]).includes(tool)) {
+      return reply.status(404).send(fail("not_found", `Tool not available: ${tool}`));
+    }
+    // As in OpenClaw, a tool the calling session's tool policy leaves out is "not available".
+    if (!(effectiveTools(svc.config, await sessionCaller(svc, sessionKey ?? "main")) as readonly string[]).includes(tool)) {
+      return reply.status(404).send(fail("not_found", `Tool not available: ${tool}`));
+    }
+    const args = action !== undefined && TAKES_ACTION.has(tool) && parsed.data.args.action === undefined ? { ...parsed.data.args, action } : parsed.data.args;
+    try {
+      const details = await tools(tool, { sessionKey: sessionKey ?? "main", args });
+      return { ok: true, result: { content: [{ type: "text", text: JSON.stringify(details, null, 2) }], details } };
+    } catch (err) {
+      if (err instanceof SwitchboardError && err.code !== "internal") return reply.status(400).send(fail(err.code, err.message));
+      throw err;
+    }
+  });
+  // OpenClaw answers other methods on this path with 405.
+  app.route({
+    method: ["GET", "PUT", "PATCH", "DELETE"],
+    url: "/tools/invoke",
+    handler: async (_req, reply) => reply.status(405).header("allow", "POST").send(fail("method_not_allowed", "use POST")),
+  });
+}

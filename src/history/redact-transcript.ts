@@ -1,0 +1,61 @@
+/**
+ * Secrets are not persisted: before a transcript line is written, every credential-like value in
+ * the words of its message (string content, text/thinking blocks, tool-call arguments, tool
+ * results, error messages) is masked with the same rules sessions_history uses (`sk-pro…5jK0`).
+ * The turn that carries the secret still runs with the original text — only what is stored is
+ * masked — so later turns, readers and imports never see it. Structural fields (ids, roles,
+ * tool names, provenance, timestamps) are never touched. Opt out with
+ * `transcripts.redactSecrets: false` (docs/concepts/transcript-redaction.md). Pure: the input
+ * lines are not mutated; an unchanged line is returned as is.
+ */
+import type { TranscriptEntry, TranscriptMessage } from "../transcript/types.js";
+import { redactSecrets } from "./redact.js";
+
+/** Every string inside `value` (any depth) redacted; the same object when nothing changed. */
+function redactDeep(value: unknown, changed: { any: boolean }): unknown {
+  if (typeof value === "string") {
+    const r = redactSecrets(value);
+    if (!r.redacted) return value;
+    changed.any = true;
+    return r.text;
+  }
+  if (Array.isArray(value)) {
+    const before = changed.any;
+    changed.any = false;
+    const out = value.map((v) => redactDeep(v, changed));
+    const mine = changed.any;
+    changed.any = before || mine;
+    return mine ? out : value;
+  }
+  if (value !== null && typeof value === "object") {
+    const before = changed.any;
+    changed.any = false;
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) {
+      // A block's `type`/`id`/`name` are structure, not words.
+      out[k] = k === "type" || k === "id" || k === "name" ? v : redactDeep(v, changed);
+    }
+    const mine = changed.any;
+    changed.any = before || mine;
+    return mine ? out : value;
+  }
+  return value;
+}
+
+export function redactTranscriptMessage(message: TranscriptMessage): TranscriptMessage {
+  const changed = { any: false };
+  const content = redactDeep(message.content, changed) as TranscriptMessage["content"];
+  const errorMessage = typeof message.errorMessage === "string" ? redactDeep(message.errorMessage, changed) : undefined;
+  if (!changed.any) return message;
+  return { ...message, content, ...(errorMessage !== undefined ? { errorMessage } : {}) };
+}
+
+/** The lines as they should be stored: redacted unless `enabled` is false. */
+export function redactTranscriptEntries(entries: TranscriptEntry[], enabled: boolean): TranscriptEntry[] {
+  if (!enabled) return entries;
+  return entries.map((e) => {
+    if (!e.message) return e;
+    const message = redactTranscriptMessage(e.message);
+    return message === e.message ? e : { ...e, message };
+  });
+}

@@ -1,0 +1,95 @@
+/**
+ * `session.maintenance` (OpenClaw's store maintenance, on Redis): a scheduled `prune` job on the
+ * maintenance queue removes sessions idle longer than `pruneAfter`, then keeps each configured
+ * agent to `maxEntries` sessions (oldest go first), and archives the transcripts of what it
+ * removed as `.deleted.<ts>`. It reads only the candidates — the oldest end of the activity
+ * indexes — so one run costs O(stale + excess), never O(all sessions), and a run handles at
+ * most `maintenance.sweepBatch` removals (the next run continues).
+ *
+ * `mode: "warn"` (the default, as in OpenClaw) is the dry run: the job only reports what it
+ * would remove (in its result and the log); `"enforce"` removes. `sessions.cleanup { dryRun }`
+ * runs the same pass on demand. Sessions with turns queued or running are left for a later run.
+ */
+import type { Services } from "../app/services.js";
+import { defaultAgentId } from "../config/agents.js";
+import { enqueueArchive } from "../lifecycle/rotate.js";
+import { identOf } from "../lifecycle/session-ident.js";
+
+export const PRUNE_SCHEDULER_ID = "session-prune";
+
+export interface PruneReport {
+  dryRun: boolean;
+  /** Idle longer than pruneAfter. */
+  pruned: string[];
+  /** Over maxEntries for their agent (oldest first). */
+  capped: string[];
+  /** Candidates left alone because a turn was queued or running. */
+  busy: string[];
+}
+
+interface Candidate {
+  key: string;
+  reason: "pruned" | "capped";
+}
+
+async function candidates(svc: Services, now: number, batch: number): Promise<Candidate[]> {
+  const m = svc.config.session.maintenance!;
+  const out: Candidate[] = [];
+  const seen = new Set<string>();
+  const stale = await svc.redis.zrangebyscore(svc.keys.updatedIndex(), "-inf", `(${now - m.pruneAfterMs}`, "LIMIT", 0, batch);
+  for (const key of stale) {
+    seen.add(key);
+    out.push({ key, reason: "pruned" });
+  }
+  const agents = new Set([defaultAgentId(svc.config), ...svc.config.agents.list.map((a) => a.id)]);
+  for (const agentId of agents) {
+    const index = svc.keys.agentIndex(agentId);
+    const excess = (await svc.redis.zcard(index)) - m.maxEntries;
+    if (excess <= 0) continue;
+    // The oldest `excess` go (those already pruned for age are among them: same ordering).
+    for (const key of await svc.redis.zrange(index, 0, Math.min(excess, batch) - 1)) {
+      if (seen.has(key)) continue;
+      seen.add(key);
+      out.push({ key, reason: "capped" });
+    }
+  }
+  return out.slice(0, batch);
+}
+
+export async function pruneOnce(svc: Services, opts: { dryRun?: boolean; now?: number } = {}): Promise<PruneReport> {
+  const m = svc.config.session.maintenance;
+  const dryRun = opts.dryRun ?? m?.mode !== "enforce";
+  const report: PruneReport = { dryRun, pruned: [], capped: [], busy: [] };
+  if (!m) return report;
+  for (const c of await candidates(svc, opts.now ?? Date.now(), svc.config.maintenance.sweepBatch)) {
+    if (c.key === "global" || c.key === "unknown") continue;
+    if ((await svc.inbox.hasInflight(c.key)) || (await svc.inbox.depth(c.key)) > 0) {
+      report.busy.push(c.key);
+      continue;
+    }
+    if (!dryRun) {
+      const { agentId, kind } = identOf(svc.config, c.key);
+      const old = await svc.sessions.delete(c.key, agentId, kind);
+      if (!old) continue;
+      await enqueueArchive(svc, { sessionKey: c.key, agentId, sessionId: old.sessionId, kind: "deleted" });
+    }
+    report[c.reason].push(c.key);
+  }
+  if (dryRun && report.pruned.length + report.capped.length > 0) {
+    svc.log.warn({ pruned: report.pruned.length, capped: report.capped.length }, "session.maintenance (warn mode): sessions that enforce mode would remove");
+  }
+  return report;
+}
+
+/** Runs with the sweep's cadence while `session.maintenance` is configured; removed otherwise. */
+export async function ensurePruneScheduler(svc: Services): Promise<void> {
+  if (!svc.config.session.maintenance) {
+    await svc.queues.maintenance.removeJobScheduler(PRUNE_SCHEDULER_ID);
+    return;
+  }
+  await svc.queues.maintenance.upsertJobScheduler(
+    PRUNE_SCHEDULER_ID,
+    { every: svc.config.maintenance.sweepEveryMs },
+    { name: "prune", data: {}, opts: { removeOnComplete: { count: 100 }, removeOnFail: { count: 100 } } },
+  );
+}

@@ -1,0 +1,75 @@
+/**
+ * session.maintenance as OpenClaw configures it: sessions idle longer than pruneAfter are
+ * removed, each agent is capped at maxEntries (oldest first), removed transcripts are archived
+ * as `.deleted.<ts>`; warn mode (the default) is a dry run that only reports; the pass runs as a
+ * scheduled BullMQ job and on demand through `sessions.cleanup`.
+ */
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { startTestSystem, until, type TestSystem } from "../helpers/system.js";
+
+const DAY = 86_400_000;
+const systems: TestSystem[] = [];
+
+afterAll(async () => {
+  for (const s of systems) await s.close();
+});
+
+async function seed(sys: TestSystem, key: string, updatedAt: number): Promise<string> {
+  const sessionId = `sid-${key.split(":").pop()}`;
+  await sys.svc.sessions.upsert(key, { agentId: "main", kind: "other" }, { sessionId }, { now: updatedAt });
+  return sessionId;
+}
+
+describe("session.maintenance", () => {
+  it("warn mode reports what enforce removes; sessions.cleanup enforces on demand and archives transcripts", async () => {
+    const sys = await startTestSystem({
+      session: { reset: { mode: "off" }, maintenance: { pruneAfter: "1d", maxEntries: 3 } },
+      maintenance: { sweepEveryMs: 3_600_000 },
+    });
+    systems.push(sys);
+    const now = Date.now();
+    await seed(sys, "agent:main:old1", now - 5 * DAY);
+    await seed(sys, "agent:main:old2", now - 3 * DAY);
+    for (let i = 1; i <= 4; i++) await seed(sys, `agent:main:n${i}`, now - (10 - i) * 60_000);
+    const oldSid = (await sys.svc.sessions.get("agent:main:old1"))!.sessionId;
+    await sys.svc.transcripts.append("main", oldSid, [{ type: "message", id: "x1", timestamp: new Date().toISOString(), message: { role: "user", content: "old" } }]);
+
+    const schedulers = await sys.svc.queues.maintenance.getJobSchedulers();
+    expect(schedulers.map((s) => s.key)).toContain("session-prune");
+
+    const dry = await sys.rpc("sessions.cleanup", {});
+    expect(dry).toEqual({ dryRun: true, pruned: ["agent:main:old1", "agent:main:old2"], capped: ["agent:main:n1"], busy: [] });
+    expect(await sys.svc.sessions.get("agent:main:old1")).not.toBeNull();
+
+    const done = await sys.rpc("sessions.cleanup", { dryRun: false });
+    expect(done).toMatchObject({ dryRun: false, pruned: ["agent:main:old1", "agent:main:old2"], capped: ["agent:main:n1"] });
+    for (const k of ["old1", "old2", "n1"]) expect(await sys.svc.sessions.get(`agent:main:${k}`)).toBeNull();
+    for (const k of ["n2", "n3", "n4"]) expect(await sys.svc.sessions.get(`agent:main:${k}`)).not.toBeNull();
+    const dir = join(sys.config.storage.dir, "agents", "main", "sessions");
+    await until(() => readdirSync(dir).some((f) => f.startsWith(`${oldSid}.jsonl.deleted.`)));
+    expect(existsSync(join(dir, `${oldSid}.jsonl`))).toBe(false);
+    expect(await sys.rpc("sessions.cleanup", { dryRun: false })).toMatchObject({ pruned: [], capped: [] });
+  });
+
+  it("enforce mode removes stale sessions by itself, as a scheduled job", async () => {
+    const sys = await startTestSystem({
+      session: { reset: { mode: "off" }, maintenance: { mode: "enforce", pruneAfter: "2h", maxEntries: 500 } },
+      maintenance: { sweepEveryMs: 1000 },
+    });
+    systems.push(sys);
+    await seed(sys, "agent:main:stale", Date.now() - 3 * 3_600_000);
+    await seed(sys, "agent:main:recent", Date.now());
+    await until(async () => (await sys.svc.sessions.get("agent:main:stale")) === null, 15_000);
+    expect(await sys.svc.sessions.get("agent:main:recent")).not.toBeNull();
+  });
+
+  it("without session.maintenance nothing is scheduled and sessions.cleanup says so", async () => {
+    const sys = await startTestSystem({ session: { reset: { mode: "off" } } });
+    systems.push(sys);
+    expect((await sys.svc.queues.maintenance.getJobSchedulers()).map((s) => s.key)).not.toContain("session-prune");
+    const r = await sys.post("/v1/rpc/sessions.cleanup", {});
+    expect(r.body.ok).toBe(false);
+  });
+});

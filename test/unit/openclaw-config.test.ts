@@ -1,0 +1,93 @@
+/**
+ * A config written for OpenClaw starts: its session keys, sendPolicy spellings and commands block
+ * are accepted; a misspelt key still fails at its own path with a suggestion; keys that change
+ * nothing here are reported as warnings, never silently dropped.
+ */
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { ConfigError, parseConfig, resolveSendPolicy } from "../../src/index.js";
+import { loadConfig } from "../../src/config/load.js";
+import { unusedKeyWarnings } from "../../src/config/unused-keys.js";
+import { tempDir } from "../helpers/context.js";
+
+/** OpenClaw's documented session example (seeds), plus maintenance, commands and sendPolicy. */
+const OPENCLAW_CONFIG = {
+  session: {
+    scope: "per-sender",
+    dmScope: "main",
+    identityLinks: { alice: ["telegram:123456789", "discord:987654321012345678"] },
+    reset: { mode: "daily", atHour: 4, idleMinutes: 120 },
+    resetByType: { thread: { mode: "daily", atHour: 4 }, dm: { mode: "idle", idleMinutes: 240 }, group: { mode: "idle", idleMinutes: 120 } },
+    resetByChannel: { discord: { mode: "idle", idleMinutes: 10080 } },
+    resetTriggers: ["/new", "/reset"],
+    store: "~/.clawdbot/agents/{agentId}/sessions/sessions.json",
+    mainKey: "main",
+    maintenance: { mode: "enforce", pruneAfter: "30d", maxEntries: 500, rotateBytes: "10mb" },
+    sendPolicy: {
+      rules: [
+        { action: "deny", match: { provider: "discord", chatType: "group" } },
+        { action: "deny", match: { keyPrefix: "cron:" } },
+      ],
+      default: "allow",
+    },
+  },
+  commands: { native: "auto", text: true, ownerAllowFrom: ["telegram:123456789"] },
+};
+
+function issuesOf(input: unknown): string[] {
+  try {
+    parseConfig(input);
+  } catch (err) {
+    return (err as ConfigError).issues.map((i) => `${i.path}: ${i.message}`);
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("OpenClaw configs", () => {
+  it("the documented OpenClaw session config parses, with durations and sizes understood", () => {
+    const cfg = parseConfig(OPENCLAW_CONFIG);
+    expect(cfg.session.store).toBe("~/.clawdbot/agents/{agentId}/sessions/sessions.json");
+    expect(cfg.session.maintenance).toMatchObject({ mode: "enforce", pruneAfterMs: 30 * 86_400_000, maxEntries: 500, rotateBytes: 10 * 1024 * 1024 });
+    expect(parseConfig({ session: { maintenance: { pruneDays: 7 } } }).session.maintenance).toMatchObject({ mode: "warn", pruneAfterMs: 7 * 86_400_000 });
+    expect(cfg.commands.ownerAllowFrom).toEqual(["telegram:123456789"]);
+  });
+
+  it("sendPolicy `provider` is an alias of `channel`; keyPrefix matches the key without agent:<id>:", () => {
+    const cfg = parseConfig(OPENCLAW_CONFIG);
+    expect(resolveSendPolicy(cfg, { sessionKey: "agent:main:discord:group:dev" })).toBe("deny");
+    expect(resolveSendPolicy(cfg, { sessionKey: "agent:main:telegram:group:dev" })).toBe("allow");
+    expect(resolveSendPolicy(cfg, { sessionKey: "agent:main:cron:job-1" })).toBe("deny");
+    expect(issuesOf({ session: { sendPolicy: { rules: [{ action: "deny", match: { provider: "slack", channel: "discord" } }] } } })).toEqual([
+      'session.sendPolicy.rules[0].match.provider: alias of channel: conflicts with channel "discord"',
+    ]);
+  });
+
+  it("unknown keys fail at their own path with a did-you-mean suggestion", () => {
+    expect(issuesOf({ session: { resetTrigers: ["/new"] } })).toEqual(['session.resetTrigers: unknown key (did you mean "resetTriggers"?)']);
+    expect(issuesOf({ sesion: {} })).toEqual(['sesion: unknown key (did you mean "session"?)']);
+    expect(issuesOf({ session: { maintenance: { maxEntrys: 5 } } })).toEqual(['session.maintenance.maxEntrys: unknown key (did you mean "maxEntries"?)']);
+    expect(issuesOf({ agents: { list: [{ id: "a", runtme: { kind: "echo" } }] } })).toEqual(['agents.list[0].runtme: unknown key (did you mean "runtime"?)']);
+    expect(issuesOf({ commands: { ownerAlowFrom: [] } })).toEqual(['commands.ownerAlowFrom: unknown key (did you mean "ownerAllowFrom"?)']);
+    expect(issuesOf({ zzzzzzzz: 1 })).toEqual(["zzzzzzzz: unknown key"]);
+  });
+
+  it("known-but-unused keys are listed once, as warnings, by loadConfig", () => {
+    const t = tempDir("occfg");
+    try {
+      const file = join(t.dir, "openclaw.json5");
+      writeFileSync(file, JSON.stringify(OPENCLAW_CONFIG));
+      const { warnings } = loadConfig({ file, env: {} });
+      expect(warnings.map((w) => w.slice(0, w.indexOf(":")))).toEqual([
+        "session.store",
+        "session.maintenance.rotateBytes",
+        "commands.native",
+        "commands.text",
+      ]);
+      expect(warnings[0]).toContain("switchboard import openclaw");
+      expect(unusedKeyWarnings({ commands: { ownerAllowFrom: ["x"] } })).toEqual([]);
+    } finally {
+      t.cleanup();
+    }
+  });
+});
