@@ -61,7 +61,14 @@ async function main(): Promise<void> {
     for (const f of figures) {
       const t0 = Date.now();
       log(`(${f.id}) ${f.title}`);
-      results.push(await f.run(ctx));
+      try {
+        results.push(await f.run(ctx));
+      } catch (err) {
+        // A figure the current pipeline cannot run must not cost the others their numbers.
+        const why = `failed: ${(err as Error).message.split("\n")[0]}`;
+        log(`  ${why}`);
+        results.push({ id: f.id, title: f.title, setup: "", rows: [{ label: f.title, unit: "", baselineLabel: "", measured: [], baseline: [], skipped: why }], notes: [] });
+      }
       log(`  (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
     }
     const durationMs = Date.now() - startedAt.getTime();

@@ -104,7 +104,9 @@ export const roundTripsFigure: Figure = {
   async run(ctx: BenchContext): Promise<FigureResult> {
     const n = units(ctx, 400, 100);
     const sessions = units(ctx, 50, 20);
-    const flows = units(ctx, 20, 6);
+    // At most half the worker slots: an asking turn holds its slot while it waits for the
+    // answer, so more flows than that would wait on each other until sessions_send times out.
+    const flows = units(ctx, CONCURRENCY / 2, 6);
     const quietMs = units(ctx, 600, 300);
     const bareRt = "bare BullMQ job (add + process), client round trips";
     const bareCmd = "bare BullMQ job (add + process), Redis commands";
@@ -221,7 +223,7 @@ export const roundTripsFigure: Figure = {
       title: this.title,
       setup:
         `Per turn: ${n} echo turns over ${sessions} sessions enqueued at once (\`enqueueTurn\`), worker host concurrency ${CONCURRENCY}. ` +
-        `Per flow: ${flows} concurrent conversations of two script agents (the rules of examples/two-agents.json5, one alice/bob pair of sessions each): alice's turn calls sessions_send to bob and waits for his answer, ` +
+        `Per flow: ${flows} concurrent conversations (at most half the ${CONCURRENCY} worker slots, since an asking turn holds its slot while it waits) of two script agents (the rules of examples/two-agents.json5, one alice/bob pair of sessions each): alice's turn calls sessions_send to bob and waits for his answer, ` +
         `then the reply-back loop (alice thanks, bob answers REPLY_SKIP) and bob's announce (recorded as a delivery without a route); ${RUNS_PER_FLOW} runs per flow. ` +
         `A flow's figure is the whole chain minus a plain alice turn measured in the same round, i.e. what the sessions_send adds to the turn that calls it. ` +
         `Baseline: ${n} bare BullMQ jobs added at once and processed by a no-op Worker with concurrency ${CONCURRENCY}, counted the same way. ` +

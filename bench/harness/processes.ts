@@ -75,11 +75,12 @@ export function writeConfigFile(config: unknown): string {
   return file;
 }
 
-/** Resident set size of a process in MiB (Linux /proc), undefined once it is gone. */
-export function rssMiB(pid: number): number | undefined {
+/** Resident set size of a process in MB (10^6 bytes; Linux /proc), undefined once it is gone. */
+export function rssMB(pid: number): number | undefined {
   try {
+    // /proc reports "kB" meaning KiB.
     const m = /VmRSS:\s+(\d+)\s+kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-    return m ? Number(m[1]) / 1024 : undefined;
+    return m ? (Number(m[1]) * 1024) / 1e6 : undefined;
   } catch {
     return undefined;
   }
@@ -96,7 +97,7 @@ export class RssSampler {
   }
 
   private sample(): void {
-    const v = rssMiB(this.pid);
+    const v = rssMB(this.pid);
     if (v !== undefined && v > this.peak) this.peak = v;
   }
 

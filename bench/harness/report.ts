@@ -71,7 +71,8 @@ export function meets(value: number, t: Target): boolean {
 
 export function formatTarget(t: Target, unit: string): string {
   const op = t.op === ">=" ? "≥" : "≤";
-  return t.on === "ratio" ? `${op} ${formatRatio(t.value)}` : `${op} ${formatValue(t.value)} ${unit}`;
+  const v = Number.isInteger(t.value) ? t.value.toLocaleString("en-US") : formatValue(t.value);
+  return t.on === "ratio" ? `${op} ${formatRatio(t.value)}` : `${op} ${v} ${unit}`;
 }
 
 /** "0.17x / ≥ 0.80x" or "22.1 round trips / ≤ 5.00 round trips": what was judged against what. */

@@ -1,8 +1,11 @@
 /**
  * The benchmark's arithmetic and reporting (bench/harness): medians, ratios, verdicts and the
- * BENCHMARKS.md text. The benchmark itself is not run here (`npm run bench`).
+ * BENCHMARKS.md text, and the client round-trip counter against real Redis. The benchmark
+ * itself is not run here (`npm run bench`).
  */
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
+import { newRedis, uniquePrefix } from "../helpers/context.js";
+import { roundTrips } from "../../bench/harness/round-trips.js";
 import { formatRatio, formatValue, median, percentile, perSecond, ratio, steadyRate } from "../../bench/harness/stats.js";
 import { formatJudged, renderTable, summarize, type FigureResult, type Row } from "../../bench/harness/report.js";
 import { renderBenchmarksMd } from "../../bench/harness/benchmarks-md.js";
@@ -68,7 +71,7 @@ describe("bench report", () => {
     const rt: Row = { label: "round trips per turn", unit: "round trips", baselineLabel: "bare", measured: [4, 6, 5], baseline: [2, 2, 2], target: { on: "measured", op: "<=", value: 5 } };
     const s = summarize(rt);
     expect(s.verdict).toBe("pass");
-    expect(formatJudged(rt, s)).toBe("5.00 round trips / ≤ 5.00 round trips");
+    expect(formatJudged(rt, s)).toBe("5.00 round trips / ≤ 5 round trips");
     expect(summarize({ ...rt, target: undefined }).verdict).toBe("info");
     const skipped = summarize({ ...rt, measured: [], baseline: [], skipped: "not supported" });
     expect(skipped.verdict).toBe("skipped");
@@ -92,5 +95,37 @@ describe("bench report", () => {
     }
     const quiet = renderBenchmarksMd([fig], { command: "x", quick: true, rounds: 3, startedAt: new Date(), durationMs: 1, machine: { cores: 2, cpuModel: "c", memGiB: 1, platform: "p", node: "n", redisVersion: "r" }, loadBefore: 0.5, loadAfter: 1 });
     expect(quiet).not.toContain("shared with other work");
+  });
+});
+
+describe("bench round-trip counter (real Redis)", () => {
+  const redis = newRedis();
+  const excluded = roundTrips.exclude(newRedis());
+  afterAll(() => {
+    redis.disconnect();
+    excluded.disconnect();
+  });
+
+  it("a lone command is one round trip, a pipeline or MULTI one whatever it holds; scripts are named; excluded clients are not counted", async () => {
+    roundTrips.install();
+    roundTrips.install(); // idempotent: the prototype is wrapped once
+    const k = uniquePrefix("rt");
+    redis.defineCommand("bench_probe", { numberOfKeys: 1, lua: "return redis.call('GET', KEYS[1])" });
+    const probe = (key: string) => (redis as unknown as { bench_probe(key: string): Promise<unknown> }).bench_probe(key);
+    await probe(k); // loads the script: the counted call below is a plain EVALSHA
+    roundTrips.start();
+    await redis.set(k, "1");
+    await redis.pipeline().get(k).get(k).get(k).exec();
+    await redis.multi().incr(k).incr(k).exec();
+    expect(await probe(k)).toBe("3");
+    await excluded.get(k);
+    const c = roundTrips.stop();
+    expect(c.roundTrips).toBe(4);
+    expect(c.commands).toBe(1 + 3 + 4 + 1); // MULTI, 2 x INCR, EXEC
+    expect(c.byName.get("evalsha:bench_probe")).toBe(1);
+    expect(c.byName.get("get")).toBe(3);
+    await redis.get(k); // not counting once stopped
+    expect(c.commands).toBe(9);
+    await redis.del(k);
   });
 });
