@@ -68,7 +68,7 @@ export const workerRss: Figure = {
   id: "7",
   title: "Worker memory with a backlog of queued turns",
   async run(ctx: BenchContext): Promise<FigureResult> {
-    const queued = units(ctx, 10_000, 1_000);
+    const queued = units(ctx, 10_000, 500);
     const sessions = units(ctx, 100, 50);
     const row: Row = { label: `worker peak RSS draining ${queued.toLocaleString("en-US")} queued turns`, unit: "MB", baselineLabel: `bare BullMQ worker process draining ${queued.toLocaleString("en-US")} queued jobs: peak RSS`, measured: [], baseline: [], target: { on: "measured", op: "<=", value: 200 } };
     const drains: number[] = [];
@@ -81,7 +81,7 @@ export const workerRss: Figure = {
     return {
       id: this.id,
       title: this.title,
-      setup: `${queued} echo turns over ${sessions} sessions queued (\`enqueueTurn\`) before a \`switchboard worker\` process (concurrency ${CONCURRENCY}) starts; its VmRSS is read from /proc every 50 ms (reported in MB of 10^6 bytes) until every turn finished, the peak is the figure (a fresh deployment and process per round). Baseline: ${queued} jobs queued (addBulk) before a bare BullMQ worker process (no-op, concurrency ${CONCURRENCY}) starts, sampled the same way until all completed.${ctx.quick ? " Quick run: a tenth of the backlog." : ""}`,
+      setup: `${queued} echo turns over ${sessions} sessions queued (\`enqueueTurn\`) before a \`switchboard worker\` process (concurrency ${CONCURRENCY}) starts; its VmRSS is read from /proc every 50 ms (reported in MB of 10^6 bytes) until every turn finished, the peak is the figure (a fresh deployment and process per round). Baseline: ${queued} jobs queued (addBulk) before a bare BullMQ worker process (no-op, concurrency ${CONCURRENCY}) starts, sampled the same way until all completed.${ctx.quick ? " Quick run: a twentieth of the backlog." : ""}`,
       rows: [row],
       notes: [`drain time of the backlog by the switchboard worker, per round: ${drains.map((d) => `${(d / 1000).toFixed(1)} s`).join(", ")}.`],
     };

@@ -23,7 +23,7 @@ export const workerScaling: Figure = {
   async run(ctx: BenchContext): Promise<FigureResult> {
     const perProcess = units(ctx, 16, 4);
     const sessions = 4 * 2 * perProcess;
-    const turnsPerSession = units(ctx, 6, 3);
+    const turnsPerSession = units(ctx, 6, 2);
     const n = sessions * turnsPerSession;
     const row: Row = { label: "throughput with 2 worker processes / with 1", unit: "turns/s", baselineLabel: "1 worker process: turns/s", measured: [], baseline: [], target: { on: "ratio", op: ">=", value: 1.8 } };
 
