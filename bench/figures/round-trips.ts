@@ -107,7 +107,7 @@ export const roundTripsFigure: Figure = {
     // At most half the worker slots: an asking turn holds its slot while it waits for the
     // answer, so more flows than that would wait on each other until sessions_send times out.
     const flows = units(ctx, CONCURRENCY / 2, 6);
-    const quietMs = units(ctx, 600, 300);
+    const quietMs = units(ctx, 600, 200);
     const bareRt = "bare BullMQ job (add + process), client round trips";
     const bareCmd = "bare BullMQ job (add + process), Redis commands";
     const turnRt: Row = { label: "client round trips per turn", unit: "round trips", baselineLabel: bareRt, measured: [], baseline: [], target: { on: "measured", op: "<=", value: 5 } };
