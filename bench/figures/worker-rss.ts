@@ -23,14 +23,19 @@ async function switchboardPeak(ctx: BenchContext, queued: number, sessions: numb
     await runPool(queued, 256, async (i) => {
       await enqueueUserTurn(sys.svc, ss[i % sessions]!, `m${i}`);
     });
-    const worker = await spawnSwitchboardWorker(writeConfigFile(dep.config));
-    const sampler = new RssSampler(worker.pid);
+    const configFile = writeConfigFile(dep.config);
     try {
-      await watcher.waitFor(queued, 600_000, "queued turns");
-      return { peak: sampler.stop(), drainMs: Date.now() - worker.readyAt };
+      const worker = await spawnSwitchboardWorker(configFile.file);
+      const sampler = new RssSampler(worker.pid);
+      try {
+        await watcher.waitFor(queued, 600_000, "queued turns");
+        return { peak: sampler.stop(), drainMs: Date.now() - worker.readyAt };
+      } finally {
+        sampler.stop();
+        await worker.stop();
+      }
     } finally {
-      sampler.stop();
-      await worker.stop();
+      configFile.cleanup();
     }
   } finally {
     watcher.close();

@@ -46,11 +46,11 @@ export const workerScaling: Figure = {
         await watcher.waitFor(count, 300_000, "turns");
         return steadyRate(watcher.times());
       };
-      procs.push(await spawnSwitchboardWorker(configFile));
+      procs.push(await spawnSwitchboardWorker(configFile.file));
       await round(sessions); // warm-up
       const one: number[] = [];
       for (let i = 0; i < ctx.rounds; i++) one.push(await round(n));
-      procs.push(await spawnSwitchboardWorker(configFile));
+      procs.push(await spawnSwitchboardWorker(configFile.file));
       await round(sessions); // warm-up of the second process
       await eachRound(ctx, [row], async (i) => {
         row.baseline.push(one[i]!);
@@ -60,6 +60,7 @@ export const workerScaling: Figure = {
       await Promise.all(procs.map((p) => p.stop()));
       watcher.close();
       await sys.close();
+      configFile.cleanup();
       dep.cleanup();
     }
     return {

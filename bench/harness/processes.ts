@@ -4,7 +4,7 @@
  * read from /proc.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -68,11 +68,12 @@ export async function spawnBareWorker(redisUrl: string, queue: string, concurren
   return await spawnUntilReady([BARE_WORKER, redisUrl, queue, String(concurrency)], "bare BullMQ worker");
 }
 
-/** A config object as a file a child process can load. */
-export function writeConfigFile(config: unknown): string {
-  const file = join(mkdtempSync(join(tmpdir(), "sb-bench-cfg-")), "switchboard.json5");
+/** A config object as a file a child process can load; `cleanup` removes it. */
+export function writeConfigFile(config: unknown): { file: string; cleanup(): void } {
+  const dir = mkdtempSync(join(tmpdir(), "sb-bench-cfg-"));
+  const file = join(dir, "switchboard.json5");
   writeFileSync(file, JSON.stringify(config, null, 2));
-  return file;
+  return { file, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
 /** Resident set size of a process in MB (10^6 bytes; Linux /proc), undefined once it is gone. */
