@@ -85,17 +85,20 @@ export class Inbox {
    * entry, all in one round trip. An entry that is not a readable turn comes back as
    * `{ corrupt }` (see discard).
    */
-  async begin(lease: LeaseHandle): Promise<BegunTurn | { corrupt: string } | null> {
+  async begin(lease: LeaseHandle, opts: { releaseWhenEmpty?: boolean } = {}): Promise<BegunTurn | { corrupt: string } | null> {
     let res: [string, string[], string | null] | null;
     try {
       res = (await this.beginLua(
         [lease.fenceKey, this.keys.inbox(lease.sessionKey), this.keys.inflight(lease.sessionKey), this.keys.session(lease.sessionKey)],
-        [lease.token, this.keys.run(""), Date.now()],
+        [lease.token, this.keys.run(""), Date.now(), opts.releaseWhenEmpty ? "1" : "0"],
       )) as [string, string[], string | null] | null;
     } catch (err) {
       throw mapStale(err, lease);
     }
-    if (res === null) return null;
+    if (res === null) {
+      if (opts.releaseWhenEmpty) lease.released();
+      return null;
+    }
     const [raw, pairs, entryRaw] = res;
     const turn = parseTurn(raw);
     if (!turn) return { corrupt: raw };

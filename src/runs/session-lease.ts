@@ -24,6 +24,8 @@ export interface LeaseHandle {
    */
   heldUntil(): number;
   release(): Promise<boolean>;
+  /** The lease was given up by a script (turn-begin on an empty inbox): stop renewing it. */
+  released(): void;
 }
 
 export type AcquireResult = { acquired: true; lease: LeaseHandle } | { acquired: false; retryInMs: number };
@@ -86,6 +88,10 @@ export class SessionLeases {
           released = true;
           clearInterval(timer);
           return (await this.releaseLua([leaseKey], [token])) === 1;
+        },
+        released: () => {
+          released = true;
+          clearInterval(timer);
         },
       },
     };

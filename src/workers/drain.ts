@@ -104,7 +104,8 @@ export function createDrainProcessor(svc: Services, executor: TurnExecutor) {
     try {
       while (runs.length < MAX_TURNS_PER_DRAIN) {
         if (lease.lost.aborted) throw new StaleFenceError(sessionKey, lease.token, null);
-        const begun = await svc.inbox.begin(lease);
+        // Finding the inbox empty also releases the lease (one round trip less per drain).
+        const begun = await svc.inbox.begin(lease, { releaseWhenEmpty: true });
         if (!begun) break;
         if ("corrupt" in begun) {
           await discardCorrupt(svc, lease, job, begun.corrupt);

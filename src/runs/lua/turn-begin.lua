@@ -9,8 +9,11 @@
   The runId is read from the start of the turn's JSON (serializeTurn puts it first); a turn
   stored another way is returned without its record and the caller reads it.
 
+  With nothing left to run it releases the lease in the same step (when asked): the drain is
+  over, and the next push finds the session idle and wakes a new one.
+
   KEYS[1] lease, KEYS[2] inbox (list), KEYS[3] inflight (list, at most one item), KEYS[4] session entry
-  ARGV[1] token, ARGV[2] run key prefix (`{p}:run:`), ARGV[3] now (ms)
+  ARGV[1] token, ARGV[2] run key prefix (`{p}:run:`), ARGV[3] now (ms), ARGV[4] "1": release the lease when empty
   Returns nil when there is nothing to run, else { turn JSON, record field/value list, entry JSON or false },
   or the error "STALE".
 ]]
@@ -19,7 +22,10 @@ if redis.call("GET", KEYS[1]) ~= ARGV[1] then
 end
 local raw = redis.call("LINDEX", KEYS[3], 0)
 if not raw then raw = redis.call("LMOVE", KEYS[2], KEYS[3], "LEFT", "RIGHT") end
-if not raw then return nil end
+if not raw then
+  if ARGV[4] == "1" then redis.call("DEL", KEYS[1]) end
+  return nil
+end
 
 local record = {}
 local runId = string.match(raw, '^{"runId":"([^"\\]+)"')
