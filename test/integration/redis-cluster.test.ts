@@ -10,13 +10,33 @@
 import { Cluster } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hasRedisCli, startPrivateCluster, type ClusterNode, type PrivateCluster } from "../helpers/redis-cluster.js";
-import { FAST_WORKERS, startTestSystem, until, type TestSystem } from "../helpers/system.js";
+import { spawn } from "node:child_process";
+import { CLI, FAST_WORKERS, ROOT, startTestSystem, until, writeConfigFile, type ChildHandle, type TestSystem } from "../helpers/system.js";
 import { conversation, getRun, readTranscript, spawnWorker, waitRun } from "../fixtures/runs-support.js";
 import { ANNOUNCE_TEXT, chat, deliveries, inbound, isInterSessionUser, scriptAgent, settle, textOf, tool, toolsConfig, transcript } from "../fixtures/tools-support.js";
 
 const CLI_MISSING = !hasRedisCli();
 // Long enough for a second worker process to be running before the first one is killed.
 const SLOW_MS = 3000;
+
+/** `switchboard <args>` as a one-shot process with only `env` pointing it somewhere. */
+function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; out: string }> {
+  const base: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: "warn" };
+  for (const k of ["REDIS_URL", "SWITCHBOARD_URL", "SWITCHBOARD_TOKEN", "SWITCHBOARD_CONFIG", "SWITCHBOARD_PORT", "SWITCHBOARD_STATE_DIR"]) delete base[k];
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], { cwd: ROOT, env: { ...base, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    const timer = setTimeout(() => child.kill("SIGKILL"), 25_000);
+    child.once("error", reject);
+    child.once("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, out: `exit ${code}\nstdout: ${stdout}\nstderr: ${stderr}` });
+    });
+  });
+}
 
 if (CLI_MISSING) {
   describe("Redis Cluster", () => {
@@ -31,6 +51,8 @@ describe.skipIf(CLI_MISSING)("Switchboard on a Redis Cluster (3 masters)", () =>
   const cleanups: (() => Promise<unknown>)[] = [];
   let chatSys: TestSystem;
   let crashSys: TestSystem;
+  /** The worker process that survives the crash test; the CLI test's turns run on it. */
+  let survivor: ChildHandle | undefined;
 
   /** The first prefix `sbc<i>` whose `{tag}` lives on `node` (deterministic for a given cluster layout). */
   async function prefixOn(node: ClusterNode): Promise<string> {
@@ -196,7 +218,24 @@ describe.skipIf(CLI_MISSING)("Switchboard on a Redis Cluster (3 masters)", () =>
     expect(await redis.llen(keys.inbox(slow.sessionKey))).toBe(0);
     expect(await redis.llen(keys.inflight(slow.sessionKey))).toBe(0);
     expect(b.child.exitCode).toBeNull();
+    survivor = b;
   }, 60_000);
+
+  it("the CLI without a gateway (direct mode) works on the cluster URL: send --wait and status", async () => {
+    expect(survivor?.child.exitCode, "needs the worker left by the crash test").toBeNull();
+    // Gateway port 0 in the file: nothing answers over HTTP, so the CLI talks to Redis itself.
+    const file = writeConfigFile(crashSys.config);
+    const env = { REDIS_URL: cluster.url, SWITCHBOARD_STATE_DIR: crashSys.config.storage.dir };
+    const send = await runCli(["send", "main", "from the cli", "--wait", "15", "--json", "--config", file], env);
+    expect(send.code, send.out).toBe(0);
+    expect(JSON.parse(send.stdout)).toMatchObject({ sessionKey: "agent:main:main", status: "ok", reply: "re: from the cli" });
+    const status = await runCli(["status", "--json", "--config", file], env);
+    expect(status.code, status.out).toBe(0);
+    const st = JSON.parse(status.stdout);
+    expect(st).toMatchObject({ gateway: { reachable: false }, redis: { url: cluster.url, up: true }, storage: { healthy: true } });
+    expect(st.workers).toBeGreaterThanOrEqual(1);
+    expect(st.sessions.map((x: { key: string }) => x.key)).toContain("agent:main:main");
+  }, 30_000);
 
   it("every key either deployment wrote carries its hash tag and sits on its home master", async () => {
     const byNode = new Map<number, string[]>();
