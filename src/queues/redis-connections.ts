@@ -1,5 +1,5 @@
 /**
- * ioredis clients by role (BULLMQ_NOTES §2.9): workers and subscribers retry forever
+ * ioredis clients by role: workers and subscribers retry forever
  * (`maxRetriesPerRequest: null`, required by BullMQ's blocking calls); producers on the HTTP
  * path give up after one retry so a request fails fast instead of hanging while Redis is away.
  *

@@ -132,6 +132,15 @@ describe.skipIf(CLI_MISSING)("Switchboard on a Redis Cluster (3 masters)", () =>
     expect(ports).not.toContain(cluster.nodes[0]!.port);
   });
 
+  it("/readyz is ready and /metrics counts the workers (BullMQ reads CLIENT LIST on every node)", async () => {
+    const ready = await chatSys.get("/readyz");
+    expect(ready.status, JSON.stringify(ready.body)).toBe(200);
+    const metrics = await chatSys.get("/metrics");
+    expect(metrics.status).toBe(200);
+    const workers = /switchboard_run_workers\{[^}]*\} (\d+)/.exec(String(metrics.body));
+    expect(Number(workers?.[1])).toBeGreaterThanOrEqual(1);
+  });
+
   it("answers inbound messages and delivers the reply", async () => {
     const r = await inbound(chatSys, "alice", "u1", "hello there");
     const w = await chatSys.rpc("agent.wait", { runId: r.runId, timeoutMs: 10_000 });
