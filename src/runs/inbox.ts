@@ -41,9 +41,11 @@ export class Inbox {
 
   /**
    * Queue a turn and create its run record (status queued) atomically, once per runId.
-   * Returns false when that runId already existed (nothing queued).
+   * Says what the caller must do next: `wake` (queued into an idle session: add its drain job,
+   * then `wakeDone`), `queued` (behind other turns: a drain job exists already), or `exists`
+   * (the runId existed; nothing queued).
    */
-  async push(turn: Turn): Promise<boolean> {
+  async push(turn: Turn): Promise<"wake" | "queued" | "exists"> {
     const fields: Record<string, string> = {
       runId: turn.runId,
       sessionKey: turn.sessionKey,
@@ -56,10 +58,25 @@ export class Inbox {
       ...(turn.traceId ? { traceId: turn.traceId } : {}),
     };
     const res = await this.pushLua(
-      [this.keys.run(turn.runId), this.keys.inbox(turn.sessionKey)],
-      [serializeTurn(turn), RUN_RECORD_TTL_SECONDS, ...Object.entries(fields).flat()],
+      [this.keys.run(turn.runId), this.keys.inbox(turn.sessionKey), this.keys.inflight(turn.sessionKey), this.keys.pendingWakes()],
+      [serializeTurn(turn), RUN_RECORD_TTL_SECONDS, Date.now(), pendingWakeMember(turn), ...Object.entries(fields).flat()],
     );
-    return res === 1;
+    return res === 2 ? "wake" : res === 1 ? "queued" : "exists";
+  }
+
+  /** The drain job for a `wake` push was added: the pending wake is no longer needed. */
+  async wakeDone(turn: Turn): Promise<void> {
+    await this.redis.zrem(this.keys.pendingWakes(), pendingWakeMember(turn));
+  }
+
+  /** Sessions whose wake-up was pending for longer than `olderThanMs` (its pusher died before adding it). */
+  async overdueWakes(olderThanMs: number, limit: number, now = Date.now()): Promise<{ member: string; sessionKey: string }[]> {
+    const members = await this.redis.zrangebyscore(this.keys.pendingWakes(), "-inf", now - olderThanMs, "LIMIT", 0, limit);
+    return members.map((member) => ({ member, sessionKey: member.slice(member.indexOf("|") + 1) }));
+  }
+
+  async clearWake(member: string): Promise<void> {
+    await this.redis.zrem(this.keys.pendingWakes(), member);
   }
 
   /**
@@ -121,6 +138,11 @@ export class Inbox {
     const items = (res?.[0]?.[1] as string[] | undefined) ?? [];
     return items.map(parseTurn).filter((t): t is Turn => t !== null);
   }
+}
+
+/** `<runId>|<sessionKey>`: unique per push, so clearing one never clears a later one. */
+function pendingWakeMember(turn: Turn): string {
+  return `${turn.runId}|${turn.sessionKey}`;
 }
 
 /** A stored turn, or null when the entry is not one (corrupted by hand or by a bug). */

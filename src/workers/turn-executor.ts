@@ -295,7 +295,7 @@ export class TurnExecutor {
       // The file cannot check the fence: write only while the lease is surely still ours.
       if (lease.lost.aborted || Date.now() >= lease.heldUntil()) throw new StaleFenceError(turn.sessionKey, lease.token, null);
       try {
-        await this.writer.write(turn.agentId, turn.sessionId, lines, topic);
+        await this.writer.write(turn.agentId, turn.sessionId, lines, topic, lease.token);
       } catch (err) {
         // Parked on a storage fault (or retried): keep the outcome so the runtime does not run again.
         if (!recovered) await this.saveResult(turn, lease, outcome, output, resultAt).catch(() => undefined);
