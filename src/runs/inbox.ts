@@ -2,7 +2,7 @@
  * The per-session inbox: the source of truth for what a session still has to run, in arrival
  * order. Producers push (with the run record, in one MULTI); only the lease holder takes.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../storage/redis-client.js";
 import { StaleFenceError } from "../errors/index.js";
 import { luaCommand } from "../storage/lua-script.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
@@ -30,7 +30,7 @@ export class Inbox {
   private readonly discardLua;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
     private readonly records: RunRecords,
   ) {

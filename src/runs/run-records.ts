@@ -3,7 +3,7 @@
  * by any gateway from Redis. Writes by a lease holder are fenced; the terminal write also frees
  * the in-flight slot and notifies waiters in the same script (run-finish.lua).
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../storage/redis-client.js";
 import { StaleFenceError } from "../errors/index.js";
 import { luaCommand } from "../storage/lua-script.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
@@ -53,7 +53,7 @@ export class RunRecords {
   private readonly finishLua;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
   ) {
     this.updateLua = luaCommand(redis, LUA_DIR, "run-update");

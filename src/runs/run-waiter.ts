@@ -6,7 +6,7 @@
  * missed). Notifications lost while disconnected are covered by re-checking on reconnect and
  * by a slow poll.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../storage/redis-client.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
 import { RunRecords, type RunRecord } from "./run-records.js";
 import { isTerminal } from "./turn.js";
@@ -19,7 +19,7 @@ export class RunWaiter {
   private poll: NodeJS.Timeout | undefined;
 
   constructor(
-    subscriber: Redis,
+    subscriber: RedisClient,
     keys: RedisKeys,
     private readonly records: RunRecords,
     pollMs = 2000,

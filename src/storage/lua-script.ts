@@ -4,7 +4,7 @@
  * EVAL after a script-cache flush (e.g. a Redis restart).
  */
 import { readFileSync } from "node:fs";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./redis-client.js";
 
 const cache = new Map<string, string>();
 
@@ -21,7 +21,7 @@ export function readLua(dirUrl: string | URL, name: string): string {
 
 /** Define `name` on the client once (idempotent per client), returning a typed caller. */
 export function luaCommand(
-  redis: Redis,
+  redis: RedisClient,
   dirUrl: string | URL,
   name: string,
 ): (keys: string[], args: (string | number)[]) => Promise<unknown> {
