@@ -28,6 +28,7 @@ import { interSessionProvenance } from "../runtimes/inter-session.js";
 import { redactTranscriptEntries } from "../history/redact-transcript.js";
 import { topicOpt, transcriptTopicOf } from "../lifecycle/transcript-topic.js";
 import { luaSafeJson, wellFormed } from "../text/well-formed.js";
+import { combineSignals } from "../runtimes/combined-signal.js";
 import type { BegunTurn } from "../runs/inbox.js";
 import type { RunRecord } from "../runs/run-records.js";
 import type { SessionEntry } from "../storage/session-entry.js";
@@ -311,9 +312,8 @@ export class TurnExecutor {
 
   private async runRuntime(turn: Turn, entryNow: SessionEntry | null, lease: LeaseHandle, controller: AbortController): Promise<{ outcome: TurnOutcome; output?: RunOutput }> {
     const { svc } = this;
-    const signals = [controller.signal, lease.lost];
-    if (turn.runTimeoutSeconds && turn.runTimeoutSeconds > 0) signals.push(AbortSignal.timeout(turn.runTimeoutSeconds * 1000));
-    const signal = AbortSignal.any(signals);
+    const combined = combineSignals([controller.signal, lease.lost], turn.runTimeoutSeconds && turn.runTimeoutSeconds > 0 ? turn.runTimeoutSeconds * 1000 : undefined);
+    const { signal } = combined;
     try {
       const runtime = createRuntime(agentRuntime(svc.config, turn.agentId));
       const tools = this.tools({
@@ -357,6 +357,8 @@ export class TurnExecutor {
       }
       if (err instanceof StaleFenceError) throw err;
       return { outcome: { status: "error", error: wellFormed((err as Error)?.message ?? String(err)) } };
+    } finally {
+      combined.dispose();
     }
   }
 
