@@ -8,7 +8,7 @@ import { luaCommand } from "../storage/lua-script.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
 import type { LeaseHandle } from "./session-lease.js";
 import { serializeTurn, type Turn } from "./turn.js";
-import { RUN_RECORD_TTL_SECONDS, recordFromPairs, type RunRecord, type RunRecords } from "./run-records.js";
+import { RUN_RECORD_TTL_SECONDS, recordFromPairs, type RawBegun, type RunRecord, type RunRecords } from "./run-records.js";
 import type { SessionEntry } from "../storage/session-entry.js";
 import type { DeadLetter } from "./dead-letters.js";
 import { luaSafeJson } from "../text/well-formed.js";
@@ -86,17 +86,22 @@ export class Inbox {
    * `{ corrupt }` (see discard).
    */
   async begin(lease: LeaseHandle, opts: { releaseWhenEmpty?: boolean } = {}): Promise<BegunTurn | { corrupt: string } | null> {
-    let res: [string, string[], string | null] | null;
+    let res: RawBegun | null;
     try {
       res = (await this.beginLua(
         [lease.fenceKey, this.keys.inbox(lease.sessionKey), this.keys.inflight(lease.sessionKey), this.keys.session(lease.sessionKey)],
         [lease.token, this.keys.run(""), Date.now(), opts.releaseWhenEmpty ? "1" : "0"],
-      )) as [string, string[], string | null] | null;
+      )) as RawBegun | null;
     } catch (err) {
       throw mapStale(err, lease);
     }
+    return await this.fromRaw(res, lease, opts.releaseWhenEmpty ?? false);
+  }
+
+  /** A turn begun by a script (turn-begin, or a finish that began the next one), decoded. */
+  async fromRaw(res: RawBegun | null, lease: LeaseHandle, releasedWhenEmpty: boolean): Promise<BegunTurn | { corrupt: string } | null> {
     if (res === null) {
-      if (opts.releaseWhenEmpty) lease.released();
+      if (releasedWhenEmpty) lease.released();
       return null;
     }
     const [raw, pairs, entryRaw] = res;

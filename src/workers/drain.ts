@@ -18,7 +18,7 @@ import { createHash } from "node:crypto";
 import { DelayedError, type Job } from "bullmq";
 import type { Services } from "../app/services.js";
 import { StaleFenceError } from "../errors/index.js";
-import type { TurnExecutor } from "./turn-executor.js";
+import type { NextTurn, TurnExecutor } from "./turn-executor.js";
 import { requestDrain, type DrainData } from "../runs/enqueue.js";
 import type { DeadLetter } from "../runs/dead-letters.js";
 import type { LeaseHandle } from "../runs/session-lease.js";
@@ -41,7 +41,7 @@ export interface DrainResult {
   runs: string[];
 }
 
-type TurnStep = { status: string } | { parkMs: number };
+type TurnStep = { status: string; next?: NextTurn } | { parkMs: number };
 
 export function createDrainProcessor(svc: Services, executor: TurnExecutor) {
   /** End a turn that will not be retried: `error` on its record, its message dead-lettered. */
@@ -53,12 +53,12 @@ export function createDrainProcessor(svc: Services, executor: TurnExecutor) {
     await job.log(`run ${turn.runId} given up (${kind}): ${reason}`).catch(() => 0);
   }
 
-  async function runTurn(lease: LeaseHandle, job: Job<DrainData>, begun: BegunTurn): Promise<TurnStep> {
+  async function runTurn(lease: LeaseHandle, job: Job<DrainData>, begun: BegunTurn, beginNext: boolean): Promise<TurnStep> {
     const { turn } = begun;
     try {
-      const outcome = await executor.execute(begun, lease);
+      const outcome = await executor.execute(begun, lease, beginNext);
       await svc.storageFaults.onSuccess();
-      return { status: outcome.status };
+      return { status: outcome.status, next: outcome.next };
     } catch (err) {
       const failure = classifyTurnFailure(err);
       switch (failure.kind) {
@@ -102,22 +102,27 @@ export function createDrainProcessor(svc: Services, executor: TurnExecutor) {
     const runs: string[] = [];
     let parkMs: number | undefined;
     try {
+      let next: NextTurn;
       while (runs.length < MAX_TURNS_PER_DRAIN) {
         if (lease.lost.aborted) throw new StaleFenceError(sessionKey, lease.token, null);
-        // Finding the inbox empty also releases the lease (one round trip less per drain).
-        const begun = await svc.inbox.begin(lease, { releaseWhenEmpty: true });
+        // The previous turn's finish may have begun this one already (one round trip per turn);
+        // finding the inbox empty also releases the lease (one round trip less per drain).
+        const begun = next !== undefined ? next : await svc.inbox.begin(lease, { releaseWhenEmpty: true });
+        next = undefined;
         if (!begun) break;
         if ("corrupt" in begun) {
           await discardCorrupt(svc, lease, job, begun.corrupt);
           runs.push("corrupt:discarded");
           continue;
         }
-        const step = await runTurn(lease, job, begun);
+        // The last turn of this job does not begin another: the next drain job will.
+        const step = await runTurn(lease, job, begun, runs.length + 1 < MAX_TURNS_PER_DRAIN);
         if ("parkMs" in step) {
           parkMs = step.parkMs;
           break;
         }
         runs.push(`${begun.turn.runId}:${step.status}`);
+        next = step.next;
       }
     } finally {
       await lease.release().catch(() => false);

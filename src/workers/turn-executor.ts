@@ -49,6 +49,9 @@ export type ToolInvokerFactory = (ctx: {
   subagentRole?: "orchestrator" | "leaf";
 }) => ToolInvoker;
 
+/** The turn the finish began after this one (see RunRecords.finishAndBegin): undefined when not asked. */
+export type NextTurn = BegunTurn | { corrupt: string } | null | undefined;
+
 export interface TurnOutcome {
   status: TerminalStatus;
   reply?: string;
@@ -58,10 +61,20 @@ export interface TurnOutcome {
 /** Local registry of running turns, so a cancel broadcast can abort them. */
 export class RunningTurns {
   private readonly bySession = new Map<string, { runId: string; controller: AbortController }>();
+  /**
+   * Cancels for runs not (yet) registered here, kept briefly: a turn begun by a script reads its
+   * record's cancel flag before it registers, so a /stop landing in between is caught here.
+   */
+  private readonly early = new Map<string, { reason: string; at: number }>();
 
   start(sessionKey: string, runId: string): AbortController {
     const controller = new AbortController();
     this.bySession.set(sessionKey, { runId, controller });
+    const early = this.early.get(runId);
+    if (early) {
+      this.early.delete(runId);
+      controller.abort(new Error(early.reason));
+    }
     return controller;
   }
   end(sessionKey: string, runId: string): void {
@@ -70,14 +83,26 @@ export class RunningTurns {
   /** Abort the session's running turn (optionally only if it is `runId`). Returns true if one was aborted. */
   abort(sessionKey: string, reason: string, runId?: string): boolean {
     const cur = this.bySession.get(sessionKey);
-    if (!cur || (runId && cur.runId !== runId)) return false;
+    if (!cur || (runId && cur.runId !== runId)) {
+      if (runId) this.remember(runId, reason);
+      return false;
+    }
     cur.controller.abort(new Error(reason));
     return true;
   }
   get size(): number {
     return this.bySession.size;
   }
+
+  private remember(runId: string, reason: string): void {
+    const now = Date.now();
+    for (const [id, e] of this.early) if (now - e.at > EARLY_CANCEL_MS) this.early.delete(id);
+    this.early.set(runId, { reason, at: now });
+  }
 }
+
+/** How long a cancel for a run not registered here is kept (a begun turn registers within ms). */
+const EARLY_CANCEL_MS = 60_000;
 
 function entry(id: string, runId: string, message: TranscriptMessage, ts: number): TranscriptEntry {
   return { type: "message", id, runId, timestamp: new Date(ts).toISOString(), message };
@@ -245,19 +270,23 @@ export class TurnExecutor {
     private readonly writer: HolderWriter,
   ) {}
 
-  async execute(begun: BegunTurn, lease: LeaseHandle): Promise<TurnOutcome> {
+  /**
+   * Run `begun`. With `beginNext`, its finish also begins the session's next turn (releasing
+   * the lease when there is none), handed back as `next` for the drain to run.
+   */
+  async execute(begun: BegunTurn, lease: LeaseHandle, beginNext = false): Promise<TurnOutcome & { next?: NextTurn }> {
     const { turn } = begun;
     // Registered before the record's cancel flag is looked at: a /stop either finds this turn
     // registered (its broadcast aborts it) or flagged the record before turn-begin read it.
     const controller = this.running.start(turn.sessionKey, turn.runId);
     try {
-      return await this.executeRegistered(begun, lease, controller);
+      return await this.executeRegistered(begun, lease, controller, beginNext);
     } finally {
       this.running.end(turn.sessionKey, turn.runId);
     }
   }
 
-  private async executeRegistered({ turn, record, entry }: BegunTurn, lease: LeaseHandle, controller: AbortController): Promise<TurnOutcome> {
+  private async executeRegistered({ turn, record, entry }: BegunTurn, lease: LeaseHandle, controller: AbortController, beginNext: boolean): Promise<TurnOutcome & { next?: NextTurn }> {
     const { svc } = this;
     if (record?.cancelRequested) controller.abort(new Error(`run ${record.cancelRequested}`));
     if (record && isTerminal(record.status)) {
@@ -305,9 +334,17 @@ export class TurnExecutor {
     }
 
     await this.enqueueFollowUps(turn, outcome);
-    const finishedNow = await svc.runs.finish(lease, turn.runId, outcome.status, resultFields(outcome, output), record ? { notify: record } : {});
-    if (finishedNow) await this.updateSessionAfterRun(turn, entry, outcome, output);
-    return outcome;
+    const notify = record ? { notify: record } : {};
+    if (!beginNext) {
+      const finishedNow = await svc.runs.finish(lease, turn.runId, outcome.status, resultFields(outcome, output), notify);
+      if (finishedNow) await this.updateSessionAfterRun(turn, entry, outcome, output);
+      return outcome;
+    }
+    const { finished, next } = await svc.runs.finishAndBegin(lease, turn.runId, outcome.status, resultFields(outcome, output), { ...notify, releaseWhenEmpty: true });
+    // The next turn is begun (or the lease released): decode it first so a failure below cannot lose the release.
+    const begunNext = await svc.inbox.fromRaw(next, lease, true);
+    if (finished) await this.updateSessionAfterRun(turn, entry, outcome, output);
+    return { ...outcome, next: begunNext };
   }
 
   private async runRuntime(turn: Turn, entryNow: SessionEntry | null, lease: LeaseHandle, controller: AbortController): Promise<{ outcome: TurnOutcome; output?: RunOutput }> {
