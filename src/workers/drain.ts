@@ -14,8 +14,9 @@
  * storage deadline; data no retry can fix ends it as `error` at once; anything else is retried
  * a few times. A turn given up is finished as `error` and its message kept as a dead letter.
  */
+import { retryLater } from "../queues/retry-later.js";
 import { createHash } from "node:crypto";
-import { DelayedError, type Job } from "bullmq";
+import type { Job } from "bullmq";
 import type { Services } from "../app/services.js";
 import { StaleFenceError } from "../errors/index.js";
 import type { NextTurn, TurnExecutor } from "./turn-executor.js";
@@ -95,8 +96,7 @@ export function createDrainProcessor(svc: Services, executor: TurnExecutor) {
       const waits = (job.data.leaseWaits ?? 0) + 1;
       if (waits > MAX_LEASE_WAITS) throw new Error(`session ${sessionKey} lease stayed busy through ${MAX_LEASE_WAITS} waits`);
       await job.updateData({ ...job.data, leaseWaits: waits });
-      await job.moveToDelayed(Date.now() + Math.min(acquired.retryInMs + 20, LEASE_POLL_MS), token);
-      throw new DelayedError();
+      return await retryLater(job, token, Math.min(acquired.retryInMs + 20, LEASE_POLL_MS));
     }
     const lease = acquired.lease;
     const runs: string[] = [];
@@ -130,8 +130,7 @@ export function createDrainProcessor(svc: Services, executor: TurnExecutor) {
     if (parkMs !== undefined) {
       // Parked: the turn stays in-flight (first in line) and this same job comes back later.
       await job.updateData({ ...job.data, storageRetries: (job.data.storageRetries ?? 0) + 1 });
-      await job.moveToDelayed(Date.now() + parkMs, token);
-      throw new DelayedError();
+      return await retryLater(job, token, parkMs);
     }
     // Yielded with work left: chain another drain (stored as the dedup follow-up while we are active).
     if (runs.length >= MAX_TURNS_PER_DRAIN && (await svc.inbox.depth(sessionKey)) > 0) await requestDrain(svc, sessionKey);

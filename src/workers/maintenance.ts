@@ -8,7 +8,8 @@
  *  - `archive`: renames an old transcript to `.reset.<ts>`/`.deleted.<ts>` while holding the
  *    session lease, so it never races a turn still writing to it.
  */
-import { DelayedError, type Job } from "bullmq";
+import { retryLater } from "../queues/retry-later.js";
+import type { Job } from "bullmq";
 import { topicOpt } from "../lifecycle/transcript-topic.js";
 import { requestDrain } from "../runs/enqueue.js";
 import type { Services } from "../app/services.js";
@@ -96,8 +97,7 @@ export function createMaintenanceProcessor(svc: Services) {
       const d = job.data as ArchiveJobData;
       const acquired = await archiveLeases.tryAcquire(d.sessionKey);
       if (!acquired.acquired) {
-        await job.moveToDelayed(Date.now() + Math.min(acquired.retryInMs + 50, ARCHIVE_LEASE_POLL_MS), token);
-        throw new DelayedError();
+        return await retryLater(job, token, Math.min(acquired.retryInMs + 50, ARCHIVE_LEASE_POLL_MS));
       }
       try {
         const path = await svc.transcripts.archive(d.agentId, d.sessionId, d.kind, new Date(), topicOpt(d.sessionKey));
