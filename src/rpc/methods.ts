@@ -173,6 +173,8 @@ export function createRpcMethods(svc: Services): Record<string, RpcHandler> {
       const { record } = await svc.waiter().wait(p.runId, p.timeoutMs ?? 30_000);
       if (!record) throw new SwitchboardError("run_not_found", `No run found: ${p.runId}`);
       const done = isTerminal(record.status);
+      // Never started and nobody to start it: say so instead of a bare timeout.
+      const noWorker = !done && record.status === "queued" && (await svc.queues.runs.getWorkersCount()) === 0;
       return {
         runId: p.runId,
         status: done ? record.status : "timeout",
@@ -180,6 +182,7 @@ export function createRpcMethods(svc: Services): Record<string, RpcHandler> {
         ...(record.error ? { error: record.error } : {}),
         // Not done because storage refuses writes: say why instead of a bare timeout.
         ...(!done && record.stalledReason ? { error: record.stalledReason } : {}),
+        ...(noWorker ? { error: "no worker is consuming the runs queue: the run waits until one starts (switchboard worker, or switchboard start)" } : {}),
         ...(record.startedAt ? { startedAt: record.startedAt } : {}),
         ...(record.endedAt ? { endedAt: record.endedAt } : {}),
         ...(done ? {} : { runStatus: record.status }),
