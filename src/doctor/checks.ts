@@ -89,7 +89,11 @@ export function checkStorage(config: Config): Finding[] {
   } catch (err) {
     return [{ check: "storage", level: "fail", message: `${dir} is not writable: ${(err as Error).message}`, fix: "fix the permissions or the mount of storage.dir (SWITCHBOARD_STATE_DIR)" }];
   } finally {
-    rmSync(probe, { force: true });
+    try {
+      rmSync(probe, { force: true });
+    } catch {
+      // Nothing was written (the dir is not there or not a dir): nothing to remove.
+    }
   }
   const fs = filesystemOf(dir);
   const note = filesystemNote(fs.type);
@@ -220,10 +224,10 @@ export async function checkGateway(base: string): Promise<Finding[]> {
 }
 
 /** `--alive <role>`: is a process of that role on this host registered with a fresh heartbeat? */
-export function judgeAlive(role: string, host: string, processes: LiveProcess[], nowMs: number): Finding {
-  const match = processes.filter((p) => p.host === host && (role === "any" || p.role === role || p.role === "start"));
+export function judgeAlive(role: string, host: string, prefix: string, processes: LiveProcess[], nowMs: number): Finding {
+  const match = processes.filter((p) => p.host === host && p.prefix === prefix && (role === "any" || p.role === role || p.role === "start"));
   const fresh = match.filter((p) => nowMs - p.heartbeatAt <= 2 * HEARTBEAT_EVERY_MS);
   if (fresh.length) return { check: "alive", level: "ok", message: `${fresh.map(describeProcess).join(", ")}: heartbeat ${Math.round((nowMs - fresh[0]!.heartbeatAt) / 1000)} s ago` };
   if (match.length) return { check: "alive", level: "fail", message: `${describeProcess(match[0]!)} has not sent a heartbeat for ${Math.round((nowMs - match[0]!.heartbeatAt) / 1000)} s`, fix: "it is stuck: restart it" };
-  return { check: "alive", level: "fail", message: `no switchboard ${role} process registered from host ${host}`, fix: "it is not running, or cannot reach Redis" };
+  return { check: "alive", level: "fail", message: `no switchboard ${role} process of prefix "${prefix}" registered from host ${host}`, fix: "it is not running, or cannot reach Redis" };
 }

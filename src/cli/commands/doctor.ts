@@ -65,7 +65,7 @@ async function examine(opts: GlobalOptions & { alive?: string }): Promise<Findin
   try {
     if (opts.alive) {
       const [all, now] = await Promise.all([listProcesses(redis), redisTimeMs(redis)]);
-      return [judgeAlive(opts.alive, hostname(), all, now)];
+      return [judgeAlive(opts.alive, hostname(), config.redis.prefix, all, now)];
     }
     findings.push(...(await checkRedis(redis, config.redis.url)));
     updateProgress("checking storage…");
