@@ -4,7 +4,7 @@
  * `sessions` and `history` therefore work with no gateway running at all.
  */
 import type { Config } from "../config/schema.js";
-import { loadConfig } from "../config/load.js";
+import { loadConfig, type LoadedConfig } from "../config/load.js";
 import { createServices, type Services } from "../app/services.js";
 import { readRuntimeInfo } from "../app/runtime-file.js";
 import { createRpcMethods } from "../rpc/methods.js";
@@ -28,6 +28,35 @@ export interface Client {
 
 export class RpcCallError extends SwitchboardError {}
 
+/** What to do when Redis does not answer: said wherever the CLI finds out. */
+export function redisUnavailable(url: string, cause: string): RpcCallError {
+  return new RpcCallError(
+    "redis_unavailable",
+    `Redis does not answer at ${url} (${cause}). Start Redis (\`redis-server\`, or \`docker compose up -d redis\`), ` +
+      "or point Switchboard at yours with REDIS_URL or redis.url in the config file (--config); `switchboard doctor` checks the setup.",
+  );
+}
+
+/** What to do when the gateway does not answer at an explicit --url / $SWITCHBOARD_URL. */
+export function gatewayUnreachable(base: string, err: unknown): RpcCallError {
+  const cause = (err as { cause?: { code?: string; message?: string } })?.cause;
+  const why = cause?.code ?? cause?.message ?? (err as Error)?.message ?? String(err);
+  return new RpcCallError(
+    "gateway_unreachable",
+    `the gateway does not answer at ${base} (${why}). Start one (\`switchboard start\` or \`switchboard gateway\`) or fix --url / SWITCHBOARD_URL; ` +
+      "without --url, sessions, history and status read Redis directly.",
+  );
+}
+
+/** fetch, with a refused or unresolvable gateway turned into an error that says what to do. */
+async function gatewayFetch(base: string, path: string, init: RequestInit): Promise<Response> {
+  try {
+    return await fetch(`${base}${path}`, init);
+  } catch (err) {
+    throw gatewayUnreachable(base, err);
+  }
+}
+
 export function httpClient(base: string, token: string | undefined): Client {
   const headers: Record<string, string> = { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) };
   const parse = async (res: Response) => {
@@ -41,11 +70,11 @@ export function httpClient(base: string, token: string | undefined): Client {
     mode: "http",
     describe: base,
     async rpc(method, params) {
-      const res = await fetch(`${base}/v1/rpc/${method}`, { method: "POST", headers, body: JSON.stringify(params ?? {}) });
+      const res = await gatewayFetch(base, `/v1/rpc/${method}`, { method: "POST", headers, body: JSON.stringify(params ?? {}) });
       return ((await parse(res)) as { result: unknown }).result;
     },
     async get(path) {
-      return await parse(await fetch(`${base}${path}`, { headers }));
+      return await parse(await gatewayFetch(base, path, { headers }));
     },
     async close() {},
   };
@@ -55,6 +84,9 @@ const REDIS_DOWN = /max retries per request|ECONNREFUSED|Connection is closed|EN
 
 export function directClient(config: Config): Client {
   const svc = createServices(config, { role: "cli" });
+  // The connection's own error (ECONNREFUSED…) says more than "max retries per request".
+  let lastConnectionError: string | undefined;
+  svc.redis.on("error", (err: Error) => (lastConnectionError = err.message));
   let rpc: ReturnType<typeof createRpcMethods> | undefined;
   const methods = () => {
     if (!rpc) rpc = createRpcMethods(svc);
@@ -71,7 +103,7 @@ export function directClient(config: Config): Client {
         return await h(params ?? {});
       } catch (err) {
         if (!(err instanceof SwitchboardError) && REDIS_DOWN.test((err as Error).message)) {
-          throw new RpcCallError("redis_unavailable", `Redis does not answer at ${config.redis.url} (${(err as Error).message})`);
+          throw redisUnavailable(config.redis.url, lastConnectionError ?? (err as Error).message);
         }
         throw err;
       }
@@ -102,7 +134,7 @@ async function reachable(base: string): Promise<boolean> {
   }
 }
 
-export function loadCliConfig(opts: GlobalOptions): { config: Config; redisExplicit: boolean } {
+export function loadCliConfig(opts: GlobalOptions): LoadedConfig {
   const loaded = loadConfig(opts.config ? { file: opts.config } : {});
   const runtime = readRuntimeInfo(loaded.config.storage.dir);
   // An embedded Redis of a running `switchboard start` wins over the default URL.

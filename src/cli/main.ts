@@ -16,7 +16,9 @@ import { sendCommand } from "./commands/send.js";
 import { serveCommand } from "./commands/serve.js";
 import { sessionsCommand } from "./commands/sessions.js";
 import { statusCommand } from "./commands/status.js";
+import { doctorCommand } from "./commands/doctor.js";
 import type { GlobalOptions } from "./client.js";
+import { startProgress, stopProgress } from "./progress.js";
 
 const program = new Command("switchboard")
   .description("Session gateway for AI agents on BullMQ + Redis")
@@ -25,6 +27,12 @@ const program = new Command("switchboard")
   .option("--token <token>", "gateway bearer token (or $SWITCHBOARD_TOKEN)")
   .showHelpAfterError();
 
+// `switchboard sessions | head -3`: the reader has gone, so the output is over; not an error.
+process.stdout.on("error", (err: NodeJS.ErrnoException) => {
+  if (err.code === "EPIPE") process.exit(exitCode);
+  throw err;
+});
+
 const g = (cmd: Command): GlobalOptions => cmd.optsWithGlobals() as GlobalOptions;
 let exitCode = 0;
 const run = (fn: (...a: never[]) => Promise<number | void> | number) =>
@@ -32,29 +40,45 @@ const run = (fn: (...a: never[]) => Promise<number | void> | number) =>
     const code = await (fn as (...a: unknown[]) => Promise<number | void> | number)(...args);
     if (typeof code === "number") exitCode = code;
   };
+/** An operator command: a spinner on a terminal once it runs over a second (cli/progress.ts). */
+const op = (label: string, fn: (...a: never[]) => Promise<number | void> | number) =>
+  run(async (...args: never[]) => {
+    startProgress(label);
+    try {
+      return await (fn as (...a: never[]) => Promise<number | void> | number)(...args);
+    } finally {
+      stopProgress();
+    }
+  });
+const forceHelp = "start even when this config's agents/runtimes differ from the running deployment's";
 
-program.command("start").description("gateway + workers in one process (starts its own redis-server when none is configured)")
+program.command("start").option("--force", forceHelp).description("gateway + workers in one process (starts its own redis-server when none is configured)")
   .action(run(async (_o: unknown, cmd: Command) => serveCommand("start", g(cmd))));
-program.command("gateway").description("HTTP gateway only (stateless; scale behind a load balancer)")
+program.command("gateway").option("--force", forceHelp).description("HTTP gateway only (stateless; scale behind a load balancer)")
   .action(run(async (_o: unknown, cmd: Command) => serveCommand("gateway", g(cmd))));
 program.command("worker").description("BullMQ workers only (scale out on any number of hosts)")
   .option("--queues <list>", "comma-separated: runs,announce,delivery,maintenance (default all)")
   .option("--concurrency <n>", "jobs in parallel per queue")
+  .option("--force", forceHelp)
   .action(run(async (_o: unknown, cmd: Command) => serveCommand("worker", g(cmd) as never)));
 program.command("status").description("gateway, Redis, queue depths, workers, recent sessions").option("--json")
-  .action(run(async (_o: unknown, cmd: Command) => statusCommand(g(cmd))));
+  .action(op("asking the gateway and Redis…", async (_o: unknown, cmd: Command) => statusCommand(g(cmd))));
 program.command("sessions").description("list sessions (200 by default; --limit N, --all pages through every one)").option("--json").option("--active <minutes>").option("--agent <id>").option("--limit <n>").option("--all")
-  .action(run(async (_o: unknown, cmd: Command) => sessionsCommand(g(cmd))));
+  .action(op("listing sessions…", async (_o: unknown, cmd: Command) => sessionsCommand(g(cmd))));
 program.command("send <sessionKey> <message>").description("enqueue a message into a session").option("--wait <seconds>").option("--agent <id>").option("--json")
-  .action(run(async (key: string, message: string, _o: unknown, cmd: Command) => sendCommand(key, message, g(cmd))));
+  .action(op("sending…", async (key: string, message: string, _o: unknown, cmd: Command) => sendCommand(key, message, g(cmd))));
 program.command("history <sessionKey>").description("print a transcript").option("--limit <n>").option("--json")
-  .action(run(async (key: string, _o: unknown, cmd: Command) => historyCommand(key, g(cmd))));
+  .action(op("reading the transcript…", async (key: string, _o: unknown, cmd: Command) => historyCommand(key, g(cmd))));
 program.command("call [method]").description("call a gateway RPC method (--list: the methods)").option("--params <json>")
   .option("--list", "list the RPC methods with a one-line description").option("--json", "with --list: as JSON")
-  .action(run(async (method: string | undefined, _o: unknown, cmd: Command) => callCommand(method, g(cmd))));
+  .action(op("calling…", async (method: string | undefined, _o: unknown, cmd: Command) => callCommand(method, g(cmd))));
 program.command("deadletters [action] [runId]").description("messages whose turn was given up: list | replay <runId> | replay --all | discard <runId>")
   .option("--all", "with replay: every dead letter").option("--json")
-  .action(run(async (action: string | undefined, runId: string | undefined, _o: unknown, cmd: Command) => deadLettersCommand(action, runId, g(cmd))));
+  .action(op("working…", async (action: string | undefined, runId: string | undefined, _o: unknown, cmd: Command) => deadLettersCommand(action, runId, g(cmd))));
+program.command("doctor").description("check the deployment: Redis, storage, config, queues, clocks; exit 0 when healthy, 1 with the reasons")
+  .option("--json")
+  .option("--alive <role>", "only: is a `switchboard <role>` process on this host heartbeating? (a container health check)")
+  .action(op("checking…", async (_o: unknown, cmd: Command) => doctorCommand(g(cmd) as never)));
 program.command("mcp").description("the session tools over MCP (stdio, or streamable HTTP with --http), acting as one session")
   .requiredOption("--session <key>", "the session the MCP client acts as (its visibility and tool profile apply)")
   .option("--http <port>", "serve streamable HTTP on this port (0: any free port) at /mcp instead of stdio")
@@ -76,7 +100,8 @@ program.parseAsync(process.argv).then(
   },
   (err: unknown) => {
     if (err instanceof ConfigError) {
-      process.stderr.write(err.issues.map((i) => `${i.path}: ${i.message}`).join("\n") + "\n");
+      const where = err.source ? `config file ${err.source}` : "config (no file: defaults and environment variables)";
+      process.stderr.write(`error [invalid_config]: ${where}:\n` + err.issues.map((i) => `  ${i.path}: ${i.message}`).join("\n") + "\n");
     } else if (err instanceof SwitchboardError) {
       process.stderr.write(`error [${err.code}]: ${err.message}\n`);
     } else {

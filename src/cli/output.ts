@@ -3,16 +3,22 @@ export function printJson(value: unknown): void {
   process.stdout.write(JSON.stringify(value, null, 2) + "\n");
 }
 
-export function printTable(rows: Record<string, unknown>[], columns: string[]): void {
-  if (rows.length === 0) {
-    process.stdout.write("(none)\n");
-    return;
-  }
+/** Rows as a table with aligned columns; numeric columns align right. Cells over 60 wide end in "…". */
+export function formatTable(rows: Record<string, unknown>[], columns: string[]): string {
   const cell = (v: unknown) => (v === undefined || v === null ? "" : String(v));
+  const fit = (v: string, w: number) => (v.length > w ? `${v.slice(0, w - 1)}…` : v);
+  const numeric = columns.map((c) => rows.length > 0 && rows.every((r) => typeof r[c] === "number"));
   const widths = columns.map((c) => Math.min(60, Math.max(c.length, ...rows.map((r) => cell(r[c]).length))));
-  const line = (vals: string[]) => vals.map((v, i) => v.slice(0, widths[i]).padEnd(widths[i]!)).join("  ").trimEnd();
-  process.stdout.write(line(columns) + "\n" + line(widths.map((w) => "-".repeat(w))) + "\n");
-  for (const r of rows) process.stdout.write(line(columns.map((c) => cell(r[c]))) + "\n");
+  const line = (vals: string[]) =>
+    vals
+      .map((v, i) => (numeric[i] ? fit(v, widths[i]!).padStart(widths[i]!) : fit(v, widths[i]!).padEnd(widths[i]!)))
+      .join("  ")
+      .trimEnd();
+  return [line(columns), line(widths.map((w) => "-".repeat(w))), ...rows.map((r) => line(columns.map((c) => cell(r[c]))))].join("\n") + "\n";
+}
+
+export function printTable(rows: Record<string, unknown>[], columns: string[]): void {
+  process.stdout.write(rows.length === 0 ? "(none)\n" : formatTable(rows, columns));
 }
 
 export function ago(ms: number): string {

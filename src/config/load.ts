@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { resolve } from "node:path";
 import JSON5 from "json5";
-import { ConfigError } from "../errors/index.js";
+import { ConfigError, type ConfigIssue } from "../errors/index.js";
 import { parseConfig } from "./parse.js";
 import type { Config } from "./schema.js";
 import { unusedKeyWarnings } from "./unused-keys.js";
@@ -63,16 +63,37 @@ function setIn(obj: Record<string, unknown>, path: string[], value: unknown): vo
   cur[path[path.length - 1]!] = value;
 }
 
+/** Environment variables that override a config path (applied before validation). */
+export const ENV_OVERRIDES = [
+  { env: "REDIS_URL", path: ["redis", "url"] },
+  { env: "SWITCHBOARD_STATE_DIR", path: ["storage", "dir"] },
+  { env: "SWITCHBOARD_PORT", path: ["gateway", "port"] },
+  { env: "SWITCHBOARD_TOKEN", path: ["gateway", "auth", "token"] },
+] as const;
+
 export function applyEnvOverrides(raw: Record<string, unknown>, env: NodeJS.ProcessEnv): Record<string, unknown> {
   const out = structuredClone(raw);
-  if (env.REDIS_URL) setIn(out, ["redis", "url"], env.REDIS_URL);
-  if (env.SWITCHBOARD_STATE_DIR) setIn(out, ["storage", "dir"], env.SWITCHBOARD_STATE_DIR);
-  if (env.SWITCHBOARD_PORT) {
-    const port = Number(env.SWITCHBOARD_PORT);
-    setIn(out, ["gateway", "port"], Number.isFinite(port) ? port : env.SWITCHBOARD_PORT);
+  for (const o of ENV_OVERRIDES) {
+    const value = env[o.env];
+    if (!value) continue;
+    // A port is a number in the file; from the environment it is text that must read as one.
+    setIn(out, [...o.path], o.env === "SWITCHBOARD_PORT" && /^\s*\d+\s*$/.test(value) ? Number(value) : value);
   }
-  if (env.SWITCHBOARD_TOKEN) setIn(out, ["gateway", "auth", "token"], env.SWITCHBOARD_TOKEN);
   return out;
+}
+
+/**
+ * A problem with a value that came from the environment is reported under the variable's name
+ * (`SWITCHBOARD_PORT: …`), not under a config path the file may not even contain.
+ */
+export function blameEnvironment(issues: ConfigIssue[], env: NodeJS.ProcessEnv): ConfigIssue[] {
+  return issues.map((i) => {
+    const o = ENV_OVERRIDES.find((x) => env[x.env] && i.path === x.path.join("."));
+    if (!o) return i;
+    const shown = o.env === "SWITCHBOARD_TOKEN" ? "(hidden)" : JSON.stringify(env[o.env]);
+    const message = o.env === "SWITCHBOARD_PORT" ? "must be a port number 0-65535" : i.message;
+    return { path: o.env, message: `${message} (got ${shown}; it sets ${i.path})` };
+  });
 }
 
 export function loadConfig(opts: { file?: string; env?: NodeJS.ProcessEnv } = {}): LoadedConfig {
@@ -83,7 +104,14 @@ export function loadConfig(opts: { file?: string; env?: NodeJS.ProcessEnv } = {}
   if (existsSync(path)) raw = readConfigFile(path);
   else if (explicitFile) throw new ConfigError([{ path: "(file)", message: `not found: ${path}` }], path);
   const redisExplicit = Boolean(env.REDIS_URL) || Boolean((raw.redis as Record<string, unknown> | undefined)?.url);
-  const config = parseConfig(applyEnvOverrides(raw, env), existsSync(path) ? path : undefined);
+  const source = existsSync(path) ? path : undefined;
+  let config: Config;
+  try {
+    config = parseConfig(applyEnvOverrides(raw, env), source);
+  } catch (err) {
+    if (err instanceof ConfigError) throw new ConfigError(blameEnvironment(err.issues, env), source);
+    throw err;
+  }
   config.storage.dir = expandHome(config.storage.dir);
   return { config, path: existsSync(path) ? path : undefined, redisExplicit, warnings: unusedKeyWarnings(raw) };
 }

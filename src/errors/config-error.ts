@@ -8,6 +8,8 @@ export interface ConfigIssue {
 /** An invalid configuration: every problem at once, each as `path: message`. */
 export class ConfigError extends SwitchboardError {
   readonly issues: ConfigIssue[];
+  /** The file the config came from, when there was one (printed so people know what to edit). */
+  readonly source: string | undefined;
 
   constructor(issues: ConfigIssue[], source?: string) {
     const where = source ? ` (${source})` : "";
@@ -17,5 +19,6 @@ export class ConfigError extends SwitchboardError {
       { issues },
     );
     this.issues = issues;
+    this.source = source;
   }
 }

@@ -173,6 +173,8 @@ export function createRpcMethods(svc: Services): Record<string, RpcHandler> {
       const { record } = await svc.waiter().wait(p.runId, p.timeoutMs ?? 30_000);
       if (!record) throw new SwitchboardError("run_not_found", `No run found: ${p.runId}`);
       const done = isTerminal(record.status);
+      // Never started and nobody to start it: say so instead of a bare timeout.
+      const noWorker = !done && record.status === "queued" && (await nobodyConsumesRuns(svc));
       return {
         runId: p.runId,
         status: done ? record.status : "timeout",
@@ -180,6 +182,7 @@ export function createRpcMethods(svc: Services): Record<string, RpcHandler> {
         ...(record.error ? { error: record.error } : {}),
         // Not done because storage refuses writes: say why instead of a bare timeout.
         ...(!done && record.stalledReason ? { error: record.stalledReason } : {}),
+        ...(noWorker ? { error: "no worker is consuming the runs queue: the run waits until one starts (switchboard worker, or switchboard start)" } : {}),
         ...(record.startedAt ? { startedAt: record.startedAt } : {}),
         ...(record.endedAt ? { endedAt: record.endedAt } : {}),
         ...(done ? {} : { runStatus: record.status }),
@@ -231,3 +234,19 @@ export function createRpcMethods(svc: Services): Record<string, RpcHandler> {
   return Object.assign(Object.create(null) as Record<string, RpcHandler>, methods);
 }
 
+/**
+ * True only when Redis says no worker is connected to the runs queue. Asked only for a wait that
+ * timed out on a run never started; an outage or a slow answer must not turn that timeout into
+ * an error, so anything but a prompt 0 counts as "not known to be empty".
+ */
+async function nobodyConsumesRuns(svc: Services): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const late = new Promise<number>((resolve) => (timer = setTimeout(() => resolve(-1), 500)));
+    return (await Promise.race([svc.queues.runs.getWorkersCount(), late])) === 0;
+  } catch {
+    return false;
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -106,3 +106,15 @@ export class RedisKeys {
     return this.base;
   }
 }
+
+/**
+ * The Redis-wide registry of running Switchboard processes (deployment/process-registry.ts).
+ * Outside every prefix on purpose: a process must see the processes of other prefixes that share
+ * its Redis. One hash tag, so both keys sit in one Redis Cluster slot for the registry's scripts.
+ */
+export const REGISTRY_KEYS = {
+  /** Sorted set: process id → expiry (ms on Redis's clock). */
+  expiries: "switchboard:{registry}:expiries",
+  /** Hash: process id → record JSON. */
+  records: "switchboard:{registry}:records",
+} as const;

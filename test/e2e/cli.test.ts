@@ -137,10 +137,19 @@ describe("switchboard start + operator commands over HTTP", () => {
     expect(r.stdout).toContain(`Gateway: up at ${runtime.gatewayUrl}\n`);
     expect(r.stdout).toMatch(new RegExp(`^Redis: +up \\(${testRedisUrl().replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}, \\d+ ms\\)$`, "m"));
     expect(r.stdout).toMatch(/^Workers: [1-9]\d*$/m);
-    for (const q of QUEUE_NAMES) {
-      expect(r.stdout).toMatch(new RegExp(`^  ${q} +waiting \\d+  active \\d+  delayed \\d+  failed 0  workers \\d+$`, "m"));
+    // Aligned tables: a header, a rule of dashes as wide as each column, numbers aligned right.
+    const lines = r.stdout.split("\n");
+    const header = lines.findIndex((l) => /^queue +waiting +active +delayed +failed +workers$/.test(l));
+    expect(header, r.stdout).toBeGreaterThan(0);
+    expect(lines[header + 1]).toMatch(/^-+( +-+){5}$/);
+    expect(lines[header + 1]!.length).toBe(lines[header]!.length);
+    for (const [i, q] of QUEUE_NAMES.entries()) {
+      const row = lines[header + 2 + i]!;
+      expect(row).toMatch(new RegExp(`^${q} +\\d+ +\\d+ +\\d+ +0 +[1-9]\\d*$`));
+      expect(row.length, "right-aligned numbers end where the header ends").toBe(lines[header]!.length);
     }
-    expect(r.stdout).toMatch(/^ {2}agent:main:main {2}\(\d+[smhd] ago\)$/m);
+    expect(r.stdout).toMatch(/^process +host +pid +heartbeat\n-+ +-+ +-+ +-+\nstart +\S+ +\d+ +\d+s ago$/m);
+    expect(r.stdout).toMatch(/^recent session +updated\n-+ +-+\nagent:main:main +\d+[smhd] ago$/m);
   });
 
   it("call sessions.list --params prints the JSON result", async () => {

@@ -1,5 +1,6 @@
 import { connect, type GlobalOptions } from "../client.js";
 import { printJson } from "../output.js";
+import { updateProgress } from "../progress.js";
 
 /** `switchboard send <sessionKey> <message> [--wait SEC]`: enqueue a turn, optionally wait for the reply. */
 export async function sendCommand(sessionKey: string, message: string, opts: GlobalOptions & { wait?: string; json?: boolean; agent?: string }): Promise<number> {
@@ -12,6 +13,7 @@ export async function sendCommand(sessionKey: string, message: string, opts: Glo
       else process.stdout.write(`queued run ${accepted.runId} in ${accepted.sessionKey}\n`);
       return 0;
     }
+    updateProgress(`waiting up to ${waitSec} s for the reply to run ${accepted.runId}…`);
     const res = (await client.rpc("agent.wait", { runId: accepted.runId, timeoutMs: Math.round(waitSec * 1000) })) as {
       status: string;
       reply?: string;

@@ -12,6 +12,8 @@ import { formatBoundAddresses } from "../../gateway/bound-addresses.js";
 import { parseQueueList } from "../../queues/queue-names.js";
 import type { GlobalOptions } from "../client.js";
 import { ValidationError } from "../../errors/index.js";
+import { joinDeployment, sharingSummary, type Registration } from "../../deployment/index.js";
+import { redisUnavailable } from "../client.js";
 
 const log = createLogger("switchboard");
 
@@ -35,26 +37,32 @@ function onShutdown(fn: () => Promise<void>): void {
 
 async function ensureRedis(config: Config, redisExplicit: boolean, allowEmbedded: boolean): Promise<EmbeddedRedis | undefined> {
   if (await redisAnswers(config.redis.url)) return undefined;
-  if (redisExplicit || !allowEmbedded) throw new Error(`Redis does not answer at ${config.redis.url}`);
+  if (redisExplicit || !allowEmbedded) throw redisUnavailable(config.redis.url, "no answer");
   const embedded = await startEmbeddedRedis(config.storage.dir);
-  log.info({ url: embedded.url, dataDir: embedded.dataDir }, `no Redis at ${config.redis.url}: started an embedded redis-server`);
+  process.stderr.write(`no Redis at ${config.redis.url}: started an embedded redis-server (data in ${embedded.dataDir})\n`);
   config.redis.url = embedded.url;
   return embedded;
 }
 
-export async function serveCommand(mode: "start" | "gateway" | "worker", opts: GlobalOptions & { queues?: string; concurrency?: string }): Promise<void> {
+export async function serveCommand(mode: "start" | "gateway" | "worker", opts: GlobalOptions & { queues?: string; concurrency?: string; force?: boolean }): Promise<void> {
   if (opts.concurrency !== undefined && !(Number.isInteger(Number(opts.concurrency)) && Number(opts.concurrency) >= 1)) {
     throw new ValidationError(`--concurrency must be a whole number ≥ 1 (got ${JSON.stringify(opts.concurrency)})`);
   }
   const { config, redisExplicit, warnings } = loadConfig(opts.config ? { file: opts.config } : {});
   // Once, at start-up: keys accepted for OpenClaw compatibility that change nothing here.
-  for (const w of warnings) {
-    log.warn({ configKey: w.slice(0, w.indexOf(":")) }, `config: ${w}`);
-    process.stderr.write(`warning: config ${w}\n`);
-  }
+  // Start-up notices are plain lines on stderr, each once (not also as a JSON log line).
+  for (const w of warnings) process.stderr.write(`warning: config ${w}\n`);
   // Usage errors first: a bad --queues must not wait for (or be hidden behind) a Redis check.
   const queues = parseQueueList(opts.queues);
   const embedded = await ensureRedis(config, redisExplicit, mode === "start");
+  // Before taking any work: agents/runtimes must match the deployment's (or --force).
+  let registration: Registration;
+  try {
+    registration = await joinDeployment(config, { role: mode, ...(opts.force ? { force: true } : {}), ...(mode !== "gateway" ? { queues } : {}) });
+  } catch (err) {
+    await embedded?.stop();
+    throw err;
+  }
   let system: SwitchboardSystem;
   try {
     system = await startSystem(config, {
@@ -62,6 +70,7 @@ export async function serveCommand(mode: "start" | "gateway" | "worker", opts: G
       workers: mode === "gateway" ? false : { queues, ...(opts.concurrency ? { concurrency: Number(opts.concurrency) } : {}) },
     });
   } catch (err) {
+    await registration.leave();
     await embedded?.stop();
     throw err;
   }
@@ -71,9 +80,14 @@ export async function serveCommand(mode: "start" | "gateway" | "worker", opts: G
   // The address actually bound (port 0 → the port the OS picked, 0.0.0.0 stays 0.0.0.0), then the URL to use.
   const listening = system.gateway ? formatBoundAddresses(system.gateway.app.addresses()) : undefined;
   const where = system.url ? ` gateway listening on ${listening} at ${system.url} (Bull Board ${system.url}/admin/queues)` : "";
-  log.info({ redis: config.redis.url, storage: config.storage.dir, ...(listening ? { listening } : {}) }, `switchboard ${mode} ready:${where}`);
-  process.stderr.write(`switchboard ${mode} ready:${where} redis ${config.redis.url}\n`);
+  log.debug({ redis: config.redis.url, storage: config.storage.dir, ...(listening ? { listening } : {}) }, `switchboard ${mode} ready`);
+  const forced = registration.record.forced ? " (started with --force: its agents/runtimes differ from the deployment's)" : "";
+  process.stderr.write(
+    `switchboard ${mode} uses redis ${config.redis.url}${embedded ? " (embedded)" : ""}, prefix "${config.redis.prefix}"${forced}: ${sharingSummary(registration.record, registration.others)}\n`,
+  );
+  process.stderr.write(`switchboard ${mode} ready${where ? `:${where}` : ""}\n`);
   onShutdown(async () => {
+    await registration.leave();
     await system.close();
     if (mode === "start") removeRuntimeInfo(config.storage.dir);
     await embedded?.stop();

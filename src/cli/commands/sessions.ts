@@ -2,6 +2,7 @@ import type { SessionEntry } from "../../storage/session-entry.js";
 import { ValidationError } from "../../errors/index.js";
 import { connect, type GlobalOptions } from "../client.js";
 import { ago, printJson, printTable } from "../output.js";
+import { updateProgress } from "../progress.js";
 
 /** Rows per `sessions.list` call; `--all` keeps asking until a page comes back short. */
 export const SESSIONS_PAGE = 200;
@@ -35,6 +36,7 @@ export async function sessionsCommand(opts: GlobalOptions & { json?: boolean; ac
       const page = Math.min(SESSIONS_PAGE, want - sessions.length);
       const res = (await client.rpc("sessions.list", { ...base, limit: page, ...(offset ? { offset } : {}) })) as ListAnswer;
       sessions.push(...res.sessions);
+      updateProgress(`listing sessions… ${sessions.length} so far`);
       if (res.nextOffset === undefined || sessions.length >= want) break;
       offset = res.nextOffset;
     }

@@ -1,5 +1,6 @@
 import { loadCliConfig, connect, type GlobalOptions } from "../client.js";
-import { ago, printJson } from "../output.js";
+import { ago, formatTable, printJson } from "../output.js";
+import { listProcesses } from "../../deployment/process-registry.js";
 import { createServices } from "../../app/services.js";
 import { QUEUE_NAMES } from "../../queues/queue-names.js";
 import { readRuntimeInfo } from "../../app/runtime-file.js";
@@ -28,6 +29,9 @@ export async function statusCommand(opts: GlobalOptions & { json?: boolean }): P
     out.storage = fault ? { healthy: false, code: fault.code, message: fault.message, since: fault.since } : { healthy: true };
     out.deadLetters = await svc.deadLetters.count();
     out.sessions = (await svc.sessions.list({ limit: 5 })).map((s) => ({ key: s.key, updatedAt: s.updatedAt, ago: ago(s.updatedAt) }));
+    out.processes = (await listProcesses(svc.redis))
+      .filter((p) => p.prefix === config.redis.prefix)
+      .map((p) => ({ role: p.role, host: p.host, pid: p.pid, version: p.version, startedAt: p.startedAt, heartbeatAt: p.heartbeatAt, ...(p.forced ? { forced: true } : {}) }));
   } catch (err) {
     (out.redis as Record<string, unknown>).up = false;
     (out.redis as Record<string, unknown>).error = (err as Error).message;
@@ -39,20 +43,32 @@ export async function statusCommand(opts: GlobalOptions & { json?: boolean }): P
     printJson(out);
   } else {
     const r = out.redis as { url: string; up: boolean; pingMs?: number; error?: string };
-    process.stdout.write(`Gateway: ${gateway.reachable ? `up at ${gateway.url}` : "not reachable"}\n`);
-    process.stdout.write(`Redis:   ${r.up ? `up (${r.url}, ${r.pingMs} ms)` : `DOWN (${r.url}: ${r.error})`}\n`);
+    const lines = [
+      `Gateway: ${gateway.reachable ? `up at ${gateway.url}` : "not reachable"}`,
+      `Redis:   ${r.up ? `up (${r.url}, ${r.pingMs} ms)` : `DOWN (${r.url}: ${r.error})`}`,
+    ];
+    if (!r.up) lines.push("         start Redis, or point REDIS_URL / redis.url (--config) at it; `switchboard doctor` checks the whole setup");
     if (out.queues) {
-      process.stdout.write(`Workers: ${out.workers}\nQueues:\n`);
-      for (const [name, c] of Object.entries(out.queues as Record<string, Record<string, number>>)) {
-        process.stdout.write(`  ${name.padEnd(12)} waiting ${c.waiting}  active ${c.active}  delayed ${c.delayed}  failed ${c.failed}  workers ${c.workers}\n`);
-      }
       const st = out.storage as { healthy: boolean; code?: string; message?: string; since?: number };
-      process.stdout.write(`Storage: ${st.healthy ? "ok" : `UNHEALTHY since ${new Date(st.since ?? 0).toISOString()} (${st.code}: ${st.message}); turns are parked`}\n`);
       const dl = out.deadLetters as number;
-      process.stdout.write(`Dead letters: ${dl}${dl ? "  (switchboard deadletters to list and replay)" : ""}\n`);
-      process.stdout.write("Recent sessions:\n");
-      for (const s of out.sessions as { key: string; ago: string }[]) process.stdout.write(`  ${s.key}  (${s.ago})\n`);
+      lines.push(
+        `Workers: ${out.workers}`,
+        `Storage: ${st.healthy ? "ok" : `UNHEALTHY since ${new Date(st.since ?? 0).toISOString()} (${st.code}: ${st.message}); turns are parked`}`,
+        `Dead letters: ${dl}${dl ? "  (switchboard deadletters to list and replay)" : ""}`,
+        "",
+        formatTable(
+          Object.entries(out.queues as Record<string, Record<string, number>>).map(([name, c]) => ({ queue: name, ...c })),
+          ["queue", "waiting", "active", "delayed", "failed", "workers"],
+        ),
+      );
+      const procs = out.processes as { role: string; host: string; pid: number; heartbeatAt: number; forced?: boolean }[];
+      if (procs.length) {
+        lines.push(formatTable(procs.map((p) => ({ process: p.role + (p.forced ? " (forced)" : ""), host: p.host, pid: p.pid, heartbeat: ago(p.heartbeatAt) })), ["process", "host", "pid", "heartbeat"]));
+      }
+      const sessions = out.sessions as { key: string; ago: string }[];
+      lines.push(sessions.length ? formatTable(sessions.map((x) => ({ "recent session": x.key, updated: x.ago })), ["recent session", "updated"]) : "(no sessions yet)\n");
     }
+    process.stdout.write(lines.join("\n").replace(/\n*$/, "\n"));
   }
   return (out.redis as { up: boolean }).up ? 0 : 1;
 }

@@ -1,0 +1,233 @@
+/**
+ * The checks behind `switchboard doctor`, each returning findings (doctor/report.ts). They look,
+ * never change anything, except a probe file written and removed in the state dir.
+ */
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
+import { join } from "node:path";
+import { Redis } from "ioredis";
+import type { Config } from "../config/schema.js";
+import type { Services } from "../app/services.js";
+import { QUEUE_NAMES } from "../queues/queue-names.js";
+import { StorageFaults } from "../runs/storage-faults.js";
+import { configFingerprint, fingerprintDifferences, type ConfigFingerprint } from "../deployment/fingerprint.js";
+import { describeProcess, HEARTBEAT_EVERY_MS, listProcesses, measureSkew, type LiveProcess } from "../deployment/process-registry.js";
+import { filesystemNote, filesystemOf, formatBytes } from "./filesystem.js";
+import type { Finding } from "./report.js";
+
+/** Clocks further apart than this make run timestamps and daily/idle resets disagree between hosts. */
+export const MAX_CLOCK_SKEW_MS = 1000;
+/** Below BullMQ's minimum it refuses to run; below the recommended one some features degrade. */
+const REDIS_MIN = "5.0.0";
+const REDIS_RECOMMENDED = "6.2.0";
+const LOW_DISK_BYTES = 1024 ** 3;
+
+export function versionBelow(version: string, min: string): boolean {
+  const a = version.split(".").map((n) => parseInt(n, 10) || 0);
+  const b = min.split(".").map((n) => parseInt(n, 10) || 0);
+  for (let i = 0; i < 3; i++) if ((a[i] ?? 0) !== (b[i] ?? 0)) return (a[i] ?? 0) < (b[i] ?? 0);
+  return false;
+}
+
+/** `field:value` lines of INFO. */
+export function infoField(info: string, field: string): string | undefined {
+  const line = info.split(/\r?\n/).find((l) => l.startsWith(`${field}:`));
+  return line?.slice(field.length + 1).trim();
+}
+
+/** A Redis connection that fails at once instead of retrying (doctor reports, it does not wait). */
+export async function probeRedis(url: string, timeoutMs = 2000): Promise<{ redis?: Redis; error?: string }> {
+  const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null, connectTimeout: timeoutMs });
+  let lastError: string | undefined;
+  r.on("error", (err: Error) => (lastError = err.message));
+  try {
+    await r.connect();
+    await r.ping();
+    return { redis: r };
+  } catch (err) {
+    r.disconnect();
+    return { error: lastError ?? (err as Error).message };
+  }
+}
+
+export async function checkRedis(redis: Redis, url: string): Promise<Finding[]> {
+  const t0 = performance.now();
+  await redis.ping();
+  const pingMs = Math.round(performance.now() - t0);
+  const info = await redis.info();
+  const version = infoField(info, "valkey_version") ?? infoField(info, "redis_version") ?? "unknown";
+  const policy = infoField(info, "maxmemory_policy") ?? "unknown";
+  const out: Finding[] = [{ check: "redis", level: "ok", message: `${url}: Redis ${version}, ping ${pingMs} ms, maxmemory-policy ${policy}` }];
+  if (version !== "unknown" && versionBelow(version, REDIS_MIN)) {
+    out.push({ check: "redis", level: "fail", message: `Redis ${version} is older than ${REDIS_MIN}, which BullMQ needs`, fix: `upgrade Redis (${REDIS_RECOMMENDED} or newer)` });
+  } else if (version !== "unknown" && versionBelow(version, REDIS_RECOMMENDED)) {
+    out.push({ check: "redis", level: "warn", message: `Redis ${version}: ${REDIS_RECOMMENDED} or newer is recommended`, fix: "upgrade Redis" });
+  }
+  if (policy !== "noeviction" && policy !== "unknown") {
+    out.push({
+      check: "redis",
+      level: "fail",
+      message: `maxmemory-policy is ${policy}: Redis may evict queue jobs, leases and session entries under memory pressure`,
+      fix: "CONFIG SET maxmemory-policy noeviction (and put it in redis.conf)",
+    });
+  }
+  return out;
+}
+
+export function checkStorage(config: Config): Finding[] {
+  const dir = config.storage.dir;
+  const probe = join(dir, `.doctor-${process.pid}`);
+  try {
+    mkdirSync(dir, { recursive: true });
+    const fd = openSync(probe, "w");
+    try {
+      writeSync(fd, "switchboard doctor\n");
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    if (readFileSync(probe, "utf8") !== "switchboard doctor\n") throw new Error("read back something else than was written");
+  } catch (err) {
+    return [{ check: "storage", level: "fail", message: `${dir} is not writable: ${(err as Error).message}`, fix: "fix the permissions or the mount of storage.dir (SWITCHBOARD_STATE_DIR)" }];
+  } finally {
+    try {
+      rmSync(probe, { force: true });
+    } catch {
+      // Nothing was written (the dir is not there or not a dir): nothing to remove.
+    }
+  }
+  const fs = filesystemOf(dir);
+  const note = filesystemNote(fs.type);
+  const out: Finding[] = [
+    { check: "storage", level: "ok", message: `${dir} writable, ${fs.type}, ${formatBytes(fs.freeBytes)} free of ${formatBytes(fs.totalBytes)}${note?.level === "ok" ? ` (${note.note})` : ""}` },
+  ];
+  if (note?.level === "warn") out.push({ check: "storage", level: "warn", message: `${fs.type}: ${note.note}`, fix: "put storage.dir on a persistent disk or volume" });
+  if (fs.freeBytes < LOW_DISK_BYTES) out.push({ check: "storage", level: "warn", message: `only ${formatBytes(fs.freeBytes)} free`, fix: "free space: when writes fail, turns are parked and then dead-lettered" });
+  return out;
+}
+
+/** The fault workers publish while transcript writes fail (read by /readyz too). */
+export async function checkStorageFault(svc: Services): Promise<Finding[]> {
+  const fault = await StorageFaults.current(svc.redis, svc.keys);
+  if (!fault) return [];
+  return [{
+    check: "storage",
+    level: "fail",
+    message: `workers report transcript writes failing since ${new Date(fault.since).toISOString()} (${fault.code}: ${fault.message}); turns are parked`,
+    fix: "fix the storage on the workers' hosts; parked turns resume by themselves",
+  }];
+}
+
+export async function checkQueues(svc: Services): Promise<Finding[]> {
+  const out: Finding[] = [];
+  const parts: string[] = [];
+  for (const name of QUEUE_NAMES) {
+    const q = svc.queues[name];
+    const c = await q.getJobCounts("waiting", "active", "failed");
+    const workers = await q.getWorkersCount();
+    parts.push(`${name} ${workers} worker${workers === 1 ? "" : "s"}, ${c.waiting ?? 0} waiting, ${c.failed ?? 0} failed`);
+    if ((c.failed ?? 0) > 0) {
+      out.push({ check: "queues", level: "warn", message: `${name}: ${c.failed} failed job${c.failed === 1 ? "" : "s"}`, fix: "look at them in Bull Board (/admin/queues); dead letters: switchboard deadletters" });
+    }
+    if (name === "runs" && workers === 0) {
+      out.push({ check: "queues", level: "fail", message: "no worker consumes the runs queue: messages are queued but no turn runs", fix: "start one: switchboard worker (or switchboard start)" });
+    }
+  }
+  const dead = await svc.deadLetters.count();
+  if (dead > 0) out.push({ check: "queues", level: "warn", message: `${dead} dead letter${dead === 1 ? "" : "s"}`, fix: "switchboard deadletters (list, replay, discard)" });
+  return [{ check: "queues", level: "ok", message: parts.join("; ") }, ...out];
+}
+
+/** Live processes of this prefix: do they agree on agents/runtimes, with each other and this config? */
+export function judgeProcesses(config: Config, all: LiveProcess[], nowMs: number): Finding[] {
+  const mine = all.filter((p) => p.prefix === config.redis.prefix);
+  const otherPrefixes = [...new Set(all.filter((p) => p.prefix !== config.redis.prefix).map((p) => p.prefix))];
+  const roles = new Map<string, number>();
+  for (const p of mine) roles.set(p.role, (roles.get(p.role) ?? 0) + 1);
+  const summary = mine.length ? [...roles].map(([r, n]) => `${n} ${r}${n === 1 ? "" : "s"}`).join(", ") : "none";
+  const out: Finding[] = [
+    {
+      check: "processes",
+      level: "ok",
+      message: `prefix "${config.redis.prefix}": ${summary}${otherPrefixes.length ? `; other prefixes on this Redis: ${otherPrefixes.map((p) => `"${p}"`).join(", ")}` : ""}`,
+    },
+  ];
+  const byHash = new Map<string, LiveProcess[]>();
+  for (const p of mine) byHash.set(p.fingerprint.hash, [...(byHash.get(p.fingerprint.hash) ?? []), p]);
+  if (byHash.size > 1) {
+    const groups = [...byHash.values()].sort((a, b) => b.length - a.length);
+    const ref = groups[0]![0]!.fingerprint;
+    for (const g of groups.slice(1)) {
+      out.push({
+        check: "processes",
+        level: "fail",
+        message: `${g.map(describeProcess).join(", ")} run${g.length === 1 ? "s" : ""} other agents/runtimes than ${groups[0]!.map(describeProcess).join(", ")}: ${fingerprintDifferences(g[0]!.fingerprint, ref).join("; ")}`,
+        fix: "restart them with one config",
+      });
+    }
+  }
+  const here: ConfigFingerprint = configFingerprint(config);
+  const reference = mine.find((p) => !p.forced)?.fingerprint;
+  if (reference && reference.hash !== here.hash) {
+    out.push({
+      check: "processes",
+      level: "warn",
+      message: `this config differs from the running deployment's: ${fingerprintDifferences(here, reference).join("; ")}`,
+      fix: "a worker or gateway started with it would be refused (or pass --force)",
+    });
+  }
+  const versions = [...new Set(mine.map((p) => p.version))];
+  if (versions.length > 1) out.push({ check: "processes", level: "warn", message: `mixed versions: ${versions.join(", ")}`, fix: "finish the rolling upgrade" });
+  for (const p of mine) {
+    const age = nowMs - p.heartbeatAt;
+    if (age > 2 * HEARTBEAT_EVERY_MS) {
+      out.push({ check: "processes", level: "warn", message: `${describeProcess(p)}: last heartbeat ${Math.round(age / 1000)} s ago (every ${HEARTBEAT_EVERY_MS / 1000} s expected)`, fix: "a blocked event loop or a flaky Redis link on that host" });
+    }
+  }
+  return out;
+}
+
+/** This host's clock and every registered process's against Redis's TIME. */
+export function judgeClocks(localSkewMs: number, processes: LiveProcess[]): Finding[] {
+  const out: Finding[] = [];
+  const ahead = (ms: number) => (ms >= 0 ? `${ms} ms ahead of` : `${-ms} ms behind`);
+  const worst = processes.reduce((m, p) => Math.max(m, Math.abs(p.skewMs)), 0);
+  out.push({
+    check: "clock",
+    level: "ok",
+    message: `this host is ${ahead(localSkewMs)} Redis${processes.length ? `; registered processes within ${worst} ms of it` : ""}`,
+  });
+  const fix = "synchronise the clocks (NTP: chrony or systemd-timesyncd)";
+  if (Math.abs(localSkewMs) > MAX_CLOCK_SKEW_MS) out.push({ check: "clock", level: "fail", message: `this host is ${ahead(localSkewMs)} Redis (over ${MAX_CLOCK_SKEW_MS} ms)`, fix });
+  for (const p of processes) {
+    if (Math.abs(p.skewMs) > MAX_CLOCK_SKEW_MS) out.push({ check: "clock", level: "fail", message: `${describeProcess(p)} is ${ahead(p.skewMs)} Redis (over ${MAX_CLOCK_SKEW_MS} ms)`, fix });
+  }
+  return out;
+}
+
+export async function checkDeployment(redis: Redis, config: Config): Promise<Finding[]> {
+  const [all, localSkew] = await Promise.all([listProcesses(redis), measureSkew(redis)]);
+  const [s, us] = await redis.time();
+  const now = Number(s) * 1000 + Math.floor(Number(us) / 1000);
+  return [...judgeProcesses(config, all, now), ...judgeClocks(localSkew, all)];
+}
+
+export async function checkGateway(base: string): Promise<Finding[]> {
+  try {
+    const res = await fetch(`${base}/readyz`, { signal: AbortSignal.timeout(3000) });
+    const body = (await res.json().catch(() => ({}))) as { error?: string };
+    if (res.ok) return [{ check: "gateway", level: "ok", message: `${base} ready` }];
+    return [{ check: "gateway", level: "fail", message: `${base}/readyz answered ${res.status}${body.error ? `: ${body.error}` : ""}`, fix: "see that gateway's log; switchboard status" }];
+  } catch (err) {
+    const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message;
+    return [{ check: "gateway", level: "fail", message: `${base} does not answer (${cause})`, fix: "start it (switchboard gateway) or fix --url / SWITCHBOARD_URL" }];
+  }
+}
+
+/** `--alive <role>`: is a process of that role on this host registered with a fresh heartbeat? */
+export function judgeAlive(role: string, host: string, prefix: string, processes: LiveProcess[], nowMs: number): Finding {
+  const match = processes.filter((p) => p.host === host && p.prefix === prefix && (role === "any" || p.role === role || p.role === "start"));
+  const fresh = match.filter((p) => nowMs - p.heartbeatAt <= 2 * HEARTBEAT_EVERY_MS);
+  if (fresh.length) return { check: "alive", level: "ok", message: `${fresh.map(describeProcess).join(", ")}: heartbeat ${Math.round((nowMs - fresh[0]!.heartbeatAt) / 1000)} s ago` };
+  if (match.length) return { check: "alive", level: "fail", message: `${describeProcess(match[0]!)} has not sent a heartbeat for ${Math.round((nowMs - match[0]!.heartbeatAt) / 1000)} s`, fix: "it is stuck: restart it" };
+  return { check: "alive", level: "fail", message: `no switchboard ${role} process of prefix "${prefix}" registered from host ${host}`, fix: "it is not running, or cannot reach Redis" };
+}
