@@ -15,7 +15,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../storage/redis-client.js";
 import { luaCommand } from "../storage/lua-script.js";
 import { REGISTRY_KEYS } from "../storage/redis-keys.js";
 import { SwitchboardError } from "../errors/index.js";
@@ -74,13 +74,13 @@ export function describeProcess(p: Pick<ProcessRecord, "role" | "pid" | "host">)
 }
 
 /** ms since the epoch from Redis TIME. */
-export async function redisTimeMs(redis: Redis): Promise<number> {
+export async function redisTimeMs(redis: RedisClient): Promise<number> {
   const [s, us] = await redis.time();
   return Number(s) * 1000 + Math.floor(Number(us) / 1000);
 }
 
 /** Every live record (heartbeat within the TTL), by Redis's clock. */
-export async function listProcesses(redis: Redis): Promise<LiveProcess[]> {
+export async function listProcesses(redis: RedisClient): Promise<LiveProcess[]> {
   const now = await redisTimeMs(redis);
   const live = await redis.zrangebyscore(REGISTRY_KEYS.expiries, `(${now}`, "+inf", "WITHSCORES");
   if (live.length === 0) return [];
@@ -114,7 +114,7 @@ export interface Registration {
  * `redis` (a connection this registration owns and closes on leave()).
  */
 export async function joinRegistry(
-  redis: Redis,
+  redis: RedisClient,
   init: Omit<ProcessRecord, "id" | "host" | "pid" | "forced" | "startedAt" | "skewMs"> & { force?: boolean },
 ): Promise<Registration> {
   const join = luaCommand(redis, LUA_DIR, "registry-join");
@@ -175,7 +175,7 @@ export async function joinRegistry(
 }
 
 /** This clock minus Redis's (ms), from the midpoint of a TIME round trip. */
-export async function measureSkew(redis: Redis): Promise<number> {
+export async function measureSkew(redis: RedisClient): Promise<number> {
   const t0 = Date.now();
   const server = await redisTimeMs(redis);
   return Math.round((t0 + Date.now()) / 2 - server);

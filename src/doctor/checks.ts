@@ -4,7 +4,8 @@
  */
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import { Redis } from "ioredis";
+import type { RedisClient } from "../storage/redis-client.js";
+import { openRedis } from "../queues/redis-connections.js";
 import type { Config } from "../config/schema.js";
 import type { Services } from "../app/services.js";
 import { QUEUE_NAMES } from "../queues/queue-names.js";
@@ -35,8 +36,9 @@ export function infoField(info: string, field: string): string | undefined {
 }
 
 /** A Redis connection that fails at once instead of retrying (doctor reports, it does not wait). */
-export async function probeRedis(url: string, timeoutMs = 2000): Promise<{ redis?: Redis; error?: string }> {
-  const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null, connectTimeout: timeoutMs });
+export async function probeRedis(url: string, timeoutMs = 2000): Promise<{ redis?: RedisClient; error?: string }> {
+  // A cluster URL (redis+cluster://) gets a Cluster client, with the same fail-fast settings per node.
+  const r = openRedis(url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, connectTimeout: timeoutMs }, () => null);
   let lastError: string | undefined;
   r.on("error", (err: Error) => (lastError = err.message));
   try {
@@ -49,7 +51,7 @@ export async function probeRedis(url: string, timeoutMs = 2000): Promise<{ redis
   }
 }
 
-export async function checkRedis(redis: Redis, url: string): Promise<Finding[]> {
+export async function checkRedis(redis: RedisClient, url: string): Promise<Finding[]> {
   const t0 = performance.now();
   await redis.ping();
   const pingMs = Math.round(performance.now() - t0);
@@ -204,7 +206,7 @@ export function judgeClocks(localSkewMs: number, processes: LiveProcess[]): Find
   return out;
 }
 
-export async function checkDeployment(redis: Redis, config: Config): Promise<Finding[]> {
+export async function checkDeployment(redis: RedisClient, config: Config): Promise<Finding[]> {
   const [all, localSkew] = await Promise.all([listProcesses(redis), measureSkew(redis)]);
   const [s, us] = await redis.time();
   const now = Number(s) * 1000 + Math.floor(Number(us) / 1000);
