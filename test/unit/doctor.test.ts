@@ -109,7 +109,7 @@ describe("config problems from the environment", () => {
     };
     expect(issues({ SWITCHBOARD_PORT: "abc" })).toEqual([{ path: "SWITCHBOARD_PORT", message: 'must be a port number 0-65535 (got "abc"; it sets gateway.port)' }]);
     expect(issues({ SWITCHBOARD_PORT: "70000" })[0]!.path).toBe("SWITCHBOARD_PORT");
-    expect(issues({ REDIS_URL: "localhost:6379" })).toEqual([{ path: "REDIS_URL", message: 'must be a redis:// or rediss:// URL (got "localhost:6379"; it sets redis.url)' }]);
+    expect(issues({ REDIS_URL: "localhost:6379" })).toEqual([{ path: "REDIS_URL", message: 'must be a redis://, rediss://, redis+cluster:// or rediss+cluster:// URL (got "localhost:6379"; it sets redis.url)' }]);
     expect(issues({ SWITCHBOARD_TOKEN: "short" })).toEqual([{ path: "SWITCHBOARD_TOKEN", message: "use at least 8 characters (got (hidden); it sets gateway.auth.token)" }]);
     expect(loadConfig({ env: { HOME: "/nonexistent-home", SWITCHBOARD_PORT: " 8080 " } }).config.gateway.port).toBe(8080);
   });
