@@ -15,9 +15,9 @@
  * a few times. A turn given up is finished as `error` and its message kept as a dead letter.
  */
 import { createHash } from "node:crypto";
-import { DelayedError, type Job } from "bullmq";
+import { DelayedError, WaitingError, type Job } from "bullmq";
 import type { Services } from "../app/services.js";
-import { StaleFenceError } from "../errors/index.js";
+import { StaleFenceError, TurnHandedBackError } from "../errors/index.js";
 import type { TurnExecutor } from "./turn-executor.js";
 import { requestDrain, type DrainData } from "../runs/enqueue.js";
 import type { DeadLetter } from "../runs/dead-letters.js";
@@ -25,6 +25,7 @@ import type { LeaseHandle } from "../runs/session-lease.js";
 import type { BegunTurn } from "../runs/inbox.js";
 import { classifyTurnFailure, storageRetryDelayMs } from "../runs/turn-failure.js";
 import type { Turn } from "../runs/turn.js";
+import { leaseAcquired, turnEnded, turnStarted } from "../metrics/index.js";
 
 /** Turns per drain job before it yields its worker slot to other sessions (fairness). */
 export const MAX_TURNS_PER_DRAIN = 20;
@@ -41,9 +42,14 @@ export interface DrainResult {
   runs: string[];
 }
 
-type TurnStep = { status: string } | { parkMs: number };
+type TurnStep = { status: string } | { parkMs: number } | { handedBack: true };
 
-export function createDrainProcessor(svc: Services, executor: TurnExecutor) {
+/**
+ * `stopping` aborts when the worker shuts down: a drain then takes no further turn (the job
+ * that follows it runs them on another worker), and a turn handed back mid-run sends this job
+ * back to the queue with the lease released, so another worker takes over at once.
+ */
+export function createDrainProcessor(svc: Services, executor: TurnExecutor, stopping: AbortSignal = new AbortController().signal) {
   /** End a turn that will not be retried: `error` on its record, its message dead-lettered. */
   async function giveUp(lease: LeaseHandle, job: Job<DrainData>, turn: Turn, kind: DeadLetter["kind"], reason: string): Promise<void> {
     const letter: DeadLetter = { runId: turn.runId, sessionKey: turn.sessionKey, reason, kind, failedAt: Date.now(), replays: turn.replays ?? 0, turn };
@@ -60,6 +66,7 @@ export function createDrainProcessor(svc: Services, executor: TurnExecutor) {
       await svc.storageFaults.onSuccess();
       return { status: outcome.status };
     } catch (err) {
+      if (err instanceof TurnHandedBackError) return { handedBack: true };
       const failure = classifyTurnFailure(err);
       switch (failure.kind) {
         case "stale":
@@ -94,36 +101,55 @@ export function createDrainProcessor(svc: Services, executor: TurnExecutor) {
       // Another holder is still inside its lease (or a crashed one has not expired yet).
       const waits = (job.data.leaseWaits ?? 0) + 1;
       if (waits > MAX_LEASE_WAITS) throw new Error(`session ${sessionKey} lease stayed busy through ${MAX_LEASE_WAITS} waits`);
-      await job.updateData({ ...job.data, leaseWaits: waits });
+      await job.updateData({ ...job.data, leaseWaits: waits, leaseWaitSince: job.data.leaseWaitSince ?? Date.now() });
       await job.moveToDelayed(Date.now() + Math.min(acquired.retryInMs + 20, LEASE_POLL_MS), token);
       throw new DelayedError();
     }
     const lease = acquired.lease;
+    leaseAcquired(job.data.leaseWaitSince);
     const runs: string[] = [];
     let parkMs: number | undefined;
+    let handedBack = false;
+    let emptied = false;
     try {
-      while (runs.length < MAX_TURNS_PER_DRAIN) {
+      while (runs.length < MAX_TURNS_PER_DRAIN && !stopping.aborted) {
         if (lease.lost.aborted) throw new StaleFenceError(sessionKey, lease.token, null);
         const begun = await svc.inbox.begin(lease);
-        if (!begun) break;
+        if (!begun) {
+          emptied = true;
+          break;
+        }
         if ("corrupt" in begun) {
           await discardCorrupt(svc, lease, job, begun.corrupt);
           runs.push("corrupt:discarded");
           continue;
         }
+        const timing = turnStarted(begun);
         const step = await runTurn(lease, job, begun);
         if ("parkMs" in step) {
           parkMs = step.parkMs;
           break;
         }
+        if ("handedBack" in step) {
+          handedBack = true;
+          break;
+        }
+        turnEnded(timing, step.status);
         runs.push(`${begun.turn.runId}:${step.status}`);
       }
     } finally {
       await lease.release().catch(() => false);
     }
+    // Stopped with work left (a turn handed back, or not begun because the worker is shutting down).
+    if (handedBack || (stopping.aborted && !emptied && parkMs === undefined && runs.length < MAX_TURNS_PER_DRAIN)) {
+      // The turn stays in-flight (first in line) and the lease is free: whichever worker takes
+      // this job next runs it now, not after the lease TTL or the stall check.
+      await job.moveToWait(token);
+      throw new WaitingError();
+    }
     if (parkMs !== undefined) {
       // Parked: the turn stays in-flight (first in line) and this same job comes back later.
-      await job.updateData({ ...job.data, storageRetries: (job.data.storageRetries ?? 0) + 1 });
+      await job.updateData({ ...job.data, storageRetries: (job.data.storageRetries ?? 0) + 1, leaseWaitSince: undefined });
       await job.moveToDelayed(Date.now() + parkMs, token);
       throw new DelayedError();
     }

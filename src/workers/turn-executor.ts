@@ -14,7 +14,7 @@
  */
 import type { Services } from "../app/services.js";
 import { agentRuntime, isAgentSandboxed } from "../config/agents.js";
-import { StaleFenceError } from "../errors/index.js";
+import { StaleFenceError, TurnHandedBackError } from "../errors/index.js";
 import { createRuntime } from "../runtimes/registry.js";
 import { RunAbortedError, type RunOutput, type ToolInvoker } from "../runtimes/types.js";
 import type { LeaseHandle } from "../runs/session-lease.js";
@@ -72,6 +72,14 @@ export class RunningTurns {
     if (!cur || (runId && cur.runId !== runId)) return false;
     cur.controller.abort(new Error(reason));
     return true;
+  }
+  /**
+   * Interrupt every running turn to hand it back (a worker shutting down past its grace): the
+   * executor ends it with TurnHandedBackError instead of an outcome. Returns how many.
+   */
+  handBackAll(): number {
+    for (const [sessionKey, cur] of this.bySession) cur.controller.abort(new TurnHandedBackError(sessionKey, cur.runId));
+    return this.bySession.size;
   }
   get size(): number {
     return this.bySession.size;
@@ -350,6 +358,8 @@ export class TurnExecutor {
       return { outcome: { status: "ok", reply }, output: { ...output, reply } };
     } catch (err) {
       if (lease.lost.aborted) throw new StaleFenceError(turn.sessionKey, lease.token, null);
+      // Handed back, not ended: nothing of it is written, the next worker runs it again.
+      if (controller.signal.reason instanceof TurnHandedBackError) throw controller.signal.reason;
       if (err instanceof RunAbortedError || signal.aborted) {
         const reason = signal.reason as Error | undefined;
         const timedOut = reason?.name === "TimeoutError";

@@ -1,6 +1,8 @@
 /**
  * `switchboard start | gateway | worker`: long-running processes. SIGINT/SIGTERM close the
- * gateway first (no new work), then the workers (time-boxed), then Redis connections.
+ * gateway first (no new work, waits handed over), then the workers (running turns finish within
+ * `workers.shutdownGraceMs` or are handed back), then Redis connections; a second signal exits
+ * at once (docs/concepts/shutdown.md).
  */
 import { loadConfig } from "../../config/load.js";
 import type { Config } from "../../config/schema.js";
@@ -18,7 +20,10 @@ const log = createLogger("switchboard");
 function onShutdown(fn: () => Promise<void>): void {
   let closing = false;
   const handler = (sig: string) => {
-    if (closing) process.exit(1);
+    if (closing) {
+      log.warn({ signal: sig }, "second signal: exiting now");
+      process.exit(1);
+    }
     closing = true;
     log.info({ signal: sig }, "shutting down");
     fn().then(
@@ -70,8 +75,10 @@ export async function serveCommand(mode: "start" | "gateway" | "worker", opts: G
   }
   // The address actually bound (port 0 → the port the OS picked, 0.0.0.0 stays 0.0.0.0), then the URL to use.
   const listening = system.gateway ? formatBoundAddresses(system.gateway.app.addresses()) : undefined;
-  const where = system.url ? ` gateway listening on ${listening} at ${system.url} (Bull Board ${system.url}/admin/queues)` : "";
-  log.info({ redis: config.redis.url, storage: config.storage.dir, ...(listening ? { listening } : {}) }, `switchboard ${mode} ready:${where}`);
+  const where =
+    (system.url ? ` gateway listening on ${listening} at ${system.url} (Bull Board ${system.url}/admin/queues)` : "") +
+    (system.metricsUrl ? ` metrics at ${system.metricsUrl}` : "");
+  log.info({ redis: config.redis.url, storage: config.storage.dir, ...(listening ? { listening } : {}), ...(system.metricsUrl ? { metrics: system.metricsUrl } : {}) }, `switchboard ${mode} ready:${where}`);
   process.stderr.write(`switchboard ${mode} ready:${where} redis ${config.redis.url}\n`);
   onShutdown(async () => {
     await system.close();
