@@ -123,7 +123,14 @@ export async function createGateway(svc: Services, opts: GatewayOptions = {}): P
     async close() {
       const closed = app.close();
       await svc.existingWaiter()?.handOver();
-      await closed;
+      // Keep-alive connections of answered requests stay open otherwise, and the close waits on them.
+      const reap = setInterval(() => app.server.closeIdleConnections(), 50);
+      app.server.closeIdleConnections();
+      try {
+        await closed;
+      } finally {
+        clearInterval(reap);
+      }
     },
   };
 }

@@ -26,6 +26,7 @@ function onShutdown(fn: () => Promise<void>): void {
     }
     closing = true;
     log.info({ signal: sig }, "shutting down");
+    process.stderr.write(`switchboard: ${sig}: shutting down (send it again to exit at once)\n`);
     fn().then(
       () => process.exit(0),
       (err) => {
