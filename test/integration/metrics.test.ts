@@ -4,8 +4,10 @@
  * known number of turns, the worker's histograms and counters count exactly those turns and the
  * gateway shows HTTP latency by route pattern plus the deployment-wide series read from Redis.
  */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { startTestSystem, until, type TestSystem } from "../helpers/system.js";
+import { ROOT, startTestSystem, until, type TestSystem } from "../helpers/system.js";
 import { inbound, scriptConfig, spawnWorker, waitRun } from "../fixtures/runs-support.js";
 import { metricsUrlOf, parseExposition, samplesOf, scrape, valueOf, type Exposition } from "../helpers/prometheus.js";
 
@@ -104,5 +106,12 @@ describe("metrics", () => {
     expect(g.types.get("bullmq_job_count")).toBe("gauge");
     // This gateway process runs no turns: it has no turn series of its own.
     expect(samplesOf(g, "switchboard_turn_duration_seconds_count")).toEqual([]);
+
+    // The example Grafana dashboard queries only series these processes serve.
+    const dashboard = JSON.parse(readFileSync(join(ROOT, "examples/grafana-dashboard.json"), "utf8")) as { panels: { targets: { expr: string }[] }[] };
+    const served = new Set([...w.samples, ...g.samples].map((x) => x.name));
+    const queried = new Set(dashboard.panels.flatMap((p) => p.targets.flatMap((t) => t.expr.match(/\b(?:switchboard|bullmq|process|nodejs)_[a-z_]+/g) ?? [])));
+    expect(queried.size).toBeGreaterThan(10);
+    for (const name of queried) expect(served.has(name), name).toBe(true);
   }, 60_000);
 });
