@@ -212,8 +212,10 @@ describe("graceful shutdown: workers", () => {
     // (a second attempt) and still written once (checked above).
     const records = await Promise.all([...sent.values()].flatMap((s) => s.runIds).map((id) => getRun(sys, id)));
     const rerun = records.filter((r) => (r.attempts ?? 0) >= 2);
-    expect(rerun.length).toBeGreaterThanOrEqual(handedOver);
+    // (A turn asked to hand back just as its runtime returned finishes where it is instead, and
+    // one run may be handed back twice, so the two counts need not match.)
     expect(handedOver).toBeGreaterThanOrEqual(1);
+    expect(rerun.length).toBeGreaterThanOrEqual(1);
     let redelivered = 0;
     for (const w of pool) redelivered += valueOf(await scrape(metricsUrlOf(w)), "switchboard_redeliveries_total");
     expect(redelivered).toBeLessThanOrEqual(rerun.length);
