@@ -1,197 +1,97 @@
 /**
- * Benchmark: Switchboard turns against bare BullMQ jobs, in the same run, on the same Redis.
- * Figures are reported as ratios to bare BullMQ, which makes them comparable across machines.
+ * `npm run bench`: Switchboard against bare BullMQ, figure by figure, on a private Redis.
+ * Every figure is a ratio to a baseline measured in the same run (median of the rounds),
+ * printed as `measured / target` with a pass/miss mark and written to BENCHMARKS.md.
  *
- *   npm run bench -- [--jobs 2000] [--sessions 100] [--concurrency 16]
+ *   npm run bench                      full run (a few minutes), writes BENCHMARKS.md
+ *   npm run bench -- --quick           fewer units, same rounds (seconds); prints only
+ *   npm run bench -- --only 1,5        some figures; prints only
+ *   npm run bench -- --rounds 5        more rounds (at least 3)
+ *   npm run bench -- --out FILE        write the report to FILE (also for --quick / --only)
  *
- * Bare BullMQ: add N jobs (concurrently), a Worker with the same concurrency completes them
- * with a no-op processor. Switchboard: N turns (echo runtime) spread over S sessions through
- * the real enqueue path (inbox + dedup'd drain), the real worker host (lease, fenced record
- * writes, JSONL transcript appends with fsync). Reported: throughput, p50/p95 latency from
- * enqueue to finished, Redis commands per unit (INFO commandstats delta) and Redis memory.
+ * See bench/README.md for what each figure measures and what its baseline is.
  */
-import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { Queue, Worker, QueueEvents } from "bullmq";
-import { Redis } from "ioredis";
-import { parseConfig } from "../src/config/index.js";
-import { startSystem } from "../src/app/system.js";
-import { enqueueTurn } from "../src/runs/enqueue.js";
-import { isTerminal } from "../src/runs/turn.js";
-import { startEmbeddedRedis } from "../src/app/embedded-redis.js";
+import { fileURLToPath } from "node:url";
+import { benchClient, startBenchRedis } from "./harness/redis.js";
+import { roundTrips } from "./harness/round-trips.js";
+import { load1, machineFacts } from "./harness/machine.js";
+import { renderTable, type FigureResult } from "./harness/report.js";
+import { writeBenchmarksMd } from "./harness/benchmarks-md.js";
+import type { BenchContext, Figure } from "./harness/context.js";
+import { FIGURES } from "./figures/index.js";
 
-function arg(name: string, def: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : def;
-}
-
-const N = arg("jobs", 2000);
-const SESSIONS = arg("sessions", 100);
-const CONCURRENCY = arg("concurrency", 16);
-
-/** A client whose errors after Redis stops at the end of the run are expected, not crashes. */
-function client(url: string): Redis {
-  const r = new Redis(url, { maxRetriesPerRequest: null, retryStrategy: () => null });
-  r.on("error", () => {});
-  return r;
+interface Args {
+  quick: boolean;
+  only: string[] | undefined;
+  rounds: number;
+  out: string | undefined;
 }
 
-async function commandCount(r: Redis): Promise<number> {
-  const info = await r.info("commandstats");
-  let total = 0;
-  for (const m of info.matchAll(/calls=(\d+)/g)) total += Number(m[1]);
-  return total;
-}
-async function commandBreakdown(r: Redis): Promise<Map<string, number>> {
-  const info = await r.info("commandstats");
-  const out = new Map<string, number>();
-  for (const m of info.matchAll(/cmdstat_([a-z|_-]+):calls=(\d+)/g)) out.set(m[1]!, Number(m[2]));
-  return out;
-}
-function topDelta(a: Map<string, number>, b: Map<string, number>, n: number, per: number): string {
-  return [...b.entries()]
-    .map(([k, v]) => [k, (v - (a.get(k) ?? 0)) / per] as const)
-    .filter(([, v]) => v > 0)
-    .sort((x, y) => y[1] - x[1])
-    .slice(0, n)
-    .map(([k, v]) => `${k} ${v.toFixed(1)}`)
-    .join(", ");
-}
-async function usedMemory(r: Redis): Promise<number> {
-  const info = await r.info("memory");
-  return Number(/used_memory:(\d+)/.exec(info)?.[1] ?? 0);
-}
-function pct(xs: number[], p: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? 0;
-}
-
-interface Result {
-  perSec: number;
-  p50: number;
-  p95: number;
-  cmdsPerUnit: number;
-  memPerUnitBytes: number;
-}
-
-async function bareBullmq(url: string, admin: Redis): Promise<Result> {
-  const connection = client(url);
-  const name = `bench-${randomUUID().slice(0, 8)}`;
-  const queue = new Queue(name, { connection });
-  const events = new QueueEvents(name, { connection: client(url) });
-  await events.waitUntilReady();
-  const added = new Map<string, number>();
-  const latencies: number[] = [];
-  let done = 0;
-  let resolveAll!: () => void;
-  const all = new Promise<void>((r) => (resolveAll = r));
-  events.on("completed", ({ jobId }) => {
-    const t = added.get(jobId);
-    if (t !== undefined) latencies.push(Date.now() - t);
-    if (++done === N) resolveAll();
-  });
-  const mem0 = await usedMemory(admin);
-  const c0 = await commandCount(admin);
-  const worker = new Worker(name, async () => "ok", { connection: client(url), concurrency: CONCURRENCY });
-  const started = Date.now();
-  await Promise.all(
-    Array.from({ length: N }, async (_, i) => {
-      const t = Date.now();
-      const job = await queue.add("job", { i, session: `s${i % SESSIONS}` });
-      added.set(job.id!, t);
-    }),
-  );
-  await all;
-  const elapsed = Date.now() - started;
-  const cmds = (await commandCount(admin)) - c0;
-  const mem = (await usedMemory(admin)) - mem0;
-  await worker.close();
-  await events.close();
-  await queue.obliterate({ force: true });
-  await queue.close();
-  connection.disconnect();
-  return { perSec: (N / elapsed) * 1000, p50: pct(latencies, 50), p95: pct(latencies, 95), cmdsPerUnit: cmds / N, memPerUnitBytes: mem / N };
-}
-
-async function switchboardTurns(url: string, admin: Redis): Promise<Result & { transcriptsOk: boolean }> {
-  const dir = mkdtempSync(join(tmpdir(), "sb-bench-"));
-  const config = parseConfig({ redis: { url, prefix: `bench${randomUUID().slice(0, 6)}` }, storage: { dir }, workers: { concurrency: CONCURRENCY }, gateway: { port: 0 } });
-  const sys = await startSystem(config, { gateway: false, workers: {} });
-  const svc = sys.svc;
-  const sessions = await Promise.all(
-    Array.from({ length: SESSIONS }, async (_, i) => {
-      const key = `agent:main:bench-${i}`;
-      const e = await svc.sessions.upsert(key, { agentId: "main", kind: "other" }, { sessionId: randomUUID() });
-      return e;
-    }),
-  );
-  const latencies: number[] = [];
-  const sub = client(url);
-  let finished = 0;
-  let resolveAll!: () => void;
-  const allDone = new Promise<void>((r) => (resolveAll = r));
-  sub.on("message", () => {
-    if (++finished === N) resolveAll();
-  });
-  await sub.subscribe(svc.keys.runDoneChannel());
-  const mem0 = await usedMemory(admin);
-  const c0 = await commandCount(admin);
-  const b0 = await commandBreakdown(admin);
-  const started = Date.now();
-  const runIds: { runId: string; t: number }[] = [];
-  await Promise.all(
-    Array.from({ length: N }, async (_, i) => {
-      const s = sessions[i % SESSIONS]!;
-      const t = Date.now();
-      const turn = await enqueueTurn(svc, { sessionKey: s.key, agentId: "main", sessionId: s.sessionId, text: `m${i}`, step: "turn", provenance: "user" });
-      runIds.push({ runId: turn.runId, t });
-    }),
-  );
-  // Completion is observed as agent.wait does: the run-done notification, then one record read.
-  await allDone;
-  for (const r of runIds) {
-    const rec = await svc.runs.get(r.runId);
-    if (rec && isTerminal(rec.status)) latencies.push((rec.endedAt ?? Date.now()) - r.t);
-  }
-  const elapsed = Date.now() - started;
-  const cmds = (await commandCount(admin)) - c0;
-  const mem = (await usedMemory(admin)) - mem0;
-  process.stderr.write(`Switchboard commands per turn: ${topDelta(b0, await commandBreakdown(admin), 12, N)}\n`);
-  const sample = await svc.transcripts.messages("main", sessions[0]!.sessionId, 10_000);
-  const transcriptsOk = sample.length === (Math.ceil(N / SESSIONS) * 2);
-  sub.disconnect();
-  await sys.close();
-  rmSync(dir, { recursive: true, force: true });
-  return { perSec: (N / elapsed) * 1000, p50: pct(latencies, 50), p95: pct(latencies, 95), cmdsPerUnit: cmds / N, memPerUnitBytes: mem / N, transcriptsOk };
+function parseArgs(argv: string[]): Args {
+  const value = (name: string) => {
+    const i = argv.indexOf(`--${name}`);
+    return i >= 0 ? argv[i + 1] : undefined;
+  };
+  const rounds = Number(value("rounds") ?? 3);
+  if (!Number.isInteger(rounds) || rounds < 3) throw new Error("--rounds must be a whole number ≥ 3 (figures are medians of at least 3 rounds)");
+  const only = value("only")?.split(",").map((s) => s.trim()).filter(Boolean);
+  const known = FIGURES.map((f) => f.id);
+  const unknown = only?.filter((id) => !known.includes(id)) ?? [];
+  if (unknown.length) throw new Error(`unknown figure(s) ${unknown.join(", ")} (known: ${known.join(", ")})`);
+  return { quick: argv.includes("--quick"), only, rounds, out: value("out") };
 }
 
 async function main(): Promise<void> {
-  // A private Redis so the command counts are ours alone.
-  const redis = await startEmbeddedRedis(mkdtempSync(join(tmpdir(), "sb-bench-redis-")));
-  const admin = client(redis.url);
+  // Switchboard's info logs (workers started…) would drown the progress lines.
+  process.env.LOG_LEVEL ??= "warn";
+  const args = parseArgs(process.argv.slice(2));
+  // Before any client exists, so every connection of the systems under test is seen.
+  roundTrips.install();
+  const startedAt = new Date();
+  const loadBefore = load1();
+  const log = (line: string) => process.stderr.write(`${line}\n`);
+  const redis = await startBenchRedis();
+  const admin = roundTrips.exclude(benchClient(redis.url));
+  const results: FigureResult[] = [];
   try {
-    process.stderr.write(`bench: ${N} units, ${SESSIONS} sessions, concurrency ${CONCURRENCY}\n`);
-    const bare = await bareBullmq(redis.url, admin);
-    process.stderr.write(`bare BullMQ done\n`);
-    const sb = await switchboardTurns(redis.url, admin);
-    const row = (label: string, r: Result) =>
-      `${label.padEnd(22)} ${r.perSec.toFixed(0).padStart(7)}/s  p50 ${String(r.p50).padStart(5)} ms  p95 ${String(r.p95).padStart(5)} ms  ${r.cmdsPerUnit.toFixed(1).padStart(6)} cmds/unit  ${(r.memPerUnitBytes / 1024).toFixed(2).padStart(7)} KiB/unit`;
-    console.log(row("bare BullMQ job", bare));
-    console.log(row("Switchboard turn", sb));
-    console.log(
-      `ratios (Switchboard / bare): throughput ${(sb.perSec / bare.perSec).toFixed(2)}x, p50 ${(sb.p50 / Math.max(1, bare.p50)).toFixed(2)}x, ` +
-        `Redis commands ${(sb.cmdsPerUnit / bare.cmdsPerUnit).toFixed(2)}x, Redis memory ${(sb.memPerUnitBytes / Math.max(1, bare.memPerUnitBytes)).toFixed(2)}x`,
-    );
-    console.log(`transcripts complete: ${sb.transcriptsOk ? "yes" : "NO"}`);
+    const machine = await machineFacts(admin);
+    const ctx: BenchContext = { redisUrl: redis.url, admin, quick: args.quick, rounds: args.rounds, log };
+    const figures: Figure[] = FIGURES.filter((f) => !args.only || args.only.includes(f.id));
+    log(`bench: ${args.quick ? "quick" : "full"}, ${args.rounds} rounds, ${machine.cores} cores, node ${machine.node}, redis ${machine.redisVersion}, load ${loadBefore.toFixed(2)}`);
+    for (const f of figures) {
+      const t0 = Date.now();
+      log(`(${f.id}) ${f.title}`);
+      try {
+        results.push(await f.run(ctx));
+      } catch (err) {
+        // A figure the current pipeline cannot run must not cost the others their numbers.
+        const why = `failed: ${(err as Error).message.split("\n")[0]}`;
+        log(`  ${why}`);
+        results.push({ id: f.id, title: f.title, setup: "", rows: [{ label: f.title, unit: "", baselineLabel: "", measured: [], baseline: [], skipped: why }], notes: [] });
+      }
+      log(`  (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+    }
+    const durationMs = Date.now() - startedAt.getTime();
+    const loadAfter = load1();
+    console.log(renderTable(results));
+    console.log(`bench took ${(durationMs / 1000).toFixed(1)} s; load average ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after (${machine.cores} cores)`);
+    const out = args.out ?? (args.quick || args.only ? undefined : fileURLToPath(new URL("../../BENCHMARKS.md", import.meta.url)));
+    if (out) {
+      const command = `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(" ")}` : ""}`;
+      writeBenchmarksMd(out, results, { command, quick: args.quick, rounds: args.rounds, startedAt, durationMs, machine, loadBefore, loadAfter });
+      console.log(`written to ${out}`);
+    }
   } finally {
     admin.disconnect();
     await redis.stop();
   }
 }
 
-main().catch((err) => {
-  console.error(err);
-  process.exit(1);
-});
+main().then(
+  // Lingering handles (a closing socket) must not keep a finished bench alive.
+  () => process.exit(0),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

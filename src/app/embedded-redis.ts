@@ -8,10 +8,14 @@ import { mkdirSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Redis } from "ioredis";
+import { openRedis } from "../queues/redis-connections.js";
 
+/** One PING, no retries: true when Redis (or, for a cluster URL, a ready Redis Cluster) answers. */
 export async function redisAnswers(url: string, timeoutMs = 1500): Promise<boolean> {
-  const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null, connectTimeout: timeoutMs });
+  const r = openRedis(url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, connectTimeout: timeoutMs }, () => null, {
+    lazyConnect: true,
+    slotsRefreshTimeout: timeoutMs,
+  });
   r.on("error", () => {});
   try {
     await r.connect();

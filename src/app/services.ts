@@ -1,9 +1,9 @@
 /**
- * Everything a Switchboard process talks to, built once from the config: Redis clients by role,
+ * Everything a Switchboard process talks to, built once from the config: RedisClient clients by role,
  * the session store, transcripts, run machinery and queues. Gateway, workers, CLI and tests all
  * start from here, so there is one place that decides how the pieces are wired.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../storage/redis-client.js";
 import type { Logger } from "pino";
 import type { Config } from "../config/schema.js";
 import { createQueues, closeQueues, createRedis, type Queues } from "../queues/index.js";
@@ -17,7 +17,7 @@ export interface Services {
   log: Logger;
   keys: RedisKeys;
   /** Commands (not blocking, not subscribed). */
-  redis: Redis;
+  redis: RedisClient;
   sessions: SessionStore;
   transcripts: TranscriptStore;
   leases: SessionLeases;
@@ -32,7 +32,7 @@ export interface Services {
   /** The run waiter if this process made one (a shutting-down gateway hands its waits over). */
   existingWaiter(): RunWaiter | undefined;
   /** A new dedicated connection (subscribers, BullMQ workers); closed by `close()`. */
-  connection(role: "worker" | "subscriber"): Redis;
+  connection(role: "worker" | "subscriber"): RedisClient;
   close(): Promise<void>;
 }
 
@@ -40,7 +40,7 @@ export function createServices(config: Config, opts: { role: "gateway" | "worker
   const log = opts.log ?? createLogger(`switchboard-${opts.role}`);
   const keys = new RedisKeys(config.redis.prefix);
   const redis = createRedis(config.redis.url, opts.role === "gateway" || opts.role === "cli" ? "producer" : "worker", log);
-  const extra: Redis[] = [];
+  const extra: RedisClient[] = [];
   let waiter: RunWaiter | undefined;
   const queueConn = createRedis(config.redis.url, "producer", log);
   let lastQueueError = 0;

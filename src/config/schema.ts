@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { DEFAULT_MESSAGE_BYTES, MAX_MESSAGE_BYTES } from "../text/message-size.js";
 import { SessionMaintenanceSchema } from "./openclaw-compat.js";
+import { parseRedisUrl } from "./redis-url.js";
 
 export const AGENT_ID_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
@@ -184,7 +185,18 @@ export const CommandsConfigSchema = z.strictObject({
 export const ConfigSchema = z.strictObject({
   redis: z
     .strictObject({
-      url: z.string().regex(/^rediss?:\/\//, "must be a redis:// or rediss:// URL").default("redis://127.0.0.1:6379"),
+      // One Redis (redis://, rediss://) or a Redis Cluster by its seed nodes
+      // (redis+cluster://host:port,host:port); see docs/concepts/redis-cluster.md.
+      url: z
+        .string()
+        .superRefine((url, ctx) => {
+          try {
+            parseRedisUrl(url);
+          } catch (err) {
+            ctx.addIssue({ code: "custom", message: (err as Error).message });
+          }
+        })
+        .default("redis://127.0.0.1:6379"),
       prefix: z
         .string()
         .regex(/^[A-Za-z0-9_.-]{1,32}$/, "letters, digits, _ . - (1-32 chars); the hash tag is added for you")

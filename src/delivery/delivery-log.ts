@@ -3,7 +3,7 @@
  * `pending` while it is being tried, then `delivered`, `failed` (after its retries), `no_route`
  * (no adapter for the channel) or `blocked` (sendPolicy deny).
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../storage/redis-client.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
 
 export type DeliveryStatus = "pending" | "delivered" | "failed" | "no_route" | "blocked";
@@ -32,7 +32,7 @@ const INDEX_CAP = 100_000;
 
 export class DeliveryLog {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
   ) {}
 

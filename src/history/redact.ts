@@ -72,8 +72,15 @@ const SECRET_NAME_RES: RegExp[] = [
   /^(?:password|passwd)$/i,
 ];
 
+/**
+ * Names that end in a secret word but hold identifiers, not credentials: session keys (every
+ * tool result carries one: `sessionKey`, `childSessionKey`, `requesterSessionKey`) and
+ * idempotency keys. Masking them would break the transcripts and tool results that need them.
+ */
+const NOT_SECRET_NAME_RE = /(?:session|idempotency|dedupe?|cache|routing|partition|sort|primary|foreign)[_-]?key$/i;
+
 function isSecretName(name: string): boolean {
-  return SECRET_NAME_RES.some((re) => re.test(name));
+  return !NOT_SECRET_NAME_RE.test(name) && SECRET_NAME_RES.some((re) => re.test(name));
 }
 
 // A value: a double- or single-quoted string on one line, or a bare run up to whitespace/quote.

@@ -5,7 +5,7 @@
  * written, and lines whose ids the transcript holds are not appended, so a second run over an
  * unchanged state dir changes nothing. What it leaves out is reported with the reason.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../storage/redis-client.js";
 import { defaultAgentId } from "../config/agents.js";
 import type { Config } from "../config/schema.js";
 import { LabelConflictError, isSwitchboardError } from "../errors/index.js";
@@ -20,7 +20,7 @@ import type { RawTranscriptLine, Skip, SkipReason, StoreScan } from "./types.js"
 
 export interface ImportTargets {
   config: Config;
-  redis: Redis;
+  redis: RedisClient;
   sessions: SessionStore;
   transcripts: TranscriptStore;
 }

@@ -1,23 +1,65 @@
 /**
- * ioredis clients by role (BULLMQ_NOTES §2.9): workers and subscribers retry forever
+ * ioredis clients by role: workers and subscribers retry forever
  * (`maxRetriesPerRequest: null`, required by BullMQ's blocking calls); producers on the HTTP
  * path give up after one retry so a request fails fast instead of hanging while Redis is away.
+ *
+ * `redis.url` names one Redis or a Redis Cluster (redis+cluster://…): the same roles and options
+ * apply to either, for a Cluster on each node connection (docs/concepts/redis-cluster.md).
  */
-import { Redis, type RedisOptions } from "ioredis";
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
+import { parseRedisUrl } from "../config/redis-url.js";
+import type { RedisClient } from "../storage/redis-client.js";
 
 export type ConnectionRole = "worker" | "producer" | "subscriber";
 
-export function createRedis(url: string, role: ConnectionRole, log?: Logger): Redis {
-  const opts: RedisOptions = {
-    maxRetriesPerRequest: role === "producer" ? 1 : null,
-    enableReadyCheck: true,
-    retryStrategy: (times) => Math.min(times * 200, 2000),
-    connectionName: `switchboard-${role}`,
-  };
-  const r = new Redis(url, opts);
+/**
+ * Options for the server, or for each node of a Cluster (`enableOfflineQueue` then applies to
+ * the Cluster itself: it queues commands until its slot map is known).
+ */
+export type NodeOptions = NonNullable<ClusterOptions["redisOptions"]> & Pick<RedisOptions, "enableOfflineQueue">;
+
+/**
+ * A client for `url`: `Redis` for redis:// and rediss://, `Cluster` for the +cluster forms.
+ * `node` applies to the server (or each cluster node); `retry` is the reconnect schedule (the
+ * Cluster's `clusterRetryStrategy`); `cluster` adds Cluster-only options.
+ */
+export function openRedis(
+  url: string,
+  node: NodeOptions,
+  retry: (times: number) => number | null,
+  cluster: Omit<ClusterOptions, "redisOptions" | "clusterRetryStrategy"> = {},
+): RedisClient {
+  const target = parseRedisUrl(url);
+  if (target.kind === "single") return new Redis(url, { ...node, retryStrategy: retry } satisfies RedisOptions);
+  const { enableOfflineQueue, ...perNode } = node;
+  return new Cluster(target.nodes, {
+    ...cluster,
+    ...(enableOfflineQueue === undefined ? {} : { enableOfflineQueue }),
+    clusterRetryStrategy: retry,
+    redisOptions: {
+      ...perNode,
+      ...(target.username ? { username: target.username } : {}),
+      ...(target.password ? { password: target.password } : {}),
+      ...(target.tls ? { tls: {} } : {}),
+    },
+  });
+}
+
+export function createRedis(url: string, role: ConnectionRole, log?: Logger): RedisClient {
+  const r = openRedis(
+    url,
+    {
+      maxRetriesPerRequest: role === "producer" ? 1 : null,
+      enableReadyCheck: true,
+      connectionName: `switchboard-${role}`,
+    },
+    (times) => Math.min(times * 200, 2000),
+    // A Cluster checks its slot map is served (CLUSTER INFO) before it is "ready".
+    { enableReadyCheck: true },
+  );
   let lastLog = 0;
-  r.on("error", (err) => {
+  r.on("error", (err: Error) => {
     // Reconnects are normal operations; log at most once every 5 s per connection.
     if (Date.now() - lastLog > 5000) {
       lastLog = Date.now();

@@ -3,7 +3,7 @@
  * worker, so cancels are broadcast on Redis pub/sub and each worker process aborts the runs it
  * holds for that session.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../storage/redis-client.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
 
 export interface CancelMessage {
@@ -15,7 +15,7 @@ export interface CancelMessage {
 
 export class CancelBus {
   constructor(
-    private readonly publisher: Redis,
+    private readonly publisher: RedisClient,
     private readonly keys: RedisKeys,
   ) {}
 
@@ -24,7 +24,7 @@ export class CancelBus {
   }
 
   /** Subscribe a dedicated connection; `onCancel` runs for every cancel message. */
-  static async listen(subscriber: Redis, keys: RedisKeys, onCancel: (m: CancelMessage) => void): Promise<void> {
+  static async listen(subscriber: RedisClient, keys: RedisKeys, onCancel: (m: CancelMessage) => void): Promise<void> {
     const channel = keys.cancelChannel();
     subscriber.on("message", (ch: string, raw: string) => {
       if (ch !== channel) return;

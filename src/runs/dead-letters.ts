@@ -6,7 +6,7 @@
  * A replay queues the same message again as a new run on the same session (runId derived from
  * the original and the replay count, so a replay retried after a crash queues it once).
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../storage/redis-client.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
 import { uuidFrom } from "./derived-id.js";
 import type { Turn } from "./turn.js";
@@ -28,7 +28,7 @@ export interface DeadLetter {
 
 export class DeadLetters {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
   ) {}
 

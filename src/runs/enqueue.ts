@@ -51,9 +51,12 @@ export async function enqueueTurn(svc: Services, req: TurnRequest): Promise<Turn
 export async function enqueueTurnOnce(svc: Services, req: TurnRequest): Promise<{ turn: Turn; queued: boolean }> {
   const now = Date.now();
   const turn: Turn = { ...req, runId: req.runId ?? randomUUID(), enqueuedAt: now, messageTs: req.messageTs ?? now };
-  const queued = await svc.inbox.push(turn);
-  // Always wake, also when the runId existed: a first attempt may have pushed and then failed
-  // to add the drain job. The add is deduplicated per session, so a spare one costs nothing.
+  const pushed = await svc.inbox.push(turn);
+  // Queued behind other turns: the session's drain job exists and will reach this one.
+  if (pushed === "queued") return { turn, queued: true };
+  // Into an idle session, or a retry of a runId that existed (a first attempt may have pushed
+  // and then died before adding the drain job): wake. The add is deduplicated per session.
   await requestDrain(svc, turn.sessionKey);
-  return { turn, queued };
+  if (pushed === "wake") await svc.inbox.wakeDone(turn);
+  return { turn, queued: pushed === "wake" };
 }

@@ -2,13 +2,13 @@
  * The per-session inbox: the source of truth for what a session still has to run, in arrival
  * order. Producers push (with the run record, in one MULTI); only the lease holder takes.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../storage/redis-client.js";
 import { StaleFenceError } from "../errors/index.js";
 import { luaCommand } from "../storage/lua-script.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
 import type { LeaseHandle } from "./session-lease.js";
 import { serializeTurn, type Turn } from "./turn.js";
-import { RUN_RECORD_TTL_SECONDS, recordFromPairs, type RunRecord, type RunRecords } from "./run-records.js";
+import { RUN_RECORD_TTL_SECONDS, recordFromPairs, type RawBegun, type RunRecord, type RunRecords } from "./run-records.js";
 import type { SessionEntry } from "../storage/session-entry.js";
 import type { DeadLetter } from "./dead-letters.js";
 import { luaSafeJson } from "../text/well-formed.js";
@@ -30,7 +30,7 @@ export class Inbox {
   private readonly discardLua;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
     private readonly records: RunRecords,
   ) {
@@ -41,9 +41,11 @@ export class Inbox {
 
   /**
    * Queue a turn and create its run record (status queued) atomically, once per runId.
-   * Returns false when that runId already existed (nothing queued).
+   * Says what the caller must do next: `wake` (queued into an idle session: add its drain job,
+   * then `wakeDone`), `queued` (behind other turns: a drain job exists already), or `exists`
+   * (the runId existed; nothing queued).
    */
-  async push(turn: Turn): Promise<boolean> {
+  async push(turn: Turn): Promise<"wake" | "queued" | "exists"> {
     const fields: Record<string, string> = {
       runId: turn.runId,
       sessionKey: turn.sessionKey,
@@ -56,10 +58,25 @@ export class Inbox {
       ...(turn.traceId ? { traceId: turn.traceId } : {}),
     };
     const res = await this.pushLua(
-      [this.keys.run(turn.runId), this.keys.inbox(turn.sessionKey)],
-      [serializeTurn(turn), RUN_RECORD_TTL_SECONDS, ...Object.entries(fields).flat()],
+      [this.keys.run(turn.runId), this.keys.inbox(turn.sessionKey), this.keys.inflight(turn.sessionKey), this.keys.pendingWakes()],
+      [serializeTurn(turn), RUN_RECORD_TTL_SECONDS, Date.now(), pendingWakeMember(turn), ...Object.entries(fields).flat()],
     );
-    return res === 1;
+    return res === 2 ? "wake" : res === 1 ? "queued" : "exists";
+  }
+
+  /** The drain job for a `wake` push was added: the pending wake is no longer needed. */
+  async wakeDone(turn: Turn): Promise<void> {
+    await this.redis.zrem(this.keys.pendingWakes(), pendingWakeMember(turn));
+  }
+
+  /** Sessions whose wake-up was pending for longer than `olderThanMs` (its pusher died before adding it). */
+  async overdueWakes(olderThanMs: number, limit: number, now = Date.now()): Promise<{ member: string; sessionKey: string }[]> {
+    const members = await this.redis.zrangebyscore(this.keys.pendingWakes(), "-inf", now - olderThanMs, "LIMIT", 0, limit);
+    return members.map((member) => ({ member, sessionKey: member.slice(member.indexOf("|") + 1) }));
+  }
+
+  async clearWake(member: string): Promise<void> {
+    await this.redis.zrem(this.keys.pendingWakes(), member);
   }
 
   /**
@@ -68,17 +85,25 @@ export class Inbox {
    * entry, all in one round trip. An entry that is not a readable turn comes back as
    * `{ corrupt }` (see discard).
    */
-  async begin(lease: LeaseHandle): Promise<BegunTurn | { corrupt: string } | null> {
-    let res: [string, string[], string | null] | null;
+  async begin(lease: LeaseHandle, opts: { releaseWhenEmpty?: boolean } = {}): Promise<BegunTurn | { corrupt: string } | null> {
+    let res: RawBegun | null;
     try {
       res = (await this.beginLua(
         [lease.fenceKey, this.keys.inbox(lease.sessionKey), this.keys.inflight(lease.sessionKey), this.keys.session(lease.sessionKey)],
-        [lease.token, this.keys.run(""), Date.now()],
-      )) as [string, string[], string | null] | null;
+        [lease.token, this.keys.run(""), Date.now(), opts.releaseWhenEmpty ? "1" : "0"],
+      )) as RawBegun | null;
     } catch (err) {
       throw mapStale(err, lease);
     }
-    if (res === null) return null;
+    return await this.fromRaw(res, lease, opts.releaseWhenEmpty ?? false);
+  }
+
+  /** A turn begun by a script (turn-begin, or a finish that began the next one), decoded. */
+  async fromRaw(res: RawBegun | null, lease: LeaseHandle, releasedWhenEmpty: boolean): Promise<BegunTurn | { corrupt: string } | null> {
+    if (res === null) {
+      if (releasedWhenEmpty) lease.released();
+      return null;
+    }
     const [raw, pairs, entryRaw] = res;
     const turn = parseTurn(raw);
     if (!turn) return { corrupt: raw };
@@ -121,6 +146,11 @@ export class Inbox {
     const items = (res?.[0]?.[1] as string[] | undefined) ?? [];
     return items.map(parseTurn).filter((t): t is Turn => t !== null);
   }
+}
+
+/** `<runId>|<sessionKey>`: unique per push, so clearing one never clears a later one. */
+function pendingWakeMember(turn: Turn): string {
+  return `${turn.runId}|${turn.sessionKey}`;
 }
 
 /** A stored turn, or null when the entry is not one (corrupted by hand or by a bug). */

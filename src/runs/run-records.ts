@@ -3,7 +3,7 @@
  * by any gateway from Redis. Writes by a lease holder are fenced; the terminal write also frees
  * the in-flight slot and notifies waiters in the same script (run-finish.lua).
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../storage/redis-client.js";
 import { StaleFenceError } from "../errors/index.js";
 import { luaCommand } from "../storage/lua-script.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
@@ -48,12 +48,20 @@ export interface RunRecord {
   yielded?: string;
 }
 
+export interface FinishOptions {
+  deadLetter?: DeadLetter;
+  notify?: RunRecord;
+}
+
+/** A turn as begin-next.lua returns it: its JSON, its record's field/value list, its session entry JSON. */
+export type RawBegun = [string, string[], string | null];
+
 export class RunRecords {
   private readonly updateLua;
   private readonly finishLua;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
   ) {
     this.updateLua = luaCommand(redis, LUA_DIR, "run-update");
@@ -80,22 +88,54 @@ export class RunRecords {
    * terminal. `deadLetter` keeps the message as a dead letter in the same step; `notify` is the
    * record as it now stands, published with the notification so waiters need not read it back.
    */
-  async finish(
+  async finish(lease: LeaseHandle, runId: string, status: TerminalStatus, fields: Record<string, string | number> = {}, opts: FinishOptions = {}): Promise<boolean> {
+    return (await this.runFinish(lease, runId, status, fields, opts, undefined)) === 1;
+  }
+
+  /**
+   * `finish`, then begin the session's next turn in the same script (begin-next.lua): one round
+   * trip per turn for a busy session. `next` is the begun turn as turn-begin returns it, or
+   * null when the inbox was empty (then, with `releaseWhenEmpty`, the lease is released too).
+   */
+  async finishAndBegin(
     lease: LeaseHandle,
     runId: string,
     status: TerminalStatus,
-    fields: Record<string, string | number> = {},
-    opts: { deadLetter?: DeadLetter; notify?: RunRecord } = {},
-  ): Promise<boolean> {
+    fields: Record<string, string | number>,
+    opts: FinishOptions & { releaseWhenEmpty: boolean },
+  ): Promise<{ finished: boolean; next: RawBegun | null }> {
+    const [finished, next] = (await this.runFinish(lease, runId, status, fields, opts, opts.releaseWhenEmpty)) as [number, RawBegun | false | null];
+    return { finished: finished === 1, next: next || null };
+  }
+
+  private async runFinish(
+    lease: LeaseHandle,
+    runId: string,
+    status: TerminalStatus,
+    fields: Record<string, string | number>,
+    opts: FinishOptions,
+    beginNext: boolean | undefined,
+  ): Promise<unknown> {
     const all = { ...fields, status, endedAt: fields.endedAt ?? Date.now() };
     const flat = Object.entries(all).flatMap(([k, v]) => [k, String(v)]);
     const notify = opts.notify ? luaSafeJson(decodeRecord({ ...encodeRecord(opts.notify), ...Object.fromEntries(Object.entries(all).map(([k, v]) => [k, String(v)])) })) : "";
+    const keys = [lease.fenceKey, this.keys.run(runId), this.keys.inflight(lease.sessionKey), this.keys.deadLetters()];
+    if (beginNext !== undefined) keys.push(this.keys.inbox(lease.sessionKey), this.keys.session(lease.sessionKey));
     try {
-      const res = await this.finishLua(
-        [lease.fenceKey, this.keys.run(runId), this.keys.inflight(lease.sessionKey), this.keys.deadLetters()],
-        [lease.token, runId, this.keys.runDoneChannel(), RUN_RECORD_TTL_SECONDS, turnMarker(runId), opts.deadLetter ? luaSafeJson(opts.deadLetter) : "", notify, ...flat],
-      );
-      return res === 1;
+      return await this.finishLua(keys, [
+        lease.token,
+        runId,
+        this.keys.runDoneChannel(),
+        RUN_RECORD_TTL_SECONDS,
+        turnMarker(runId),
+        opts.deadLetter ? luaSafeJson(opts.deadLetter) : "",
+        notify,
+        beginNext !== undefined ? "1" : "0",
+        this.keys.run(""),
+        Date.now(),
+        beginNext ? "1" : "0",
+        ...flat,
+      ]);
     } catch (err) {
       throw mapStale(err, lease);
     }

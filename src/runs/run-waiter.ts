@@ -9,7 +9,7 @@
  * A gateway shutting down hands its waits over (`handOver`): each answers at once as a
  * timeout with the run's current record, so the client asks again on another gateway.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../storage/redis-client.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
 import { RunRecords, type RunRecord } from "./run-records.js";
 import { isTerminal } from "./turn.js";
@@ -25,7 +25,7 @@ export class RunWaiter {
   private handingOver = false;
 
   constructor(
-    subscriber: Redis,
+    subscriber: RedisClient,
     keys: RedisKeys,
     private readonly records: RunRecords,
     pollMs = 2000,

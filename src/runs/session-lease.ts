@@ -4,7 +4,7 @@
  * run record update, turn take/finish) checks the token in the same atomic step, so a holder
  * that stalled past its lease (GC pause, network blip) cannot write after a new holder took over.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../storage/redis-client.js";
 import { luaCommand } from "../storage/lua-script.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
 
@@ -24,6 +24,8 @@ export interface LeaseHandle {
    */
   heldUntil(): number;
   release(): Promise<boolean>;
+  /** The lease was given up by a script (turn-begin on an empty inbox): stop renewing it. */
+  released(): void;
 }
 
 export type AcquireResult = { acquired: true; lease: LeaseHandle } | { acquired: false; retryInMs: number };
@@ -34,7 +36,7 @@ export class SessionLeases {
   private readonly releaseLua;
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     private readonly keys: RedisKeys,
     private readonly ttlMs: number,
   ) {
@@ -86,6 +88,10 @@ export class SessionLeases {
           released = true;
           clearInterval(timer);
           return (await this.releaseLua([leaseKey], [token])) === 1;
+        },
+        released: () => {
+          released = true;
+          clearInterval(timer);
         },
       },
     };

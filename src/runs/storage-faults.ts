@@ -12,7 +12,7 @@
  * One log line per process when storage goes bad and one when it comes back, not one per turn.
  */
 import { hostname } from "node:os";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../storage/redis-client.js";
 import type { Logger } from "pino";
 import type { RedisKeys } from "../storage/redis-keys.js";
 
@@ -42,7 +42,7 @@ export class StorageFaults {
   private faulty = false;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
     private readonly log: Logger,
     private readonly deadlineMs: number,
@@ -87,7 +87,7 @@ export class StorageFaults {
   }
 
   /** The deployment's current storage fault, if any worker reported one recently. */
-  static async current(redis: Redis, keys: RedisKeys): Promise<StorageFaultReport | null> {
+  static async current(redis: RedisClient, keys: RedisKeys): Promise<StorageFaultReport | null> {
     const raw = await redis.get(keys.storageFault());
     return raw ? (JSON.parse(raw) as StorageFaultReport) : null;
   }

@@ -57,6 +57,10 @@ export class RedisKeys {
   fence(sessionKey: string): string {
     return `${this.base}:fence:${sessionKey}`;
   }
+  /** Sessions a push found idle, until their drain job is added (zset member `<runId>|<key>`, score ms). */
+  pendingWakes(): string {
+    return `${this.base}:wakes:pending`;
+  }
   run(runId: string): string {
     return `${this.base}:run:${runId}`;
   }

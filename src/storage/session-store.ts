@@ -7,7 +7,7 @@
  * per agent or per kind, by sessionId, by unique label, children of a parent, and due-stale.
  */
 import { luaSafeJson } from "../text/well-formed.js";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./redis-client.js";
 import { LabelConflictError, SessionConflictError, SessionNotFoundError, SwitchboardError } from "../errors/index.js";
 import { luaCommand } from "./lua-script.js";
 import { RedisKeys } from "./redis-keys.js";
@@ -69,7 +69,7 @@ export class SessionStore {
   private readonly deleteLua;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     prefix: string,
   ) {
     this.keys = new RedisKeys(prefix);

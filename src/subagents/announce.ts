@@ -15,7 +15,8 @@
  * After its last attempt the job stays failed in Bull Board and the run shows `announce: failed`
  * (the requester session has its turn all the same: the result is not lost).
  */
-import { DelayedError, type Job } from "bullmq";
+import { retryLater } from "../queues/retry-later.js";
+import type { Job } from "bullmq";
 import type { Services } from "../app/services.js";
 import { isAnnounceSkip, isNoReply } from "../history/extract-reply.js";
 import { sanitizeForHandoff } from "../history/handoff.js";
@@ -78,8 +79,7 @@ export function createSubagentProcessors(svc: Services) {
       const waits = (d.terminalWaits ?? 0) + 1;
       if (waits > MAX_TERMINAL_WAITS) throw new Error(`run ${d.runId} did not finish within ${MAX_TERMINAL_WAITS} checks`);
       await job.updateData({ ...d, terminalWaits: waits });
-      await job.moveToDelayed(Date.now() + Math.min(100 * waits, 5000), token);
-      throw new DelayedError();
+      return await retryLater(job, token, Math.min(100 * waits, 5000));
     }
     const run = await registry.get(d.runId);
     if (!run) return { done: "unknown-run" };

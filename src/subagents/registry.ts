@@ -4,7 +4,7 @@
  * `maxChildrenPerAgent` count) and each child's current run (steer swaps it). Every process
  * reads the same registry, so `subagents list/kill/steer` work from any gateway or worker.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../storage/redis-client.js";
 import { luaCommand } from "../storage/lua-script.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
 
@@ -46,7 +46,7 @@ export class SubagentRegistry {
   private readonly registerLua;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
   ) {
     this.registerLua = luaCommand(redis, LUA_DIR, "subagent-register");

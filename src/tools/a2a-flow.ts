@@ -13,7 +13,8 @@
  * derived from the runId) when that turn has its result. A requester whose wait timed out still
  * gets the reply: the flow sees the `late` flag and delivers it even with zero ping-pong turns.
  */
-import { DelayedError, type Job } from "bullmq";
+import { retryLater } from "../queues/retry-later.js";
+import type { Job } from "bullmq";
 import type { Services } from "../app/services.js";
 import { isNoReply, isReplySkip, isAnnounceSkip } from "../history/extract-reply.js";
 import { sanitizeForHandoff } from "../history/handoff.js";
@@ -138,8 +139,7 @@ export function createA2AProcessor(svc: Services) {
       const waits = (d.terminalWaits ?? 0) + 1;
       if (waits > MAX_TERMINAL_WAITS) throw new Error(`run ${d.runId} did not finish within ${MAX_TERMINAL_WAITS} checks`);
       await job.updateData({ ...job.data, terminalWaits: waits });
-      await job.moveToDelayed(Date.now() + Math.min(100 * waits, 5000), token);
-      throw new DelayedError();
+      return await retryLater(job, token, Math.min(100 * waits, 5000));
     }
     // Only the flow's own state travels on; this job's result fields do not.
     const { runId: _runId, reply: _reply, status: _status, error: _error, terminalWaits: _waits, ...state } = d;

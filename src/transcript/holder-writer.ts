@@ -33,6 +33,10 @@ interface OpenFile {
   lastUse: number;
   /** Writes to one file from this process run one at a time. */
   chain: Promise<void>;
+  /** The file's length as this handle last wrote or checked it. */
+  size: number;
+  /** The lease token the handle was last checked for (see write). */
+  checkedFor?: number | undefined;
 }
 
 const SYNC_EVERY_MS = 1000;
@@ -62,25 +66,30 @@ export class HolderWriter {
    * Append `entries` (already missing from the file: see linesOfRun) in one write. The file is
    * created with its header when new. Throws the file system's error (nothing left behind).
    */
-  async write(agentId: string, sessionId: string, entries: TranscriptEntry[], topicId?: string | number): Promise<void> {
+  async write(agentId: string, sessionId: string, entries: TranscriptEntry[], topicId?: string | number, holder?: number): Promise<void> {
     if (entries.length === 0) return;
     const file = this.path(agentId, sessionId, topicId);
     const body = entries.map((e) => JSON.stringify(e) + "\n").join("");
     const f = await this.handle(file);
     const run = f.chain.then(async () => {
-      const [st, onDisk] = await Promise.all([f.fh.stat(), stat(file).catch(() => null)]);
-      // Renamed (archived) or deleted behind this handle: never write into the old file.
-      if (!onDisk || onDisk.ino !== st.ino || onDisk.dev !== st.dev) throw new StaleHandle();
-      const size = await cutTornTail(f.fh, st.size, sessionId);
-      let text = body;
-      if (size === 0) text = headerLine(sessionId, undefined) + body;
-      const buf = Buffer.from(text, "utf8");
+      // Checked once per lease holding (fencing token), not per write: between two holdings of
+      // this process another worker may have written, archived or torn the file.
+      if (holder === undefined || f.checkedFor !== holder) {
+        const [st, onDisk] = await Promise.all([f.fh.stat(), stat(file).catch(() => null)]);
+        // Renamed (archived) or deleted behind this handle: never write into the old file.
+        if (!onDisk || onDisk.ino !== st.ino || onDisk.dev !== st.dev) throw new StaleHandle();
+        f.size = await cutTornTail(f.fh, st.size, sessionId);
+        f.checkedFor = holder;
+      }
+      const size = f.size;
+      const buf = Buffer.from(size === 0 ? headerLine(sessionId, undefined) + body : body, "utf8");
       try {
         await appendOrUndo(f.fh, buf, size, this.fsync === "always");
       } catch (err) {
         await this.drop(file);
         throw err;
       }
+      f.size = size + buf.length;
       f.dirty = this.fsync !== "always";
       f.lastUse = Date.now();
     });
@@ -90,7 +99,7 @@ export class HolderWriter {
     } catch (err) {
       if (!(err instanceof StaleHandle)) throw err;
       await this.drop(file);
-      await this.write(agentId, sessionId, entries, topicId);
+      await this.write(agentId, sessionId, entries, topicId, holder);
     }
   }
 
@@ -133,7 +142,7 @@ export class HolderWriter {
       await fh.close();
       return again;
     }
-    const f: OpenFile = { fh, dirty: false, lastUse: Date.now(), chain: Promise.resolve() };
+    const f: OpenFile = { fh, dirty: false, lastUse: Date.now(), chain: Promise.resolve(), size: 0 };
     this.files.set(file, f);
     return f;
   }

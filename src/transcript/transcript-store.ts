@@ -31,7 +31,7 @@ import { randomBytes } from "node:crypto";
 import { mkdir, open, rename, stat, type FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../storage/redis-client.js";
 import { StaleFenceError, TranscriptLockError, ValidationError } from "../errors/index.js";
 import {
   archivePath,
@@ -46,7 +46,7 @@ import { luaCommand } from "../storage/lua-script.js";
 import { TRANSCRIPT_VERSION, type TranscriptEntry, type TranscriptHeader, type TranscriptMessage } from "./types.js";
 
 export interface TranscriptStoreOptions {
-  redis: Redis;
+  redis: RedisClient;
   /** Key prefix of this deployment (`redis.prefix` in the config). */
   prefix: string;
   /** Shared storage root (`storage.dir`). */
@@ -113,7 +113,7 @@ type GuardReply = [number, string];
 /** This module's Lua scripts (./lua/*.lua), registered through the shared loader. */
 const LUA_DIR = new URL("./lua/", import.meta.url);
 
-function transcriptScripts(redis: Redis) {
+function transcriptScripts(redis: RedisClient) {
   return {
     acquire: luaCommand(redis, LUA_DIR, "txlock-acquire"),
     leave: luaCommand(redis, LUA_DIR, "txlock-leave"),
@@ -124,7 +124,7 @@ function transcriptScripts(redis: Redis) {
 }
 
 export class TranscriptStore {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly lua: ReturnType<typeof transcriptScripts>;
   private readonly prefix: string;
   private readonly storageDir: string;

@@ -14,11 +14,12 @@
  * storage deadline; data no retry can fix ends it as `error` at once; anything else is retried
  * a few times. A turn given up is finished as `error` and its message kept as a dead letter.
  */
+import { retryLater } from "../queues/retry-later.js";
 import { createHash } from "node:crypto";
-import { DelayedError, WaitingError, type Job } from "bullmq";
+import { WaitingError, type Job } from "bullmq";
 import type { Services } from "../app/services.js";
 import { StaleFenceError, TurnHandedBackError } from "../errors/index.js";
-import type { TurnExecutor } from "./turn-executor.js";
+import type { NextTurn, TurnExecutor } from "./turn-executor.js";
 import { requestDrain, type DrainData } from "../runs/enqueue.js";
 import type { DeadLetter } from "../runs/dead-letters.js";
 import type { LeaseHandle } from "../runs/session-lease.js";
@@ -42,7 +43,7 @@ export interface DrainResult {
   runs: string[];
 }
 
-type TurnStep = { status: string } | { parkMs: number } | { handedBack: true };
+type TurnStep = { status: string; next?: NextTurn } | { parkMs: number } | { handedBack: true };
 
 /**
  * `stopping` aborts when the worker shuts down: a drain then takes no further turn (the job
@@ -59,12 +60,12 @@ export function createDrainProcessor(svc: Services, executor: TurnExecutor, stop
     await job.log(`run ${turn.runId} given up (${kind}): ${reason}`).catch(() => 0);
   }
 
-  async function runTurn(lease: LeaseHandle, job: Job<DrainData>, begun: BegunTurn): Promise<TurnStep> {
+  async function runTurn(lease: LeaseHandle, job: Job<DrainData>, begun: BegunTurn, beginNext: boolean): Promise<TurnStep> {
     const { turn } = begun;
     try {
-      const outcome = await executor.execute(begun, lease);
+      const outcome = await executor.execute(begun, lease, beginNext);
       await svc.storageFaults.onSuccess();
-      return { status: outcome.status };
+      return { status: outcome.status, next: outcome.next };
     } catch (err) {
       if (err instanceof TurnHandedBackError) return { handedBack: true };
       const failure = classifyTurnFailure(err);
@@ -102,8 +103,7 @@ export function createDrainProcessor(svc: Services, executor: TurnExecutor, stop
       const waits = (job.data.leaseWaits ?? 0) + 1;
       if (waits > MAX_LEASE_WAITS) throw new Error(`session ${sessionKey} lease stayed busy through ${MAX_LEASE_WAITS} waits`);
       await job.updateData({ ...job.data, leaseWaits: waits, leaseWaitSince: job.data.leaseWaitSince ?? Date.now() });
-      await job.moveToDelayed(Date.now() + Math.min(acquired.retryInMs + 20, LEASE_POLL_MS), token);
-      throw new DelayedError();
+      return await retryLater(job, token, Math.min(acquired.retryInMs + 20, LEASE_POLL_MS));
     }
     const lease = acquired.lease;
     leaseAcquired(job.data.leaseWaitSince);
@@ -112,9 +112,13 @@ export function createDrainProcessor(svc: Services, executor: TurnExecutor, stop
     let handedBack = false;
     let emptied = false;
     try {
+      let next: NextTurn;
       while (runs.length < MAX_TURNS_PER_DRAIN && !stopping.aborted) {
         if (lease.lost.aborted) throw new StaleFenceError(sessionKey, lease.token, null);
-        const begun = await svc.inbox.begin(lease);
+        // The previous turn's finish may have begun this one already (one round trip per turn);
+        // finding the inbox empty also releases the lease (one round trip less per drain).
+        const begun = next !== undefined ? next : await svc.inbox.begin(lease, { releaseWhenEmpty: true });
+        next = undefined;
         if (!begun) {
           emptied = true;
           break;
@@ -125,7 +129,8 @@ export function createDrainProcessor(svc: Services, executor: TurnExecutor, stop
           continue;
         }
         const timing = turnStarted(begun);
-        const step = await runTurn(lease, job, begun);
+        // The last turn of this job does not begin another: the next drain job will (as when stopping).
+        const step = await runTurn(lease, job, begun, runs.length + 1 < MAX_TURNS_PER_DRAIN && !stopping.aborted);
         if ("parkMs" in step) {
           parkMs = step.parkMs;
           break;
@@ -136,6 +141,7 @@ export function createDrainProcessor(svc: Services, executor: TurnExecutor, stop
         }
         turnEnded(timing, step.status);
         runs.push(`${begun.turn.runId}:${step.status}`);
+        next = step.next;
       }
     } finally {
       await lease.release().catch(() => false);
@@ -150,8 +156,7 @@ export function createDrainProcessor(svc: Services, executor: TurnExecutor, stop
     if (parkMs !== undefined) {
       // Parked: the turn stays in-flight (first in line) and this same job comes back later.
       await job.updateData({ ...job.data, storageRetries: (job.data.storageRetries ?? 0) + 1, leaseWaitSince: undefined });
-      await job.moveToDelayed(Date.now() + parkMs, token);
-      throw new DelayedError();
+      return await retryLater(job, token, parkMs);
     }
     // Yielded with work left: chain another drain (stored as the dedup follow-up while we are active).
     if (runs.length >= MAX_TURNS_PER_DRAIN && (await svc.inbox.depth(sessionKey)) > 0) await requestDrain(svc, sessionKey);

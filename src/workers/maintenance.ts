@@ -8,8 +8,10 @@
  *  - `archive`: renames an old transcript to `.reset.<ts>`/`.deleted.<ts>` while holding the
  *    session lease, so it never races a turn still writing to it.
  */
-import { DelayedError, type Job } from "bullmq";
+import { retryLater } from "../queues/retry-later.js";
+import type { Job } from "bullmq";
 import { topicOpt } from "../lifecycle/transcript-topic.js";
+import { requestDrain } from "../runs/enqueue.js";
 import type { Services } from "../app/services.js";
 import { entryStaleAt, freshnessOf } from "../lifecycle/freshness-check.js";
 import { rotateSession, type ArchiveJobData } from "../lifecycle/rotate.js";
@@ -63,21 +65,39 @@ export async function sweepOnce(svc: Services, now = Date.now()): Promise<SweepR
   return result;
 }
 
+/** A pending wake older than this lost its pusher (it adds the drain job within milliseconds). */
+const WAKE_OVERDUE_MS = 10_000;
+
+/**
+ * Sessions whose turn was pushed into an idle inbox by a process that died before adding the
+ * drain job (turn-push.lua): add it now. Later pushes skip the add while turns are queued, so
+ * without this such a session would wait for ever.
+ */
+export async function rearmOverdueWakes(svc: Services, now = Date.now()): Promise<number> {
+  const overdue = await svc.inbox.overdueWakes(WAKE_OVERDUE_MS, svc.config.maintenance.sweepBatch, now);
+  for (const w of overdue) {
+    await requestDrain(svc, w.sessionKey);
+    await svc.inbox.clearWake(w.member);
+  }
+  if (overdue.length) svc.log.warn({ sessions: overdue.length }, "re-armed drains whose wake-up was lost");
+  return overdue.length;
+}
+
 export function createMaintenanceProcessor(svc: Services) {
   const archiveLeases = new SessionLeases(svc.redis, svc.keys, ARCHIVE_LEASE_TTL_MS);
   return async (job: Job, token?: string): Promise<unknown> => {
     if (job.name === "sweep") {
       const r = await sweepOnce(svc);
+      const rearmed = await rearmOverdueWakes(svc);
       await job.updateProgress(100);
-      return r;
+      return { ...r, rearmed };
     }
     if (job.name === "prune") return await pruneOnce(svc); // session.maintenance (session-prune.ts)
     if (job.name === "archive") {
       const d = job.data as ArchiveJobData;
       const acquired = await archiveLeases.tryAcquire(d.sessionKey);
       if (!acquired.acquired) {
-        await job.moveToDelayed(Date.now() + Math.min(acquired.retryInMs + 50, ARCHIVE_LEASE_POLL_MS), token);
-        throw new DelayedError();
+        return await retryLater(job, token, Math.min(acquired.retryInMs + 50, ARCHIVE_LEASE_POLL_MS));
       }
       try {
         const path = await svc.transcripts.archive(d.agentId, d.sessionId, d.kind, new Date(), topicOpt(d.sessionKey));

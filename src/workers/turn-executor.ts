@@ -28,6 +28,7 @@ import { interSessionProvenance } from "../runtimes/inter-session.js";
 import { redactTranscriptEntries } from "../history/redact-transcript.js";
 import { topicOpt, transcriptTopicOf } from "../lifecycle/transcript-topic.js";
 import { luaSafeJson, wellFormed } from "../text/well-formed.js";
+import { combineSignals } from "../runtimes/combined-signal.js";
 import type { BegunTurn } from "../runs/inbox.js";
 import type { RunRecord } from "../runs/run-records.js";
 import type { SessionEntry } from "../storage/session-entry.js";
@@ -48,6 +49,9 @@ export type ToolInvokerFactory = (ctx: {
   subagentRole?: "orchestrator" | "leaf";
 }) => ToolInvoker;
 
+/** The turn the finish began after this one (see RunRecords.finishAndBegin): undefined when not asked. */
+export type NextTurn = BegunTurn | { corrupt: string } | null | undefined;
+
 export interface TurnOutcome {
   status: TerminalStatus;
   reply?: string;
@@ -57,10 +61,20 @@ export interface TurnOutcome {
 /** Local registry of running turns, so a cancel broadcast can abort them. */
 export class RunningTurns {
   private readonly bySession = new Map<string, { runId: string; controller: AbortController }>();
+  /**
+   * Cancels for runs not (yet) registered here, kept briefly: a turn begun by a script reads its
+   * record's cancel flag before it registers, so a /stop landing in between is caught here.
+   */
+  private readonly early = new Map<string, { reason: string; at: number }>();
 
   start(sessionKey: string, runId: string): AbortController {
     const controller = new AbortController();
     this.bySession.set(sessionKey, { runId, controller });
+    const early = this.early.get(runId);
+    if (early) {
+      this.early.delete(runId);
+      controller.abort(new Error(early.reason));
+    }
     return controller;
   }
   end(sessionKey: string, runId: string): void {
@@ -69,7 +83,10 @@ export class RunningTurns {
   /** Abort the session's running turn (optionally only if it is `runId`). Returns true if one was aborted. */
   abort(sessionKey: string, reason: string, runId?: string): boolean {
     const cur = this.bySession.get(sessionKey);
-    if (!cur || (runId && cur.runId !== runId)) return false;
+    if (!cur || (runId && cur.runId !== runId)) {
+      if (runId) this.remember(runId, reason);
+      return false;
+    }
     cur.controller.abort(new Error(reason));
     return true;
   }
@@ -84,7 +101,16 @@ export class RunningTurns {
   get size(): number {
     return this.bySession.size;
   }
+
+  private remember(runId: string, reason: string): void {
+    const now = Date.now();
+    for (const [id, e] of this.early) if (now - e.at > EARLY_CANCEL_MS) this.early.delete(id);
+    this.early.set(runId, { reason, at: now });
+  }
 }
+
+/** How long a cancel for a run not registered here is kept (a begun turn registers within ms). */
+const EARLY_CANCEL_MS = 60_000;
 
 function entry(id: string, runId: string, message: TranscriptMessage, ts: number): TranscriptEntry {
   return { type: "message", id, runId, timestamp: new Date(ts).toISOString(), message };
@@ -252,19 +278,23 @@ export class TurnExecutor {
     private readonly writer: HolderWriter,
   ) {}
 
-  async execute(begun: BegunTurn, lease: LeaseHandle): Promise<TurnOutcome> {
+  /**
+   * Run `begun`. With `beginNext`, its finish also begins the session's next turn (releasing
+   * the lease when there is none), handed back as `next` for the drain to run.
+   */
+  async execute(begun: BegunTurn, lease: LeaseHandle, beginNext = false): Promise<TurnOutcome & { next?: NextTurn }> {
     const { turn } = begun;
     // Registered before the record's cancel flag is looked at: a /stop either finds this turn
     // registered (its broadcast aborts it) or flagged the record before turn-begin read it.
     const controller = this.running.start(turn.sessionKey, turn.runId);
     try {
-      return await this.executeRegistered(begun, lease, controller);
+      return await this.executeRegistered(begun, lease, controller, beginNext);
     } finally {
       this.running.end(turn.sessionKey, turn.runId);
     }
   }
 
-  private async executeRegistered({ turn, record, entry }: BegunTurn, lease: LeaseHandle, controller: AbortController): Promise<TurnOutcome> {
+  private async executeRegistered({ turn, record, entry }: BegunTurn, lease: LeaseHandle, controller: AbortController, beginNext: boolean): Promise<TurnOutcome & { next?: NextTurn }> {
     const { svc } = this;
     if (record?.cancelRequested) controller.abort(new Error(`run ${record.cancelRequested}`));
     if (record && isTerminal(record.status)) {
@@ -303,7 +333,7 @@ export class TurnExecutor {
       // The file cannot check the fence: write only while the lease is surely still ours.
       if (lease.lost.aborted || Date.now() >= lease.heldUntil()) throw new StaleFenceError(turn.sessionKey, lease.token, null);
       try {
-        await this.writer.write(turn.agentId, turn.sessionId, lines, topic);
+        await this.writer.write(turn.agentId, turn.sessionId, lines, topic, lease.token);
       } catch (err) {
         // Parked on a storage fault (or retried): keep the outcome so the runtime does not run again.
         if (!recovered) await this.saveResult(turn, lease, outcome, output, resultAt).catch(() => undefined);
@@ -312,16 +342,23 @@ export class TurnExecutor {
     }
 
     await this.enqueueFollowUps(turn, outcome);
-    const finishedNow = await svc.runs.finish(lease, turn.runId, outcome.status, resultFields(outcome, output), record ? { notify: record } : {});
-    if (finishedNow) await this.updateSessionAfterRun(turn, entry, outcome, output);
-    return outcome;
+    const notify = record ? { notify: record } : {};
+    if (!beginNext) {
+      const finishedNow = await svc.runs.finish(lease, turn.runId, outcome.status, resultFields(outcome, output), notify);
+      if (finishedNow) await this.updateSessionAfterRun(turn, entry, outcome, output);
+      return outcome;
+    }
+    const { finished, next } = await svc.runs.finishAndBegin(lease, turn.runId, outcome.status, resultFields(outcome, output), { ...notify, releaseWhenEmpty: true });
+    // The next turn is begun (or the lease released): decode it first so a failure below cannot lose the release.
+    const begunNext = await svc.inbox.fromRaw(next, lease, true);
+    if (finished) await this.updateSessionAfterRun(turn, entry, outcome, output);
+    return { ...outcome, next: begunNext };
   }
 
   private async runRuntime(turn: Turn, entryNow: SessionEntry | null, lease: LeaseHandle, controller: AbortController): Promise<{ outcome: TurnOutcome; output?: RunOutput }> {
     const { svc } = this;
-    const signals = [controller.signal, lease.lost];
-    if (turn.runTimeoutSeconds && turn.runTimeoutSeconds > 0) signals.push(AbortSignal.timeout(turn.runTimeoutSeconds * 1000));
-    const signal = AbortSignal.any(signals);
+    const combined = combineSignals([controller.signal, lease.lost], turn.runTimeoutSeconds && turn.runTimeoutSeconds > 0 ? turn.runTimeoutSeconds * 1000 : undefined);
+    const { signal } = combined;
     try {
       const runtime = createRuntime(agentRuntime(svc.config, turn.agentId));
       const tools = this.tools({
@@ -367,6 +404,8 @@ export class TurnExecutor {
       }
       if (err instanceof StaleFenceError) throw err;
       return { outcome: { status: "error", error: wellFormed((err as Error)?.message ?? String(err)) } };
+    } finally {
+      combined.dispose();
     }
   }
 

@@ -124,6 +124,7 @@ describe("no poison loops behind the edge", () => {
     const first = await inboundRaw(JSON.stringify({ channel: "web", chatType: "dm", from: "corrupt", text: "setup" }));
     await waitDone(first.runId);
     await sys.svc.redis.rpush(sys.svc.keys.inbox(first.sessionKey), '{"runId": "half a turn');
+    await requestDrain(sys.svc, first.sessionKey); // as for any queued entry, a drain exists
     await expectCanaryAnswered("corrupt");
     const letters = (await sys.rpc("deadletters.list")).deadLetters as any[];
     const letter = letters.find((l) => l.sessionKey === first.sessionKey && l.kind === "corrupt");

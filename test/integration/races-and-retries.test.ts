@@ -21,6 +21,26 @@ afterAll(async () => {
   await sys?.close();
 });
 
+describe("wake-ups", () => {
+  it("only a push into an idle session adds a drain job; turns queued behind it ride the same drain", async () => {
+    const key = "agent:main:wakes";
+    const entry = await sys.svc.sessions.upsert(key, { agentId: "main", kind: "other" }, { sessionId: randomUUID() });
+    const base = { sessionKey: key, agentId: "main", sessionId: entry.sessionId, step: "turn" as const, provenance: "user" as const, enqueuedAt: Date.now(), messageTs: Date.now() };
+    const first = { ...base, runId: randomUUID(), text: "slow first" };
+    expect(await sys.svc.inbox.push(first)).toBe("wake");
+    const second = { ...base, runId: randomUUID(), text: "second" };
+    expect(await sys.svc.inbox.push(second)).toBe("queued");
+    expect(await sys.svc.inbox.push(second)).toBe("exists");
+    // The pusher of `first` "died" before adding the drain job: the sweep's re-arm finds it.
+    expect((await sys.svc.inbox.overdueWakes(0, 10)).map((w) => w.sessionKey)).toContain(key);
+    const { rearmOverdueWakes } = await import("../../src/workers/maintenance.js");
+    expect(await rearmOverdueWakes(sys.svc, Date.now() + 60_000)).toBeGreaterThanOrEqual(1);
+    expect(await sys.rpc("agent.wait", { runId: first.runId, timeoutMs: 15_000 })).toMatchObject({ status: "ok", reply: "slow done" });
+    expect(await sys.rpc("agent.wait", { runId: second.runId, timeoutMs: 10_000 })).toMatchObject({ status: "ok", reply: "ok: second" });
+    expect((await sys.svc.inbox.overdueWakes(0, 10)).map((w) => w.sessionKey)).not.toContain(key);
+  });
+});
+
 describe("retried enqueues", () => {
   it("the same runId is queued once, even when pushed concurrently, and every call wakes the drain", async () => {
     const key = "agent:main:retry";

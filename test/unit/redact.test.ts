@@ -179,3 +179,20 @@ describe("redactSecrets: linear time on hostile input", () => {
     expect(elapsed).toBeLessThan(2000);
   });
 });
+
+describe("identifiers named like secrets", () => {
+  it("leaves session keys and idempotency keys alone, still masks real keys next to them", () => {
+    const text = JSON.stringify({
+      status: "accepted",
+      childSessionKey: "agent:boss:subagent:1c996a79-3398-4c03-a3f8-31c5b7a3c38c",
+      sessionKey: "agent:main:telegram:group:123456789012345678",
+      idempotencyKey: "retry-4f1c2d3e4b5a69788796a5b4",
+      apiKey: "abcdefghijklmnopqrstuvwxyz123456",
+    });
+    const r = redactSecrets(text);
+    expect(r.text).toContain("agent:boss:subagent:1c996a79-3398-4c03-a3f8-31c5b7a3c38c");
+    expect(r.text).toContain("agent:main:telegram:group:123456789012345678");
+    expect(r.text).toContain("retry-4f1c2d3e4b5a69788796a5b4");
+    expect(r.text).not.toContain("abcdefghijklmnopqrstuvwxyz123456");
+  });
+});

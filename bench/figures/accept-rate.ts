@@ -1,0 +1,72 @@
+/**
+ * (4) Accept rate over HTTP: fire-and-forget `agent` RPCs answered per second by a gateway
+ * (no workers in the process: only the accept path is measured); against a bare fastify route
+ * doing one `queue.add` (no worker). Same HTTP client, same requests in flight.
+ */
+import { BareBullmq } from "../harness/bare.js";
+import { eachRound, units, type BenchContext, type Figure } from "../harness/context.js";
+import { JsonClient, runPool, startBareRoute } from "../harness/http.js";
+import type { FigureResult, Row } from "../harness/report.js";
+import { perSecond } from "../harness/stats.js";
+import { benchDeployment, startSwitchboard } from "../harness/switchboard.js";
+
+const IN_FLIGHT = 32;
+
+export const acceptRate: Figure = {
+  id: "4",
+  title: "Fire-and-forget accept rate over HTTP",
+  async run(ctx: BenchContext): Promise<FigureResult> {
+    const n = units(ctx, 2000, 400);
+    const sessions = units(ctx, 100, 30);
+    const row: Row = { label: "`agent` RPCs accepted/s", unit: "req/s", baselineLabel: "fastify route + one queue.add: req/s", measured: [], baseline: [], target: { on: "ratio", op: ">=", value: 1.0 } };
+
+    const dep = benchDeployment(ctx.redisUrl);
+    const sys = await startSwitchboard(dep.config, { gateway: true, workers: false });
+    const sb = new JsonClient(sys.url!, IN_FLIGHT);
+    const bare = new BareBullmq(ctx.redisUrl);
+    const route = await startBareRoute(bare.queue);
+    const bc = new JsonClient(route.url, IN_FLIGHT);
+    try {
+      const sbRound = async (count: number) => {
+        const t0 = Date.now();
+        await runPool(count, IN_FLIGHT, async (i) => {
+          await sb.rpc("agent", { sessionKey: `bench-${i % sessions}`, message: `m${i}` });
+        });
+        return perSecond(count, Date.now() - t0);
+      };
+      const bareRound = async (count: number) => {
+        const t0 = Date.now();
+        await runPool(count, IN_FLIGHT, async (i) => {
+          const r = await bc.post("/add", { sessionKey: `bench-${i % sessions}`, message: `m${i}` });
+          if (r.status !== 200) throw new Error(`bare route: HTTP ${r.status}`);
+        });
+        return perSecond(count, Date.now() - t0);
+      };
+      await sbRound(sessions); // warm-up; creates the sessions
+      await bareRound(Math.min(n, 300));
+      await eachRound(ctx, [row], async (i) => {
+        if (i % 2 === 0) {
+          row.baseline.push(await bareRound(n));
+          row.measured.push(await sbRound(n));
+        } else {
+          row.measured.push(await sbRound(n));
+          row.baseline.push(await bareRound(n));
+        }
+      });
+    } finally {
+      sb.close();
+      bc.close();
+      await route.app.close();
+      await bare.close();
+      await sys.close();
+      dep.cleanup();
+    }
+    return {
+      id: this.id,
+      title: this.title,
+      setup: `${n} \`agent\` RPCs per round over ${sessions} existing sessions, ${IN_FLIGHT} in flight on keep-alive connections, against a gateway-only process (no workers, so nothing but the accept path runs); the figure is requests answered per second. Baseline: the same requests against a fastify route doing one \`queue.add\`, no worker.`,
+      rows: [row],
+      notes: [],
+    };
+  },
+};

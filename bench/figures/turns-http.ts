@@ -1,0 +1,83 @@
+/**
+ * (2) Turns end to end over HTTP: fire-and-forget `agent` RPCs against a started gateway with
+ * workers in the same process (startSystem, as `switchboard start` runs), until every run is
+ * finished; against a bare fastify route doing one `queue.add` per request plus a bare
+ * Worker (no-op, same concurrency), until every job is processed. One keep-alive HTTP client
+ * with the same number of requests in flight serves both sides.
+ */
+import { BareBullmq } from "../harness/bare.js";
+import { eachRound, units, type BenchContext, type Figure } from "../harness/context.js";
+import { JsonClient, runPool, startBareRoute } from "../harness/http.js";
+import type { FigureResult, Row } from "../harness/report.js";
+import { perSecond } from "../harness/stats.js";
+import { benchDeployment, RunDoneWatcher, startSwitchboard } from "../harness/switchboard.js";
+
+const CONCURRENCY = 16;
+const IN_FLIGHT = 32;
+
+export const turnsHttp: Figure = {
+  id: "2",
+  title: "Turns end to end over HTTP",
+  async run(ctx: BenchContext): Promise<FigureResult> {
+    const n = units(ctx, 2000, 300);
+    const sessions = units(ctx, 100, 30);
+    const row: Row = { label: "turns/s over HTTP (`agent` RPC), default durability", unit: "turns/s", baselineLabel: "fastify route + queue.add, bare Worker: jobs/s", measured: [], baseline: [], target: { on: "ratio", op: ">=", value: 0.8 } };
+
+    const dep = benchDeployment(ctx.redisUrl, {}, { concurrency: CONCURRENCY });
+    const sys = await startSwitchboard(dep.config, { gateway: true, workers: true });
+    const watcher = await RunDoneWatcher.start(dep.config);
+    const sb = new JsonClient(sys.url!, IN_FLIGHT);
+    const bare = new BareBullmq(ctx.redisUrl);
+    await bare.startWorker(CONCURRENCY);
+    const route = await startBareRoute(bare.queue);
+    const bc = new JsonClient(route.url, IN_FLIGHT);
+    try {
+      const sbRound = async (count: number) => {
+        watcher.reset();
+        const t0 = Date.now();
+        await runPool(count, IN_FLIGHT, async (i) => {
+          await sb.rpc("agent", { sessionKey: `bench-${i % sessions}`, message: `m${i}` });
+        });
+        await watcher.waitFor(count, 300_000, "turns");
+        return perSecond(count, Date.now() - t0);
+      };
+      const bareRound = async (count: number) => {
+        bare.resetCompleted();
+        const t0 = Date.now();
+        await runPool(count, IN_FLIGHT, async (i) => {
+          const r = await bc.post("/add", { sessionKey: `bench-${i % sessions}`, message: `m${i}` });
+          if (r.status !== 200) throw new Error(`bare route: HTTP ${r.status}`);
+        });
+        await bare.waitForCompleted(count, 120_000);
+        return perSecond(count, Date.now() - t0);
+      };
+      // Warm-up; also creates every session, as their first message would.
+      await sbRound(sessions);
+      await bareRound(Math.min(n, 300));
+      await eachRound(ctx, [row], async (i) => {
+        if (i % 2 === 0) {
+          row.baseline.push(await bareRound(n));
+          row.measured.push(await sbRound(n));
+        } else {
+          row.measured.push(await sbRound(n));
+          row.baseline.push(await bareRound(n));
+        }
+      });
+    } finally {
+      sb.close();
+      bc.close();
+      watcher.close();
+      await route.app.close();
+      await bare.close();
+      await sys.close();
+      dep.cleanup();
+    }
+    return {
+      id: this.id,
+      title: this.title,
+      setup: `${n} \`agent\` RPCs (fire-and-forget) over ${sessions} existing sessions, ${IN_FLIGHT} requests in flight on keep-alive connections, gateway and workers (concurrency ${CONCURRENCY}, echo runtime) in one process, until every run-done notification arrived. Baseline: the same ${n} requests against a fastify route doing one \`queue.add\`, a bare Worker (concurrency ${CONCURRENCY}, no-op) in the same process, until every job completed. The HTTP client runs in the same process for both sides.`,
+      rows: [row],
+      notes: [],
+    };
+  },
+};

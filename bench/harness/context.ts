@@ -1,0 +1,32 @@
+/** What every figure gets from the runner, and the shape of a figure module. */
+import type { Redis } from "ioredis";
+import { formatRound, type FigureResult, type Row } from "./report.js";
+
+export interface BenchContext {
+  redisUrl: string;
+  /** The bench's own client (snapshots, probes); excluded from round-trip counts. */
+  admin: Redis;
+  quick: boolean;
+  rounds: number;
+  /** Progress on stderr. */
+  log(line: string): void;
+}
+
+export interface Figure {
+  id: string;
+  title: string;
+  run(ctx: BenchContext): Promise<FigureResult>;
+}
+
+/** Run `fn` for each round, then print each row's numbers of that round. */
+export async function eachRound(ctx: BenchContext, rows: Row[], fn: (round: number) => Promise<void>): Promise<void> {
+  for (let i = 0; i < ctx.rounds; i++) {
+    await fn(i);
+    for (const row of rows) if (row.measured[i] !== undefined) ctx.log(`    round ${i + 1}  ${row.label}: ${formatRound(row, i)}`);
+  }
+}
+
+/** Scale a unit count: the full size, or the quick one. */
+export function units(ctx: BenchContext, full: number, quick: number): number {
+  return ctx.quick ? quick : full;
+}

@@ -1,0 +1,65 @@
+/**
+ * `redis.url` forms (docs/concepts/redis-cluster.md):
+ *   redis://[user:pass@]host:port[/db]   one Redis (rediss:// for TLS)
+ *   redis+cluster://[user:pass@]host:port,host:port,…   a Redis Cluster, by some of its nodes
+ *                                        (rediss+cluster:// for TLS); the client learns the rest
+ * One string, so the same value works in the config file, in REDIS_URL and for child processes.
+ */
+
+export interface SingleRedisTarget {
+  kind: "single";
+  url: string;
+}
+
+export interface ClusterRedisTarget {
+  kind: "cluster";
+  /** Seed nodes: any reachable one is enough for the client to learn the slot map. */
+  nodes: { host: string; port: number }[];
+  username?: string;
+  password?: string;
+  tls: boolean;
+}
+
+export type RedisTarget = SingleRedisTarget | ClusterRedisTarget;
+
+const SINGLE = /^rediss?:\/\//;
+const CLUSTER = /^(rediss?)\+cluster:\/\/(.*)$/;
+
+/** Parse a `redis.url` value, or throw an Error saying what is wrong with it. */
+export function parseRedisUrl(url: string): RedisTarget {
+  if (SINGLE.test(url)) return { kind: "single", url };
+  const m = CLUSTER.exec(url);
+  if (!m) throw new Error("must be a redis://, rediss://, redis+cluster:// or rediss+cluster:// URL");
+  let rest = m[2]!;
+  // A trailing "/" or "/0" is accepted; a cluster has only database 0.
+  const slash = rest.indexOf("/");
+  if (slash >= 0) {
+    const db = rest.slice(slash + 1);
+    if (db !== "" && db !== "0") throw new Error(`a Redis Cluster has only database 0 (got /${db})`);
+    rest = rest.slice(0, slash);
+  }
+  const target: ClusterRedisTarget = { kind: "cluster", nodes: [], tls: m[1] === "rediss" };
+  const at = rest.lastIndexOf("@");
+  if (at >= 0) {
+    const auth = rest.slice(0, at);
+    rest = rest.slice(at + 1);
+    const colon = auth.indexOf(":");
+    const user = decodeURIComponent(colon >= 0 ? auth.slice(0, colon) : auth);
+    const pass = colon >= 0 ? decodeURIComponent(auth.slice(colon + 1)) : "";
+    // redis://:pass@host (no user) is the usual way to give only a password.
+    if (colon >= 0) {
+      if (user) target.username = user;
+      if (pass) target.password = pass;
+    } else if (user) {
+      target.password = user;
+    }
+  }
+  for (const part of rest.split(",")) {
+    const node = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+)(?::(\d{1,5}))?$/.exec(part.trim());
+    if (!node) throw new Error(`cluster node "${part}" is not host:port`);
+    const port = node[2] === undefined ? 6379 : Number(node[2]);
+    if (port < 1 || port > 65535) throw new Error(`cluster node "${part}" has no valid port`);
+    target.nodes.push({ host: node[1]!.replace(/^\[|\]$/g, ""), port });
+  }
+  return target;
+}

@@ -1,0 +1,32 @@
+--[[
+  Shared by turn-begin.lua and run-finish.lua (included with --@include; not a script itself).
+
+  begin_next(inbox, inflight, session, runPrefix, now): take the next turn (the in-flight one
+  first, so per-session order survives crashes, else the oldest queued), mark its run
+  `running` (first start time kept, one more attempt counted) unless it already ended, and
+  return { turn JSON, record field/value list, session entry JSON or false }, or nil.
+
+  The run record's key is built from the runId, under the same `{prefix}` hash tag as every
+  declared key (as BullMQ builds job keys inside its scripts), so the script stays in one slot.
+  The runId is read from the start of the turn's JSON (serializeTurn puts it first); a turn
+  stored another way is returned without its record and the caller reads it.
+]]
+local function begin_next(inboxKey, inflightKey, sessionKey, runPrefix, now)
+  local raw = redis.call("LINDEX", inflightKey, 0)
+  if not raw then raw = redis.call("LMOVE", inboxKey, inflightKey, "LEFT", "RIGHT") end
+  if not raw then return nil end
+  local record = {}
+  local runId = string.match(raw, '^{"runId":"([^"\\]+)"')
+  if runId then
+    local runKey = runPrefix .. runId
+    local status = redis.call("HGET", runKey, "status")
+    local ended = status == "ok" or status == "error" or status == "timeout" or status == "killed"
+    if status and not ended then
+      redis.call("HSET", runKey, "status", "running")
+      redis.call("HSETNX", runKey, "startedAt", now)
+      redis.call("HINCRBY", runKey, "attempts", 1)
+    end
+    record = redis.call("HGETALL", runKey)
+  end
+  return { raw, record, redis.call("GET", sessionKey) }
+end
