@@ -60,7 +60,7 @@ export function createDrainProcessor(svc: Services, executor: TurnExecutor, stop
     await job.log(`run ${turn.runId} given up (${kind}): ${reason}`).catch(() => 0);
   }
 
-  async function runTurn(lease: LeaseHandle, job: Job<DrainData>, begun: BegunTurn, beginNext: boolean): Promise<TurnStep> {
+  async function runTurn(lease: LeaseHandle, job: Job<DrainData>, begun: BegunTurn, beginNext: () => boolean): Promise<TurnStep> {
     const { turn } = begun;
     try {
       const outcome = await executor.execute(begun, lease, beginNext);
@@ -129,8 +129,10 @@ export function createDrainProcessor(svc: Services, executor: TurnExecutor, stop
           continue;
         }
         const timing = turnStarted(begun);
-        // The last turn of this job does not begin another: the next drain job will (as when stopping).
-        const step = await runTurn(lease, job, begun, runs.length + 1 < MAX_TURNS_PER_DRAIN && !stopping.aborted);
+        // The last turn of this job does not begin another: the next drain job will. Nor does a
+        // turn that finishes after the worker began shutting down.
+        const last = runs.length + 1 >= MAX_TURNS_PER_DRAIN;
+        const step = await runTurn(lease, job, begun, () => !last && !stopping.aborted);
         if ("parkMs" in step) {
           parkMs = step.parkMs;
           break;

@@ -280,9 +280,10 @@ export class TurnExecutor {
 
   /**
    * Run `begun`. With `beginNext`, its finish also begins the session's next turn (releasing
-   * the lease when there is none), handed back as `next` for the drain to run.
+   * the lease when there is none), handed back as `next` for the drain to run. A function is
+   * asked at the finish (a worker that started shutting down meanwhile begins nothing more).
    */
-  async execute(begun: BegunTurn, lease: LeaseHandle, beginNext = false): Promise<TurnOutcome & { next?: NextTurn }> {
+  async execute(begun: BegunTurn, lease: LeaseHandle, beginNext: boolean | (() => boolean) = false): Promise<TurnOutcome & { next?: NextTurn }> {
     const { turn } = begun;
     // Registered before the record's cancel flag is looked at: a /stop either finds this turn
     // registered (its broadcast aborts it) or flagged the record before turn-begin read it.
@@ -294,7 +295,7 @@ export class TurnExecutor {
     }
   }
 
-  private async executeRegistered({ turn, record, entry }: BegunTurn, lease: LeaseHandle, controller: AbortController, beginNext: boolean): Promise<TurnOutcome & { next?: NextTurn }> {
+  private async executeRegistered({ turn, record, entry }: BegunTurn, lease: LeaseHandle, controller: AbortController, beginNext: boolean | (() => boolean)): Promise<TurnOutcome & { next?: NextTurn }> {
     const { svc } = this;
     if (record?.cancelRequested) controller.abort(new Error(`run ${record.cancelRequested}`));
     if (record && isTerminal(record.status)) {
@@ -343,7 +344,7 @@ export class TurnExecutor {
 
     await this.enqueueFollowUps(turn, outcome);
     const notify = record ? { notify: record } : {};
-    if (!beginNext) {
+    if (!(typeof beginNext === "function" ? beginNext() : beginNext)) {
       const finishedNow = await svc.runs.finish(lease, turn.runId, outcome.status, resultFields(outcome, output), notify);
       if (finishedNow) await this.updateSessionAfterRun(turn, entry, outcome, output);
       return outcome;
