@@ -19,7 +19,7 @@ import { registerOutboundMetrics, registerTurnMetrics } from "../metrics/index.j
 
 /** How long after a drain exhausted its retries another one is tried. */
 const REARM_DRAIN_DELAY_MS = 5000;
-/** After the grace period, how long handed-back turns get to return their jobs before the workers are forced shut. */
+/** After the grace period, how long handed-back turns get to return their jobs (then they are left to stall). */
 const HAND_BACK_TIMEOUT_MS = 5000;
 /** With no job left, how long BullMQ's own close may take (it hangs while Redis is away). */
 const CLOSE_SETTLE_MS = 2000;
