@@ -79,10 +79,11 @@ function expectTranscript(sys: TestSystem, first: Inbound, exchanges: [string, s
   expect(new Set(ids).size).toBe(ids.length);
 }
 
+/** Every job done (a drain completes just after its last turn's record is published): none failed, none left active. */
 async function expectNoFailedOrStalledJobs(sys: TestSystem): Promise<void> {
   for (const q of [sys.svc.queues.runs, sys.svc.queues.delivery]) {
-    const counts = await q.getJobCounts("failed", "active");
-    expect(counts).toEqual({ failed: 0, active: 0 });
+    await until(async () => (await q.getJobCounts("active")).active === 0, 10_000, 25);
+    expect(await q.getJobCounts("failed", "active")).toEqual({ failed: 0, active: 0 });
   }
   expect(await sys.svc.deadLetters.count()).toBe(0);
 }
@@ -118,8 +119,11 @@ describe("graceful shutdown: workers", () => {
       ["slow-1", "done: slow-1"],
       ["after-1", "re: after-1"],
     ]);
-    // B counted the handed-back turn as a redelivery and ran both turns.
-    const m = await scrape(metricsUrlOf(b));
+    // B counted the handed-back turn as a redelivery and ran both turns (counted just after each finish).
+    const m = await until(async () => {
+      const e = await scrape(metricsUrlOf(b));
+      return valueOf(e, "switchboard_turn_duration_seconds_count") >= 2 ? e : null;
+    }).then((e) => e!);
     expect(valueOf(m, "switchboard_redeliveries_total")).toBe(1);
     expect(valueOf(m, "switchboard_turn_duration_seconds_count", { status: "ok" })).toBe(2);
     await expectNoFailedOrStalledJobs(sys);
@@ -140,7 +144,10 @@ describe("graceful shutdown: workers", () => {
     expect(await getRun(sys, slow.runId)).toMatchObject({ status: "ok", reply: "done: slow-2", attempts: 1 });
     // ...and took no further turn: B runs the next one.
     expect((await waitRun(sys, next.runId, 10_000)).result).toMatchObject({ status: "ok", reply: "re: next-2" });
-    const m = await scrape(metricsUrlOf(b));
+    const m = await until(async () => {
+      const e = await scrape(metricsUrlOf(b));
+      return valueOf(e, "switchboard_runs_total") >= 1 ? e : null;
+    }).then((e) => e!);
     expect(valueOf(m, "switchboard_runs_total", { status: "ok" })).toBe(1);
     expect(valueOf(m, "switchboard_redeliveries_total")).toBe(0);
     expectTranscript(sys, slow, [

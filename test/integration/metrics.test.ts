@@ -44,10 +44,11 @@ describe("metrics", () => {
     for (const s of sent) expect((await waitRun(sys, s.runId, 15_000)).result).toMatchObject({ status: "ok" });
     const turns = sent.length;
 
-    // Replies are delivered after the turn finished: wait for the worker to count them all.
+    // A turn is counted just after its record is published, its reply delivered a little later:
+    // wait until the worker has counted them all, then check the exact numbers.
     const w = await until(async () => {
       const e = await scrape(workerMetrics);
-      return valueOf(e, "switchboard_deliveries_total", { status: "delivered" }) >= turns ? e : null;
+      return valueOf(e, "switchboard_deliveries_total", { status: "delivered" }) >= turns && valueOf(e, "switchboard_runs_total") >= turns ? e : null;
     }).then((e) => e!);
     expectValidExposition(w);
     // Every turn once: the duration histogram's count is the number of turns run.
