@@ -29,6 +29,8 @@ export interface Services {
   storageFaults: StorageFaults;
   /** The process's one run-done subscriber (agent.wait, sessions_send), made on first use. */
   waiter(): RunWaiter;
+  /** The run waiter if this process made one (a shutting-down gateway hands its waits over). */
+  existingWaiter(): RunWaiter | undefined;
   /** A new dedicated connection (subscribers, BullMQ workers); closed by `close()`. */
   connection(role: "worker" | "subscriber"): RedisClient;
   close(): Promise<void>;
@@ -67,6 +69,9 @@ export function createServices(config: Config, opts: { role: "gateway" | "worker
     // Lazy: a short CLI command that never waits must not open (and race closing) a subscriber.
     waiter() {
       return (waiter ??= new RunWaiter(this.connection("subscriber"), keys, this.runs));
+    },
+    existingWaiter() {
+      return waiter;
     },
     connection(role) {
       const c = createRedis(config.redis.url, role, log);

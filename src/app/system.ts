@@ -8,6 +8,7 @@ import { QUEUE_NAMES, type QueueName } from "../queues/queue-names.js";
 import { startWorkerHost, type WorkerHost } from "../workers/worker-host.js";
 import { createServices, type Services } from "./services.js";
 import { createToolRuntime } from "../tools/tool-runtime.js";
+import { startMetricsServer, type MetricsServer } from "../metrics/index.js";
 
 export interface SystemOptions {
   gateway?: boolean;
@@ -21,6 +22,8 @@ export interface SwitchboardSystem {
   workers?: WorkerHost;
   /** The gateway's base URL once listening. */
   url?: string;
+  /** A worker process's own metrics endpoint (`workers.metricsPort`), when enabled. */
+  metricsUrl?: string;
   close(): Promise<void>;
 }
 
@@ -31,6 +34,7 @@ export async function startSystem(config: Config, opts: SystemOptions = {}): Pro
   let workers: WorkerHost | undefined;
   let gateway: Gateway | undefined;
   let url: string | undefined;
+  let metrics: MetricsServer | undefined;
   try {
     if (opts.workers) {
       workers = await startWorkerHost(svc, {
@@ -39,12 +43,15 @@ export async function startSystem(config: Config, opts: SystemOptions = {}): Pro
         tools: tools.invokerFor,
         processors: tools.processors,
       });
+      const port = config.workers.metricsPort;
+      if (port !== undefined) metrics = await startMetricsServer(config.workers.metricsHost, port);
     }
     if (opts.gateway) {
       gateway = await createGateway(svc, { tools: tools.endpoint, ...(opts.logger !== undefined ? { logger: opts.logger } : {}) });
       url = await gateway.listen();
     }
   } catch (err) {
+    await metrics?.close().catch(() => {});
     await workers?.close().catch(() => {});
     await gateway?.close().catch(() => {});
     await svc.close();
@@ -55,9 +62,12 @@ export async function startSystem(config: Config, opts: SystemOptions = {}): Pro
     ...(gateway ? { gateway } : {}),
     ...(workers ? { workers } : {}),
     ...(url ? { url } : {}),
+    ...(metrics ? { metricsUrl: metrics.url } : {}),
+    // Gateway first (no new work, its waits handed over), then the workers (grace period).
     async close() {
       await gateway?.close().catch(() => {});
       await workers?.close().catch(() => {});
+      await metrics?.close().catch(() => {});
       await svc.close();
     },
   };

@@ -250,6 +250,11 @@ export const ConfigSchema = z.strictObject({
       stalledIntervalMs: z.number().int().min(1000).max(600_000).default(30_000),
       deliveryAttempts: z.number().int().min(1).max(50).default(5),
       deliveryBackoffMs: z.number().int().min(10).max(600_000).default(1000),
+      // On SIGTERM, how long running turns may finish before they are handed back to other workers.
+      shutdownGraceMs: z.number().int().min(0).max(600_000).default(25_000),
+      // A worker process serves its own Prometheus metrics here (0: a port the OS picks); off when unset.
+      metricsPort: z.number().int().min(0).max(65_535).optional(),
+      metricsHost: z.string().min(1).default("127.0.0.1"),
     })
     .prefault({}),
   maintenance: z

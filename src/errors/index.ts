@@ -9,5 +9,5 @@ export {
   LabelConflictError,
   SessionConflictError,
 } from "./session-errors.js";
-export { StaleFenceError, RunNotFoundError, SendBlockedError, TranscriptLockError } from "./run-errors.js";
+export { StaleFenceError, RunNotFoundError, SendBlockedError, TranscriptLockError, TurnHandedBackError } from "./run-errors.js";
 export { PayloadTooLargeError } from "./payload-too-large.js";

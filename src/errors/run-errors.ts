@@ -32,3 +32,13 @@ export class TranscriptLockError extends SwitchboardError {
     super("transcript_locked", `Transcript ${path} stayed locked for ${waitedMs} ms`, { path, waitedMs });
   }
 }
+
+/**
+ * A worker shutting down handed a running turn back: its runtime was interrupted before any
+ * transcript line was written, so another worker runs it again from the start.
+ */
+export class TurnHandedBackError extends SwitchboardError {
+  constructor(sessionKey: string, runId: string) {
+    super("turn_handed_back", `Turn ${runId} of ${sessionKey} was handed back by a worker shutting down`, { sessionKey, runId });
+  }
+}

@@ -10,7 +10,7 @@ import { createRpcMethods, type RpcHandler } from "../rpc/methods.js";
 import { createAuthHook } from "./auth.js";
 import { registerBullBoard } from "./bull-board.js";
 import { httpErrorHandler } from "./http-errors.js";
-import { renderMetrics } from "./metrics.js";
+import { registerMetrics } from "./metrics.js";
 import { registerMessageLimit, requestBodyLimit } from "./message-limit.js";
 import { registerOpenAiDoor } from "./openai-door/index.js";
 import { registerApiDocs } from "./api-docs/index.js";
@@ -40,6 +40,8 @@ export async function createGateway(svc: Services, opts: GatewayOptions = {}): P
   const rpc = createRpcMethods(svc);
 
   app.setErrorHandler(httpErrorHandler);
+  // First, so its latency hook sees every route (and /metrics itself).
+  registerMetrics(app, svc);
   app.addHook("onRequest", createAuthHook(svc.config.gateway.auth.token));
   // Text at the edge: nothing with a lone surrogate gets past here (docs/concepts/text.md).
   app.addHook("preHandler", async (req) => {
@@ -65,7 +67,6 @@ export async function createGateway(svc: Services, opts: GatewayOptions = {}): P
       return reply.status(503).send({ ok: false, redis: "down", error: (err as Error).message });
     }
   });
-  app.get("/metrics", async (_req, reply) => reply.type("text/plain; version=0.0.4").send(await renderMetrics(svc)));
 
   app.post("/v1/inbound", async (req, reply) => reply.status(202).send(await handleInbound(svc, req.body)));
 
@@ -114,8 +115,22 @@ export async function createGateway(svc: Services, opts: GatewayOptions = {}): P
     async listen() {
       return await app.listen({ host: svc.config.gateway.host, port: svc.config.gateway.port });
     },
+    /**
+     * Stop accepting (the listener closes; requests still arriving on open connections get
+     * 503), answer the in-flight waits as timeouts so their clients ask another gateway, then
+     * resolve once every in-flight request is answered.
+     */
     async close() {
-      await app.close();
+      const closed = app.close();
+      await svc.existingWaiter()?.handOver();
+      // Keep-alive connections of answered requests stay open otherwise, and the close waits on them.
+      const reap = setInterval(() => app.server.closeIdleConnections(), 50);
+      app.server.closeIdleConnections();
+      try {
+        await closed;
+      } finally {
+        clearInterval(reap);
+      }
     },
   };
 }

@@ -11,6 +11,8 @@ import { isSubagentKey } from "../session/key-classify.js";
 export interface DrainData {
   sessionKey: string;
   leaseWaits?: number;
+  /** When this drain first found the session's lease busy (the lease-wait metric). */
+  leaseWaitSince?: number;
   /** Times the current in-flight turn was parked on a storage fault (sets the backoff). */
   storageRetries?: number;
 }

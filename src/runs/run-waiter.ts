@@ -5,6 +5,9 @@
  * and one that finishes after is caught by the notification (subscribe-then-check: nothing is
  * missed). Notifications lost while disconnected are covered by re-checking on reconnect and
  * by a slow poll.
+ *
+ * A gateway shutting down hands its waits over (`handOver`): each answers at once as a
+ * timeout with the run's current record, so the client asks again on another gateway.
  */
 import type { RedisClient } from "../storage/redis-client.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
@@ -17,6 +20,9 @@ export class RunWaiter {
   private readonly waiters = new Map<string, Set<Waiter>>();
   private readonly ready: Promise<void>;
   private poll: NodeJS.Timeout | undefined;
+  /** Pending waits, each answerable early with "timed out" (hand-over). */
+  private readonly expirers = new Set<() => void>();
+  private handingOver = false;
 
   constructor(
     subscriber: RedisClient,
@@ -61,17 +67,26 @@ export class RunWaiter {
     // Every accepted run has a record before its runId is handed out: none means unknown.
     const seen = await this.records.get(runId);
     if (!seen) return { record: null, timedOut: false };
+    if (this.handingOver) return { record: seen, timedOut: !isTerminal(seen.status) };
     return await new Promise((resolve) => {
       let done = false;
       const finish = (record: RunRecord | null, timedOut: boolean) => {
         if (done) return;
         done = true;
         clearTimeout(timer);
+        this.expirers.delete(expire);
         this.waiters.get(runId)?.delete(waiter);
         if (this.waiters.get(runId)?.size === 0) this.waiters.delete(runId);
         resolve({ record, timedOut });
       };
       const waiter: Waiter = (rec) => finish(rec, false);
+      const expire = () => {
+        this.records.get(runId).then(
+          (rec) => finish(rec, !(rec && isTerminal(rec.status))),
+          () => finish(seen, true),
+        );
+      };
+      this.expirers.add(expire);
       const timer = setTimeout(() => {
         this.records.get(runId).then(
           (rec) => finish(rec, !(rec && isTerminal(rec.status))),
@@ -102,6 +117,19 @@ export class RunWaiter {
 
   private recheckAll(): void {
     for (const runId of this.waiters.keys()) void this.check(runId);
+  }
+
+  /**
+   * Answer every pending wait now (a terminal run as finished, any other as a timeout with its
+   * current record) and every later one at once. Resolves when all pending ones are answered.
+   */
+  async handOver(): Promise<number> {
+    this.handingOver = true;
+    const pending = [...this.expirers];
+    for (const expire of pending) expire();
+    const deadline = Date.now() + 2000;
+    while (this.expirers.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    return pending.length;
   }
 
   async close(): Promise<void> {

@@ -29,6 +29,7 @@ import type { TurnContinuation } from "../runs/turn.js";
 import { isTerminal, type TerminalStatus } from "../runs/turn.js";
 import { subagentDepthFromKey } from "../session/key-classify.js";
 import { deliverOnce } from "../workers/deliver.js";
+import { announceAttemptFailed } from "../metrics/index.js";
 import { announceBody, announceTurnText, type AnnounceFacts } from "./announce-format.js";
 import { SubagentRegistry } from "./registry.js";
 
@@ -86,6 +87,7 @@ export function createSubagentProcessors(svc: Services) {
     try {
       return await announceRun(svc, registry, run, rec, lastAttempt);
     } catch (err) {
+      announceAttemptFailed(lastAttempt);
       if (lastAttempt) {
         await registry.update(run.runId, { announce: "failed", announceError: (err as Error).message });
       }

@@ -7,6 +7,7 @@ import type { Job } from "bullmq";
 import type { Services } from "../app/services.js";
 import { DeliveryLog, sendThroughChannel, type DeliveryRoute } from "../delivery/index.js";
 import { sessionSendPolicy } from "../lifecycle/session-send-policy.js";
+import { deliveryCounted } from "../metrics/index.js";
 
 export interface DeliverData {
   id: string;
@@ -35,20 +36,24 @@ export async function deliverOnce(svc: Services, d: DeliverData, lastAttempt: bo
   const policy = sessionSendPolicy(svc.config, d.sessionKey, entry);
   if (policy === "deny") {
     await log.setStatus(d.id, "blocked", "send blocked by session policy");
+    deliveryCounted("blocked");
     return { status: "blocked" };
   }
   const channel = svc.config.channels[d.route.channel];
   if (!channel) {
     await log.setStatus(d.id, "no_route", `no adapter configured for channel ${d.route.channel}`);
+    deliveryCounted("no_route");
     return { status: "no_route" };
   }
   try {
     await sendThroughChannel(channel, { id: d.id, message: d.message, sessionKey: d.sessionKey, kind: d.kind, ...d.route });
   } catch (err) {
     await log.attempt(d.id, lastAttempt ? "failed" : "pending", (err as Error).message);
+    deliveryCounted(lastAttempt ? "failed" : "retry");
     throw err;
   }
   await log.attempt(d.id, "delivered");
+  deliveryCounted("delivered");
   return { status: "delivered" };
 }
 

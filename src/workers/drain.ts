@@ -16,9 +16,9 @@
  */
 import { retryLater } from "../queues/retry-later.js";
 import { createHash } from "node:crypto";
-import type { Job } from "bullmq";
+import { WaitingError, type Job } from "bullmq";
 import type { Services } from "../app/services.js";
-import { StaleFenceError } from "../errors/index.js";
+import { StaleFenceError, TurnHandedBackError } from "../errors/index.js";
 import type { NextTurn, TurnExecutor } from "./turn-executor.js";
 import { requestDrain, type DrainData } from "../runs/enqueue.js";
 import type { DeadLetter } from "../runs/dead-letters.js";
@@ -26,6 +26,7 @@ import type { LeaseHandle } from "../runs/session-lease.js";
 import type { BegunTurn } from "../runs/inbox.js";
 import { classifyTurnFailure, storageRetryDelayMs } from "../runs/turn-failure.js";
 import type { Turn } from "../runs/turn.js";
+import { leaseAcquired, turnEnded, turnStarted } from "../metrics/index.js";
 
 /** Turns per drain job before it yields its worker slot to other sessions (fairness). */
 export const MAX_TURNS_PER_DRAIN = 20;
@@ -42,9 +43,14 @@ export interface DrainResult {
   runs: string[];
 }
 
-type TurnStep = { status: string; next?: NextTurn } | { parkMs: number };
+type TurnStep = { status: string; next?: NextTurn } | { parkMs: number } | { handedBack: true };
 
-export function createDrainProcessor(svc: Services, executor: TurnExecutor) {
+/**
+ * `stopping` aborts when the worker shuts down: a drain then takes no further turn (the job
+ * that follows it runs them on another worker), and a turn handed back mid-run sends this job
+ * back to the queue with the lease released, so another worker takes over at once.
+ */
+export function createDrainProcessor(svc: Services, executor: TurnExecutor, stopping: AbortSignal = new AbortController().signal) {
   /** End a turn that will not be retried: `error` on its record, its message dead-lettered. */
   async function giveUp(lease: LeaseHandle, job: Job<DrainData>, turn: Turn, kind: DeadLetter["kind"], reason: string): Promise<void> {
     const letter: DeadLetter = { runId: turn.runId, sessionKey: turn.sessionKey, reason, kind, failedAt: Date.now(), replays: turn.replays ?? 0, turn };
@@ -54,13 +60,14 @@ export function createDrainProcessor(svc: Services, executor: TurnExecutor) {
     await job.log(`run ${turn.runId} given up (${kind}): ${reason}`).catch(() => 0);
   }
 
-  async function runTurn(lease: LeaseHandle, job: Job<DrainData>, begun: BegunTurn, beginNext: boolean): Promise<TurnStep> {
+  async function runTurn(lease: LeaseHandle, job: Job<DrainData>, begun: BegunTurn, beginNext: () => boolean): Promise<TurnStep> {
     const { turn } = begun;
     try {
       const outcome = await executor.execute(begun, lease, beginNext);
       await svc.storageFaults.onSuccess();
       return { status: outcome.status, next: outcome.next };
     } catch (err) {
+      if (err instanceof TurnHandedBackError) return { handedBack: true };
       const failure = classifyTurnFailure(err);
       switch (failure.kind) {
         case "stale":
@@ -95,41 +102,62 @@ export function createDrainProcessor(svc: Services, executor: TurnExecutor) {
       // Another holder is still inside its lease (or a crashed one has not expired yet).
       const waits = (job.data.leaseWaits ?? 0) + 1;
       if (waits > MAX_LEASE_WAITS) throw new Error(`session ${sessionKey} lease stayed busy through ${MAX_LEASE_WAITS} waits`);
-      await job.updateData({ ...job.data, leaseWaits: waits });
+      await job.updateData({ ...job.data, leaseWaits: waits, leaseWaitSince: job.data.leaseWaitSince ?? Date.now() });
       return await retryLater(job, token, Math.min(acquired.retryInMs + 20, LEASE_POLL_MS));
     }
     const lease = acquired.lease;
+    leaseAcquired(job.data.leaseWaitSince);
     const runs: string[] = [];
     let parkMs: number | undefined;
+    let handedBack = false;
+    let emptied = false;
     try {
       let next: NextTurn;
-      while (runs.length < MAX_TURNS_PER_DRAIN) {
+      while (runs.length < MAX_TURNS_PER_DRAIN && !stopping.aborted) {
         if (lease.lost.aborted) throw new StaleFenceError(sessionKey, lease.token, null);
         // The previous turn's finish may have begun this one already (one round trip per turn);
         // finding the inbox empty also releases the lease (one round trip less per drain).
         const begun = next !== undefined ? next : await svc.inbox.begin(lease, { releaseWhenEmpty: true });
         next = undefined;
-        if (!begun) break;
+        if (!begun) {
+          emptied = true;
+          break;
+        }
         if ("corrupt" in begun) {
           await discardCorrupt(svc, lease, job, begun.corrupt);
           runs.push("corrupt:discarded");
           continue;
         }
-        // The last turn of this job does not begin another: the next drain job will.
-        const step = await runTurn(lease, job, begun, runs.length + 1 < MAX_TURNS_PER_DRAIN);
+        const timing = turnStarted(begun);
+        // The last turn of this job does not begin another: the next drain job will. Nor does a
+        // turn that finishes after the worker began shutting down.
+        const last = runs.length + 1 >= MAX_TURNS_PER_DRAIN;
+        const step = await runTurn(lease, job, begun, () => !last && !stopping.aborted);
         if ("parkMs" in step) {
           parkMs = step.parkMs;
           break;
         }
+        if ("handedBack" in step) {
+          handedBack = true;
+          break;
+        }
+        turnEnded(timing, step.status);
         runs.push(`${begun.turn.runId}:${step.status}`);
         next = step.next;
       }
     } finally {
       await lease.release().catch(() => false);
     }
+    // Stopped with work left (a turn handed back, or not begun because the worker is shutting down).
+    if (handedBack || (stopping.aborted && !emptied && parkMs === undefined && runs.length < MAX_TURNS_PER_DRAIN)) {
+      // The turn stays in-flight (first in line) and the lease is free: whichever worker takes
+      // this job next runs it now, not after the lease TTL or the stall check.
+      await job.moveToWait(token);
+      throw new WaitingError();
+    }
     if (parkMs !== undefined) {
       // Parked: the turn stays in-flight (first in line) and this same job comes back later.
-      await job.updateData({ ...job.data, storageRetries: (job.data.storageRetries ?? 0) + 1 });
+      await job.updateData({ ...job.data, storageRetries: (job.data.storageRetries ?? 0) + 1, leaseWaitSince: undefined });
       return await retryLater(job, token, parkMs);
     }
     // Yielded with work left: chain another drain (stored as the dedup follow-up while we are active).

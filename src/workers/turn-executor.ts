@@ -14,7 +14,7 @@
  */
 import type { Services } from "../app/services.js";
 import { agentRuntime, isAgentSandboxed } from "../config/agents.js";
-import { StaleFenceError } from "../errors/index.js";
+import { StaleFenceError, TurnHandedBackError } from "../errors/index.js";
 import { createRuntime } from "../runtimes/registry.js";
 import { RunAbortedError, type RunOutput, type ToolInvoker } from "../runtimes/types.js";
 import type { LeaseHandle } from "../runs/session-lease.js";
@@ -89,6 +89,14 @@ export class RunningTurns {
     }
     cur.controller.abort(new Error(reason));
     return true;
+  }
+  /**
+   * Interrupt every running turn to hand it back (a worker shutting down past its grace): the
+   * executor ends it with TurnHandedBackError instead of an outcome. Returns how many.
+   */
+  handBackAll(): number {
+    for (const [sessionKey, cur] of this.bySession) cur.controller.abort(new TurnHandedBackError(sessionKey, cur.runId));
+    return this.bySession.size;
   }
   get size(): number {
     return this.bySession.size;
@@ -272,9 +280,10 @@ export class TurnExecutor {
 
   /**
    * Run `begun`. With `beginNext`, its finish also begins the session's next turn (releasing
-   * the lease when there is none), handed back as `next` for the drain to run.
+   * the lease when there is none), handed back as `next` for the drain to run. A function is
+   * asked at the finish (a worker that started shutting down meanwhile begins nothing more).
    */
-  async execute(begun: BegunTurn, lease: LeaseHandle, beginNext = false): Promise<TurnOutcome & { next?: NextTurn }> {
+  async execute(begun: BegunTurn, lease: LeaseHandle, beginNext: boolean | (() => boolean) = false): Promise<TurnOutcome & { next?: NextTurn }> {
     const { turn } = begun;
     // Registered before the record's cancel flag is looked at: a /stop either finds this turn
     // registered (its broadcast aborts it) or flagged the record before turn-begin read it.
@@ -286,7 +295,7 @@ export class TurnExecutor {
     }
   }
 
-  private async executeRegistered({ turn, record, entry }: BegunTurn, lease: LeaseHandle, controller: AbortController, beginNext: boolean): Promise<TurnOutcome & { next?: NextTurn }> {
+  private async executeRegistered({ turn, record, entry }: BegunTurn, lease: LeaseHandle, controller: AbortController, beginNext: boolean | (() => boolean)): Promise<TurnOutcome & { next?: NextTurn }> {
     const { svc } = this;
     if (record?.cancelRequested) controller.abort(new Error(`run ${record.cancelRequested}`));
     if (record && isTerminal(record.status)) {
@@ -335,7 +344,7 @@ export class TurnExecutor {
 
     await this.enqueueFollowUps(turn, outcome);
     const notify = record ? { notify: record } : {};
-    if (!beginNext) {
+    if (!(typeof beginNext === "function" ? beginNext() : beginNext)) {
       const finishedNow = await svc.runs.finish(lease, turn.runId, outcome.status, resultFields(outcome, output), notify);
       if (finishedNow) await this.updateSessionAfterRun(turn, entry, outcome, output);
       return outcome;
@@ -387,6 +396,8 @@ export class TurnExecutor {
       return { outcome: { status: "ok", reply }, output: { ...output, reply } };
     } catch (err) {
       if (lease.lost.aborted) throw new StaleFenceError(turn.sessionKey, lease.token, null);
+      // Handed back, not ended: nothing of it is written, the next worker runs it again.
+      if (controller.signal.reason instanceof TurnHandedBackError) throw controller.signal.reason;
       if (err instanceof RunAbortedError || signal.aborted) {
         const reason = signal.reason as Error | undefined;
         const timedOut = reason?.name === "TimeoutError";

@@ -15,9 +15,14 @@ import { createMaintenanceProcessor, ensureSweepScheduler } from "./maintenance.
 import { ensurePruneScheduler } from "./session-prune.js";
 import { HolderWriter } from "../transcript/holder-writer.js";
 import { RunningTurns, TurnExecutor, type ToolInvokerFactory } from "./turn-executor.js";
+import { registerOutboundMetrics, registerTurnMetrics } from "../metrics/index.js";
 
 /** How long after a drain exhausted its retries another one is tried. */
 const REARM_DRAIN_DELAY_MS = 5000;
+/** After the grace period, how long handed-back turns get to return their jobs (then they are left to stall). */
+const HAND_BACK_TIMEOUT_MS = 5000;
+/** With no job left, how long BullMQ's own close may take (it hangs while Redis is away). */
+const CLOSE_SETTLE_MS = 2000;
 
 export interface WorkerHostOptions {
   queues: QueueName[];
@@ -25,13 +30,18 @@ export interface WorkerHostOptions {
   tools: ToolInvokerFactory;
   /** Extra processors by queue (the announce queue's agent-to-agent steps). */
   processors?: Partial<Record<QueueName, Processor>>;
-  /** How long `close()` waits for active jobs before forcing (BullMQ's close has no timeout). */
-  closeTimeoutMs?: number;
+  /** How long `close()` lets running turns finish before handing them back (default `workers.shutdownGraceMs`). */
+  shutdownGraceMs?: number;
 }
 
 export interface WorkerHost {
   workers: Worker[];
   running: RunningTurns;
+  /**
+   * Graceful stop (docs/concepts/shutdown.md): take no new jobs or turns, let the turns held
+   * finish within the grace period, hand back the ones still running (lease released, job back
+   * in the queue), then close the transcript files.
+   */
   close(): Promise<void>;
 }
 
@@ -39,9 +49,12 @@ export async function startWorkerHost(svc: Services, opts: WorkerHostOptions): P
   const running = new RunningTurns();
   const writer = new HolderWriter(svc.config.storage.dir, svc.config.storage.fsync, svc.log);
   const executor = new TurnExecutor(svc, running, opts.tools, writer);
+  const stopping = new AbortController();
+  registerTurnMetrics();
+  registerOutboundMetrics();
   const processors: Partial<Record<QueueName, Processor>> = {
-    runs: createDrainProcessor(svc, executor) as Processor,
-    subagents: createDrainProcessor(svc, executor) as Processor,
+    runs: createDrainProcessor(svc, executor, stopping.signal) as Processor,
+    subagents: createDrainProcessor(svc, executor, stopping.signal) as Processor,
     delivery: createDeliverProcessor(svc) as Processor,
     maintenance: createMaintenanceProcessor(svc) as Processor,
     ...(opts.processors ?? {}),
@@ -54,6 +67,16 @@ export async function startWorkerHost(svc: Services, opts: WorkerHostOptions): P
     }
   });
 
+  // Jobs being processed here: once none is, a close that still hangs is stuck on Redis.
+  let activeJobs = 0;
+  const counted = (p: Processor): Processor => async (job, token, signal) => {
+    activeJobs++;
+    try {
+      return await p(job, token, signal);
+    } finally {
+      activeJobs--;
+    }
+  };
   const { workers: w } = svc.config;
   const workers: Worker[] = [];
   for (const name of opts.queues) {
@@ -62,7 +85,7 @@ export async function startWorkerHost(svc: Services, opts: WorkerHostOptions): P
       svc.log.warn({ queue: name }, "no processor for queue; not starting a worker for it");
       continue;
     }
-    const worker = new Worker(name, processor, {
+    const worker = new Worker(name, counted(processor), {
       connection: svc.connection("worker"),
       prefix: svc.keys.bullPrefix,
       concurrency: name === "maintenance" ? 2 : (opts.concurrency ?? w.concurrency),
@@ -96,20 +119,46 @@ export async function startWorkerHost(svc: Services, opts: WorkerHostOptions): P
     workers,
     running,
     async close() {
-      const timeout = opts.closeTimeoutMs ?? 10_000;
-      await Promise.all(
-        workers.map(async (wk) => {
-          // Time-boxed: close() never resolves while Redis is unreachable (bullmq#4656).
-          let timer: NodeJS.Timeout | undefined;
-          const forced = new Promise<void>((resolve) => {
-            timer = setTimeout(() => void wk.close(true).finally(resolve), timeout);
-          });
-          await Promise.race([wk.close(), forced]);
-          clearTimeout(timer);
-        }),
-      );
+      if (stopping.signal.aborted) return;
+      stopping.abort();
+      const graceMs = opts.shutdownGraceMs ?? w.shutdownGraceMs;
+      // Not forced: BullMQ stops fetching and resolves once the active jobs are done.
+      const finished = Promise.all(workers.map((wk) => wk.close().catch(() => undefined)));
+      // Done when the jobs are: BullMQ's close can hang on an unreachable Redis (bullmq#4656)
+      // with nothing left to wait for, and forcing it then changes nothing (it is already closing).
+      const idle = until(() => activeJobs === 0);
+      const jobsDone = Promise.race([finished, idle.promise]);
+      if (!(await within(jobsDone, graceMs))) {
+        const handed = running.handBackAll();
+        svc.log.warn({ graceMs, turns: handed }, "shutdown grace over: handing running turns back");
+        // A runtime that ignores its abort keeps its job: it stalls and is retried elsewhere.
+        if (!(await within(jobsDone, HAND_BACK_TIMEOUT_MS))) svc.log.warn({ jobs: activeJobs }, "jobs did not return in time; leaving them to stall");
+      }
+      idle.cancel();
+      await within(finished, CLOSE_SETTLE_MS);
       // Turns are done: fsync what group commit has not yet, close the transcript handles.
       await writer.close().catch((err: Error) => svc.log.warn({ err: err.message }, "closing transcripts failed"));
     },
   };
+}
+
+/** True when `promise` settled within `ms`. */
+async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([promise.then(() => true as const), timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Resolves once `cond` holds (checked every 50 ms) unless cancelled. */
+function until(cond: () => boolean): { promise: Promise<void>; cancel(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  const promise = new Promise<void>((resolve) => {
+    const check = () => (cond() ? resolve() : void (timer = setTimeout(check, 50)));
+    check();
+  });
+  return { promise, cancel: () => clearTimeout(timer) };
 }

@@ -30,6 +30,8 @@ export function testConfig(overrides: ConfigInput = {}, redisUrl = testRedisUrl(
     ...overrides,
     redis: { url: redisUrl, prefix: uniquePrefix(), ...(overrides.redis ?? {}) },
     storage: { dir, ...(overrides.storage ?? {}) },
+    // A test tearing down with turns still running hands them back after 5 s, not 25 s.
+    workers: { shutdownGraceMs: 5000, ...(overrides.workers ?? {}) },
   };
   return parseConfig(input);
 }

@@ -10,6 +10,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { announceJobId } from "../../src/subagents/announce.js";
 import { startTestSystem, until, type TestSystem } from "../helpers/system.js";
+import { parseExposition, valueOf } from "../helpers/prometheus.js";
 import { scriptAgent, settle, tool, toolsConfig, textOf } from "../fixtures/tools-support.js";
 import { announced, completionTurns, COMPLETION } from "../fixtures/subagents-support.js";
 
@@ -123,5 +124,12 @@ describe("an announce that exhausts its retries", () => {
     expect(textOf(turns[0]!)).toContain("the tide is low at noon");
     // A failed announce does not clean up: the child is kept for inspection despite cleanup delete.
     expect(await sys.svc.sessions.get(spawn.childSessionKey)).not.toBeNull();
+
+    // Metrics (workers share this process): each failed attempt but the last is a retry, the last a failure.
+    const m = parseExposition(String((await sys.get("/metrics")).body));
+    expect(valueOf(m, "switchboard_announce_retries_total")).toBe(ATTEMPTS - 1);
+    expect(valueOf(m, "switchboard_announce_failures_total")).toBe(1);
+    expect(valueOf(m, "switchboard_deliveries_total", { status: "retry" })).toBeGreaterThanOrEqual(ATTEMPTS - 1);
+    expect(valueOf(m, "switchboard_deliveries_total", { status: "failed" })).toBeGreaterThanOrEqual(1);
   });
 });

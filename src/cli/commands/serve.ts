@@ -1,6 +1,8 @@
 /**
  * `switchboard start | gateway | worker`: long-running processes. SIGINT/SIGTERM close the
- * gateway first (no new work), then the workers (time-boxed), then Redis connections.
+ * gateway first (no new work, waits handed over), then the workers (running turns finish within
+ * `workers.shutdownGraceMs` or are handed back), then Redis connections; a second signal exits
+ * at once (docs/concepts/shutdown.md).
  */
 import { loadConfig } from "../../config/load.js";
 import type { Config } from "../../config/schema.js";
@@ -20,9 +22,13 @@ const log = createLogger("switchboard");
 function onShutdown(fn: () => Promise<void>): void {
   let closing = false;
   const handler = (sig: string) => {
-    if (closing) process.exit(1);
+    if (closing) {
+      log.warn({ signal: sig }, "second signal: exiting now");
+      process.exit(1);
+    }
     closing = true;
     log.info({ signal: sig }, "shutting down");
+    process.stderr.write(`switchboard: ${sig}: shutting down (send it again to exit at once)\n`);
     fn().then(
       () => process.exit(0),
       (err) => {
@@ -79,8 +85,10 @@ export async function serveCommand(mode: "start" | "gateway" | "worker", opts: G
   }
   // The address actually bound (port 0 → the port the OS picked, 0.0.0.0 stays 0.0.0.0), then the URL to use.
   const listening = system.gateway ? formatBoundAddresses(system.gateway.app.addresses()) : undefined;
-  const where = system.url ? ` gateway listening on ${listening} at ${system.url} (Bull Board ${system.url}/admin/queues)` : "";
-  log.debug({ redis: config.redis.url, storage: config.storage.dir, ...(listening ? { listening } : {}) }, `switchboard ${mode} ready`);
+  const where =
+    (system.url ? ` gateway listening on ${listening} at ${system.url} (Bull Board ${system.url}/admin/queues)` : "") +
+    (system.metricsUrl ? ` metrics at ${system.metricsUrl}` : "");
+  log.debug({ redis: config.redis.url, storage: config.storage.dir, ...(listening ? { listening } : {}), ...(system.metricsUrl ? { metrics: system.metricsUrl } : {}) }, `switchboard ${mode} ready`);
   const forced = registration.record.forced ? " (started with --force: its agents/runtimes differ from the deployment's)" : "";
   process.stderr.write(
     `switchboard ${mode} uses redis ${config.redis.url}${embedded ? " (embedded)" : ""}, prefix "${config.redis.prefix}"${forced}: ${sharingSummary(registration.record, registration.others)}\n`,

@@ -1,0 +1,109 @@
+/**
+ * Deployment-wide metrics, read from Redis at scrape time: queue job counts (the same series
+ * BullMQ's own exporter writes), sessions, connected run workers, storage health, and the
+ * counters every worker adds to in the stats hash (storage faults, turns given up). Any gateway
+ * answers the same numbers, so they belong to no process and are not summed across gateways.
+ */
+import { Counter, Gauge, Registry } from "prom-client";
+import type { Services } from "../app/services.js";
+import { StorageFaults } from "../runs/storage-faults.js";
+
+export function createDeploymentRegistry(svc: Services): Registry {
+  const registry = new Registry();
+  const registers = [registry];
+  const deployment = svc.config.redis.prefix;
+  const queues = Object.values(svc.queues);
+  // One read of the stats hash per scrape, shared by the gauges that use it.
+  let statsRead: { at: number; value: Promise<Record<string, string>> } | undefined;
+  const stats = () => {
+    if (!statsRead || Date.now() - statsRead.at > 500) statsRead = { at: Date.now(), value: svc.redis.hgetall(svc.keys.stats()) };
+    return statsRead.value;
+  };
+
+  new Gauge({
+    name: "bullmq_job_count",
+    help: "Number of jobs in the queue by state",
+    labelNames: ["queue", "state", "deployment"],
+    registers,
+    async collect() {
+      this.reset();
+      const all = await Promise.all(queues.map(async (q) => [q.name, await q.getJobCounts()] as const));
+      for (const [queue, counts] of all) for (const [state, n] of Object.entries(counts)) this.set({ queue, state, deployment }, n);
+    },
+  });
+  for (const [name, which] of [
+    ["bullmq_job_completed_total", "completed"],
+    ["bullmq_job_failed_total", "failed"],
+  ] as const) {
+    new Counter({
+      name,
+      help: `Total number of ${which} jobs`,
+      labelNames: ["queue", "deployment"],
+      registers,
+      async collect() {
+        this.reset();
+        const all = await Promise.all(queues.map(async (q) => [q.name, (await q.getMetrics(which)).meta.count] as const));
+        for (const [queue, n] of all) this.inc({ queue, deployment }, n);
+      },
+    });
+  }
+  new Gauge({
+    name: "switchboard_sessions",
+    help: "Sessions in the index",
+    labelNames: ["deployment"],
+    registers,
+    async collect() {
+      this.set({ deployment }, await svc.sessions.count());
+    },
+  });
+  new Gauge({
+    name: "switchboard_run_workers",
+    help: "Workers connected to the runs queue",
+    labelNames: ["deployment"],
+    registers,
+    async collect() {
+      this.set({ deployment }, await svc.queues.runs.getWorkersCount());
+    },
+  });
+  new Gauge({
+    name: "switchboard_storage_healthy",
+    help: "0 while workers report transcript storage refusing writes",
+    labelNames: ["deployment"],
+    registers,
+    async collect() {
+      this.set({ deployment }, (await StorageFaults.current(svc.redis, svc.keys)) ? 0 : 1);
+    },
+  });
+  new Counter({
+    name: "switchboard_storage_faults_total",
+    help: "Turn attempts parked on a storage fault (all workers)",
+    labelNames: ["deployment"],
+    registers,
+    async collect() {
+      this.reset();
+      this.inc({ deployment }, Number((await stats()).storage_faults ?? 0));
+    },
+  });
+  new Counter({
+    name: "switchboard_runs_given_up_total",
+    help: "Turns given up and dead-lettered, by reason (all workers)",
+    labelNames: ["deployment", "reason"],
+    registers,
+    async collect() {
+      this.reset();
+      const s = await stats();
+      this.inc({ deployment, reason: "storage_deadline" }, Number(s.runs_storage_deadline ?? 0));
+      this.inc({ deployment, reason: "poisoned" }, Number(s.runs_poisoned ?? 0));
+    },
+  });
+  new Gauge({
+    name: "switchboard_dead_letters",
+    help: "Messages waiting in the dead-letter list",
+    labelNames: ["deployment"],
+    registers,
+    async collect() {
+      this.set({ deployment }, await svc.deadLetters.count());
+    },
+  });
+  return registry;
+}
