@@ -4,7 +4,7 @@
  * doing one `queue.add` (no worker). Same HTTP client, same requests in flight.
  */
 import { BareBullmq } from "../harness/bare.js";
-import { eachRound, units, type BenchContext, type Figure } from "../harness/context.js";
+import { alternatingRounds, units, type BenchContext, type Figure } from "../harness/context.js";
 import { JsonClient, runPool, startBareRoute } from "../harness/http.js";
 import type { FigureResult, Row } from "../harness/report.js";
 import { perSecond } from "../harness/stats.js";
@@ -44,15 +44,7 @@ export const acceptRate: Figure = {
       };
       await sbRound(sessions); // warm-up; creates the sessions
       await bareRound(Math.min(n, 300));
-      await eachRound(ctx, [row], async (i) => {
-        if (i % 2 === 0) {
-          row.baseline.push(await bareRound(n));
-          row.measured.push(await sbRound(n));
-        } else {
-          row.measured.push(await sbRound(n));
-          row.baseline.push(await bareRound(n));
-        }
-      });
+      await alternatingRounds(ctx, row, n, sbRound, bareRound);
     } finally {
       sb.close();
       bc.close();

@@ -4,7 +4,7 @@
  * (QueueEvents) in-process with a bare Worker. Median (p50) of each round's samples.
  */
 import { BareBullmq } from "../harness/bare.js";
-import { eachRound, units, type BenchContext, type Figure } from "../harness/context.js";
+import { alternatingRounds, units, type BenchContext, type Figure } from "../harness/context.js";
 import { JsonClient } from "../harness/http.js";
 import type { FigureResult, Row } from "../harness/report.js";
 import { percentile } from "../harness/stats.js";
@@ -49,15 +49,7 @@ export const sendAndWait: Figure = {
       };
       await sbRound(10); // warm-up (creates the session)
       await bareRound(10);
-      await eachRound(ctx, [row], async (i) => {
-        if (i % 2 === 0) {
-          row.baseline.push(await bareRound(samples));
-          row.measured.push(await sbRound(samples));
-        } else {
-          row.measured.push(await sbRound(samples));
-          row.baseline.push(await bareRound(samples));
-        }
-      });
+      await alternatingRounds(ctx, row, samples, sbRound, bareRound);
     } finally {
       sb.close();
       await bare.close();

@@ -6,7 +6,7 @@
  * with the same number of requests in flight serves both sides.
  */
 import { BareBullmq } from "../harness/bare.js";
-import { eachRound, units, type BenchContext, type Figure } from "../harness/context.js";
+import { alternatingRounds, units, type BenchContext, type Figure } from "../harness/context.js";
 import { JsonClient, runPool, startBareRoute } from "../harness/http.js";
 import type { FigureResult, Row } from "../harness/report.js";
 import { perSecond } from "../harness/stats.js";
@@ -54,15 +54,7 @@ export const turnsHttp: Figure = {
       // Warm-up; also creates every session, as their first message would.
       await sbRound(sessions);
       await bareRound(Math.min(n, 300));
-      await eachRound(ctx, [row], async (i) => {
-        if (i % 2 === 0) {
-          row.baseline.push(await bareRound(n));
-          row.measured.push(await sbRound(n));
-        } else {
-          row.measured.push(await sbRound(n));
-          row.baseline.push(await bareRound(n));
-        }
-      });
+      await alternatingRounds(ctx, row, n, sbRound, bareRound);
     } finally {
       sb.close();
       bc.close();

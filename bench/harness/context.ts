@@ -30,3 +30,19 @@ export async function eachRound(ctx: BenchContext, rows: Row[], fn: (round: numb
 export function units(ctx: BenchContext, full: number, quick: number): number {
   return ctx.quick ? quick : full;
 }
+
+/**
+ * One row's rounds, each measuring both sides with `n` units, alternating which side goes
+ * first so that a machine warming up or slowing down does not favour one of them.
+ */
+export async function alternatingRounds(ctx: BenchContext, row: Row, n: number, measured: (n: number) => Promise<number>, baseline: (n: number) => Promise<number>): Promise<void> {
+  await eachRound(ctx, [row], async (i) => {
+    if (i % 2 === 0) {
+      row.baseline.push(await baseline(n));
+      row.measured.push(await measured(n));
+    } else {
+      row.measured.push(await measured(n));
+      row.baseline.push(await baseline(n));
+    }
+  });
+}

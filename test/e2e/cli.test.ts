@@ -13,42 +13,10 @@ import { runtimeFilePath, type RuntimeInfo } from "../../src/app/runtime-file.js
 import { QUEUE_NAMES } from "../../src/queues/queue-names.js";
 import { tempDir, testRedisUrl, uniquePrefix } from "../helpers/context.js";
 import { CLI, ROOT, spawnSwitchboard, until, type ChildHandle } from "../helpers/system.js";
+import { cliEnv, runCli, show, type CliResult } from "../helpers/cli-run.js";
 
 const FIXTURES = join(ROOT, "test/fixtures");
 
-interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Environment for CLI children: nothing inherited that could point them elsewhere. */
-function cliEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: "warn" };
-  for (const k of ["REDIS_URL", "SWITCHBOARD_URL", "SWITCHBOARD_TOKEN", "SWITCHBOARD_CONFIG", "SWITCHBOARD_PORT", "SWITCHBOARD_STATE_DIR"]) delete env[k];
-  return { ...env, ...extra };
-}
-
-function runCli(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 20_000): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => (stdout += d));
-    child.stderr.on("data", (d) => (stderr += d));
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL");
-      reject(new Error(`switchboard ${args.join(" ")} did not exit within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
-    }, timeoutMs);
-    child.once("error", reject);
-    child.once("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-const show = (r: CliResult) => `exit ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`;
 
 // One deployment for the HTTP and direct cases: the test Redis, a fresh prefix, a temp state dir.
 const home = tempDir("sb-cli-home");
