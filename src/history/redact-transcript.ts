@@ -42,6 +42,11 @@ function redactDeep(value: unknown, changed: { any: boolean }): unknown {
   return value;
 }
 
+/** `value` with every string inside it (any depth, keys `type`/`id`/`name` excepted) redacted. */
+export function redactValue<T>(value: T): T {
+  return redactDeep(value, { any: false }) as T;
+}
+
 export function redactTranscriptMessage(message: TranscriptMessage): TranscriptMessage {
   const changed = { any: false };
   const content = redactDeep(message.content, changed) as TranscriptMessage["content"];

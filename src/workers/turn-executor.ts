@@ -25,7 +25,7 @@ import { enqueueDelivery } from "./deliver.js";
 import { enqueueContinuation } from "../runs/continuation.js";
 import { sanitizeForHandoff } from "../history/handoff.js";
 import { interSessionProvenance } from "../runtimes/inter-session.js";
-import { redactTranscriptEntries } from "../history/redact-transcript.js";
+import { redactTranscriptEntries, redactValue } from "../history/redact-transcript.js";
 import { topicOpt, transcriptTopicOf } from "../lifecycle/transcript-topic.js";
 import { luaSafeJson, wellFormed } from "../text/well-formed.js";
 import { combineSignals } from "../runtimes/combined-signal.js";
@@ -425,7 +425,9 @@ export class TurnExecutor {
       resultSaved: 1,
       resultStatus: outcome.status,
       resultAt: at,
-      ...(Object.keys(extra).length ? { resultOutput: luaSafeJson(extra) } : {}),
+      // Tool arguments and results are masked like the transcript lines built from them, so
+      // no credential sits on the record either (transcripts.redactSecrets).
+      ...(Object.keys(extra).length ? { resultOutput: luaSafeJson(this.svc.config.transcripts.redactSecrets ? redactValue(extra) : extra) } : {}),
       ...(outcome.error ? { resultError: outcome.error } : {}),
       // Only a successful run has a reply; a killed/failed/timed-out one must not report `reply: ""`.
       ...(outcome.status === "ok" ? { reply: outcome.reply ?? "" } : {}),

@@ -208,6 +208,32 @@ describe.skipIf(!isRoot)("storage faults (root: tmpfs and a non-root worker)", (
   }, 60_000);
 });
 
+describe.skipIf(!isRoot)("storage faults: what a parked turn keeps", () => {
+  it("the outcome saved while parked holds no credential from its tool calls, and the turn completes whole", async () => {
+    const disk = smallDisk();
+    const secret = "sk-proj-abcdefghijklmnopqrstuvwx123456";
+    const rules = [
+      { when: { contains: "look it up" }, tools: [{ name: "sessions_list", args: { search: secret } }], reply: "looked{{text}}" },
+      ...RULES,
+    ];
+    const sys = await startTestSystem(scriptConfig(rules, { storage: { dir: disk, faultRetryMaxDelayMs: 300 } }));
+    cleanups.push(() => sys.close());
+    const first = await inbound(sys, "sec", "sec hello");
+    await sys.rpc("agent.wait", { runId: first.runId, timeoutMs: 10_000 });
+    const free = fillDisk(disk);
+    const parked = await inbound(sys, "sec", `look it up${PAD}`);
+    // Parked after its runtime ran: the outcome is on the record, the secret is not.
+    const saved = await until(async () => (await sys.svc.redis.hget(sys.svc.keys.run(parked.runId), "resultOutput")) ?? false, 10_000);
+    expect(saved).toContain("sessions_list");
+    expect(saved).not.toContain(secret);
+    free();
+    expect(await sys.rpc("agent.wait", { runId: parked.runId, timeoutMs: 20_000 })).toMatchObject({ status: "ok", reply: `lookedlook it up${PAD}` });
+    const raw = readFileSync(join(disk, "agents", "main", "sessions", `${first.sessionId}.jsonl`), "utf8");
+    expect(raw).not.toContain(secret);
+    expect(raw.split("\n").filter((l) => l.includes(`"${parked.runId}:a"`))).toHaveLength(1);
+  }, 60_000);
+});
+
 describe.skipIf(isRoot)("storage faults (non-root: unwritable directory in-process)", () => {
   it("turns parked on EACCES complete when the directory is writable again", async () => {
     const { dir: storage } = tempDir("sb-perm");
