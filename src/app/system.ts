@@ -3,7 +3,7 @@
  * entry point, so what they exercise is what operators run.
  */
 import type { Config } from "../config/schema.js";
-import { createGateway, type Gateway } from "../gateway/server.js";
+import type { Gateway } from "../gateway/server.js";
 import { QUEUE_NAMES, type QueueName } from "../queues/queue-names.js";
 import { startWorkerHost, type WorkerHost } from "../workers/worker-host.js";
 import { createServices, type Services } from "./services.js";
@@ -47,6 +47,8 @@ export async function startSystem(config: Config, opts: SystemOptions = {}): Pro
       if (port !== undefined) metrics = await startMetricsServer(config.workers.metricsHost, port);
     }
     if (opts.gateway) {
+      // Loaded only when wanted: a worker process never loads fastify, Bull Board or the API docs.
+      const { createGateway } = await import("../gateway/server.js");
       gateway = await createGateway(svc, { tools: tools.endpoint, ...(opts.logger !== undefined ? { logger: opts.logger } : {}) });
       url = await gateway.listen();
     }

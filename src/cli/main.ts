@@ -6,19 +6,24 @@
 import { Command } from "commander";
 import { SwitchboardError } from "../errors/index.js";
 import { ConfigError } from "../errors/index.js";
-import { callCommand } from "./commands/call.js";
-import { configValidate } from "./commands/config-validate.js";
-import { deadLettersCommand } from "./commands/deadletters.js";
-import { historyCommand } from "./commands/history.js";
-import { mcpCommand, type McpOptions } from "./commands/mcp.js";
-import { importOpenClawCommand } from "./commands/import.js";
-import { sendCommand } from "./commands/send.js";
-import { serveCommand } from "./commands/serve.js";
-import { sessionsCommand } from "./commands/sessions.js";
-import { statusCommand } from "./commands/status.js";
-import { doctorCommand } from "./commands/doctor.js";
+import type { McpOptions } from "./commands/mcp.js";
 import type { GlobalOptions } from "./client.js";
 import { startProgress, stopProgress } from "./progress.js";
+
+// Each command's module (and what it pulls in: fastify, the MCP SDK, SQLite, …) is loaded only
+// when that command runs, so a worker or a quick `status` starts fast.
+type Lazy<F extends (...a: never[]) => unknown> = (...args: Parameters<F>) => Promise<Awaited<ReturnType<F>>>;
+const callCommand: Lazy<typeof import("./commands/call.js").callCommand> = async (...args) => (await import("./commands/call.js")).callCommand(...args);
+const configValidate: Lazy<typeof import("./commands/config-validate.js").configValidate> = async (...args) => (await import("./commands/config-validate.js")).configValidate(...args);
+const deadLettersCommand: Lazy<typeof import("./commands/deadletters.js").deadLettersCommand> = async (...args) => (await import("./commands/deadletters.js")).deadLettersCommand(...args);
+const historyCommand: Lazy<typeof import("./commands/history.js").historyCommand> = async (...args) => (await import("./commands/history.js")).historyCommand(...args);
+const mcpCommand: Lazy<typeof import("./commands/mcp.js").mcpCommand> = async (...args) => (await import("./commands/mcp.js")).mcpCommand(...args);
+const importOpenClawCommand: Lazy<typeof import("./commands/import.js").importOpenClawCommand> = async (...args) => (await import("./commands/import.js")).importOpenClawCommand(...args);
+const sendCommand: Lazy<typeof import("./commands/send.js").sendCommand> = async (...args) => (await import("./commands/send.js")).sendCommand(...args);
+const serveCommand: Lazy<typeof import("./commands/serve.js").serveCommand> = async (...args) => (await import("./commands/serve.js")).serveCommand(...args);
+const sessionsCommand: Lazy<typeof import("./commands/sessions.js").sessionsCommand> = async (...args) => (await import("./commands/sessions.js")).sessionsCommand(...args);
+const statusCommand: Lazy<typeof import("./commands/status.js").statusCommand> = async (...args) => (await import("./commands/status.js")).statusCommand(...args);
+const doctorCommand: Lazy<typeof import("./commands/doctor.js").doctorCommand> = async (...args) => (await import("./commands/doctor.js")).doctorCommand(...args);
 
 const program = new Command("switchboard")
   .description("Session gateway for AI agents on BullMQ + Redis")
