@@ -1,6 +1,6 @@
 /**
- * The `POST /v1/inbound` body (docs/concepts/sessions.md, "Routing inbound messages"): one message arriving from a
- * channel.
+ * The `POST /v1/inbound` body (docs/concepts/sessions.md, "Routing inbound messages"): one message
+ * arriving from a channel.
  *
  * Strict on purpose: unknown keys are rejected so a misspelt `groupID` fails loudly instead of
  * silently routing a group message into the main DM session. Identifiers that become session

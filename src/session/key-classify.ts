@@ -120,8 +120,8 @@ export interface AnnounceTarget {
 }
 
 /**
- * Where a session's replies are posted when all we have is its key (docs/concepts/sessions.md, "Reading facts from a
- * key"):
+ * Where a session's replies are posted when all we have is its key
+ * (docs/concepts/sessions.md, "Reading facts from a key"):
  * groups/channels → `to: "<kind>:<id>"` (Telegram: the bare chat id, topic as threadId),
  * DMs → the peer id, `:thread:<id>` → threadId. Main, per-peer and `unknown`-channel keys have
  * no recoverable route → undefined; callers should prefer a stored deliveryContext, which
