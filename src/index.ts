@@ -1,5 +1,5 @@
 /**
- * Switchboard's library entry (CONTRACT.md §8): the pure session logic, with no Redis and no
+ * Switchboard's library entry (docs/concepts/library.md): the pure session logic, with no Redis and no
  * I/O, for embedding and for tests.
  */
 export { parseConfig, ConfigSchema, type Config, type ConfigInput } from "./config/index.js";

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * `switchboard`: one CLI for the all-in-one process, the gateway, workers and operator
- * commands (CONTRACT §1). Errors print as one line with their stable code; exit 1.
+ * commands (README "Processes"). Errors print as one line with their stable code; exit 1.
  */
 import { Command } from "commander";
 import { SwitchboardError } from "../errors/index.js";

@@ -1,7 +1,7 @@
 /**
  * The one source of truth for Switchboard's configuration: validation, TypeScript types and
  * defaults all come from these zod schemas. Every object is strict, so a misspelt key is an
- * error rather than a silently ignored setting. Defaults follow OpenClaw (CONTRACT.md §2).
+ * error rather than a silently ignored setting. Defaults follow OpenClaw (docs/concepts/config.md).
  */
 import { z } from "zod";
 import { DEFAULT_MESSAGE_BYTES, MAX_MESSAGE_BYTES } from "../text/message-size.js";

@@ -1,5 +1,5 @@
 /**
- * Outbound channel adapters, configured under `channels` (CONTRACT §2). `webhook` POSTs the
+ * Outbound channel adapters, configured under `channels` (docs/concepts/config.md). `webhook` POSTs the
  * message as JSON and treats any non-2xx answer as a failure to retry; `log` only records.
  */
 import type { ChannelConfig } from "../config/schema.js";

@@ -1,5 +1,5 @@
 /**
- * Every outbound message is recorded, whatever happens to it (CONTRACT §4 /v1/deliveries):
+ * Every outbound message is recorded, whatever happens to it (`GET /v1/deliveries`, README "HTTP API"):
  * `pending` while it is being tried, then `delivered`, `failed` (after its retries), `no_route`
  * (no adapter for the channel) or `blocked` (sendPolicy deny).
  */

@@ -1,5 +1,5 @@
 /**
- * The HTTP gateway (CONTRACT §4). Stateless: every answer comes from Redis, so any number of
+ * The HTTP gateway (README "HTTP API"). Stateless: every answer comes from Redis, so any number of
  * gateways can sit behind a load balancer, and `agent.wait` survives reconnects and restarts.
  */
 import Fastify, { type FastifyInstance } from "fastify";
@@ -76,7 +76,7 @@ export async function createGateway(svc: Services, opts: GatewayOptions = {}): P
     try {
       return { ok: true, result: await handler(req.body ?? {}) };
     } catch (err) {
-      // RPC answers 200 with ok:false for domain errors, 400 for invalid params (CONTRACT §4).
+      // RPC answers 200 with ok:false for domain errors, 400 for invalid params.
       if (err instanceof SwitchboardError && err.code !== "invalid_request") {
         return { ok: false, error: { code: err.code, message: err.message } };
       }

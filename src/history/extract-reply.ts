@@ -1,5 +1,5 @@
 /**
- * Reply text out of a transcript (REFERENCE.md §5.3 "assistant text normalisation", §5.4):
+ * Reply text out of a transcript (docs/concepts/tools.md, "sessions_history" and "sessions_send"):
  * sessions_send returns the target's reply, the announce step and sub-agent completion read
  * the last answer, and the silent tokens decide whether anything is said at all.
  */

@@ -1,4 +1,4 @@
-/** Pure history sanitising for sessions_history and reply extraction (REFERENCE.md §5.3). */
+/** Pure history sanitising for sessions_history and reply extraction (docs/concepts/tools.md, "sessions_history"). */
 export { redactSecrets, maskToken, REDACTION_PATTERN_NAMES, type RedactResult } from "./redact.js";
 export {
   normalizeAssistantText,

@@ -1,5 +1,5 @@
 /**
- * Assistant text normalisation (REFERENCE.md §5.3, OpenClaw `sanitizeTextContent`, profile
+ * Assistant text normalisation (docs/concepts/tools.md, "sessions_history"; OpenClaw `sanitizeTextContent`, profile
  * `history`): what a model wrote for itself or for the tool machinery is taken out so that
  * history readers and reply extraction see only the visible answer.
  *

@@ -1,5 +1,5 @@
 /**
- * Credential redaction for text that leaves a session through a tool (REFERENCE.md §5.3,
+ * Credential redaction for text that leaves a session through a tool (docs/concepts/tools.md, "sessions_history";
  * OpenClaw `logging/redact.ts` default patterns). sessions_history hands one agent another
  * session's transcript, so anything that looks like a secret is masked before it goes out.
  *

@@ -1,5 +1,5 @@
 /**
- * sessions_history's view of a transcript (REFERENCE.md §5.3, CONTRACT.md §5 and §8): what the
+ * sessions_history's view of a transcript (docs/concepts/tools.md, "sessions_history"): what the
  * gateway's `chat.history` pass and the tool's own sanitiser do in OpenClaw, as one pure function.
  *
  * Order, and why:

@@ -1,6 +1,6 @@
 /**
- * Size limits for history output (REFERENCE.md §5.3): text fields are cut to a number of UTF-16
- * code units (what JavaScript's `length` counts, and what OpenClaw's 4 000-char limit means),
+ * Size limits for history output (docs/concepts/tools.md, "sessions_history"): text fields are cut to a number
+ * of UTF-16 code units (what JavaScript's `length` counts, and what OpenClaw's 4 000-char limit means),
  * arrays of messages are capped by their JSON size in UTF-8 bytes (what goes over the wire).
  */
 

@@ -1,5 +1,5 @@
 /**
- * The gateway RPC methods (CONTRACT §4). Pure service functions over `Services`, so the HTTP
+ * The gateway RPC methods (README "HTTP API"). Pure service functions over `Services`, so the HTTP
  * gateway and the CLI's direct-to-Redis mode run the very same code.
  */
 import { createHash, randomUUID } from "node:crypto";

@@ -1,5 +1,5 @@
 /**
- * zod schemas of the gateway RPC params (CONTRACT §4): validation and types in one place.
+ * zod schemas of the gateway RPC params (README "HTTP API"): validation and types in one place.
  * Keys, ids, labels and route fields refuse control, bidi and invisible characters
  * (session/unsafe-chars.ts) here, so a bad one is a 400 naming the character.
  */

@@ -29,7 +29,7 @@ export interface Turn {
   text: string;
   step: RunStep;
   provenance: RunProvenance;
-  /** Inter-session origin, stored on the user message (CONTRACT §7). */
+  /** Inter-session origin, stored on the user message. */
   source?: InterSessionSource;
   extraSystemPrompt?: string;
   /** Message time (ms): the user line's timestamp. */

@@ -1,5 +1,5 @@
 /**
- * `echo` runtime (CONTRACT.md §6): replies `echo: <text>`. The embedded default, handy for
+ * `echo` runtime (docs/concepts/config.md, "Runtimes"): replies `echo: <text>`. The embedded default, handy for
  * smoke tests. It does no work, so the only abort point is before it answers.
  */
 import { RunAbortedError, type AgentRuntime, type RunInput, type RunOutput } from "./types.js";

@@ -1,5 +1,5 @@
 /**
- * `openai` runtime (CONTRACT.md §6): any OpenAI-compatible chat-completions endpoint, with the
+ * `openai` runtime (docs/concepts/config.md, "Runtimes"): any OpenAI-compatible chat-completions endpoint, with the
  * session tools offered as function tools.
  *
  * Request: `POST <baseUrl>/chat/completions` (so `baseUrl` normally ends in `/v1`), non-streaming,
@@ -9,7 +9,7 @@
  *     line (omitted when both are empty);
  *   - the history: user/assistant messages as text (text blocks joined by "\n"; thinking and
  *     tool-call blocks, toolResult/system/tool messages and empty messages are left out); user
- *     messages from another session get OpenClaw's marker line (REFERENCE.md §5.9)
+ *     messages from another session get OpenClaw's marker line (docs/concepts/inter-session.md)
  *     `[Inter-session message] sourceSession=<key> sourceChannel=<ch> sourceTool=<tool>` (missing
  *     parts omitted, never added twice);
  *   - the incoming text as a user message.

@@ -1,5 +1,5 @@
 /**
- * `script` runtime (CONTRACT.md §6): deterministic rules for tests and demos.
+ * `script` runtime (docs/concepts/config.md, "Runtimes"): deterministic rules for tests and demos.
  *
  * Rules are tried in order; the first whose `when` matches acts:
  *   1. `delayMs`  – abortable wait (an abort rejects at once with RunAbortedError, timer cleared);

@@ -1,5 +1,5 @@
 /**
- * The contract between a worker and an agent runtime (CONTRACT.md §6). A runtime turns one
+ * The contract between a worker and an agent runtime (docs/concepts/config.md, "Runtimes"). A runtime turns one
  * incoming message (plus the session's recent history) into a reply. It gets an AbortSignal:
  * `/stop`, `subagents kill` and `runTimeoutSeconds` abort it, and it must stop promptly.
  */

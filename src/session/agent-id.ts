@@ -1,5 +1,5 @@
 /**
- * Agent ids and account ids: validation and OpenClaw's normalisation (REFERENCE §1.2).
+ * Agent ids and account ids: validation and OpenClaw's normalisation (docs/concepts/sessions.md, "Normalisation").
  *
  * Agent ids become Redis key parts and directory names (`agents/<agentId>/sessions`), so
  * anything that reaches storage must pass `assertAgentId`; `normalizeAgentId` exists for the

@@ -1,5 +1,5 @@
 /**
- * Session freshness (REFERENCE §3.3, OpenClaw's `evaluateSessionFreshness`). Pure: no I/O.
+ * Session freshness (docs/concepts/sessions.md, "Freshness"; OpenClaw's `evaluateSessionFreshness`). Pure: no I/O.
  *
  * - daily: stale iff `updatedAt` < the most recent daily boundary ≤ now.
  * - idle:  stale iff `now > updatedAt + idleMinutes` (strict); `idleMinutes` 0 ⇒ never.

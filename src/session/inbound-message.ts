@@ -1,5 +1,6 @@
 /**
- * The `POST /v1/inbound` body (CONTRACT §4): one message arriving from a channel.
+ * The `POST /v1/inbound` body (docs/concepts/sessions.md, "Routing inbound messages"): one message
+ * arriving from a channel.
  *
  * Strict on purpose: unknown keys are rejected so a misspelt `groupID` fails loudly instead of
  * silently routing a group message into the main DM session. Identifiers that become session
@@ -32,7 +33,7 @@ export const InboundMessageSchema = z
       .toLowerCase()
       .regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, "must be a channel id: [a-z0-9][a-z0-9_-]{0,63}"),
     accountId: idString("accountId", 64).optional(),
-    // `direct` is OpenClaw's spelling; Switchboard's keys say `dm` (CONTRACT §3).
+    // `direct` is OpenClaw's spelling; Switchboard's keys say `dm`.
     chatType: z.enum(INBOUND_CHAT_TYPES).transform((t): "dm" | "group" | "channel" => (t === "direct" ? "dm" : t)),
     from: idString("from", 200),
     to: idString("to", 256).optional(),

@@ -1,5 +1,5 @@
 /**
- * Building session keys for inbound messages (CONTRACT §3, REFERENCE §1.3-1.5).
+ * Building session keys for inbound messages (docs/concepts/sessions.md, "Routing inbound messages").
  *
  * Pure: config + message in, keys out. Switchboard emits `dm` where April's OpenClaw emits
  * `direct`. Every segment is lowercased here, so the results are already canonical.
@@ -35,7 +35,7 @@ export function mainSessionKeyFor(config: Config, agentId: string): string {
 }
 
 /**
- * identityLinks (REFERENCE §1.4): candidates are `peer` and `channel:peer`, lowercased; the
+ * identityLinks (docs/concepts/sessions.md, "identityLinks"): candidates are `peer` and `channel:peer`, lowercased; the
  * first config entry (insertion order) listing a candidate wins and its name replaces the peer.
  */
 export function resolveIdentityLink(config: Config, channel: string, peerId: string): string | undefined {

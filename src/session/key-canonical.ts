@@ -1,5 +1,5 @@
 /**
- * One canonical spelling per session (CONTRACT §3/§8, REFERENCE §1.2, §1.7, §1.8).
+ * One canonical spelling per session (docs/concepts/sessions.md, "Canonical keys: main aliases and legacy shapes").
  *
  * Every key that enters Switchboard (HTTP, CLI, tool input, imported stores) goes through
  * `canonicalSessionKey`, so two spellings of one conversation (`MAIN`, `agent:ops:main`,
@@ -22,7 +22,7 @@ export interface CanonicalKeyOptions {
 
 /**
  * Rewrites the segments of an agent-stripped rest into canonical form:
- * - legacy bare group keys (REFERENCE §1.8): WhatsApp `group:<id>@g.us` → `whatsapp:group:…`,
+ * - legacy bare group keys: WhatsApp `group:<id>@g.us` → `whatsapp:group:…`,
  *   other `group:<x>`/`channel:<x>` → `unknown:group:<x>` / `unknown:channel:<x>`;
  * - the DM marker `direct` → `dm` (only in the DM positions `direct:<p>`, `<ch>:direct:<p>`,
  *   `<ch>:<acct>:direct:<p>`, so a peer or job literally named `direct` is left alone).

@@ -1,6 +1,6 @@
 /**
  * Reading facts back out of a session key: chat type, list kind, thread, channel, sub-agent
- * depth (REFERENCE §1.10, §13.1). Used when the session entry does not say (fresh keys,
+ * depth (docs/concepts/sessions.md, "Reading facts from a key"). Used when the session entry does not say (fresh keys,
  * imported stores) and by sendPolicy matching. Every helper classifies the agent-stripped,
  * lowercased rest, so `agent:<a>:` never confuses a match.
  */
@@ -59,8 +59,9 @@ export function chatTypeFromKey(key: string | null | undefined): KeyChatType {
 }
 
 /**
- * `sessions_list` kind, classified on the agent-stripped rest (REFERENCE §13.1, recommended
- * fix): the main alias → main; `cron:`, `hook:`, `node-`/`node:` roots; group/channel
+ * `sessions_list` kind, classified on the agent-stripped rest (docs/concepts/sessions.md,
+ * "Reading facts from a key"; this fixes OpenClaw's raw-key comparison): the main alias → main;
+ * `cron:`, `hook:`, `node-`/`node:` roots; group/channel
  * conversations (threads included) → group; else other. `opts.chatType` (from the session
  * entry) can mark a key group that does not say so itself.
  */
@@ -119,7 +120,8 @@ export interface AnnounceTarget {
 }
 
 /**
- * Where a session's replies are posted when all we have is its key (REFERENCE §5.4):
+ * Where a session's replies are posted when all we have is its key
+ * (docs/concepts/sessions.md, "Reading facts from a key"):
  * groups/channels → `to: "<kind>:<id>"` (Telegram: the bare chat id, topic as threadId),
  * DMs → the peer id, `:thread:<id>` → threadId. Main, per-peer and `unknown`-channel keys have
  * no recoverable route → undefined; callers should prefer a stored deliveryContext, which

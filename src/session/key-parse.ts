@@ -1,5 +1,5 @@
 /**
- * Low-level parsing of session keys (REFERENCE §1.2). No config and no validation here:
+ * Low-level parsing of session keys (docs/concepts/sessions.md, "Normalisation"). No config and no validation here:
  * these helpers answer "what shape is this string", and the canonicaliser decides what is
  * acceptable. Everything except `parseThreadSuffix` works on the lowercased key.
  */

@@ -1,5 +1,5 @@
 /**
- * Which reset policy applies to a session (REFERENCE §3.2, §3.4; CONTRACT §8). Pure: no I/O.
+ * Which reset policy applies to a session (docs/concepts/sessions.md, "Reset policy"). Pure: no I/O.
  *
  * Precedence, as OpenClaw's `resolveSessionResetPolicy`:
  * - `session.resetByChannel[<channel>]` replaces everything for that channel: `reset`,
@@ -85,7 +85,7 @@ export function resolveResetPolicy(config: Config, ctx: ResetPolicyContext): Res
 }
 
 /**
- * Reset type from the context and key shape (REFERENCE §3.4): cron and webhook sessions are
+ * Reset type from the context and key shape (docs/concepts/sessions.md, "Reset policy"): cron and webhook sessions are
  * always `dm`; then `thread` (caller says so, or a `:thread:`/`:topic:` segment); then `group`
  * (`:group:`/`:channel:` chat kind); else `dm`.
  */

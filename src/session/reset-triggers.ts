@@ -1,6 +1,6 @@
 /**
  * Explicit reset triggers (`/new`, `/reset`), the `/new <model>` hint and the greeting turn
- * (REFERENCE §3.5 step 2, §3.6, §3.7). Pure: no I/O.
+ * (docs/concepts/sessions.md, "Reset triggers"). Pure: no I/O.
  */
 import { hostTimeZone } from "./reset-policy.js";
 
@@ -83,8 +83,8 @@ export interface ModelHint {
 }
 
 /**
- * Does the remainder of `/new <remainder>` start with a model choice? (REFERENCE §3.7,
- * simplified). `knownModels` holds ids and aliases (`gpt-5`, `minimax/m2.7`, `fast`). Tried
+ * Does the remainder of `/new <remainder>` start with a model choice? (docs/concepts/sessions.md,
+ * "Reset triggers"). `knownModels` holds ids and aliases (`gpt-5`, `minimax/m2.7`, `fast`). Tried
  * in order, case-insensitive:
  * 1. `<provider> <model>` where `<provider>/<model>` is known ⇒ that model, two tokens consumed;
  * 2. the first token is a known entry, or the model part of exactly one known
@@ -137,7 +137,7 @@ function unique(list: string[]): string | undefined {
   return distinct.length === 1 ? distinct[0] : undefined;
 }
 
-/** The fixed greeting instruction used for a bare `/new` or `/reset` (REFERENCE §3.6). */
+/** The fixed greeting instruction used for a bare `/new` or `/reset`. */
 export const GREETING_PROMPT =
   "A new session was started via /new or /reset. If runtime-provided startup context is included for this first turn, use it before responding to the user. Then greet the user in your configured persona, if one is provided. Be yourself - use your defined voice, mannerisms, and mood. Keep it to 1-3 sentences and ask what they want to do. If the runtime model differs from default_model in the system prompt, mention the default model. Do not mention internal steps, files, tools, or reasoning.";
 

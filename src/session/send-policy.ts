@@ -1,5 +1,5 @@
 /**
- * sendPolicy (REFERENCE §4): may this session send/reply at all? Evaluated on every inbound
+ * sendPolicy (docs/concepts/sessions.md, "Send policy"): may this session send/reply at all? Evaluated on every inbound
  * message and every agent run, so it is pure and cheap. Order of precedence:
  * per-session override › config rules (first matching deny wins, any matching allow allows)
  * › config default › allow.

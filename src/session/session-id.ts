@@ -1,9 +1,11 @@
 /**
  * SessionIds name transcript files (`<storage>/agents/<a>/sessions/<sessionId>.jsonl`), so the
- * only safe ones are a closed, lowercase, separator-free alphabet (CONTRACT §3; CONTRACT wins
- * over OpenClaw's case-insensitive check). Anything else is refused, never turned into a path.
+ * only safe ones are a closed, lowercase, separator-free alphabet (stricter than OpenClaw's
+ * case-insensitive check; docs/concepts/sessions.md, "Normalisation"). Anything else is refused, never turned into a
+ * path.
  *
- * Also here: the tools layer's shape heuristics (REFERENCE §1.9) deciding whether a tool
+ * Also here: the tools layer's shape heuristics (docs/concepts/sessions.md, "Keys and sessionIds in tool input")
+ * deciding whether a tool
  * argument is a sessionId (UUID) or a session key.
  */
 import { InvalidSessionIdError } from "../errors/index.js";

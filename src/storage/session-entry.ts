@@ -1,6 +1,6 @@
 /**
  * The session entry stored per session key: the fields of the seeds' row shape and
- * REFERENCE.md §2.2. `SessionPatchSchema` validates what operators may change through
+ * docs/concepts/sessions.md, "The session entry". `SessionPatchSchema` validates what operators may change through
  * `sessions.patch`; internal writers use `SessionEntryPatch` directly.
  */
 import { z } from "zod";

@@ -1,4 +1,4 @@
-/** The agent-to-agent context texts (REFERENCE §5.4), as OpenClaw words them. */
+/** The agent-to-agent context texts (docs/concepts/tools.md, "sessions_send"), as OpenClaw words them. */
 export interface A2AParties {
   requesterKey: string;
   requesterChannel?: string;

@@ -9,7 +9,7 @@ export function visibilityOf(svc: Services, caller: ToolCaller): Visibility {
   return effectiveVisibility(svc.config, caller.sandboxed);
 }
 
-/** A sandboxed caller limited to what it spawned (REFERENCE §5.1 `restrictToSpawned`). */
+/** A sandboxed caller limited to what it spawned (docs/concepts/tools.md, "Visibility"). */
 export function restrictedToSpawned(svc: Services, caller: ToolCaller): boolean {
   return caller.sandboxed && svc.config.agents.defaults.sandbox.sessionToolsVisibility === "spawned" && !caller.sessionKey.includes(":subagent:");
 }

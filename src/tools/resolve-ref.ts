@@ -1,5 +1,6 @@
 /**
- * Resolving what an agent passes as `sessionKey` (REFERENCE §1.9): `current` is the caller,
+ * Resolving what an agent passes as `sessionKey` (docs/concepts/sessions.md, "Keys and sessionIds in tool input"):
+ * `current` is the caller,
  * `main` the caller agent's main session, a stored key wins, then a sessionId (UUID or other
  * id-like input) is looked up in the sessionId index.
  */
@@ -16,7 +17,7 @@ export async function resolveSessionRef(svc: Services, caller: ToolCaller, input
   if (raw === "current" && !(await svc.sessions.get(canonicalSessionKey(svc.config, "current", { agentId: caller.agentId })))) {
     return { ok: true, key: caller.sessionKey };
   }
-  // A sandboxed caller is not told whether a session it cannot see exists (REFERENCE §1.9).
+  // A sandboxed caller is not told whether a session it cannot see exists.
   const notFound = (): RefResolution =>
     restrictedToSpawned(svc, caller)
       ? { ok: false, status: "forbidden", error: `Session not visible from this sandboxed agent session: ${raw}` }

@@ -1,4 +1,7 @@
-/** session_status (REFERENCE §5.8): the /status card of a visible session; `model` sets or clears its override. */
+/**
+ * session_status (docs/concepts/tools.md, "session_status"): the /status card of a visible session; `model` sets or
+ * clears its override.
+ */
 import type { Services } from "../app/services.js";
 import { agentRuntime } from "../config/agents.js";
 import { statusCard } from "../lifecycle/status-card.js";

@@ -1,5 +1,6 @@
 /**
- * sessions_history (REFERENCE §5.3): the sanitised, redacted, size-capped tail of a session's
+ * sessions_history (docs/concepts/tools.md, "sessions_history"): the sanitised, redacted, size-capped tail of a
+ * session's
  * transcript. Reads only the tail of the file (O(limit)), never the whole transcript.
  */
 import type { Services } from "../app/services.js";

@@ -1,5 +1,6 @@
 /**
- * sessions_list (REFERENCE §5.2): rows the caller may see, newest first, from the Redis indexes
+ * sessions_list (docs/concepts/tools.md, "sessions_list"): rows the caller may see, newest first, from the Redis
+ * indexes
  * in O(limit): `self` is one entry, `tree` the caller plus its descendants (children index,
  * breadth first), `agent` the agent index, `all` the global index (cross-agent rows only where
  * agent-to-agent allows them, or that the caller spawned).

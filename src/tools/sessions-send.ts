@@ -1,5 +1,6 @@
 /**
- * sessions_send (REFERENCE §5.4, minus its lost-reply bug): resolve the target (key or label),
+ * sessions_send (docs/concepts/tools.md, "sessions_send"; without OpenClaw's lost-reply bug): resolve the target
+ * (key or label),
  * check visibility, agent-to-agent policy, the target's sendPolicy and the hop bound, then
  * enqueue an inter-session turn whose result continues into the reply-back loop and announce.
  *  - timeoutSeconds 0: `accepted` at once.

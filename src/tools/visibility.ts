@@ -1,5 +1,5 @@
 /**
- * Who may see or message which session (REFERENCE §6), as plain functions: the effective
+ * Who may see or message which session (docs/concepts/tools.md, "Visibility"), as plain functions: the effective
  * visibility level, the agent-to-agent allow patterns, and the guard with OpenClaw's exact
  * error texts (agents and their prompts already know them).
  */
@@ -45,7 +45,7 @@ function patternMatches(pattern: string, agentId: string): boolean {
   return re.test(agentId);
 }
 
-/** REFERENCE §6.4: same agent always; else enabled and both ends match an allow pattern (empty list = all). */
+/** Same agent always; else enabled and both ends match an allow pattern (empty list = all). */
 export function agentToAgentAllowed(config: Config, requesterAgent: string, targetAgent: string): "same" | "allowed" | "disabled" | "denied" {
   if (requesterAgent === targetAgent) return "same";
   const a2a = config.tools.agentToAgent;

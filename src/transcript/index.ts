@@ -1,4 +1,7 @@
-/** Transcripts: append-only JSONL files on shared storage, indexed in Redis (CONTRACT.md §7). */
+/**
+ * Transcripts: append-only JSONL files on shared storage, indexed in Redis (docs/concepts/sessions.md,
+ * "Transcripts").
+ */
 export * from "./types.js";
 export {
   AGENT_ID_RE,

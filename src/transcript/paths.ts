@@ -1,5 +1,5 @@
 /**
- * Where transcripts live on shared storage (CONTRACT.md §7, REFERENCE.md §2.1):
+ * Where transcripts live on shared storage (docs/concepts/sessions.md, "Transcripts"):
  *
  *   <storageDir>/agents/<agentId>/sessions/<sessionId>.jsonl
  *   <storageDir>/agents/<agentId>/sessions/<sessionId>-topic-<encodeURIComponent(topicId)>.jsonl
@@ -12,9 +12,9 @@
 import { basename, isAbsolute, join, relative, resolve } from "node:path";
 import { InvalidAgentIdError, InvalidSessionIdError, ValidationError } from "../errors/index.js";
 
-/** CONTRACT.md §3. Lowercase only: file names must not depend on a case-insensitive file system. */
+/** Lowercase only: file names must not depend on a case-insensitive file system. */
 export const AGENT_ID_RE = /^[a-z0-9][a-z0-9_-]{0,63}$/;
-/** CONTRACT.md §3: no separators, no leading dot, bounded length. */
+/** No separators, no leading dot, bounded length. */
 export const SESSION_ID_RE = /^[a-z0-9][a-z0-9._-]{0,127}$/;
 
 /**
@@ -84,7 +84,7 @@ export function transcriptRelativePath(agentId: string, sessionId: string, topic
 }
 
 /**
- * Archive name used on reset/delete (REFERENCE.md §2.4):
+ * Archive name used on reset/delete (docs/concepts/sessions.md, "Transcripts"):
  * `<file>.reset.2026-05-17T07-35-46.420Z`. Colons are replaced because they are not allowed
  * in file names on every platform/share that may mount the storage.
  */

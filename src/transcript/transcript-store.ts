@@ -216,7 +216,7 @@ export class TranscriptStore {
 
   /**
    * The `message` objects of the last `limit` `type:"message"` entries, oldest first: exactly
-   * what `chat.history` returns (CONTRACT.md §4). Use `tail` when entry ids are needed.
+   * what `chat.history` returns (the operators' view, README "HTTP API"). Use `tail` when entry ids are needed.
    */
   async messages(agentId: string, sessionId: string, limit: number, opts: TopicOption = {}): Promise<TranscriptMessage[]> {
     const entries = await readLastEntries(this.path(agentId, sessionId, opts.topicId), limit, {

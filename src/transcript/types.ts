@@ -1,5 +1,5 @@
 /**
- * Transcript line shapes (CONTRACT.md §7), kept compatible with OpenClaw's JSONL so imported
+ * Transcript line shapes (docs/concepts/sessions.md, "Transcripts"), kept compatible with OpenClaw's JSONL so imported
  * transcripts read the same. Validation is loose on purpose for *reading* (old files carry
  * fields we do not know); writers build lines from these types.
  */

@@ -1,5 +1,5 @@
 /**
- * The HTTP gateway (CONTRACT §4) with a token configured: auth on every endpoint but the
+ * The HTTP gateway (README "HTTP API") with a token configured: auth on every endpoint but the
  * probes, Basic auth for Bull Board, metrics, run records, and the RPC methods with their
  * error answers. Real Redis, gateway + workers in this process.
  */

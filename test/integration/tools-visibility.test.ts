@@ -1,5 +1,5 @@
 /**
- * Who may see or message which session (REFERENCE §6): every visibility level for the four
+ * Who may see or message which session (docs/concepts/tools.md, "Visibility"): every visibility level for the four
  * session tools over HTTP, the sandbox clamp, the agent-to-agent policy and allow patterns, with
  * OpenClaw's exact error texts (§6.3). `tree` is the caller and all its descendants (OpenClaw:
  * direct children only; docs/concepts/subagents.md).

@@ -15,7 +15,7 @@ function issuesOf(input: unknown): string[] {
   throw new Error("expected a ConfigError");
 }
 
-describe("config defaults (CONTRACT §2)", () => {
+describe("config defaults", () => {
   it("an empty config gets OpenClaw's defaults", () => {
     const c = parseConfig({});
     expect(c.redis).toEqual({ url: "redis://127.0.0.1:6379", prefix: "sb" });

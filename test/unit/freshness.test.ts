@@ -132,7 +132,7 @@ const daily = (atHour: number, timezone: string, idleMinutes?: number): ResetPol
   idleMinutes === undefined ? { mode: "daily", atHour, timezone } : { mode: "daily", atHour, timezone, idleMinutes };
 const idle = (idleMinutes: number): ResetPolicy => ({ mode: "idle", idleMinutes });
 
-describe("evaluateFreshness (REFERENCE §3.3)", () => {
+describe("evaluateFreshness", () => {
   it.each<[string, ResetPolicy, string, string, Freshness]>([
     ["off is always fresh", { mode: "off" }, "2020-01-01T00:00:00.000Z", "2026-03-03T12:00:00.000Z", { fresh: true }],
     [

@@ -1,5 +1,5 @@
 /**
- * CONTRACT §8: the package's main export (built output, referenced by `exports`) offers the pure
+ * docs/concepts/library.md: the package's main export (built output, referenced by `exports`) offers the pure
  * session logic. Imported by package name (Node's self-reference), exactly as embedders do.
  */
 import { describe, expect, it } from "vitest";

@@ -3,7 +3,7 @@ import { maskToken, redactSecrets, REDACTION_PATTERN_NAMES } from "../../src/his
 
 // Fixture secrets are assembled at run time so the source file itself carries no token-shaped strings.
 const rep = (ch: string, n: number): string => ch.repeat(n);
-const SK = `sk-${"1234567890abcdef1234"}`; // the REFERENCE example, 23 chars
+const SK = `sk-${"1234567890abcdef1234"}`; // the documented example, 23 chars
 const GHP = `ghp_${rep("a", 16)}WXYZ`;
 const GITHUB_PAT = `github_pat_${rep("b", 18)}_9Z`;
 const SLACK = `xoxb-${"1234567890"}-${rep("c", 6)}`;
@@ -16,7 +16,7 @@ const TELEGRAM = `123456789:AAE${rep("i", 27)}`;
 
 describe("maskToken: short → ***, long → first 6 … last 4", () => {
   it.each([
-    ["the REFERENCE example", SK, "sk-123…1234"],
+    ["the documented example", SK, "sk-123…1234"],
     ["17 characters is still short", rep("x", 17), "***"],
     ["18 characters keeps 6 + 4", "abcdefghijklmnopqr", "abcdef…opqr"],
     ["a single character", "a", "***"],

@@ -18,7 +18,7 @@ const GROUP = "agent:main:telegram:group:g1";
 const THREAD = "agent:main:slack:channel:c1:thread:1700000000.1";
 const DISCORD_GROUP = "agent:main:discord:channel:c9";
 
-describe("resolveResetType (REFERENCE §3.4)", () => {
+describe("resolveResetType", () => {
   it.each<[string, ResetPolicyContext, ResetType]>([
     ["main key", { sessionKey: "agent:main:main" }, "dm"],
     ["per-peer dm", { sessionKey: "agent:main:dm:alice" }, "dm"],
@@ -70,7 +70,7 @@ describe("resolveResetChannel", () => {
 
 type Row = [name: string, session: NonNullable<ConfigInput["session"]>, ctx: ResetPolicyContext, expected: ResetPolicy];
 
-describe("resolveResetPolicy precedence (REFERENCE §3.2)", () => {
+describe("resolveResetPolicy precedence", () => {
   const full = {
     reset: { mode: "daily", atHour: 5, idleMinutes: 90, timezone: "Europe/Berlin" },
     resetByType: { group: { mode: "idle", idleMinutes: 30 }, thread: { atHour: 7 } },

@@ -13,7 +13,7 @@ import { parseChatCommand, type ChatCommand } from "../../src/session/chat-comma
 
 const DEFAULT_TRIGGERS = parseConfig({}).session.resetTriggers;
 
-describe("parseResetTrigger (REFERENCE §3.5 step 2)", () => {
+describe("parseResetTrigger", () => {
   it.each<[string, ResetTriggerMatch]>([
     ["/new", { triggered: true, trigger: "/new", command: "new", remainder: "" }],
     ["/reset", { triggered: true, trigger: "/reset", command: "reset", remainder: "" }],
@@ -56,7 +56,7 @@ describe("parseResetTrigger (REFERENCE §3.5 step 2)", () => {
   });
 });
 
-describe("parseNewModelHint (REFERENCE §3.7, simplified)", () => {
+describe("parseNewModelHint", () => {
   const known = ["minimax/m2.7", "openai/gpt-5", "openai/gpt-5-mini", "anthropic/claude-sonnet-4-5", "fast", "Llama-3.3-70B"];
 
   it.each<[string, string[], ModelHint]>([
@@ -94,7 +94,7 @@ describe("parseNewModelHint (REFERENCE §3.7, simplified)", () => {
   });
 });
 
-describe("greetingPrompt (REFERENCE §3.6)", () => {
+describe("greetingPrompt", () => {
   it("ends with the current-time line, exactly once", () => {
     const now = Date.parse("2026-03-03T14:00:00.000Z");
     const text = greetingPrompt(now, "America/New_York");

@@ -1,5 +1,5 @@
 /**
- * sendPolicy (REFERENCE §4, CONTRACT §8): override › rules › default, and the override parser.
+ * sendPolicy (docs/concepts/sessions.md, "Send policy"): override › rules › default, and the override parser.
  */
 import { describe, expect, it } from "vitest";
 import { parseConfig, type Config, type ConfigInput } from "../../src/config/index.js";
@@ -40,7 +40,7 @@ const UPPER_PREFIX = policy([{ action: "deny", match: { keyPrefix: "CRON:" } }])
 const DIRECT_PREFIX = policy([{ action: "deny", match: { keyPrefix: "agent:main:discord:direct:" } }]);
 const STRIPPED_DIRECT_PREFIX = policy([{ action: "deny", match: { keyPrefix: "discord:direct:" } }]);
 
-describe("resolveSendPolicy (REFERENCE §4)", () => {
+describe("resolveSendPolicy", () => {
   it.each<[label: string, config: Config, ctx: SendPolicyContext, expected: "allow" | "deny"]>([
     // no policy configured
     ["default allow without config", NONE, { sessionKey: "agent:main:main" }, "allow"],
@@ -57,7 +57,7 @@ describe("resolveSendPolicy (REFERENCE §4)", () => {
     ["override inherit falls through", DENY_DEFAULT, { sessionKey: "agent:main:main", entry: { sendPolicy: "inherit" } }, "deny"],
     ["unreadable override ignored", DENY_ALL, { sessionKey: "agent:main:main", entry: { sendPolicy: "maybe" } }, "deny"],
     ["null override ignored", NONE, { sessionKey: "agent:main:main", entry: { sendPolicy: null } }, "allow"],
-    // channel + chatType (REFERENCE §4 tests)
+    // channel + chatType (OpenClaw's own test cases)
     ["demo group denied via entry chatType", DEMO_GROUP_DENY, { sessionKey: "demo-channel:group:dev", entry: { chatType: "group" } }, "deny"],
     ["demo group denied from key alone", DEMO_GROUP_DENY, { sessionKey: "demo-channel:group:dev" }, "deny"],
     ["demo group denied, agent key", DEMO_GROUP_DENY, { sessionKey: "agent:main:demo-channel:group:dev" }, "deny"],

@@ -1,5 +1,5 @@
 /**
- * Pure session-key logic (CONTRACT §3, REFERENCE §1): agent ids, sessionIds, parsing, inbound
+ * Pure session-key logic (docs/concepts/sessions.md): agent ids, sessionIds, parsing, inbound
  * routing, canonicalisation, classification. Table-driven; no Redis involved.
  */
 import { describe, expect, it } from "vitest";
@@ -51,7 +51,7 @@ const PER_PEER = cfg({ session: { dmScope: "per-peer" } });
 const PER_CHANNEL_PEER = cfg({ session: { dmScope: "per-channel-peer" } });
 const PER_ACCOUNT = cfg({ session: { dmScope: "per-account-channel-peer" } });
 const LINKS: Record<string, string[]> = { alice: ["telegram:111111111", "discord:222222222222222222"] };
-// REFERENCE §1.7 fixture: mainKey "work", default agent "ops".
+// OpenClaw's main-alias fixture: mainKey "work", default agent "ops".
 const WORK_OPS = cfg({ session: { mainKey: "work" }, agents: { list: [{ id: "ops", default: true }] } });
 const WORK_OPS_GLOBAL = cfg({
   session: { mainKey: "work", scope: "global" },
@@ -74,7 +74,7 @@ function thrown(fn: () => unknown): unknown {
 
 // ───────────────────────────── agent ids ─────────────────────────────
 
-describe("agent ids (REFERENCE §1.2)", () => {
+describe("agent ids", () => {
   it.each<[unknown, boolean]>([
     ["main", true],
     ["my-research_agent01", true],
@@ -149,7 +149,7 @@ describe("agent ids (REFERENCE §1.2)", () => {
 
 // ───────────────────────────── sessionIds ─────────────────────────────
 
-describe("sessionIds used as file names (CONTRACT §3)", () => {
+describe("sessionIds used as file names", () => {
   it.each([UUID, "abc", "a", "0", "a.b", "a_b-c", "abc.jsonl", "a".repeat(128), "1700000000000-x"])(
     "accepts %j",
     (id) => {
@@ -236,7 +236,7 @@ describe("sessionIds used as file names (CONTRACT §3)", () => {
 
 // ───────────────────────────── parsing ─────────────────────────────
 
-describe("parsing keys (REFERENCE §1.2)", () => {
+describe("parsing keys", () => {
   it.each<[string | null, { agentId: string; rest: string } | null]>([
     ["AGENT:Main:Hook:Webhook:42", { agentId: "main", rest: "hook:webhook:42" }],
     ["agent:main:main", { agentId: "main", rest: "main" }],
@@ -311,7 +311,7 @@ describe("parsing keys (REFERENCE §1.2)", () => {
 
 // ───────────────────────────── inbound body ─────────────────────────────
 
-describe("InboundMessageSchema (CONTRACT §4)", () => {
+describe("InboundMessageSchema", () => {
   const base = { channel: "telegram", chatType: "dm", from: "123", text: "hi" };
 
   it("normalises channel, chatType direct → dm, trims ids, stringifies numeric ids", () => {
@@ -394,7 +394,7 @@ const group = (channel: string, groupId: string | number, extra: Partial<Inbound
   ...extra,
 });
 
-describe("resolveInboundSession (CONTRACT §3, REFERENCE §1.3-1.5)", () => {
+describe("resolveInboundSession", () => {
   const linked = (dmScope: "main" | "per-peer" | "per-channel-peer" | "per-account-channel-peer", links = LINKS) =>
     cfg({ session: { dmScope, identityLinks: links } });
 
@@ -514,7 +514,7 @@ describe("resolveInboundSession (CONTRACT §3, REFERENCE §1.3-1.5)", () => {
 
 // ───────────────────────────── canonicalisation ─────────────────────────────
 
-describe("canonicalSessionKey (CONTRACT §8, REFERENCE §1.7-1.8)", () => {
+describe("canonicalSessionKey", () => {
   it.each<[label: string, config: Config, key: string, agentId: string | undefined, expected: string]>([
     // main aliases, default config
     ["main", DEFAULT, "main", undefined, "agent:main:main"],
@@ -564,7 +564,7 @@ describe("canonicalSessionKey (CONTRACT §8, REFERENCE §1.7-1.8)", () => {
     ["peer named direct untouched", DEFAULT, "agent:main:dm:direct", undefined, "agent:main:dm:direct"],
     ["cron job named direct untouched", DEFAULT, "cron:direct:run:x", undefined, "agent:main:cron:direct:run:x"],
     ["dm stays dm", DEFAULT, "agent:main:discord:dm:user1", undefined, "agent:main:discord:dm:user1"],
-    // legacy migrations (REFERENCE §1.8)
+    // legacy migrations
     ["legacy subagent", DEFAULT, "subagent:x", undefined, "agent:main:subagent:x"],
     ["legacy whatsapp group", DEFAULT, "group:123@g.us", undefined, "agent:main:whatsapp:group:123@g.us"],
     ["legacy whatsapp group, other agent", DEFAULT, "group:120363@g.us", "ops", "agent:ops:whatsapp:group:120363@g.us"],
@@ -575,7 +575,7 @@ describe("canonicalSessionKey (CONTRACT §8, REFERENCE §1.7-1.8)", () => {
     ["global", DEFAULT, "global", undefined, "global"],
     ["GLOBAL", DEFAULT, " GLOBAL ", undefined, "global"],
     ["unknown", DEFAULT, "unknown", undefined, "unknown"],
-    // mainKey "work", default agent "ops" (REFERENCE §1.7 tests)
+    // mainKey "work", default agent "ops" (OpenClaw's test cases)
     ["work: main", WORK_OPS, "main", undefined, "agent:ops:work"],
     ["work: work", WORK_OPS, "work", undefined, "agent:ops:work"],
     ["work: WORK", WORK_OPS, "WORK", undefined, "agent:ops:work"],
@@ -661,7 +661,7 @@ describe("canonicalSessionKey (CONTRACT §8, REFERENCE §1.7-1.8)", () => {
   });
 });
 
-describe("displaySessionKey and resolveToolSessionRef (CONTRACT §3, REFERENCE §1.6, §1.9)", () => {
+describe("displaySessionKey and resolveToolSessionRef", () => {
   it.each<[Config, string, string, string]>([
     [DEFAULT, "agent:main:main", "main", "main"],
     [DEFAULT, "agent:ops:main", "main", "agent:ops:main"],
@@ -701,7 +701,7 @@ describe("displaySessionKey and resolveToolSessionRef (CONTRACT §3, REFERENCE �
 
 // ───────────────────────────── classification ─────────────────────────────
 
-describe("classification from keys (REFERENCE §1.10, §13.1, §5.4)", () => {
+describe("classification from keys", () => {
   it.each<[string | null, string]>([
     ["agent:main:discord:direct:user1", "dm"],
     ["agent:main:discord:dm:user1", "dm"],
