@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { ConfigInput } from "../../src/config/index.js";
 import type { SystemOptions } from "../../src/app/system.js";
 import { spawnSwitchboard, startTestSystem, until, writeConfigFile, type ChildHandle, type TestSystem } from "../helpers/system.js";
-import { conversation, getRun, httpJson, inbound, readTranscript, scriptConfig, spawnGateway, waitRun, type Inbound } from "../fixtures/runs-support.js";
+import { conversation, expectTranscript, getRun, httpJson, inbound, readTranscript, scriptConfig, spawnGateway, waitRun, waitRunning, type Inbound } from "../fixtures/runs-support.js";
 import { metricsUrlOf, scrape, valueOf } from "../helpers/prometheus.js";
 
 /** Lease TTL (and BullMQ job lock): what a crashed worker's session would wait for. */
@@ -67,17 +67,6 @@ async function sigterm(p: ChildHandle): Promise<{ code: number | null; ms: numbe
   return { code: p.child.exitCode, ms: Date.now() - t0 };
 }
 
-async function waitRunning(sys: TestSystem, runId: string): Promise<void> {
-  await until(async () => (await getRun(sys, runId)).status === "running", 15_000, 25);
-}
-
-/** The session's transcript is exactly these exchanges, each line once, in this order. */
-function expectTranscript(sys: TestSystem, first: Inbound, exchanges: [string, string][]): void {
-  const lines = readTranscript(sys.config, first.sessionId);
-  expect(conversation(lines)).toEqual(exchanges.flatMap(([u, a]) => [{ role: "user", text: u }, { role: "assistant", text: a }]));
-  const ids = lines.filter((l) => l.type === "message").map((l) => l.id);
-  expect(new Set(ids).size).toBe(ids.length);
-}
 
 /** Every job done (a drain completes just after its last turn's record is published): none failed, none left active. */
 async function expectNoFailedOrStalledJobs(sys: TestSystem): Promise<void> {

@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { FAST_WORKERS, startTestSystem, until, type ChildHandle, type TestSystem } from "../helpers/system.js";
-import { conversation, getRun, inbound, readTranscript, scriptConfig, spawnWorker, waitRun, type Inbound } from "../fixtures/runs-support.js";
+import { conversation, expectTranscript, getRun, inbound, readTranscript, scriptConfig, spawnWorker, waitRun, waitRunning } from "../fixtures/runs-support.js";
 
 // Long enough that starting a second worker process and serving another session fit inside it, also on a busy machine.
 const SLOW_MS = 6000;
@@ -37,17 +37,6 @@ async function worker(sys: TestSystem): Promise<ChildHandle> {
   return w;
 }
 
-async function waitRunning(sys: TestSystem, runId: string): Promise<void> {
-  await until(async () => (await getRun(sys, runId)).status === "running", 15_000, 25);
-}
-
-/** The session's transcript is exactly these exchanges, each line once, in this order. */
-function expectTranscript(sys: TestSystem, first: Inbound, exchanges: [string, string][]): void {
-  const lines = readTranscript(sys.config, first.sessionId);
-  expect(conversation(lines)).toEqual(exchanges.flatMap(([u, a]) => [{ role: "user", text: u }, { role: "assistant", text: a }]));
-  const ids = lines.filter((l) => l.type === "message").map((l) => l.id);
-  expect(new Set(ids).size).toBe(ids.length);
-}
 
 async function deliveredReplies(sys: TestSystem, sessionKey: string): Promise<string[]> {
   const r = await sys.get(`/v1/deliveries?sessionKey=${encodeURIComponent(sessionKey)}&limit=100`);
