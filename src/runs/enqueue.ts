@@ -57,6 +57,8 @@ export async function enqueueTurnOnce(svc: Services, req: TurnRequest): Promise<
   // Into an idle session, or a retry of a runId that existed (a first attempt may have pushed
   // and then died before adding the drain job): wake. The add is deduplicated per session.
   await requestDrain(svc, turn.sessionKey);
-  if (pushed === "wake") await svc.inbox.wakeDone(turn);
+  // Clearing the pending wake is off the caller's path: if it is lost, the sweep adds one spare
+  // (deduplicated) drain job for this session, nothing more.
+  if (pushed === "wake") void svc.inbox.wakeDone(turn).catch(() => undefined);
   return { turn, queued: pushed === "wake" };
 }
