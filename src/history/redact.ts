@@ -150,8 +150,21 @@ function collectValueSpans(text: string, pattern: ValuePattern, spans: Span[]): 
       span = groups?.[g];
       if (span) break;
     }
-    if (span) spans.push({ start: span[0], end: span[1], replacement: maskToken(text.slice(span[0], span[1])) });
+    if (!span) continue;
+    const value = text.slice(span[0], span[1]);
+    // Already masked (a transcript line is masked when written, and read back through history):
+    // masking it again would only lose the part that helps a reader recognise the key.
+    if (isMask(value)) continue;
+    spans.push({ start: span[0], end: span[1], replacement: maskToken(value) });
   }
+}
+
+/** A value maskToken produced: `***`, or up to 6 characters, `…`, up to 4 characters. */
+function isMask(value: string): boolean {
+  if (value === "***") return true;
+  const chars = Array.from(value);
+  const at = chars.indexOf("…");
+  return at >= 0 && at <= MASK_KEEP_START && chars.length - at - 1 <= MASK_KEEP_END && chars.lastIndexOf("…") === at;
 }
 
 const PEM_BEGIN_RE = /-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----/g;
