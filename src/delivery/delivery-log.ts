@@ -37,13 +37,17 @@ export class DeliveryLog {
   ) {}
 
   /** Create the record once (a retried job keeps the original ts and attempts). */
+  /**
+   * Create the record once, in one MULTI: every field is set only if absent (HSETNX) and the
+   * index entries only if absent (ZADD NX), so a retry after a crash completes a half-made
+   * record instead of leaving it without its fields and index entries, and never resets the
+   * status or attempts of one that exists.
+   */
   async open(rec: Omit<DeliveryRecord, "status" | "attempts" | "ts"> & { ts?: number }): Promise<void> {
     const key = this.keys.delivery(rec.id);
     const ts = rec.ts ?? Date.now();
-    const created = await this.redis.hsetnx(key, "id", rec.id);
-    if (!created) return;
-    const m = this.redis.multi();
-    m.hset(key, {
+    const fields: Record<string, string> = {
+      id: rec.id,
       message: rec.message,
       sessionKey: rec.sessionKey,
       kind: rec.kind,
@@ -54,11 +58,13 @@ export class DeliveryLog {
       status: "pending",
       attempts: "0",
       ts: String(ts),
-    });
+    };
+    const m = this.redis.multi();
+    for (const [f, v] of Object.entries(fields)) m.hsetnx(key, f, v);
     m.expire(key, TTL_SECONDS);
-    m.zadd(this.keys.deliveryIndex(), ts, rec.id);
-    m.zadd(this.keys.deliveriesBySession(rec.sessionKey), ts, rec.id);
-    m.zadd(this.keys.deliveriesByChannel(rec.channel), ts, rec.id);
+    m.zadd(this.keys.deliveryIndex(), "NX", ts, rec.id);
+    m.zadd(this.keys.deliveriesBySession(rec.sessionKey), "NX", ts, rec.id);
+    m.zadd(this.keys.deliveriesByChannel(rec.channel), "NX", ts, rec.id);
     m.zremrangebyrank(this.keys.deliveryIndex(), 0, -INDEX_CAP - 1);
     await m.exec();
   }

@@ -272,3 +272,21 @@ describe("send RPC and GET /v1/deliveries filters", () => {
     expect(paths).toEqual(expect.arrayContaining(["channel", "message"]));
   });
 });
+
+describe("delivery records after a crash", () => {
+  it("a record half made by a worker that died (only its id written) is completed and indexed by the retry", async () => {
+    const { DeliveryLog } = await import("../../src/delivery/delivery-log.js");
+    const log = new DeliveryLog(sys.svc.redis, sys.svc.keys);
+    const id = `half-made-${Date.now()}`;
+    // What the old two-step open left behind when killed between its steps.
+    await sys.svc.redis.hset(sys.svc.keys.delivery(id), "id", id);
+    await log.open({ id, sessionKey: "agent:main:halfmade", kind: "reply", message: "hello again", channel: "tg", to: "42" });
+    await log.attempt(id, "delivered");
+    const listed = await log.list({ sessionKey: "agent:main:halfmade" });
+    expect(listed).toHaveLength(1);
+    expect(listed[0]).toMatchObject({ id, kind: "reply", message: "hello again", status: "delivered", attempts: 1 });
+    // Opening again (a second retry) changes nothing: status and attempts stay.
+    await log.open({ id, sessionKey: "agent:main:halfmade", kind: "reply", message: "hello again", channel: "tg", to: "42" });
+    expect((await log.list({ sessionKey: "agent:main:halfmade" }))[0]).toMatchObject({ status: "delivered", attempts: 1 });
+  });
+});
