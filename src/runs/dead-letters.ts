@@ -47,13 +47,9 @@ export class DeadLetters {
     return raw ? (JSON.parse(raw) as DeadLetter) : null;
   }
 
-  /** Drop a dead letter without replaying it (the operator decided it is not wanted). */
+  /** Drop a dead letter (replayed, or not wanted); false when there was none. */
   async discard(runId: string): Promise<boolean> {
     return (await this.redis.hdel(this.keys.deadLetters(), runId)) === 1;
-  }
-
-  async remove(runId: string): Promise<void> {
-    await this.redis.hdel(this.keys.deadLetters(), runId);
   }
 }
 

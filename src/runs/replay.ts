@@ -22,6 +22,6 @@ export async function replayDeadLetter(svc: Services, runId: string): Promise<{ 
   });
   // Removed only after the new run is queued: a crash in between leaves the letter, and a
   // second replay lands on the same derived runId (queued once).
-  await svc.deadLetters.remove(runId);
+  await svc.deadLetters.discard(runId);
   return { replayedAs: queued.runId, sessionKey: queued.sessionKey };
 }

@@ -56,14 +56,15 @@ export class StorageFaults {
       .hsetnx(runKey, "storageFaultSince", String(now))
       .hget(runKey, "storageFaultSince")
       .hincrby(this.keys.stats(), "storage_faults", 1)
+      .get(this.keys.storageFault())
       .exec();
     const since = Number(res?.[1]?.[1] ?? now) || now;
+    const previous = (res?.[3]?.[1] as string | null | undefined) ?? null;
     const expired = now - since >= this.deadlineMs;
     const until = new Date(since + this.deadlineMs).toISOString();
     const reason = expired
       ? `transcript storage unavailable since ${new Date(since).toISOString()} (${fault.code}): gave up after ${Math.round((now - since) / 60_000)} min`
       : `transcript storage unavailable (${fault.code}: ${fault.message}); the run is parked and retried until ${until}`;
-    const previous = await this.redis.get(this.keys.storageFault());
     const first = previous ? (JSON.parse(previous) as StorageFaultReport).since : now;
     const report: StorageFaultReport = { code: fault.code, message: fault.message, since: first, host: hostname(), pid: process.pid, at: now };
     await this.redis

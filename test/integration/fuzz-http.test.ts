@@ -182,7 +182,7 @@ describe("HTTP fuzz (fast-check)", () => {
         const canary = `canary ${peer} ${randomBytes(3).toString("hex")}`;
         const r = await inbound(peer, canary);
         expect(r.status, JSON.stringify(r.body)).toBe(202);
-        expect(r.body.runId, JSON.stringify(r.body)).toBeTruthy();
+        expect(r.body.runId, JSON.stringify(r.body)).toMatch(/^[0-9a-f-]{36}$/);
         const done = await sys.rpc("agent.wait", { runId: r.body.runId, timeoutMs: 20_000 });
         expect(done, `${peer}: ${JSON.stringify(done)}`).toMatchObject({ status: "ok", reply: `echo: ${canary}` });
         return peer;

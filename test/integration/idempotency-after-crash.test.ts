@@ -48,7 +48,7 @@ describe("idempotent sends after a crash mid-send", () => {
     await sys.svc.redis.del(claimKey);
     const retry = await sys.post("/v1/inbound", body);
     expect(retry.status).toBe(202);
-    expect(retry.body.runId).toBeTruthy();
+    expect(retry.body.runId).toMatch(/^[0-9a-f-]{36}$/);
     expect((await waitRun(sys, retry.body.runId, 10_000)).result).toMatchObject({ status: "ok", reply: "re: after the crash" });
   }, 30_000);
 

@@ -47,7 +47,7 @@ describe("a message over the limit: 413 with the limit, at every door", () => {
     expectTooLarge(await sys.post("/v1/inbound", { ...msg, text: OVER }), "text");
     const ok = await sys.post("/v1/inbound", { ...msg, text: WITHIN });
     expect(ok.status).toBe(202);
-    expect(ok.body.runId).toBeTruthy();
+    expect(ok.body.runId).toMatch(/^[0-9a-f-]{36}$/);
   });
 
   it("POST /v1/rpc/agent and /v1/rpc/send (message)", async () => {

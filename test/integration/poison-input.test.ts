@@ -128,7 +128,7 @@ describe("no poison loops behind the edge", () => {
     await expectCanaryAnswered("corrupt");
     const letters = (await sys.rpc("deadletters.list")).deadLetters as any[];
     const letter = letters.find((l) => l.sessionKey === first.sessionKey && l.kind === "corrupt");
-    expect(letter).toBeTruthy();
+    expect(letter).toMatchObject({ kind: "corrupt", sessionKey: first.sessionKey });
     expect(letter.raw).toBe('{"runId": "half a turn');
   });
 
