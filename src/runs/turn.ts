@@ -50,13 +50,7 @@ export interface Turn {
   replays?: number;
 }
 
-export const TERMINAL_STATUSES = ["ok", "error", "timeout", "killed"] as const;
-export type TerminalStatus = (typeof TERMINAL_STATUSES)[number];
-export type RunStatus = "queued" | "running" | TerminalStatus;
-
-export function isTerminal(status: string | undefined): status is TerminalStatus {
-  return (TERMINAL_STATUSES as readonly string[]).includes(status ?? "");
-}
+export { TERMINAL_STATUSES, isTerminal, type TerminalStatus, type RunStatus } from "./run-status.js";
 
 /**
  * A turn as stored in the inbox and in-flight lists: JSON with well-formed strings (Lua's cjson
