@@ -9,6 +9,7 @@ import type { InterSessionSource } from "../runtimes/inter-session.js";
 import type { DeliveryContext } from "../storage/session-entry.js";
 import { luaSafeJson } from "../text/well-formed.js";
 
+/** Built by `continuationOf` (src/queues/jobs.ts), which also fills in queue, id and retries. */
 export interface TurnContinuation {
   /** Queue and job name to add when the run has a result (e.g. the next agent-to-agent step). */
   queue: string;
