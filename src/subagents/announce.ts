@@ -26,7 +26,7 @@ import { JOBS, addJob, continuationOf, jobData, subagentAnnounceJobId } from "..
 import { uuidFrom } from "../runs/derived-id.js";
 import { enqueueTurn } from "../runs/enqueue.js";
 import type { TurnContinuation } from "../runs/turn.js";
-import { isTerminal, type TerminalStatus } from "../runs/turn.js";
+import { isTerminal } from "../runs/turn.js";
 import { subagentDepthFromKey } from "../session/key-classify.js";
 import { deliverOnce } from "../workers/deliver.js";
 import { announceAttemptFailed } from "../metrics/index.js";
