@@ -8,7 +8,7 @@ import { loadConfig, type LoadedConfig } from "../config/load.js";
 import { createServices, type Services } from "../app/services.js";
 import { readRuntimeInfo } from "../app/runtime-file.js";
 import { createRpcMethods } from "../rpc/methods.js";
-import { SwitchboardError } from "../errors/index.js";
+import { SwitchboardError, isRedisDown, type ErrorCode } from "../errors/index.js";
 
 export interface GlobalOptions {
   config?: string;
@@ -62,7 +62,8 @@ export function httpClient(base: string, token: string | undefined): Client {
   const parse = async (res: Response) => {
     const body = (await res.json().catch(() => ({}))) as { ok?: boolean; result?: unknown; error?: { code?: string; message?: string } };
     if (res.status === 401) throw new RpcCallError("unauthorized", "gateway refused the token (set --token or SWITCHBOARD_TOKEN)");
-    if (body.ok === false) throw new RpcCallError(body.error?.code ?? "error", body.error?.message ?? `HTTP ${res.status}`);
+    // The gateway's own code, passed on as it said it (its codes are ErrorCodes).
+    if (body.ok === false) throw new RpcCallError((body.error?.code ?? "http_error") as ErrorCode, body.error?.message ?? `HTTP ${res.status}`);
     if (!res.ok) throw new RpcCallError("http_error", `HTTP ${res.status}`);
     return body;
   };
@@ -79,8 +80,6 @@ export function httpClient(base: string, token: string | undefined): Client {
     async close() {},
   };
 }
-
-const REDIS_DOWN = /max retries per request|ECONNREFUSED|Connection is closed|ENOTFOUND|ETIMEDOUT/i;
 
 export function directClient(config: Config): Client {
   const svc = createServices(config, { role: "cli" });
@@ -102,7 +101,7 @@ export function directClient(config: Config): Client {
       try {
         return await h(params ?? {});
       } catch (err) {
-        if (!(err instanceof SwitchboardError) && REDIS_DOWN.test((err as Error).message)) {
+        if (isRedisDown(err)) {
           throw redisUnavailable(config.redis.url, lastConnectionError ?? (err as Error).message);
         }
         throw err;

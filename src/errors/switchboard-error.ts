@@ -1,13 +1,15 @@
+import type { ErrorCode } from "./codes.js";
+
 /**
  * Base of every error Switchboard throws on purpose. `code` is stable and machine-readable
  * (HTTP bodies, CLI exit paths and tests match on it); `message` is for people.
  * `name` is set explicitly so it survives minification and crosses process boundaries in logs.
  */
 export class SwitchboardError extends Error {
-  readonly code: string;
+  readonly code: ErrorCode;
   readonly details: Record<string, unknown> | undefined;
 
-  constructor(code: string, message: string, details?: Record<string, unknown>) {
+  constructor(code: ErrorCode, message: string, details?: Record<string, unknown>) {
     super(message);
     this.code = code;
     this.details = details;
@@ -18,8 +20,4 @@ export class SwitchboardError extends Error {
   toJSON(): { code: string; message: string } & Record<string, unknown> {
     return { code: this.code, message: this.message, ...(this.details ?? {}) };
   }
-}
-
-export function isSwitchboardError(err: unknown): err is SwitchboardError {
-  return err instanceof SwitchboardError;
 }

@@ -6,24 +6,8 @@
 import type { TranscriptMessage } from "../transcript/types.js";
 import { normalizeAssistantText } from "./normalize-text.js";
 
-/** Reply-back step: "do not answer the other session". */
-export const REPLY_SKIP = "REPLY_SKIP";
-/** Announce step: "post nothing to the channel". */
-export const ANNOUNCE_SKIP = "ANNOUNCE_SKIP";
-/** Ordinary turn: "say nothing"; such assistant messages are hidden from history. */
-export const NO_REPLY = "NO_REPLY";
-
-/**
- * True when `text` is exactly `token` once trimmed, in any case (`" no_reply\n"` is NO_REPLY;
- * `"NO_REPLY, thanks"` is a reply). Non-strings are never silent.
- */
-export function isSilentToken(text: unknown, token: string): boolean {
-  return typeof text === "string" && text.trim().toLowerCase() === token.toLowerCase();
-}
-
-export const isReplySkip = (text: unknown): boolean => isSilentToken(text, REPLY_SKIP);
-export const isAnnounceSkip = (text: unknown): boolean => isSilentToken(text, ANNOUNCE_SKIP);
-export const isNoReply = (text: unknown): boolean => isSilentToken(text, NO_REPLY);
+// The silent tokens and where they apply: one rule, in silent-reply.ts.
+export { REPLY_SKIP, ANNOUNCE_SKIP, NO_REPLY, isSilentToken, isReplySkip, isAnnounceSkip, isNoReply } from "./silent-reply.js";
 
 /**
  * The raw text of a message: string content, or its text blocks joined with nothing in between

@@ -18,7 +18,8 @@
  * The input is never mutated: messages and blocks are shallow-copied before any change.
  */
 import type { ContentBlock, TranscriptMessage } from "../transcript/types.js";
-import { isNoReply, messageRawText } from "./extract-reply.js";
+import { messageRawText } from "./extract-reply.js";
+import { isSilentReply } from "./silent-reply.js";
 import { normalizeAssistantText } from "./normalize-text.js";
 import { redactSecrets } from "./redact.js";
 import { capArrayByJsonBytes, jsonBytes, truncateText } from "./truncate.js";
@@ -91,7 +92,7 @@ function isSilentAssistantMessage(message: unknown): boolean {
   const raw = messageRawText(message as TranscriptMessage);
   // Normalisation only removes text: no "no_reply" in the raw text, no NO_REPLY after it (cheap exit on big texts).
   if (!/no_reply/i.test(raw)) return false;
-  return isNoReply(normalizeAssistantText(raw).text);
+  return isSilentReply("history", normalizeAssistantText(raw).text);
 }
 
 function assertPositive(name: string, value: number): number {

@@ -6,7 +6,7 @@
  */
 import { createHash } from "node:crypto";
 import type { Config } from "../config/schema.js";
-import { isSwitchboardError } from "../errors/index.js";
+import { SwitchboardError } from "../errors/index.js";
 import { identOf } from "../lifecycle/session-ident.js";
 import { canonicalSessionKey } from "../session/key-canonical.js";
 import { normalizeChatType } from "../session/key-classify.js";
@@ -111,7 +111,7 @@ export function mapOpenClawEntry(config: Config, src: SourceSession): MapResult 
   try {
     key = canonicalSessionKey(config, src.rawKey, { agentId: src.storeAgentId });
   } catch (err) {
-    return skip(src, "bad_key", isSwitchboardError(err) ? err.message : String(err));
+    return skip(src, "bad_key", err instanceof SwitchboardError ? err.message : String(err));
   }
 
   const sessionId = str(e.sessionId) ?? src.fallbackSessionId;

@@ -8,7 +8,7 @@
 import type { RedisClient } from "../storage/redis-client.js";
 import { defaultAgentId } from "../config/agents.js";
 import type { Config } from "../config/schema.js";
-import { LabelConflictError, isSwitchboardError } from "../errors/index.js";
+import { LabelConflictError, SwitchboardError } from "../errors/index.js";
 import type { SessionEntry } from "../storage/session-entry.js";
 import type { SessionStore } from "../storage/session-store.js";
 import type { TranscriptStore } from "../transcript/transcript-store.js";
@@ -170,11 +170,11 @@ async function writeEntry(targets: ImportTargets, m: MappedSession, existing: Se
     try {
       await upsertKeepingLabel(targets, m, m.patch, "create", report);
     } catch (err) {
-      if (isSwitchboardError(err) && err.code === "session_exists") {
+      if (err instanceof SwitchboardError && err.code === "session_exists") {
         report.skipped.push({ reason: "conflict", source: m.source.store, key: m.key, detail: "created in Switchboard while importing" });
         return false;
       }
-      if (isSwitchboardError(err) && err.code === "lineage_immutable") {
+      if (err instanceof SwitchboardError && err.code === "lineage_immutable") {
         report.skipped.push({ reason: "conflict", source: m.source.store, key: m.key, detail: err.message });
         return false;
       }

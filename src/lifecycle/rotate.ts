@@ -9,7 +9,7 @@ import type { Services } from "../app/services.js";
 import type { SessionEntry, SessionEntryPatch } from "../storage/session-entry.js";
 import { identOf } from "./session-ident.js";
 import { staleAtFor } from "./freshness-check.js";
-import { jobIdPart } from "../queues/queue-names.js";
+import { addJob, type ArchiveJobData } from "../queues/jobs.js";
 
 /**
  * What a new session keeps depends on how it started (docs/concepts/session-reset.md):
@@ -53,19 +53,10 @@ export function resetKindOf(reason: string): ResetKind {
   return reason === "daily" || reason === "idle" ? "stale" : "operator";
 }
 
-export interface ArchiveJobData {
-  sessionKey: string;
-  agentId: string;
-  sessionId: string;
-  kind: "reset" | "deleted";
-}
+export type { ArchiveJobData } from "../queues/jobs.js";
 
 export async function enqueueArchive(svc: Services, data: ArchiveJobData): Promise<void> {
-  await svc.queues.maintenance.add("archive", data, {
-    jobId: `archive-${jobIdPart(data.sessionId)}-${data.kind}`,
-    attempts: 20,
-    backoff: { type: "exponential", delay: 1000 },
-  });
+  await addJob(svc, "archive", data);
 }
 
 /**

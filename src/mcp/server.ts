@@ -8,7 +8,7 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult, ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
 import type { Services } from "../app/services.js";
-import { isSwitchboardError } from "../errors/index.js";
+import { SwitchboardError } from "../errors/index.js";
 import { effectiveTools } from "../subagents/tool-policy.js";
 import type { ToolName } from "../tools/schemas.js";
 import { sessionCaller } from "../tools/session-caller.js";
@@ -69,7 +69,7 @@ export async function createSessionMcpServer(deps: SessionMcpDeps): Promise<McpS
           return toCallToolResult(await deps.tools.call(name, await sessionCaller(deps.svc, deps.sessionKey), args ?? {}));
         } catch (err) {
           deps.log.warn({ err, tool: name }, "mcp tool call failed");
-          const code = isSwitchboardError(err) ? err.code : "internal";
+          const code = err instanceof SwitchboardError ? err.code : "internal";
           return toCallToolResult({ status: "error", code, error: (err as Error)?.message ?? String(err) });
         }
       },

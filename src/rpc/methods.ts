@@ -10,7 +10,7 @@ import type { z } from "zod";
 import type { Services } from "../app/services.js";
 import { defaultAgentId } from "../config/agents.js";
 import { zodIssues } from "../config/parse.js";
-import { SendBlockedError, SessionNotFoundError, SwitchboardError, ValidationError } from "../errors/index.js";
+import { RunNotFoundError, SendBlockedError, SessionNotFoundError, SwitchboardError, ValidationError } from "../errors/index.js";
 import { DeliveryLog } from "../delivery/index.js";
 import { enqueueArchive, rotateSession } from "../lifecycle/rotate.js";
 import { identOf } from "../lifecycle/session-ident.js";
@@ -171,7 +171,7 @@ export function createRpcMethods(svc: Services): Record<string, RpcHandler> {
     "agent.wait": async (raw) => {
       const p = parseParams(P.AgentWaitParams, raw, "agent.wait");
       const { record } = await svc.waiter().wait(p.runId, p.timeoutMs ?? 30_000);
-      if (!record) throw new SwitchboardError("run_not_found", `No run found: ${p.runId}`);
+      if (!record) throw new RunNotFoundError(p.runId);
       const done = isTerminal(record.status);
       // Never started and nobody to start it: say so instead of a bare timeout.
       const noWorker = !done && record.status === "queued" && (await nobodyConsumesRuns(svc));

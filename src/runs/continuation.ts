@@ -1,10 +1,11 @@
 /**
- * Continuations: the job a turn asks for once it has an outcome (the next agent-to-agent step).
- * Added with a job id derived from the runId and retried like any job, so it is added once even
- * when the turn is re-run, and the steps it enqueues are idempotent too.
+ * Continuations: the job a turn asks for once it has an outcome (the next agent-to-agent step,
+ * a sub-agent's announce). Added with the job id its kind derives from the runId
+ * (src/queues/jobs.ts) and retried like any job, so it is added once even when the turn is
+ * re-run, and the steps it enqueues are idempotent too.
  */
 import type { Services } from "../app/services.js";
-import { jobIdPart } from "../queues/queue-names.js";
+import { addJob, jobKindByName } from "../queues/jobs.js";
 import type { Turn, TerminalStatus } from "./turn.js";
 
 export async function enqueueContinuation(
@@ -14,12 +15,10 @@ export async function enqueueContinuation(
 ): Promise<void> {
   const c = turn.continuation;
   if (!c) return;
-  const queue = svc.queues[c.queue as keyof typeof svc.queues];
-  if (!queue) return;
+  // Queue, id and retries come from the jobs table; the copies stored in the turn are for
+  // workers of the previous release.
+  const kind = jobKindByName(c.name);
+  if (kind !== "a2aStep" && kind !== "subagentAnnounce") return;
   const data = { ...c.data, runId: turn.runId, reply: result.reply ?? "", status: result.status, ...(result.error ? { error: result.error } : {}) };
-  await queue.add(c.name, data, {
-    jobId: c.jobId ?? `cont-${jobIdPart(turn.runId)}`,
-    attempts: c.attempts ?? 10,
-    backoff: { type: "exponential", delay: c.backoffMs ?? 500 },
-  });
+  await addJob(svc, kind, data as never);
 }

@@ -6,35 +6,17 @@
 import { randomUUID } from "node:crypto";
 import type { Services } from "../app/services.js";
 import type { Turn } from "./turn.js";
-import { isSubagentKey } from "../session/key-classify.js";
+import { addJob } from "../queues/jobs.js";
 
-export interface DrainData {
-  sessionKey: string;
-  leaseWaits?: number;
-  /** When this drain first found the session's lease busy (the lease-wait metric). */
-  leaseWaitSince?: number;
-  /** Times the current in-flight turn was parked on a storage fault (sets the backoff). */
-  storageRetries?: number;
-}
+export type { DrainData } from "../queues/jobs.js";
 
-export function drainJobOptions(sessionKey: string) {
-  return {
-    // At most one active drain per session, plus one follow-up stored while it is active.
-    deduplication: { id: sessionKey, keepLastIfActive: true },
-    attempts: 10,
-    backoff: { type: "exponential" as const, delay: 500 },
-  };
-}
-
-/** Sub-agent sessions drain on their own queue, whose global concurrency caps sub-agent runs
- *  across the deployment (docs/concepts/subagents.md). */
-export function drainQueueOf(sessionKey: string): "runs" | "subagents" {
-  return isSubagentKey(sessionKey) ? "subagents" : "runs";
-}
-
-/** Wake the session's drainer (its turns must already be in the inbox). */
+/**
+ * Wake the session's drainer (its turns must already be in the inbox). The drain job is
+ * deduplicated per session; sub-agent sessions drain on their own queue, whose global
+ * concurrency caps sub-agent runs across the deployment (src/queues/jobs.ts).
+ */
 export async function requestDrain(svc: Services, sessionKey: string, delayMs = 0): Promise<void> {
-  await svc.queues[drainQueueOf(sessionKey)].add("drain", { sessionKey } satisfies DrainData, { ...drainJobOptions(sessionKey), ...(delayMs > 0 ? { delay: delayMs } : {}) });
+  await addJob(svc, "drain", { sessionKey }, delayMs > 0 ? { delay: delayMs } : {});
 }
 
 export type TurnRequest = Omit<Turn, "runId" | "enqueuedAt" | "messageTs"> & { runId?: string; messageTs?: number };

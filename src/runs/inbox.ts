@@ -3,7 +3,7 @@
  * order. Producers push (with the run record, in one MULTI); only the lease holder takes.
  */
 import type { RedisClient } from "../storage/redis-client.js";
-import { StaleFenceError } from "../errors/index.js";
+import { fromScriptError } from "../errors/index.js";
 import { luaCommand } from "../storage/lua-script.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
 import type { LeaseHandle } from "./session-lease.js";
@@ -93,7 +93,7 @@ export class Inbox {
         [lease.token, this.keys.run(""), Date.now(), opts.releaseWhenEmpty ? "1" : "0"],
       )) as RawBegun | null;
     } catch (err) {
-      throw mapStale(err, lease);
+      throw fromScriptError(err, lease);
     }
     return await this.fromRaw(res, lease, opts.releaseWhenEmpty ?? false);
   }
@@ -121,7 +121,7 @@ export class Inbox {
       );
       return res === 1;
     } catch (err) {
-      throw mapStale(err, lease);
+      throw fromScriptError(err, lease);
     }
   }
 
@@ -161,8 +161,4 @@ function parseTurn(raw: string): Turn | null {
   } catch {
     return null;
   }
-}
-
-function mapStale(err: unknown, lease: LeaseHandle): unknown {
-  return (err as Error).message?.includes("STALE") ? new StaleFenceError(lease.sessionKey, lease.token, null) : err;
 }

@@ -4,7 +4,7 @@
  * the in-flight slot and notifies waiters in the same script (run-finish.lua).
  */
 import type { RedisClient } from "../storage/redis-client.js";
-import { StaleFenceError } from "../errors/index.js";
+import { fromScriptError } from "../errors/index.js";
 import { luaCommand } from "../storage/lua-script.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
 import type { LeaseHandle } from "./session-lease.js";
@@ -79,7 +79,7 @@ export class RunRecords {
     try {
       await this.updateLua([lease.fenceKey, this.keys.run(runId)], [lease.token, ...flat]);
     } catch (err) {
-      throw mapStale(err, lease);
+      throw fromScriptError(err, lease);
     }
   }
 
@@ -137,7 +137,7 @@ export class RunRecords {
         ...flat,
       ]);
     } catch (err) {
-      throw mapStale(err, lease);
+      throw fromScriptError(err, lease);
     }
   }
 
@@ -163,11 +163,6 @@ export class RunRecords {
     }
     await m.exec();
   }
-}
-
-function mapStale(err: unknown, lease: LeaseHandle): unknown {
-  if ((err as Error)?.message?.includes("STALE")) return new StaleFenceError(lease.sessionKey, lease.token, null);
-  return err;
 }
 
 function num(v: string | undefined): number | undefined {

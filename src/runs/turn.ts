@@ -9,6 +9,7 @@ import type { InterSessionSource } from "../runtimes/inter-session.js";
 import type { DeliveryContext } from "../storage/session-entry.js";
 import { luaSafeJson } from "../text/well-formed.js";
 
+/** Built by `continuationOf` (src/queues/jobs.ts), which also fills in queue, id and retries. */
 export interface TurnContinuation {
   /** Queue and job name to add when the run has a result (e.g. the next agent-to-agent step). */
   queue: string;
@@ -50,13 +51,7 @@ export interface Turn {
   replays?: number;
 }
 
-export const TERMINAL_STATUSES = ["ok", "error", "timeout", "killed"] as const;
-export type TerminalStatus = (typeof TERMINAL_STATUSES)[number];
-export type RunStatus = "queued" | "running" | TerminalStatus;
-
-export function isTerminal(status: string | undefined): status is TerminalStatus {
-  return (TERMINAL_STATUSES as readonly string[]).includes(status ?? "");
-}
+export { TERMINAL_STATUSES, isTerminal, type TerminalStatus, type RunStatus } from "./run-status.js";
 
 /**
  * A turn as stored in the inbox and in-flight lists: JSON with well-formed strings (Lua's cjson

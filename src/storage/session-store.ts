@@ -8,7 +8,7 @@
  */
 import { luaSafeJson } from "../text/well-formed.js";
 import type { RedisClient } from "./redis-client.js";
-import { LabelConflictError, SessionConflictError, SessionNotFoundError, SwitchboardError } from "../errors/index.js";
+import { SessionNotFoundError, fromScriptError } from "../errors/index.js";
 import { luaCommand } from "./lua-script.js";
 import { RedisKeys } from "./redis-keys.js";
 import type { SessionEntry, SessionEntryPatch, SessionKind } from "./session-entry.js";
@@ -190,7 +190,7 @@ export class SessionStore {
       )) as string;
       return JSON.parse(out) as SessionEntry;
     } catch (err) {
-      throw translateScriptError(err, sessionKey, patch);
+      throw fromScriptError(err, { sessionKey, label: String(patch.label) });
     }
   }
 
@@ -315,24 +315,4 @@ export class SessionStore {
     }
     return true;
   }
-}
-
-function translateScriptError(err: unknown, sessionKey: string, patch: SessionEntryPatch): unknown {
-  const msg = (err as Error)?.message ?? "";
-  if (msg.includes("ERR_CONFLICT")) {
-    return new SessionConflictError(sessionKey, msg.split("ERR_CONFLICT ")[1]?.trim() ?? "");
-  }
-  if (msg.includes("ERR_BUSY")) return new SwitchboardError("session_busy", `Session ${sessionKey} has turns queued or running`);
-  if (msg.includes("ERR_LABEL")) {
-    const holder = msg.split("ERR_LABEL ")[1]?.trim() ?? "another session";
-    return new LabelConflictError(String(patch.label), holder);
-  }
-  if (msg.includes("ERR_MISSING")) return new SessionNotFoundError(sessionKey);
-  if (msg.includes("ERR_EXISTS")) return new SwitchboardError("session_exists", `Session already exists: ${sessionKey}`);
-  if (msg.includes("ERR_LINEAGE")) {
-    const field = msg.split("ERR_LINEAGE ")[1]?.trim();
-    return new SwitchboardError("lineage_immutable", `Session lineage cannot change (${field}) for ${sessionKey}`);
-  }
-  if (msg.includes("ERR_NO_SESSION_ID")) return new SwitchboardError("invalid_entry", `Session ${sessionKey} needs a sessionId`);
-  return err;
 }

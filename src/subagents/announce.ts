@@ -18,29 +18,26 @@
 import { retryLater } from "../queues/retry-later.js";
 import type { Job } from "bullmq";
 import type { Services } from "../app/services.js";
-import { isAnnounceSkip, isNoReply } from "../history/extract-reply.js";
+import { isSilentReply } from "../history/silent-reply.js";
 import { sanitizeForHandoff } from "../history/handoff.js";
 import { storedRoute } from "../lifecycle/stored-route.js";
 import { enqueueArchive } from "../lifecycle/rotate.js";
-import { jobIdPart } from "../queues/queue-names.js";
+import { JOBS, addJob, continuationOf, jobData, subagentAnnounceJobId } from "../queues/jobs.js";
 import { uuidFrom } from "../runs/derived-id.js";
 import { enqueueTurn } from "../runs/enqueue.js";
 import type { TurnContinuation } from "../runs/turn.js";
-import { isTerminal, type TerminalStatus } from "../runs/turn.js";
+import { isTerminal } from "../runs/turn.js";
 import { subagentDepthFromKey } from "../session/key-classify.js";
 import { deliverOnce } from "../workers/deliver.js";
 import { announceAttemptFailed } from "../metrics/index.js";
 import { announceBody, announceTurnText, type AnnounceFacts } from "./announce-format.js";
 import { SubagentRegistry } from "./registry.js";
 
-export const SUBAGENT_ANNOUNCE = "subagent.announce";
-export const SUBAGENT_ARCHIVE = "subagent.archive";
+export const SUBAGENT_ANNOUNCE = JOBS.subagentAnnounce.name;
+export const SUBAGENT_ARCHIVE = JOBS.subagentArchive.name;
 
-/** `announce:<childKey>:<runId>`. BullMQ accepts ':' in a custom id only as exactly three parts,
- *  so the key's own colons are replaced. */
-export function announceJobId(childKey: string, runId: string): string {
-  return `announce:${jobIdPart(childKey)}:${jobIdPart(runId)}`;
-}
+/** `announce:<childKey>:<runId>` (the id rule of the jobs table). */
+export const announceJobId = subagentAnnounceJobId;
 
 /** The runId of the requester's completion turn: one per child run, whatever retries. */
 export function announceTurnRunId(childKey: string, runId: string): string {
@@ -48,22 +45,7 @@ export function announceTurnRunId(childKey: string, runId: string): string {
 }
 
 export function announceContinuation(svc: Services, childKey: string, runId: string): TurnContinuation {
-  const sa = svc.config.agents.defaults.subagents;
-  return {
-    queue: "announce",
-    name: SUBAGENT_ANNOUNCE,
-    data: { childKey },
-    jobId: announceJobId(childKey, runId),
-    attempts: sa.announceAttempts,
-    backoffMs: sa.announceBackoffMs,
-  };
-}
-
-interface AnnounceJobData {
-  childKey: string;
-  runId: string;
-  status?: TerminalStatus;
-  terminalWaits?: number;
+  return continuationOf("subagentAnnounce", runId, { childKey }, svc.config);
 }
 
 const MAX_TERMINAL_WAITS = 200;
@@ -71,8 +53,8 @@ const MAX_TERMINAL_WAITS = 200;
 export function createSubagentProcessors(svc: Services) {
   const registry = new SubagentRegistry(svc.redis, svc.keys);
 
-  const announce = async (job: Job<AnnounceJobData>, token?: string): Promise<Record<string, unknown>> => {
-    const d = job.data;
+  const announce = async (job: Job, token?: string): Promise<Record<string, unknown>> => {
+    const d = jobData("subagentAnnounce", job);
     const rec = await svc.runs.get(d.runId);
     if (rec && !isTerminal(rec.status)) {
       // Added just before the run's finish: normally terminal within milliseconds.
@@ -95,8 +77,8 @@ export function createSubagentProcessors(svc: Services) {
     }
   };
 
-  const archive = async (job: Job<{ runId: string }>): Promise<Record<string, unknown>> => {
-    const run = await registry.get(job.data.runId);
+  const archive = async (job: Job): Promise<Record<string, unknown>> => {
+    const run = await registry.get(jobData("subagentArchive", job).runId);
     if (run) await registry.archive(run);
     return { archived: Boolean(run) };
   };
@@ -128,7 +110,7 @@ async function announceRun(
     if (!run.replacedBy) await cleanup(svc, run);
     return { done: "suppressed", reason: run.suppressAnnounce };
   }
-  if (status === "ok" && (isAnnounceSkip(frozen) || isNoReply(frozen))) {
+  if (status === "ok" && isSilentReply("subagent-announce", frozen)) {
     await registry.update(run.runId, { announce: "skipped" });
     await cleanup(svc, run);
     return { done: "silent" };
@@ -188,8 +170,5 @@ async function cleanup(svc: Services, run: { runId: string; childSessionKey: str
       await enqueueArchive(svc, { sessionKey: run.childSessionKey, agentId: entry.agentId, sessionId: entry.sessionId, kind: "deleted" });
     }
   }
-  const minutes = svc.config.agents.defaults.subagents.archiveAfterMinutes;
-  if (minutes > 0) {
-    await svc.queues.announce.add(SUBAGENT_ARCHIVE, { runId: run.runId }, { jobId: `sa-archive-${jobIdPart(run.runId)}`, delay: minutes * 60_000, attempts: 5, backoff: { type: "exponential", delay: 1000 } });
-  }
+  if (svc.config.agents.defaults.subagents.archiveAfterMinutes > 0) await addJob(svc, "subagentArchive", { runId: run.runId });
 }

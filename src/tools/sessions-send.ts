@@ -100,7 +100,7 @@ export async function sessionsSend(svc: Services, waiter: RunWaiter, caller: Too
     extraSystemPrompt: messageContext(parties),
     hop,
     traceId,
-    continuation: primaryContinuation({
+    continuation: primaryContinuation(svc, runId, {
       ...parties,
       requesterAgent: caller.agentId,
       targetAgent: target.agentId,

@@ -5,21 +5,16 @@
  */
 import type { Job } from "bullmq";
 import type { Services } from "../app/services.js";
-import { DeliveryLog, sendThroughChannel, type DeliveryRoute } from "../delivery/index.js";
+import { DeliveryLog, sendThroughChannel } from "../delivery/index.js";
 import { sessionSendPolicy } from "../lifecycle/session-send-policy.js";
 import { deliveryCounted } from "../metrics/index.js";
+import { addJob, jobData, type DeliverData } from "../queues/jobs.js";
 
-export interface DeliverData {
-  id: string;
-  sessionKey: string;
-  route: DeliveryRoute;
-  message: string;
-  kind: string;
-}
+export type { DeliverData } from "../queues/jobs.js";
 
 export function createDeliverProcessor(svc: Services) {
-  return async (job: Job<DeliverData>): Promise<{ status: string }> =>
-    await deliverOnce(svc, job.data, job.attemptsMade + 1 >= (job.opts.attempts ?? 1));
+  return async (job: Job): Promise<{ status: string }> =>
+    await deliverOnce(svc, jobData("deliver", job), job.attemptsMade + 1 >= (job.opts.attempts ?? 1));
 }
 
 /**
@@ -59,9 +54,5 @@ export async function deliverOnce(svc: Services, d: DeliverData, lastAttempt: bo
 
 /** Queue an outbound message (reply, announce or explicit `send`) with retries. */
 export async function enqueueDelivery(svc: Services, data: DeliverData): Promise<void> {
-  await svc.queues.delivery.add("deliver", data, {
-    jobId: data.id.replace(/[^A-Za-z0-9_.-]/g, "_"),
-    attempts: svc.config.workers.deliveryAttempts,
-    backoff: { type: "exponential", delay: svc.config.workers.deliveryBackoffMs },
-  });
+  await addJob(svc, "deliver", data);
 }

@@ -20,7 +20,8 @@ import { WaitingError, type Job } from "bullmq";
 import type { Services } from "../app/services.js";
 import { StaleFenceError, TurnHandedBackError } from "../errors/index.js";
 import type { NextTurn, TurnExecutor } from "./turn-executor.js";
-import { requestDrain, type DrainData } from "../runs/enqueue.js";
+import { requestDrain } from "../runs/enqueue.js";
+import { jobData, type DrainData } from "../queues/jobs.js";
 import type { DeadLetter } from "../runs/dead-letters.js";
 import type { LeaseHandle } from "../runs/session-lease.js";
 import type { BegunTurn } from "../runs/inbox.js";
@@ -96,7 +97,7 @@ export function createDrainProcessor(svc: Services, executor: TurnExecutor, stop
   }
 
   return async (job: Job<DrainData>, token?: string): Promise<DrainResult> => {
-    const { sessionKey } = job.data;
+    const { sessionKey } = jobData("drain", job);
     const acquired = await svc.leases.tryAcquire(sessionKey);
     if (!acquired.acquired) {
       // Another holder is still inside its lease (or a crashed one has not expired yet).

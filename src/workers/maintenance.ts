@@ -14,7 +14,8 @@ import { topicOpt } from "../lifecycle/transcript-topic.js";
 import { requestDrain } from "../runs/enqueue.js";
 import type { Services } from "../app/services.js";
 import { entryStaleAt, freshnessOf } from "../lifecycle/freshness-check.js";
-import { rotateSession, type ArchiveJobData } from "../lifecycle/rotate.js";
+import { rotateSession } from "../lifecycle/rotate.js";
+import { JOBS, jobData } from "../queues/jobs.js";
 import { identOf } from "../lifecycle/session-ident.js";
 import { SessionLeases } from "../runs/session-lease.js";
 import { pruneOnce } from "./session-prune.js";
@@ -86,15 +87,15 @@ export async function rearmOverdueWakes(svc: Services, now = Date.now()): Promis
 export function createMaintenanceProcessor(svc: Services) {
   const archiveLeases = new SessionLeases(svc.redis, svc.keys, ARCHIVE_LEASE_TTL_MS);
   return async (job: Job, token?: string): Promise<unknown> => {
-    if (job.name === "sweep") {
+    if (job.name === JOBS.sweep.name) {
       const r = await sweepOnce(svc);
       const rearmed = await rearmOverdueWakes(svc);
       await job.updateProgress(100);
       return { ...r, rearmed };
     }
-    if (job.name === "prune") return await pruneOnce(svc); // session.maintenance (session-prune.ts)
-    if (job.name === "archive") {
-      const d = job.data as ArchiveJobData;
+    if (job.name === JOBS.prune.name) return await pruneOnce(svc); // session.maintenance (session-prune.ts)
+    if (job.name === JOBS.archive.name) {
+      const d = jobData("archive", job);
       const acquired = await archiveLeases.tryAcquire(d.sessionKey);
       if (!acquired.acquired) {
         return await retryLater(job, token, Math.min(acquired.retryInMs + 50, ARCHIVE_LEASE_POLL_MS));
@@ -115,7 +116,7 @@ export async function ensureSweepScheduler(svc: Services): Promise<void> {
   await svc.queues.maintenance.upsertJobScheduler(
     SWEEP_SCHEDULER_ID,
     { every: svc.config.maintenance.sweepEveryMs },
-    { name: "sweep", data: {}, opts: { removeOnComplete: { count: 100 }, removeOnFail: { count: 100 } } },
+    { name: JOBS.sweep.name, data: {}, opts: JOBS.sweep.options({}, svc.config) },
   );
 }
 

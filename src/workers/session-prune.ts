@@ -13,6 +13,7 @@
 import type { Services } from "../app/services.js";
 import { defaultAgentId } from "../config/agents.js";
 import { enqueueArchive } from "../lifecycle/rotate.js";
+import { JOBS } from "../queues/jobs.js";
 import { identOf } from "../lifecycle/session-ident.js";
 
 export const PRUNE_SCHEDULER_ID = "session-prune";
@@ -90,6 +91,6 @@ export async function ensurePruneScheduler(svc: Services): Promise<void> {
   await svc.queues.maintenance.upsertJobScheduler(
     PRUNE_SCHEDULER_ID,
     { every: svc.config.maintenance.sweepEveryMs },
-    { name: "prune", data: {}, opts: { removeOnComplete: { count: 100 }, removeOnFail: { count: 100 } } },
+    { name: JOBS.prune.name, data: {}, opts: JOBS.prune.options({}, svc.config) },
   );
 }

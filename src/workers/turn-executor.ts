@@ -20,7 +20,7 @@ import { RunAbortedError, type RunOutput, type ToolInvoker } from "../runtimes/t
 import type { LeaseHandle } from "../runs/session-lease.js";
 import { isTerminal, type TerminalStatus, type Turn } from "../runs/turn.js";
 import type { TranscriptEntry, TranscriptMessage } from "../transcript/types.js";
-import { isSilentReply } from "./silent-reply.js";
+import { isSilentReply } from "../history/silent-reply.js";
 import { enqueueDelivery } from "./deliver.js";
 import { enqueueContinuation } from "../runs/continuation.js";
 import { sanitizeForHandoff } from "../history/handoff.js";
@@ -442,7 +442,7 @@ export class TurnExecutor {
   private async enqueueFollowUps(turn: Turn, outcome: TurnOutcome): Promise<void> {
     const { svc } = this;
     const reply = sanitizeForHandoff(outcome.reply);
-    if (outcome.status === "ok" && turn.deliver && !isSilentReply(reply)) {
+    if (outcome.status === "ok" && turn.deliver && !isSilentReply("channel", reply)) {
       await enqueueDelivery(svc, { id: `reply-${turn.runId}`, sessionKey: turn.sessionKey, route: turn.deliver, message: reply.trim(), kind: "reply" });
     }
     await enqueueContinuation(svc, turn, outcome);

@@ -4,7 +4,7 @@
  * Switchboard's stable error code; 413 answers also carry the limits.
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
-import { PayloadTooLargeError, SwitchboardError, ValidationError } from "../../errors/index.js";
+import { PayloadTooLargeError, SwitchboardError, ValidationError, httpStatusOf, type ErrorCode } from "../../errors/index.js";
 import { errorBody, httpErrorHandler } from "../http-errors.js";
 import { bodyTooLargeError } from "../message-limit.js";
 
@@ -36,16 +36,19 @@ export function openAiError(status: number, error: { code?: unknown; message?: u
   };
 }
 
-/** A Switchboard error raised by the door itself, with the status its code maps to. */
+/** A Switchboard error raised by the door itself, naming the request field at fault (`param`). */
 export class DoorError extends SwitchboardError {
+  /** The status its code maps to (src/errors/codes.ts). */
+  readonly status: number;
+
   constructor(
-    readonly status: number,
-    code: string,
+    code: ErrorCode,
     message: string,
     readonly param: string | null = null,
     details?: Record<string, unknown>,
   ) {
     super(code, message, details);
+    this.status = httpStatusOf(code);
   }
 }
 
@@ -60,7 +63,7 @@ export function openAiErrorHandler(err: FastifyError | Error, req: FastifyReques
     return;
   }
   if (err instanceof PayloadTooLargeError || err instanceof ValidationError) {
-    const status = err instanceof PayloadTooLargeError ? 413 : 400;
+    const status = httpStatusOf(err.code);
     const { issues: _issues, ...rest } = errorBody(err).error;
     const first = err instanceof ValidationError ? err.issues[0] : undefined;
     if (first) rest.message = `${err.message}: ${first.path ? `${first.path}: ` : ""}${first.message}`;

@@ -50,7 +50,7 @@ export async function registerOpenAiDoor(app: FastifyInstance, svc: Services): P
       if (found) return found;
       // Any spelling the completions endpoint accepts names a model too.
       if (agentForModel(svc.config, id)) return { id, object: "model", created, owned_by: "switchboard" };
-      throw new DoorError(404, "model_not_found", `The model '${id}' does not exist; GET /v1/models lists the agents`, "model");
+      throw new DoorError("model_not_found", `The model '${id}' does not exist; GET /v1/models lists the agents`, "model");
     });
 
     door.post("/v1/chat/completions", { bodyLimit: cfg.bodyBytes }, async (req, reply: FastifyReply) => {
@@ -59,7 +59,7 @@ export async function registerOpenAiDoor(app: FastifyInstance, svc: Services): P
       const agentId = agentForModel(svc.config, headerAgent ?? body.model);
       if (!agentId) {
         const what = headerAgent ? `agent '${headerAgent}'` : `model '${body.model}'`;
-        throw new DoorError(404, "model_not_found", `The ${what} does not exist; GET /v1/models lists the agents`, "model");
+        throw new DoorError("model_not_found", `The ${what} does not exist; GET /v1/models lists the agents`, "model");
       }
       const input = turnInputOf(body);
       assertMessageSize(messageLimit, [{ field: input.field, text: input.text }]);

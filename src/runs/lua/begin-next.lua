@@ -11,6 +11,7 @@
   The runId is read from the start of the turn's JSON (serializeTurn puts it first); a turn
   stored another way is returned without its record and the caller reads it.
 ]]
+--@include run-status
 local function begin_next(inboxKey, inflightKey, sessionKey, runPrefix, now)
   local raw = redis.call("LINDEX", inflightKey, 0)
   if not raw then raw = redis.call("LMOVE", inboxKey, inflightKey, "LEFT", "RIGHT") end
@@ -20,8 +21,7 @@ local function begin_next(inboxKey, inflightKey, sessionKey, runPrefix, now)
   if runId then
     local runKey = runPrefix .. runId
     local status = redis.call("HGET", runKey, "status")
-    local ended = status == "ok" or status == "error" or status == "timeout" or status == "killed"
-    if status and not ended then
+    if status and not is_terminal(status) then
       redis.call("HSET", runKey, "status", "running")
       redis.call("HSETNX", runKey, "startedAt", now)
       redis.call("HINCRBY", runKey, "attempts", 1)

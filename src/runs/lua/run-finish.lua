@@ -23,6 +23,7 @@
   Returns 1 when finished now, 0 when the record was already terminal — or, when beginning the
   next turn, { that number, the begun turn as turn-begin returns it or false } — or the error "STALE".
 ]]
+--@include run-status
 --@include begin-next
 if redis.call("GET", KEYS[1]) ~= ARGV[1] then
   return redis.error_reply("STALE")
@@ -33,7 +34,7 @@ if head and string.find(head, ARGV[5], 1, true) then
 end
 local finished = 0
 local status = redis.call("HGET", KEYS[2], "status")
-if not (status == "ok" or status == "error" or status == "timeout" or status == "killed") then
+if not is_terminal(status) then
   local fields = {}
   for i = 12, #ARGV do fields[#fields + 1] = ARGV[i] end
   redis.call("HSET", KEYS[2], unpack(fields))

@@ -8,8 +8,9 @@
   ARGV[1] flag ttl seconds
   Returns the terminal status, or "late".
 ]]
+--@include run-status
 local status = redis.call("HGET", KEYS[1], "status")
-if status == "ok" or status == "error" or status == "timeout" or status == "killed" then
+if is_terminal(status) then
   return status
 end
 redis.call("SET", KEYS[2], "1", "EX", tonumber(ARGV[1]))

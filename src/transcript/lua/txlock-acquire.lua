@@ -1,13 +1,15 @@
--- Fair (FIFO) transcript lock. A plain `SET NX` retry loop starves waiters: the process that
--- just released re-acquires within microseconds while the others sleep in backoff (measured:
--- 4 processes appending in a loop ran one after the other). So waiters queue up, and a free
--- lock goes to the oldest live waiter; a newcomer only takes it when nobody is waiting.
---
--- KEYS[1] lock (string: holder token, PX ttl), KEYS[2] queue (zset token -> arrival ms),
--- KEYS[3] heartbeats (zset token -> last poll ms)
--- ARGV[1] token, ARGV[2] lock TTL ms, ARGV[3] stale ms (a waiter that has not polled for this
--- long crashed or gave up: it is dropped so it cannot block the queue)
--- Returns -1 when the lock was acquired, else the caller's 0-based place in the queue.
+--[[
+  Fair (FIFO) transcript lock. A plain `SET NX` retry loop starves waiters: the process that
+  just released re-acquires within microseconds while the others sleep in backoff (measured:
+  4 processes appending in a loop ran one after the other). So waiters queue up, and a free
+  lock goes to the oldest live waiter; a newcomer only takes it when nobody is waiting.
+
+  KEYS[1] lock (string: holder token, PX ttl), KEYS[2] queue (zset token -> arrival ms),
+  KEYS[3] heartbeats (zset token -> last poll ms)
+  ARGV[1] token, ARGV[2] lock TTL ms, ARGV[3] stale ms (a waiter that has not polled for this
+  long crashed or gave up: it is dropped so it cannot block the queue)
+  Returns -1 when the lock was acquired, else the caller's 0-based place in the queue.
+]]
 local t = redis.call("TIME")
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local token = ARGV[1]
