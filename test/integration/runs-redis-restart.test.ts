@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { setTimeout as sleep } from "node:timers/promises";
 import { startPrivateRedis, type PrivateRedis } from "../helpers/redis-server.js";
 import { startPeer, startTestSystem, until, type TestSystem } from "../helpers/system.js";
-import { conversation, getRun, inbound, readTranscript, readyz, scriptConfig, waitRun } from "../fixtures/runs-support.js";
+import { conversation, getRun, inbound, readTranscript, readyz, scriptConfig, timedWait } from "../fixtures/runs-support.js";
 
 const SLOW_MS = 2500;
 
@@ -49,7 +49,7 @@ afterAll(async () => {
 describe("runs on BullMQ: Redis restart", () => {
   it("readiness follows Redis; the same processes keep running turns after it returns", async () => {
     const first = await inbound(sys, "dave", "before");
-    expect((await waitRun(sys, first.runId, 10_000)).result).toMatchObject({ status: "ok", reply: "re: before" });
+    expect((await timedWait(sys, first.runId, 10_000)).result).toMatchObject({ status: "ok", reply: "re: before" });
     expect(await readyz(sys.url)).toBe(200);
     expect(await readyz(peer.url)).toBe(200);
 
@@ -61,7 +61,7 @@ describe("runs on BullMQ: Redis restart", () => {
       const deadline = Date.now() + 30_000;
       for (;;) {
         try {
-          return await waitRun(peer, slow.runId, Math.max(1000, deadline - Date.now()));
+          return await timedWait(peer, slow.runId, Math.max(1000, deadline - Date.now()));
         } catch (err) {
           if (!/503/.test((err as Error).message) || Date.now() > deadline) throw err;
           await sleep(200);
@@ -96,7 +96,7 @@ describe("runs on BullMQ: Redis restart", () => {
 
     // The finished run survived the restart (AOF) and is answered at once, by either gateway.
     for (const g of [sys, peer]) {
-      const again = await waitRun(g, first.runId, 10_000);
+      const again = await timedWait(g, first.runId, 10_000);
       expect(again.result).toMatchObject({ status: "ok", reply: "re: before" });
       expect(again.ms).toBeLessThan(500);
     }
@@ -105,11 +105,11 @@ describe("runs on BullMQ: Redis restart", () => {
     const second = await inbound(sys, "dave", "after");
     expect(second.sessionKey).toBe(first.sessionKey);
     expect(second.sessionId).toBe(first.sessionId);
-    expect((await waitRun(sys, second.runId, 20_000)).result).toMatchObject({ status: "ok", reply: "re: after" });
+    expect((await timedWait(sys, second.runId, 20_000)).result).toMatchObject({ status: "ok", reply: "re: after" });
     expect(await getRun(sys, second.runId)).toMatchObject({ status: "ok", attempts: 1 });
     // And through the gateway-only process too.
     const third = await inbound(peer, "dave", "after-peer");
-    expect((await waitRun(peer, third.runId, 20_000)).result).toMatchObject({ status: "ok", reply: "re: after-peer" });
+    expect((await timedWait(peer, third.runId, 20_000)).result).toMatchObject({ status: "ok", reply: "re: after-peer" });
     expect(conversation(readTranscript(sys.config, first.sessionId))).toEqual([
       { role: "user", text: "before" },
       { role: "assistant", text: "re: before" },
