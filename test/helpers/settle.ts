@@ -58,3 +58,12 @@ function describe(value: unknown): string {
     return String(value);
   }
 }
+
+/**
+ * A deliberate delay that spreads work over time (staggered starts, a paced load): not a wait
+ * for anything, so nothing is asserted about the window. `why` says what the spread is for.
+ */
+export async function pace(ms: number, why: string): Promise<void> {
+  if (!why) throw new Error("pace needs a reason");
+  await sleep(ms);
+}

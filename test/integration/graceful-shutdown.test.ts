@@ -6,13 +6,13 @@
  * clients with `timeout` before it exits, and they get their result from another gateway.
  */
 import { once } from "node:events";
-import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ConfigInput } from "../../src/config/index.js";
 import type { SystemOptions } from "../../src/app/system.js";
 import { spawnSwitchboard, startTestSystem, until, writeConfigFile, type ChildHandle, type TestSystem } from "../helpers/system.js";
 import { conversation, expectTranscript, getRun, httpJson, inbound, readTranscript, scriptConfig, spawnGateway, timedWait, waitRunning, type Inbound } from "../fixtures/runs-support.js";
 import { metricsUrlOf, scrape, valueOf } from "../helpers/prometheus.js";
+import { pace } from "../helpers/settle.js";
 
 /** Lease TTL (and BullMQ job lock): what a crashed worker's session would wait for. */
 const LEASE_TTL_MS = 10_000;
@@ -179,7 +179,7 @@ describe("graceful shutdown: workers", () => {
         s.first ??= r;
         s.texts.push(text);
         s.runIds.push(r.runId);
-        await sleep(40); // pacing of the load, not a wait for a condition
+        await pace(40, "a steady load while the worker stops");
       }
     })();
 

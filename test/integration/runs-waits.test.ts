@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startPeer, startTestSystem, until, type TestSystem } from "../helpers/system.js";
 import { conversation, getRun, inbound, readTranscript, scriptConfig, timedWait } from "../fixtures/runs-support.js";
+import { pace } from "../helpers/settle.js";
 
 const SLOW_MS = 1200;
 const LONG_MS = 8000;
@@ -128,7 +129,7 @@ describe("runs on BullMQ: agent.wait", () => {
     const SESSIONS = 16;
     await Promise.all(
       Array.from({ length: SESSIONS }, async (_, i) => {
-        await new Promise((r) => setTimeout(r, i * 5));
+        await pace(i * 5, "spread the stops over queued, taken and running");
         const from = `race${i}`;
         const r = await inbound(a, from, "long-race");
         const waiting = timedWait(b, r.runId, 20_000);

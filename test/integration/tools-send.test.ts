@@ -19,6 +19,7 @@ import {
   transcript,
   type Msg,
 } from "../fixtures/tools-support.js";
+import { quietPeriod } from "../helpers/settle.js";
 
 const ALICE = "agent:alice:main";
 const BOB = "agent:bob:main";
@@ -408,8 +409,7 @@ describe("agent-to-agent chains are bounded by session.agentToAgent.maxHops", ()
       expect(runs).toBe(23);
       const results = await toolResults(sys);
       expect(results.some((t) => t.result.status === "forbidden" && /hop limit/i.test(t.result.error))).toBe(true);
-      // Nothing is still going on a moment later.
-      await new Promise((r) => setTimeout(r, 500));
+      await quietPeriod(500, "nothing is still going on a moment later: no further run");
       expect((await runRecordCount(sys)) - runsBefore).toBe(runs);
       const userLines = (await Promise.all(["a", "b", "c"].map((id) => transcript(sys, `agent:${id}:main`)))).flat().filter((m: Msg) => m.role === "user");
       expect(userLines.length).toBe(3 + runs); // one user line per run, plus the three "hello"s
