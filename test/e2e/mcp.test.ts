@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ORCHESTRATOR_TOOLS } from "../../src/subagents/tool-policy.js";
 import { toolJsonSchema } from "../../src/tools/schemas.js";
 import { TOOL_NAMES, TOOL_SCHEMAS } from "../../src/tools/tool-runtime.js";
-import { chat, scriptAgent, settle, tool, toolsConfig } from "../fixtures/tools-support.js";
+import { chat, scriptAgent, queuesQuiet, tool, toolsConfig } from "../fixtures/tools-support.js";
 import { CLI, ROOT, spawnSwitchboard, startTestSystem, until, writeConfigFile, type ChildHandle, type TestSystem } from "../helpers/system.js";
 
 const MAIN = "agent:main:main";
@@ -66,7 +66,7 @@ async function callTool(client: Client, name: string, args: Record<string, unkno
 /** The checks both transports must pass, as session `agent:main:main`. */
 async function sameAsToolDoor(client: Client, tag: string): Promise<void> {
   // sessions_list: identical to the HTTP door once nothing is running.
-  await settle(sys);
+  await queuesQuiet(sys);
   const listArgs = { messageLimit: 2, includeLastMessage: true };
   const listed = await callTool(client, "sessions_list", listArgs);
   const viaDoor = await tool(sys, "sessions_list", MAIN, listArgs);
@@ -88,7 +88,7 @@ async function sameAsToolDoor(client: Client, tag: string): Promise<void> {
   expect((await sys.get(`/v1/runs/${sent.body.runId}`)).body).toMatchObject({ status: "ok", reply: `bob: hello from ${tag}`, sessionKey: BOB });
 
   // sessions_history: the same sanitised transcript as the door, with the message sent above.
-  await settle(sys);
+  await queuesQuiet(sys);
   const history = await callTool(client, "sessions_history", { sessionKey: BOB, limit: 50 });
   expect(history.body).toEqual(await tool(sys, "sessions_history", MAIN, { sessionKey: BOB, limit: 50 }));
   expect(JSON.stringify(history.body.messages)).toContain(`hello from ${tag}`);
@@ -254,7 +254,7 @@ describe("switchboard mcp over streamable HTTP", () => {
   });
 });
 
-// Last: a spawned child leaves a delayed archive job behind, so `settle` would never see the
+// Last: a spawned child leaves a delayed archive job behind, so `queuesQuiet` would never see the
 // queues quiet again in this deployment.
 describe("switchboard mcp: sub-agents", () => {
   it("the session lists agents, spawns a sub-agent whose run really happens, and sees it in subagents", async () => {

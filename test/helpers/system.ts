@@ -10,6 +10,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Config, ConfigInput } from "../../src/config/index.js";
 import { startSystem, type SwitchboardSystem, type SystemOptions } from "../../src/app/system.js";
 import { tempDir, testConfig } from "./context.js";
+import { settle } from "./settle.js";
 
 export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 export const CLI = join(ROOT, "dist/src/cli/main.js");
@@ -129,18 +130,10 @@ export async function spawnSwitchboard(
   };
 }
 
-/** Poll until `fn` returns a truthy value (or throw after `timeoutMs`). */
+/**
+ * Poll until `fn` returns a truthy value (or throw after `timeoutMs`). Older form of `settle`
+ * (helpers/settle.ts), which new waits use: it names what it waits for in the failure.
+ */
 export async function until<T>(fn: () => Promise<T> | T, timeoutMs = 15_000, stepMs = 50): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms${last ? `: ${(last as Error).message}` : ""}`);
-    await sleep(stepMs);
-  }
+  return await settle(fn, { what: "a condition (until)", timeoutMs, stepMs });
 }

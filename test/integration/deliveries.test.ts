@@ -6,7 +6,9 @@
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestSystem, until, type TestSystem } from "../helpers/system.js";
+import { startTestSystem, type TestSystem } from "../helpers/system.js";
+import { deliveries, finalDelivery, inbound, waitRunning } from "../helpers/api.js";
+import { quietPeriod, settle } from "../helpers/settle.js";
 
 interface Hit {
   path: string;
@@ -77,46 +79,12 @@ afterAll(async () => {
   await new Promise<void>((resolve) => server.close(() => resolve()));
 });
 
-interface Delivery {
-  id: string;
-  channel: string;
-  to?: string;
-  message: string;
-  sessionKey: string;
-  status: string;
-  attempts: number;
-  ts: number;
-  error?: string;
-  kind?: string;
-}
-
-async function deliveries(query: Record<string, string | number> = {}): Promise<Delivery[]> {
-  const qs = new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)])).toString();
-  const res = await sys.get(`/v1/deliveries${qs ? `?${qs}` : ""}`);
-  expect(res.status).toBe(200);
-  return res.body.deliveries;
-}
-
-async function inbound(body: Record<string, unknown>) {
-  const res = await sys.post("/v1/inbound", body);
-  expect(res.status, JSON.stringify(res.body)).toBe(202);
-  return res.body;
-}
-
-/** Wait until the session has a delivery in a final state, and return it. */
-async function finalDelivery(sessionKey: string, timeoutMs = 10_000): Promise<Delivery> {
-  const d = await until(async () => {
-    const list = await deliveries({ sessionKey });
-    return list.find((x) => x.status !== "pending");
-  }, timeoutMs);
-  return d!;
-}
 
 describe("webhook channel", () => {
   it("a reply to an inbound message on `tg` is POSTed to the webhook and recorded as delivered", async () => {
-    const res = await inbound({ channel: "tg", chatType: "dm", from: "u1", text: "hi there" });
+    const res = await inbound(sys, { channel: "tg", chatType: "dm", from: "u1", text: "hi there" });
     expect(res.sessionKey).toBe("agent:main:tg:dm:u1");
-    const d = await finalDelivery(res.sessionKey);
+    const d = await finalDelivery(sys, res.sessionKey);
     expect(d).toMatchObject({ status: "delivered", attempts: 1, channel: "tg", to: "u1", message: "echo: hi there", sessionKey: res.sessionKey });
     expect(typeof d.id).toBe("string");
     expect(d.ts).toBeGreaterThan(Date.now() - 60_000);
@@ -130,28 +98,28 @@ describe("webhook channel", () => {
   });
 
   it("a group reply goes to the group, with accountId and threadId", async () => {
-    const res = await inbound({ channel: "tg", accountId: "bot9", chatType: "group", from: "u2", groupId: "g77", threadId: 3, text: "in thread" });
-    const d = await finalDelivery(res.sessionKey);
+    const res = await inbound(sys, { channel: "tg", accountId: "bot9", chatType: "group", from: "u2", groupId: "g77", threadId: 3, text: "in thread" });
+    const d = await finalDelivery(sys, res.sessionKey);
     expect(d).toMatchObject({ status: "delivered", to: "g77", channel: "tg" });
     const posted = hits.find((h) => h.body.sessionKey === res.sessionKey)!;
     expect(posted.body).toMatchObject({ to: "g77", accountId: "bot9", threadId: "3", message: "echo: in thread" });
   });
 
   it("a silent reply (NO_REPLY) is not delivered", async () => {
-    const res = await inbound({ channel: "tg", chatType: "dm", from: "u-silent", text: "silence please" });
+    const res = await inbound(sys, { channel: "tg", chatType: "dm", from: "u-silent", text: "silence please" });
     await sys.rpc("agent.wait", { runId: res.runId, timeoutMs: 10_000 });
     // a later message in the same session is delivered: by then the silent one would be too
-    const next = await inbound({ channel: "tg", chatType: "dm", from: "u-silent", text: "speak" });
+    const next = await inbound(sys, { channel: "tg", chatType: "dm", from: "u-silent", text: "speak" });
     await sys.rpc("agent.wait", { runId: next.runId, timeoutMs: 10_000 });
-    const d = await finalDelivery(res.sessionKey);
+    const d = await finalDelivery(sys, res.sessionKey);
     expect(d.message).toBe("echo: speak");
-    expect(await deliveries({ sessionKey: res.sessionKey })).toHaveLength(1);
+    expect(await deliveries(sys, { sessionKey: res.sessionKey })).toHaveLength(1);
     expect(hits.filter((h) => h.body.sessionKey === res.sessionKey).map((h) => h.body.message)).toEqual(["echo: speak"]);
   });
 
   it("a webhook failing twice then succeeding → delivered with attempts 3", async () => {
-    const res = await inbound({ channel: "flaky", chatType: "dm", from: "u3", text: "retry me" });
-    const d = await finalDelivery(res.sessionKey);
+    const res = await inbound(sys, { channel: "flaky", chatType: "dm", from: "u3", text: "retry me" });
+    const d = await finalDelivery(sys, res.sessionKey);
     expect(d).toMatchObject({ status: "delivered", attempts: 3, channel: "flaky", message: "echo: retry me" });
     expect(d.error).toBeUndefined();
     const posted = hits.filter((h) => h.body.sessionKey === res.sessionKey);
@@ -160,36 +128,35 @@ describe("webhook channel", () => {
   });
 
   it(`a webhook that always fails → failed after ${ATTEMPTS} attempts`, async () => {
-    const res = await inbound({ channel: "down", chatType: "dm", from: "u4", text: "doomed" });
-    const d = await finalDelivery(res.sessionKey);
+    const res = await inbound(sys, { channel: "down", chatType: "dm", from: "u4", text: "doomed" });
+    const d = await finalDelivery(sys, res.sessionKey);
     expect(d).toMatchObject({ status: "failed", attempts: ATTEMPTS, channel: "down" });
     expect(d.error).toContain("503");
-    // no further attempt after the last one
-    await new Promise((r) => setTimeout(r, 300));
+    await quietPeriod(300, "no further attempt after the last one");
     expect(hits.filter((h) => h.body.sessionKey === res.sessionKey)).toHaveLength(ATTEMPTS);
-    expect((await deliveries({ sessionKey: res.sessionKey }))[0]!.attempts).toBe(ATTEMPTS);
+    expect((await deliveries(sys, { sessionKey: res.sessionKey }))[0]!.attempts).toBe(ATTEMPTS);
   });
 
   it("a channel with no adapter → no_route (recorded, nothing sent)", async () => {
-    const res = await inbound({ channel: "nochan", chatType: "dm", from: "u5", text: "anyone?" });
-    const d = await finalDelivery(res.sessionKey);
+    const res = await inbound(sys, { channel: "nochan", chatType: "dm", from: "u5", text: "anyone?" });
+    const d = await finalDelivery(sys, res.sessionKey);
     expect(d).toMatchObject({ status: "no_route", channel: "nochan", message: "echo: anyone?", to: "u5" });
     expect(hits.filter((h) => h.body.sessionKey === res.sessionKey)).toHaveLength(0);
   });
 
   it("a `log` channel records the delivery as delivered without sending", async () => {
-    const res = await inbound({ channel: "quiet", chatType: "dm", from: "u6", text: "shh" });
-    const d = await finalDelivery(res.sessionKey);
+    const res = await inbound(sys, { channel: "quiet", chatType: "dm", from: "u6", text: "shh" });
+    const d = await finalDelivery(sys, res.sessionKey);
     expect(d).toMatchObject({ status: "delivered", attempts: 1, channel: "quiet" });
     expect(hits.filter((h) => h.body.sessionKey === res.sessionKey)).toHaveLength(0);
   });
 
   it("a reply whose session is denied by the time it is delivered is recorded as blocked, not sent", async () => {
-    const res = await inbound({ channel: "tg", chatType: "dm", from: "u7", text: "slow please" });
-    await until(async () => (await sys.get(`/v1/runs/${res.runId}`)).body.status === "running", 5000);
+    const res = await inbound(sys, { channel: "tg", chatType: "dm", from: "u7", text: "slow please" });
+    await waitRunning(sys, res.runId, 5000);
     await sys.rpc("sessions.patch", { key: res.sessionKey, sendPolicy: "deny" });
     expect((await sys.rpc("agent.wait", { runId: res.runId, timeoutMs: 10_000 })).status).toBe("ok");
-    const d = await finalDelivery(res.sessionKey);
+    const d = await finalDelivery(sys, res.sessionKey);
     expect(d).toMatchObject({ status: "blocked", message: "slow reply" });
     expect(hits.filter((h) => h.body.sessionKey === res.sessionKey)).toHaveLength(0);
   });
@@ -208,27 +175,28 @@ describe("send RPC and GET /v1/deliveries filters", () => {
       const r = await sys.rpc("send", { sessionKey: key, channel, to: "filter", message });
       expect(r.status).toBe("queued");
       sent.push(r.id);
-      await until(async () => (await deliveries({ sessionKey: key })).find((d) => d.id === r.id && d.status !== "pending"), 10_000);
-      await new Promise((r2) => setTimeout(r2, 5)); // distinct ms timestamps
+      await settle(async () => (await deliveries(sys, { sessionKey: key })).find((d) => d.id === r.id && d.status !== "pending"), { what: "delivery of the send finished", timeoutMs: 10_000 });
+      const last = Math.max(...(await deliveries(sys, { sessionKey: key })).map((d) => d.ts));
+      await settle(() => Date.now() > last, { what: "the clock past the last delivery's timestamp (distinct ms)" });
     }
-    const bySession = await deliveries({ sessionKey: key });
+    const bySession = await deliveries(sys, { sessionKey: key });
     expect(bySession.map((d) => d.message)).toEqual(["f4", "f3", "f2", "f1"]);
     expect(bySession.map((d) => d.status)).toEqual(["no_route", "delivered", "failed", "delivered"]);
     const ts = bySession.map((d) => d.ts);
     expect([...ts].sort((a, b) => b - a)).toEqual(ts);
 
-    expect((await deliveries({ sessionKey: key, limit: 2 })).map((d) => d.message)).toEqual(["f4", "f3"]);
-    expect((await deliveries({ sessionKey: key, channel: "tg" })).map((d) => d.message)).toEqual(["f3", "f1"]);
+    expect((await deliveries(sys, { sessionKey: key, limit: 2 })).map((d) => d.message)).toEqual(["f4", "f3"]);
+    expect((await deliveries(sys, { sessionKey: key, channel: "tg" })).map((d) => d.message)).toEqual(["f3", "f1"]);
 
-    const byChannel = await deliveries({ channel: "down" });
+    const byChannel = await deliveries(sys, { channel: "down" });
     expect(byChannel.length).toBeGreaterThanOrEqual(2);
     expect(byChannel.every((d) => d.channel === "down")).toBe(true);
     expect(byChannel[0]!.message).toBe("f2");
 
-    const all = await deliveries({ limit: 3 });
+    const all = await deliveries(sys, { limit: 3 });
     expect(all).toHaveLength(3);
     expect(all[0]!.message).toBe("f4");
-    const allTs = (await deliveries({ limit: 1000 })).map((d) => d.ts);
+    const allTs = (await deliveries(sys, { limit: 1000 })).map((d) => d.ts);
     expect([...allTs].sort((a, b) => b - a)).toEqual(allTs);
 
     const bad = await sys.get("/v1/deliveries?limit=0");
@@ -240,28 +208,28 @@ describe("send RPC and GET /v1/deliveries filters", () => {
   it("send with the same idempotencyKey twice delivers once", async () => {
     const key = "agent:main:tg:dm:idem";
     const a = await sys.rpc("send", { sessionKey: key, channel: "tg", to: "idem", message: "just once", idempotencyKey: "send-1" });
-    await until(async () => (await deliveries({ sessionKey: key })).find((d) => d.status === "delivered"), 10_000);
+    await settle(async () => (await deliveries(sys, { sessionKey: key })).find((d) => d.status === "delivered"), { what: "the send delivered", timeoutMs: 10_000 });
     const b = await sys.rpc("send", { sessionKey: key, channel: "tg", to: "idem", message: "just once", idempotencyKey: "send-1" });
     expect(b.id).toBe(a.id);
-    await new Promise((r) => setTimeout(r, 200));
-    expect(await deliveries({ sessionKey: key })).toHaveLength(1);
+    await quietPeriod(200, "the repeated send delivers nothing more");
+    expect(await deliveries(sys, { sessionKey: key })).toHaveLength(1);
     expect(hits.filter((h) => h.body.sessionKey === key)).toHaveLength(1);
   });
 
   it("send on a session with sendPolicy deny is refused; allowed again after the override is cleared", async () => {
-    const res = await inbound({ channel: "tg", chatType: "dm", from: "u8", text: "hello" });
-    await finalDelivery(res.sessionKey);
+    const res = await inbound(sys, { channel: "tg", chatType: "dm", from: "u8", text: "hello" });
+    await finalDelivery(sys, res.sessionKey);
     await sys.rpc("sessions.patch", { key: res.sessionKey, sendPolicy: "deny" });
 
     const refused = await sys.post("/v1/rpc/send", { sessionKey: res.sessionKey, channel: "tg", to: "u8", message: "psst" });
     expect(refused.body.ok).toBe(false);
     expect(refused.body.error.message).toBe("send blocked by session policy");
-    await new Promise((r) => setTimeout(r, 100));
-    expect((await deliveries({ sessionKey: res.sessionKey })).map((d) => d.message)).toEqual(["echo: hello"]);
+    await quietPeriod(100, "the refused send is never delivered");
+    expect((await deliveries(sys, { sessionKey: res.sessionKey })).map((d) => d.message)).toEqual(["echo: hello"]);
 
     await sys.rpc("sessions.patch", { key: res.sessionKey, sendPolicy: null });
     const ok = await sys.rpc("send", { sessionKey: res.sessionKey, channel: "tg", to: "u8", message: "now ok" });
-    await until(async () => (await deliveries({ sessionKey: res.sessionKey })).find((d) => d.id === ok.id && d.status === "delivered"), 10_000);
+    await settle(async () => (await deliveries(sys, { sessionKey: res.sessionKey })).find((d) => d.id === ok.id && d.status === "delivered"), { what: "the allowed send delivered", timeoutMs: 10_000 });
     expect(hits.filter((h) => h.body.sessionKey === res.sessionKey).map((h) => h.body.message)).toEqual(["echo: hello", "now ok"]);
   });
 

@@ -6,13 +6,13 @@
  * clients with `timeout` before it exits, and they get their result from another gateway.
  */
 import { once } from "node:events";
-import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ConfigInput } from "../../src/config/index.js";
 import type { SystemOptions } from "../../src/app/system.js";
 import { spawnSwitchboard, startTestSystem, until, writeConfigFile, type ChildHandle, type TestSystem } from "../helpers/system.js";
-import { conversation, expectTranscript, getRun, httpJson, inbound, readTranscript, scriptConfig, spawnGateway, waitRun, waitRunning, type Inbound } from "../fixtures/runs-support.js";
+import { conversation, expectTranscript, getRun, httpJson, inbound, readTranscript, scriptConfig, spawnGateway, timedWait, waitRunning, type Inbound } from "../fixtures/runs-support.js";
 import { metricsUrlOf, scrape, valueOf } from "../helpers/prometheus.js";
+import { pace } from "../helpers/settle.js";
 
 /** Lease TTL (and BullMQ job lock): what a crashed worker's session would wait for. */
 const LEASE_TTL_MS = 10_000;
@@ -100,8 +100,8 @@ describe("graceful shutdown: workers", () => {
     const handOverMs = Date.now() - t0;
     expect(handOverMs).toBeLessThan(LEASE_TTL_MS / 3);
 
-    expect((await waitRun(sys, slow.runId, 20_000)).result).toMatchObject({ status: "ok", reply: "done: slow-1" });
-    expect((await waitRun(sys, after.runId, 10_000)).result).toMatchObject({ status: "ok", reply: "re: after-1" });
+    expect((await timedWait(sys, slow.runId, 20_000)).result).toMatchObject({ status: "ok", reply: "done: slow-1" });
+    expect((await timedWait(sys, after.runId, 10_000)).result).toMatchObject({ status: "ok", reply: "re: after-1" });
     expect(await getRun(sys, slow.runId)).toMatchObject({ status: "ok", attempts: 2 });
     expect(await getRun(sys, after.runId)).toMatchObject({ status: "ok", attempts: 1 });
     expectTranscript(sys, slow, [
@@ -132,7 +132,7 @@ describe("graceful shutdown: workers", () => {
     // A finished its turn (once, first attempt) before exiting...
     expect(await getRun(sys, slow.runId)).toMatchObject({ status: "ok", reply: "done: slow-2", attempts: 1 });
     // ...and took no further turn: B runs the next one.
-    expect((await waitRun(sys, next.runId, 10_000)).result).toMatchObject({ status: "ok", reply: "re: next-2" });
+    expect((await timedWait(sys, next.runId, 10_000)).result).toMatchObject({ status: "ok", reply: "re: next-2" });
     const m = await until(async () => {
       const e = await scrape(metricsUrlOf(b));
       return valueOf(e, "switchboard_runs_total") >= 1 ? e : null;
@@ -179,7 +179,7 @@ describe("graceful shutdown: workers", () => {
         s.first ??= r;
         s.texts.push(text);
         s.runIds.push(r.runId);
-        await sleep(40); // pacing of the load, not a wait for a condition
+        await pace(40, "a steady load while the worker stops");
       }
     })();
 
@@ -199,7 +199,7 @@ describe("graceful shutdown: workers", () => {
     await producer;
 
     for (const [from, s] of sent) {
-      for (const runId of s.runIds) expect((await waitRun(sys, runId, 30_000)).result, `${from} ${runId}`).toMatchObject({ status: "ok" });
+      for (const runId of s.runIds) expect((await timedWait(sys, runId, 30_000)).result, `${from} ${runId}`).toMatchObject({ status: "ok" });
       const replies = s.texts.map((t) => [t, t.startsWith("slow") ? `done: ${t}` : `re: ${t}`] as [string, string]);
       expectTranscript(sys, s.first!, replies);
     }
@@ -254,6 +254,6 @@ describe("graceful shutdown: gateway", () => {
     // G no longer accepts anything.
     await expect(fetch(`${g.url}/healthz`)).rejects.toThrow();
     // The clients retry on the other gateway and get the result.
-    expect((await waitRun(sys, slow.runId, 20_000)).result).toMatchObject({ status: "ok", reply: "done: slow-4" });
+    expect((await timedWait(sys, slow.runId, 20_000)).result).toMatchObject({ status: "ok", reply: "done: slow-4" });
   }, 60_000);
 });

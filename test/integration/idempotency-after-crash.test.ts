@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { uuidFrom } from "../../src/runs/derived-id.js";
 import { canonicalSessionKey } from "../../src/session/key-canonical.js";
 import { startTestSystem, type TestSystem } from "../helpers/system.js";
-import { scriptConfig, waitRun } from "../fixtures/runs-support.js";
+import { scriptConfig, timedWait } from "../fixtures/runs-support.js";
 
 let sys: TestSystem;
 
@@ -29,7 +29,7 @@ describe("idempotent sends after a crash mid-send", () => {
 
     const r = await sys.rpc("agent", { sessionKey: "crashy", message: "after the crash", idempotencyKey: "k-crash" });
     expect(r.runId).toBe(runId);
-    expect((await waitRun(sys, runId, 10_000)).result).toMatchObject({ status: "ok", reply: "re: after the crash" });
+    expect((await timedWait(sys, runId, 10_000)).result).toMatchObject({ status: "ok", reply: "re: after the crash" });
   });
 
   it("inbound: a messageId claim left pending by a dead gateway is not acknowledged until the message is queued", async () => {
@@ -49,7 +49,7 @@ describe("idempotent sends after a crash mid-send", () => {
     const retry = await sys.post("/v1/inbound", body);
     expect(retry.status).toBe(202);
     expect(retry.body.runId).toMatch(/^[0-9a-f-]{36}$/);
-    expect((await waitRun(sys, retry.body.runId, 10_000)).result).toMatchObject({ status: "ok", reply: "re: after the crash" });
+    expect((await timedWait(sys, retry.body.runId, 10_000)).result).toMatchObject({ status: "ok", reply: "re: after the crash" });
   }, 30_000);
 
   it("inbound: a pending claim whose turn was already queued answers with that run at once", async () => {

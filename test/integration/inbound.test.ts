@@ -8,10 +8,9 @@
  * sweep of the running workers evaluates at the wall clock, so it can never find these
  * sessions due and rotate them behind a test's back.
  */
-import { readdirSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { httpJson, startPeer, startTestSystem, until, type TestSystem } from "../helpers/system.js";
+import { httpJson, startPeer, startTestSystem, type TestSystem } from "../helpers/system.js";
+import { entryOf, history, inbound, sessionFiles, waitRun, waitRunning } from "../helpers/api.js";
 
 const GREETING = "A new session was started via /new or /reset";
 const MIN = 60_000;
@@ -60,39 +59,9 @@ function dm(from: string, text: string, more: Record<string, unknown> = {}) {
   return { channel: "tg", chatType: "dm", from, text, ...more };
 }
 
-async function inbound(body: unknown, s: TestSystem = sys) {
-  const res = await s.post("/v1/inbound", body);
-  expect(res.status, JSON.stringify(res.body)).toBe(202);
-  return res.body;
-}
-
-async function waitRun(runId: string, s: TestSystem = sys) {
-  return await s.rpc("agent.wait", { runId, timeoutMs: 15_000 });
-}
-
-async function entryOf(key: string) {
-  return (await sys.rpc("sessions.resolve", { key })).entry;
-}
-
-async function history(key: string): Promise<{ role: string; content: unknown }[]> {
-  return (await sys.rpc("chat.history", { sessionKey: key })).messages;
-}
-
 function textOf(m: { content: unknown }): string {
   if (typeof m.content === "string") return m.content;
   return (m.content as { type: string; text?: string }[]).map((b) => b.text ?? "").join("");
-}
-
-function sessionsDir(s: TestSystem = sys): string {
-  return join(s.config.storage.dir, "agents", "main", "sessions");
-}
-
-function filesOf(s: TestSystem = sys): string[] {
-  try {
-    return readdirSync(sessionsDir(s));
-  } catch {
-    return [];
-  }
 }
 
 async function gatewayOnly(session: Record<string, unknown>): Promise<TestSystem> {
@@ -113,10 +82,10 @@ describe("session keys through POST /v1/inbound", () => {
       [{ channel: "tg", chatType: "dm", from: "bob", threadId: "x1", text: "hi" }, "agent:main:tg:dm:bob:thread:x1"],
     ];
     for (const [body, key] of cases) {
-      const res = await inbound(body);
+      const res = await inbound(sys, body);
       expect(res, JSON.stringify(body)).toMatchObject({ ok: true, agentId: "main", sessionKey: key, isNewSession: true });
       expect(typeof res.runId).toBe("string");
-      expect((await entryOf(key)).sessionId).toBe(res.sessionId);
+      expect((await entryOf(sys, key)).sessionId).toBe(res.sessionId);
     }
   });
 
@@ -125,19 +94,19 @@ describe("session keys through POST /v1/inbound", () => {
     const perPeer = await gatewayOnly({ dmScope: "per-peer", identityLinks: { alice: ["telegram:123"] } });
     const perAcct = await gatewayOnly({ dmScope: "per-account-channel-peer" });
 
-    expect((await inbound({ channel: "telegram", chatType: "dm", from: "123", text: "x" }, main)).sessionKey).toBe("agent:main:main");
-    expect((await inbound({ channel: "discord", chatType: "dm", from: "999", text: "x" }, main)).sessionKey).toBe("agent:main:main");
+    expect((await inbound(main, { channel: "telegram", chatType: "dm", from: "123", text: "x" })).sessionKey).toBe("agent:main:main");
+    expect((await inbound(main, { channel: "discord", chatType: "dm", from: "999", text: "x" })).sessionKey).toBe("agent:main:main");
 
-    expect((await inbound({ channel: "telegram", chatType: "dm", from: "123", text: "x" }, perPeer)).sessionKey).toBe("agent:main:dm:alice");
-    expect((await inbound({ channel: "discord", chatType: "dm", from: "123", text: "x" }, perPeer)).sessionKey).toBe("agent:main:dm:123");
-    expect((await inbound({ channel: "discord", chatType: "dm", from: "U7", text: "x" }, perPeer)).sessionKey).toBe("agent:main:dm:u7");
+    expect((await inbound(perPeer, { channel: "telegram", chatType: "dm", from: "123", text: "x" })).sessionKey).toBe("agent:main:dm:alice");
+    expect((await inbound(perPeer, { channel: "discord", chatType: "dm", from: "123", text: "x" })).sessionKey).toBe("agent:main:dm:123");
+    expect((await inbound(perPeer, { channel: "discord", chatType: "dm", from: "U7", text: "x" })).sessionKey).toBe("agent:main:dm:u7");
 
-    expect((await inbound({ channel: "tg", chatType: "dm", from: "u1", accountId: "Bot2", text: "x" }, perAcct)).sessionKey).toBe(
+    expect((await inbound(perAcct, { channel: "tg", chatType: "dm", from: "u1", accountId: "Bot2", text: "x" })).sessionKey).toBe(
       "agent:main:tg:bot2:dm:u1",
     );
-    expect((await inbound({ channel: "tg", chatType: "dm", from: "u1", text: "x" }, perAcct)).sessionKey).toBe("agent:main:tg:default:dm:u1");
+    expect((await inbound(perAcct, { channel: "tg", chatType: "dm", from: "u1", text: "x" })).sessionKey).toBe("agent:main:tg:default:dm:u1");
     // a group is keyed by its group whatever the dmScope
-    expect((await inbound({ channel: "tg", chatType: "group", from: "u1", groupId: "g", text: "x" }, main)).sessionKey).toBe(
+    expect((await inbound(main, { channel: "tg", chatType: "group", from: "u1", groupId: "g", text: "x" })).sessionKey).toBe(
       "agent:main:tg:group:g",
     );
   });
@@ -146,82 +115,82 @@ describe("session keys through POST /v1/inbound", () => {
 describe("freshness at the message timestamp", () => {
   it("daily at 04:00 UTC: D 10:00 → D+1 03:00 reuses, D+1 05:00 starts a new session (daily)", async () => {
     const D = Date.UTC(2031, 2, 10); // midnight UTC of day D
-    const a = await inbound(dm("daily1", "one", { timestamp: D + 10 * HOUR }));
+    const a = await inbound(sys, dm("daily1", "one", { timestamp: D + 10 * HOUR }));
     expect(a).toMatchObject({ isNewSession: true });
     expect(a.resetReason).toBeUndefined();
-    const b = await inbound(dm("daily1", "two", { timestamp: D + DAY + 3 * HOUR }));
+    const b = await inbound(sys, dm("daily1", "two", { timestamp: D + DAY + 3 * HOUR }));
     expect(b).toMatchObject({ isNewSession: false, sessionId: a.sessionId });
     expect(b.resetReason).toBeUndefined();
-    const c = await inbound(dm("daily1", "three", { timestamp: D + DAY + 5 * HOUR }));
+    const c = await inbound(sys, dm("daily1", "three", { timestamp: D + DAY + 5 * HOUR }));
     expect(c).toMatchObject({ isNewSession: true, resetReason: "daily" });
     expect(c.sessionId).not.toBe(a.sessionId);
 
-    const entry = await entryOf(a.sessionKey);
+    const entry = await entryOf(sys, a.sessionKey);
     expect(entry.sessionId).toBe(c.sessionId);
     expect(entry.previousSessionId).toBe(a.sessionId);
     expect(entry.resetReason).toBe("daily");
     expect(entry.updatedAt).toBe(D + DAY + 5 * HOUR); // updatedAt takes the message time
-    await waitRun(c.runId);
+    await waitRun(sys, c.runId);
   });
 
   it("a message with an older timestamp never rewinds updatedAt", async () => {
     const T = Date.UTC(2031, 4, 1, 12);
-    const a = await inbound(dm("rewind", "one", { timestamp: T }));
-    const b = await inbound(dm("rewind", "late", { timestamp: T - HOUR }));
+    const a = await inbound(sys, dm("rewind", "one", { timestamp: T }));
+    const b = await inbound(sys, dm("rewind", "late", { timestamp: T - HOUR }));
     expect(b).toMatchObject({ isNewSession: false, sessionId: a.sessionId });
-    expect((await entryOf(a.sessionKey)).updatedAt).toBe(T);
+    expect((await entryOf(sys, a.sessionKey)).updatedAt).toBe(T);
   });
 
   it("idle mode (resetByChannel idle 30 min): 29 min gap reuses, 31 min gap starts a new session (idle)", async () => {
     const T = Date.UTC(2031, 5, 1, 12);
-    const a = await inbound({ channel: "idlechan", chatType: "dm", from: "idler", text: "one", timestamp: T });
-    const b = await inbound({ channel: "idlechan", chatType: "dm", from: "idler", text: "two", timestamp: T + 29 * MIN });
+    const a = await inbound(sys, { channel: "idlechan", chatType: "dm", from: "idler", text: "one", timestamp: T });
+    const b = await inbound(sys, { channel: "idlechan", chatType: "dm", from: "idler", text: "two", timestamp: T + 29 * MIN });
     expect(b).toMatchObject({ isNewSession: false, sessionId: a.sessionId });
     // Idle-only: crossing 04:00 does not reset (29 min after the last message).
-    const c = await inbound({ channel: "idlechan", chatType: "dm", from: "idler", text: "three", timestamp: T + 58 * MIN });
+    const c = await inbound(sys, { channel: "idlechan", chatType: "dm", from: "idler", text: "three", timestamp: T + 58 * MIN });
     expect(c).toMatchObject({ isNewSession: false, sessionId: a.sessionId });
-    const d = await inbound({ channel: "idlechan", chatType: "dm", from: "idler", text: "four", timestamp: T + 58 * MIN + 31 * MIN });
+    const d = await inbound(sys, { channel: "idlechan", chatType: "dm", from: "idler", text: "four", timestamp: T + 58 * MIN + 31 * MIN });
     expect(d).toMatchObject({ isNewSession: true, resetReason: "idle" });
     expect(d.sessionId).not.toBe(a.sessionId);
   });
 
   it("idle mode does not reset at the daily boundary", async () => {
     const D = Date.UTC(2031, 5, 10);
-    const a = await inbound({ channel: "idlechan", chatType: "dm", from: "nightowl", text: "one", timestamp: D + 3 * HOUR + 50 * MIN });
-    const b = await inbound({ channel: "idlechan", chatType: "dm", from: "nightowl", text: "two", timestamp: D + 4 * HOUR + 10 * MIN });
+    const a = await inbound(sys, { channel: "idlechan", chatType: "dm", from: "nightowl", text: "one", timestamp: D + 3 * HOUR + 50 * MIN });
+    const b = await inbound(sys, { channel: "idlechan", chatType: "dm", from: "nightowl", text: "two", timestamp: D + 4 * HOUR + 10 * MIN });
     expect(b).toMatchObject({ isNewSession: false, sessionId: a.sessionId });
   });
 
   it('mode "off" never resets by time', async () => {
     const T = Date.UTC(2031, 6, 1, 12);
-    const a = await inbound({ channel: "offchan", chatType: "dm", from: "forever", text: "one", timestamp: T });
-    const b = await inbound({ channel: "offchan", chatType: "dm", from: "forever", text: "two", timestamp: T + 40 * DAY });
+    const a = await inbound(sys, { channel: "offchan", chatType: "dm", from: "forever", text: "one", timestamp: T });
+    const b = await inbound(sys, { channel: "offchan", chatType: "dm", from: "forever", text: "two", timestamp: T + 40 * DAY });
     expect(b).toMatchObject({ isNewSession: false, sessionId: a.sessionId });
     // explicit triggers still work
-    const c = await inbound({ channel: "offchan", chatType: "dm", from: "forever", text: "/new", timestamp: T + 41 * DAY });
+    const c = await inbound(sys, { channel: "offchan", chatType: "dm", from: "forever", text: "/new", timestamp: T + 41 * DAY });
     expect(c).toMatchObject({ isNewSession: true, resetReason: "new" });
   });
 });
 
 describe("reset triggers", () => {
   it("bare /new rotates, runs the greeting turn and archives the old transcript", async () => {
-    const first = await inbound(dm("resetter", "remember me"));
-    expect((await waitRun(first.runId)).status).toBe("ok");
-    expect(filesOf()).toContain(`${first.sessionId}.jsonl`);
+    const first = await inbound(sys, dm("resetter", "remember me"));
+    expect((await waitRun(sys, first.runId)).status).toBe("ok");
+    expect(sessionFiles(sys)).toContain(`${first.sessionId}.jsonl`);
 
-    const res = await inbound(dm("resetter", "/new"));
+    const res = await inbound(sys, dm("resetter", "/new"));
     expect(res).toMatchObject({ isNewSession: true, resetReason: "new" });
     expect(res.sessionId).not.toBe(first.sessionId);
-    const done = await waitRun(res.runId);
+    const done = await waitRun(sys, res.runId);
     expect(done.status).toBe("ok");
 
-    const msgs = await history(res.sessionKey);
+    const msgs = await history(sys, res.sessionKey);
     expect(msgs.map((m) => m.role)).toEqual(["user", "assistant"]);
     expect(textOf(msgs[0]!)).toContain(GREETING);
     expect(textOf(msgs[0]!)).toMatch(/Current time: .* \(UTC\) \/ \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC/);
     expect(JSON.stringify(msgs)).not.toContain("remember me");
 
-    const files = filesOf();
+    const files = sessionFiles(sys);
     expect(files).not.toContain(`${first.sessionId}.jsonl`);
     const archived = files.filter((f) => f.startsWith(`${first.sessionId}.jsonl.reset.`));
     expect(archived).toHaveLength(1);
@@ -230,60 +199,60 @@ describe("reset triggers", () => {
   });
 
   it("/new <text> runs <text> in the new session; /RESET (any case) rotates with reason reset", async () => {
-    const first = await inbound(dm("resetter2", "old stuff"));
-    await waitRun(first.runId);
-    const withText = await inbound(dm("resetter2", "/new hello there"));
+    const first = await inbound(sys, dm("resetter2", "old stuff"));
+    await waitRun(sys, first.runId);
+    const withText = await inbound(sys, dm("resetter2", "/new hello there"));
     expect(withText).toMatchObject({ isNewSession: true, resetReason: "new" });
-    const w = await waitRun(withText.runId);
+    const w = await waitRun(sys, withText.runId);
     expect(w).toMatchObject({ status: "ok", reply: "echo: hello there" });
-    const msgs = await history(withText.sessionKey);
+    const msgs = await history(sys, withText.sessionKey);
     expect(msgs.map(textOf)).toEqual(["hello there", "echo: hello there"]);
 
-    const upper = await inbound(dm("resetter2", "/RESET"));
+    const upper = await inbound(sys, dm("resetter2", "/RESET"));
     expect(upper).toMatchObject({ isNewSession: true, resetReason: "reset" });
     expect(upper.sessionId).not.toBe(withText.sessionId);
-    await waitRun(upper.runId);
-    expect(textOf((await history(upper.sessionKey))[0]!)).toContain(GREETING);
-    const files = filesOf();
+    await waitRun(sys, upper.runId);
+    expect(textOf((await history(sys, upper.sessionKey))[0]!)).toContain(GREETING);
+    const files = sessionFiles(sys);
     expect(files.some((f) => f.startsWith(`${first.sessionId}.jsonl.reset.`))).toBe(true);
     expect(files.some((f) => f.startsWith(`${withText.sessionId}.jsonl.reset.`))).toBe(true);
 
     // not a trigger: /newer is an ordinary message in the same session
-    const plain = await inbound(dm("resetter2", "/newer things"));
+    const plain = await inbound(sys, dm("resetter2", "/newer things"));
     expect(plain).toMatchObject({ isNewSession: false, sessionId: upper.sessionId });
-    await waitRun(plain.runId);
+    await waitRun(sys, plain.runId);
   });
 });
 
 describe("/send, /status and sendPolicy", () => {
   it("/send off blocks the next message (no run, no transcript line); /send inherit re-enables", async () => {
-    const first = await inbound(dm("sender", "hello"));
-    await waitRun(first.runId);
-    const before = await history(first.sessionKey);
+    const first = await inbound(sys, dm("sender", "hello"));
+    await waitRun(sys, first.runId);
+    const before = await history(sys, first.sessionKey);
     expect(before).toHaveLength(2);
 
-    const off = await inbound(dm("sender", "/send off"));
+    const off = await inbound(sys, dm("sender", "/send off"));
     expect(off).toMatchObject({ ok: true, command: "send", sendPolicy: "deny", sessionId: first.sessionId });
     expect(off.runId).toBeUndefined();
-    expect((await entryOf(first.sessionKey)).sendPolicy).toBe("deny");
+    expect((await entryOf(sys, first.sessionKey)).sendPolicy).toBe("deny");
 
-    const blocked = await inbound(dm("sender", "are you there?"));
+    const blocked = await inbound(sys, dm("sender", "are you there?"));
     expect(blocked).toEqual({ ok: true, agentId: "main", sessionKey: first.sessionKey, blocked: "send_policy_deny" });
     // a denied session also ignores reset triggers
-    const blockedNew = await inbound(dm("sender", "/new"));
+    const blockedNew = await inbound(sys, dm("sender", "/new"));
     expect(blockedNew).toMatchObject({ blocked: "send_policy_deny" });
     expect(blockedNew.runId).toBeUndefined();
     expect(await sys.svc.inbox.depth(first.sessionKey)).toBe(0);
-    expect(await history(first.sessionKey)).toEqual(before);
-    expect((await entryOf(first.sessionKey)).sessionId).toBe(first.sessionId);
+    expect(await history(sys, first.sessionKey)).toEqual(before);
+    expect((await entryOf(sys, first.sessionKey)).sessionId).toBe(first.sessionId);
 
-    const inherit = await inbound(dm("sender", "/send inherit"));
+    const inherit = await inbound(sys, dm("sender", "/send inherit"));
     expect(inherit).toMatchObject({ command: "send", sendPolicy: "inherit" });
-    expect((await entryOf(first.sessionKey)).sendPolicy).toBeUndefined();
-    const again = await inbound(dm("sender", "back again"));
+    expect((await entryOf(sys, first.sessionKey)).sendPolicy).toBeUndefined();
+    const again = await inbound(sys, dm("sender", "back again"));
     expect(again.blocked).toBeUndefined();
-    expect((await waitRun(again.runId)).reply).toBe("echo: back again");
-    expect(await history(first.sessionKey)).toHaveLength(4);
+    expect((await waitRun(sys, again.runId)).reply).toBe("echo: back again");
+    expect(await history(sys, first.sessionKey)).toHaveLength(4);
   });
 
   it("/send with a bad argument is a 400", async () => {
@@ -294,59 +263,59 @@ describe("/send, /status and sendPolicy", () => {
   });
 
   it("a config sendPolicy rule denies its channel + chatType only", async () => {
-    const g = await inbound({ channel: "quietchan", chatType: "group", from: "u1", groupId: "room", text: "hi" });
+    const g = await inbound(sys, { channel: "quietchan", chatType: "group", from: "u1", groupId: "room", text: "hi" });
     expect(g).toEqual({ ok: true, agentId: "main", sessionKey: "agent:main:quietchan:group:room", blocked: "send_policy_deny" });
-    expect(await history("agent:main:quietchan:group:room")).toEqual([]);
+    expect(await history(sys, "agent:main:quietchan:group:room")).toEqual([]);
 
-    const d = await inbound({ channel: "quietchan", chatType: "dm", from: "u1", text: "hi" });
+    const d = await inbound(sys, { channel: "quietchan", chatType: "dm", from: "u1", text: "hi" });
     expect(d.blocked).toBeUndefined();
-    expect((await waitRun(d.runId)).status).toBe("ok");
-    const other = await inbound({ channel: "loudchan", chatType: "group", from: "u1", groupId: "room", text: "hi" });
+    expect((await waitRun(sys, d.runId)).status).toBe("ok");
+    const other = await inbound(sys, { channel: "loudchan", chatType: "group", from: "u1", groupId: "room", text: "hi" });
     expect(other.blocked).toBeUndefined();
-    await waitRun(other.runId);
+    await waitRun(sys, other.runId);
 
     // chatType "direct" in a rule is the same as dm
-    const hushed = await inbound({ channel: "hushchan", chatType: "dm", from: "u1", text: "hi" });
+    const hushed = await inbound(sys, { channel: "hushchan", chatType: "dm", from: "u1", text: "hi" });
     expect(hushed.blocked).toBe("send_policy_deny");
-    const hushGroup = await inbound({ channel: "hushchan", chatType: "group", from: "u1", groupId: "r", text: "hi" });
+    const hushGroup = await inbound(sys, { channel: "hushchan", chatType: "group", from: "u1", groupId: "r", text: "hi" });
     expect(hushGroup.blocked).toBeUndefined();
-    await waitRun(hushGroup.runId);
+    await waitRun(sys, hushGroup.runId);
 
     // a session override beats the config rule
-    const on = await inbound({ channel: "quietchan", chatType: "group", from: "u1", groupId: "room", text: "/send on" });
+    const on = await inbound(sys, { channel: "quietchan", chatType: "group", from: "u1", groupId: "room", text: "/send on" });
     expect(on).toMatchObject({ command: "send", sendPolicy: "allow" });
-    const allowed = await inbound({ channel: "quietchan", chatType: "group", from: "u1", groupId: "room", text: "now?" });
+    const allowed = await inbound(sys, { channel: "quietchan", chatType: "group", from: "u1", groupId: "room", text: "now?" });
     expect(allowed.blocked).toBeUndefined();
-    expect((await waitRun(allowed.runId)).reply).toBe("echo: now?");
+    expect((await waitRun(sys, allowed.runId)).reply).toBe("echo: now?");
   });
 
   it("/status answers with a status text", async () => {
-    const first = await inbound(dm("statuser", "hi"));
-    await waitRun(first.runId);
-    const res = await inbound(dm("statuser", "/status"));
+    const first = await inbound(sys, dm("statuser", "hi"));
+    await waitRun(sys, first.runId);
+    const res = await inbound(sys, dm("statuser", "/status"));
     expect(res).toMatchObject({ ok: true, command: "status", sessionKey: first.sessionKey, sessionId: first.sessionId });
     expect(res.runId).toBeUndefined();
     expect(res.status).toContain("Switchboard status");
     expect(res.status).toContain(first.sessionKey);
     expect(res.status).toContain(first.sessionId);
     expect(res.status).toMatch(/Send policy: allow/);
-    expect(await history(first.sessionKey)).toHaveLength(2); // no turn for a command
+    expect(await history(sys, first.sessionKey)).toHaveLength(2); // no turn for a command
   });
 });
 
 describe("/stop", () => {
   it("kills the running turn and drops queued follow-ups", async () => {
-    const running = await inbound(dm("stopper", "slow one"));
-    await until(async () => (await sys.get(`/v1/runs/${running.runId}`)).body.status === "running", 10_000);
-    const q1 = await inbound(dm("stopper", "slow two"));
-    const q2 = await inbound(dm("stopper", "three"));
+    const running = await inbound(sys, dm("stopper", "slow one"));
+    await waitRunning(sys, running.runId, 10_000);
+    const q1 = await inbound(sys, dm("stopper", "slow two"));
+    const q2 = await inbound(sys, dm("stopper", "three"));
     expect((await sys.get(`/v1/runs/${q1.runId}`)).body.status).toBe("queued");
 
     const t0 = Date.now();
-    const stop = await inbound(dm("stopper", "/stop"));
+    const stop = await inbound(sys, dm("stopper", "/stop"));
     expect(stop).toMatchObject({ ok: true, command: "stop", stopped: 3, sessionId: running.sessionId });
 
-    const killed = await waitRun(running.runId);
+    const killed = await waitRun(sys, running.runId);
     expect(killed.status).toBe("killed");
     expect(Date.now() - t0).toBeLessThan(2500); // aborted, not waited out (the script sleeps 4 s)
     for (const r of [q1, q2]) {
@@ -354,48 +323,48 @@ describe("/stop", () => {
       expect(rec.status).toBe("killed");
     }
     expect(await sys.svc.inbox.depth(running.sessionKey)).toBe(0);
-    expect((await entryOf(running.sessionKey)).abortedLastRun).toBe(true);
+    expect((await entryOf(sys, running.sessionKey)).abortedLastRun).toBe(true);
 
     // the queued turns never ran: the transcript has only the killed turn
-    const msgs = await history(running.sessionKey);
+    const msgs = await history(sys, running.sessionKey);
     expect(msgs.filter((m) => m.role === "user").map(textOf)).toEqual(["slow one"]);
 
     // nothing left to stop; the session works again
-    expect(await inbound(dm("stopper", "/stop"))).toMatchObject({ command: "stop", stopped: 0 });
-    const next = await inbound(dm("stopper", "after"));
-    expect(await waitRun(next.runId)).toMatchObject({ status: "ok", reply: "echo: after" });
+    expect(await inbound(sys, dm("stopper", "/stop"))).toMatchObject({ command: "stop", stopped: 0 });
+    const next = await inbound(sys, dm("stopper", "after"));
+    expect(await waitRun(sys, next.runId)).toMatchObject({ status: "ok", reply: "echo: after" });
   });
 });
 
 describe("messageId de-dup", () => {
   it("the same messageId twice runs once", async () => {
     const body = dm("dedup", "only once", { messageId: "m-1" });
-    const a = await inbound(body);
-    const b = await inbound(body);
+    const a = await inbound(sys, body);
+    const b = await inbound(sys, body);
     expect(b).toMatchObject({ duplicate: true, runId: a.runId, sessionId: a.sessionId });
     expect(a.duplicate).toBeUndefined();
-    await waitRun(a.runId);
+    await waitRun(sys, a.runId);
     expect(await sys.svc.inbox.depth(a.sessionKey)).toBe(0);
-    expect((await history(a.sessionKey)).filter((m) => m.role === "user")).toHaveLength(1);
+    expect((await history(sys, a.sessionKey)).filter((m) => m.role === "user")).toHaveLength(1);
 
     // another messageId is a new message
-    const c = await inbound(dm("dedup", "only once", { messageId: "m-2" }));
+    const c = await inbound(sys, dm("dedup", "only once", { messageId: "m-2" }));
     expect(c.duplicate).toBeUndefined();
     expect(c.runId).not.toBe(a.runId);
-    await waitRun(c.runId);
-    expect((await history(a.sessionKey)).filter((m) => m.role === "user")).toHaveLength(2);
+    await waitRun(sys, c.runId);
+    expect((await history(sys, a.sessionKey)).filter((m) => m.role === "user")).toHaveLength(2);
   });
 });
 
 describe("messageId de-dup under concurrency", () => {
   it("the same messageId arriving concurrently (a channel retrying a slow webhook) runs once", async () => {
     const body = dm("dedup2", "burst", { messageId: "m-burst" });
-    const results = await Promise.all(Array.from({ length: 8 }, () => inbound(body)));
+    const results = await Promise.all(Array.from({ length: 8 }, () => inbound(sys, body)));
     const runIds = new Set(results.map((r) => r.runId));
     expect(runIds.size).toBe(1);
     expect(results.filter((r) => !r.duplicate)).toHaveLength(1);
-    await waitRun(results[0].runId);
-    expect((await history(results[0].sessionKey)).filter((m) => m.role === "user")).toHaveLength(1);
+    await waitRun(sys, results[0]!.runId);
+    expect((await history(sys, results[0]!.sessionKey)).filter((m) => m.role === "user")).toHaveLength(1);
   });
 
   it("a message whose handling failed is not remembered as handled", async () => {
@@ -405,11 +374,11 @@ describe("messageId de-dup under concurrency", () => {
   });
 
   it("concurrent first messages to a new session create it once", async () => {
-    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => inbound(dm("newcrowd", `n${i}`))));
+    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => inbound(sys, dm("newcrowd", `n${i}`))));
     expect(new Set(results.map((r) => r.sessionId)).size).toBe(1);
     expect(results.filter((r) => r.isNewSession)).toHaveLength(1);
-    await Promise.all(results.map((r) => waitRun(r.runId)));
-    expect((await history(results[0].sessionKey)).filter((m) => m.role === "user")).toHaveLength(10);
+    await Promise.all(results.map((r) => waitRun(sys, r.runId)));
+    expect((await history(sys, results[0]!.sessionKey)).filter((m) => m.role === "user")).toHaveLength(10);
   });
 });
 
@@ -470,7 +439,7 @@ describe("validation", () => {
 
 describe("recorded route", () => {
   it("origin, deliveryContext and lastChannel are recorded on the session", async () => {
-    const res = await inbound({
+    const res = await inbound(sys, {
       channel: "tg",
       accountId: "bot1",
       chatType: "group",
@@ -481,7 +450,7 @@ describe("recorded route", () => {
       groupSubject: "Team room",
       text: "hi",
     });
-    const entry = await entryOf(res.sessionKey);
+    const entry = await entryOf(sys, res.sessionKey);
     expect(entry).toMatchObject({
       channel: "tg",
       chatType: "group",
@@ -496,8 +465,8 @@ describe("recorded route", () => {
     });
     expect(entry.lastThreadId).toBeUndefined();
 
-    const d = await inbound({ channel: "tg", chatType: "dm", from: "u43", senderName: "Vic", threadId: 5, text: "hi" });
-    const de = await entryOf(d.sessionKey);
+    const d = await inbound(sys, { channel: "tg", chatType: "dm", from: "u43", senderName: "Vic", threadId: 5, text: "hi" });
+    const de = await entryOf(sys, d.sessionKey);
     expect(de).toMatchObject({ lastChannel: "tg", lastTo: "u43", lastThreadId: "5", displayName: "Vic", deliveryContext: { channel: "tg", to: "u43", threadId: "5" } });
     // resolvable by sessionId too
     expect((await sys.rpc("sessions.resolve", { sessionId: d.sessionId })).key).toBe(d.sessionKey);
@@ -509,27 +478,27 @@ describe("concurrent rotation", () => {
     const peer = await startPeer(sys.config, { gateway: true, workers: false });
     extra.push(peer);
     const D = Date.UTC(2031, 8, 1);
-    const first = await inbound(dm("crowd", "start", { timestamp: D + 10 * HOUR }));
-    await waitRun(first.runId);
+    const first = await inbound(sys, dm("crowd", "start", { timestamp: D + 10 * HOUR }));
+    await waitRun(sys, first.runId);
 
     const at = D + 2 * DAY + 12 * HOUR; // stale (daily)
     const results = await Promise.all(
-      Array.from({ length: 12 }, (_, i) => inbound(dm("crowd", `m${i}`, { timestamp: at + i }), i % 2 ? peer : sys)),
+      Array.from({ length: 12 }, (_, i) => inbound(i % 2 ? peer : sys, dm("crowd", `m${i}`, { timestamp: at + i }))),
     );
     const ids = new Set(results.map((r) => r.sessionId));
     expect(ids.size).toBe(1);
     const [newId] = [...ids];
     expect(newId).not.toBe(first.sessionId);
     expect(results.filter((r) => r.isNewSession)).toHaveLength(1);
-    expect(results.find((r) => r.isNewSession).resetReason).toBe("daily");
+    expect(results.find((r) => r.isNewSession)!.resetReason).toBe("daily");
 
-    const entry = await entryOf(first.sessionKey);
+    const entry = await entryOf(sys, first.sessionKey);
     expect(entry.sessionId).toBe(newId);
     expect(entry.previousSessionId).toBe(first.sessionId);
-    await Promise.all(results.map((r) => waitRun(r.runId)));
-    const msgs = await history(first.sessionKey);
+    await Promise.all(results.map((r) => waitRun(sys, r.runId)));
+    const msgs = await history(sys, first.sessionKey);
     expect(msgs.filter((m) => m.role === "user")).toHaveLength(12);
-    const archived = filesOf().filter((f) => f.startsWith(`${first.sessionId}.jsonl.reset.`));
+    const archived = sessionFiles(sys).filter((f) => f.startsWith(`${first.sessionId}.jsonl.reset.`));
     expect(archived).toHaveLength(1);
   });
 });

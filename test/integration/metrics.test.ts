@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ROOT, startTestSystem, until, type TestSystem } from "../helpers/system.js";
-import { inbound, scriptConfig, spawnWorker, waitRun } from "../fixtures/runs-support.js";
+import { inbound, scriptConfig, spawnWorker, timedWait } from "../fixtures/runs-support.js";
 import { metricsUrlOf, parseExposition, samplesOf, scrape, valueOf, type Exposition } from "../helpers/prometheus.js";
 
 const TURN_MS = 40;
@@ -41,7 +41,7 @@ describe("metrics", () => {
     const senders = ["alice", "bob", "carol"];
     const sent = [];
     for (let round = 1; round <= 2; round++) for (const from of senders) sent.push(await inbound(sys, from, `${from}-${round}`));
-    for (const s of sent) expect((await waitRun(sys, s.runId, 15_000)).result).toMatchObject({ status: "ok" });
+    for (const s of sent) expect((await timedWait(sys, s.runId, 15_000)).result).toMatchObject({ status: "ok" });
     const turns = sent.length;
 
     // A turn is counted just after its record is published, its reply delivered a little later:

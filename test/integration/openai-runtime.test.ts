@@ -15,6 +15,7 @@ import {
   type ToolInvoker,
 } from "../../src/runtimes/index.js";
 import type { TranscriptMessage } from "../../src/transcript/types.js";
+import { settle } from "../helpers/settle.js";
 
 interface RecordedRequest {
   method: string;
@@ -409,8 +410,7 @@ describe("openai runtime against a local chat-completions server", () => {
     const started = performance.now();
     const p = new OpenAIRuntime(config()).run(runInput(new RecordingTools(() => null), { signal: ac.signal }));
     // Abort once the server has the request in hand.
-    const deadline = Date.now() + 3_000;
-    while (server.requests.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    await settle(() => server.requests.length > 0, { what: "the model server to have the request", timeoutMs: 3_000, stepMs: 10 });
     expect(server.requests).toHaveLength(1);
     ac.abort(reason);
     const err = await p.catch((e: unknown) => e);
@@ -419,8 +419,7 @@ describe("openai runtime against a local chat-completions server", () => {
     expect((err as RunAbortedError).reason).toBe(reason);
     expect(elapsed).toBeLessThan(1_500);
     // The server sees the client go away instead of answering 5 s later.
-    const closeDeadline = Date.now() + 2_000;
-    while (server.abandoned.length === 0 && Date.now() < closeDeadline) await new Promise((r) => setTimeout(r, 10));
+    await settle(() => server.abandoned.length > 0, { what: "the model server to see the client go away", timeoutMs: 2_000, stepMs: 10 });
     expect(server.abandoned).toHaveLength(1);
   });
 
@@ -435,8 +434,7 @@ describe("openai runtime against a local chat-completions server", () => {
       ),
     }));
     const p = new OpenAIRuntime(config()).run(runInput(tools, { signal: ac.signal }));
-    const deadline = Date.now() + 3_000;
-    while (tools.calls.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    await settle(() => tools.calls.length > 0, { what: "the tool call to start", timeoutMs: 3_000, stepMs: 10 });
     const started = performance.now();
     ac.abort("killed");
     const err = await p.catch((e: unknown) => e);

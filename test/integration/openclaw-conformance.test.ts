@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestSystem, until, type TestSystem } from "../helpers/system.js";
 import { sessionsCommand } from "../../src/cli/commands/sessions.js";
-import { chat, deliveries, isInterSessionUser, scriptAgent, settle, textOf, tool, toolsConfig, transcript, type Msg } from "../fixtures/tools-support.js";
+import { chat, deliveries, isInterSessionUser, scriptAgent, queuesQuiet, textOf, tool, toolsConfig, transcript, type Msg } from "../fixtures/tools-support.js";
 
 const ALICE = "agent:alice:main";
 const BOB = "agent:bob:main";
@@ -94,7 +94,7 @@ describe("one sanitiser for everything handed to another agent or a channel", ()
     const before = (await transcript(sys, ALICE)).length;
     const res = await tool(sys, "sessions_send", ALICE, { sessionKey: BOB, message: "status?", timeoutSeconds: 10 });
     expect(res).toMatchObject({ status: "ok", reply: "Bob answer" });
-    await settle(sys);
+    await queuesQuiet(sys);
     // The reply-back turn in the requester got the cleaned reply as its text.
     const replyBack = (await transcript(sys, ALICE)).slice(before).filter(isInterSessionUser);
     expect(replyBack.map(textOf)).toEqual(["Bob answer"]);
@@ -129,7 +129,7 @@ describe("inter-session input", () => {
     const res = await tool(sys, "sessions_send", ALICE, { sessionKey: BOB, message: "mark? please", timeoutSeconds: 10 });
     expect(res.status).toBe("ok");
     expect(res.reply).toMatch(/^\[Inter-session message\] sourceSession=agent:alice:main .*sourceTool=sessions_send.* isUser=false\nmark\? please$/);
-    await settle(sys);
+    await queuesQuiet(sys);
     const bobLines = await transcript(sys, BOB);
     const received = bobLines.find((m: Msg) => m.role === "user" && textOf(m) === "mark? please");
     expect(received?.provenance).toMatchObject({ kind: "inter_session", sourceSessionKey: ALICE, sourceTool: "sessions_send" });

@@ -12,8 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hasRedisCli, startPrivateCluster, type ClusterNode, type PrivateCluster } from "../helpers/redis-cluster.js";
 import { spawn } from "node:child_process";
 import { CLI, FAST_WORKERS, ROOT, startTestSystem, until, writeConfigFile, type ChildHandle, type TestSystem } from "../helpers/system.js";
-import { conversation, getRun, readTranscript, spawnWorker, waitRun } from "../fixtures/runs-support.js";
-import { ANNOUNCE_TEXT, chat, deliveries, inbound, isInterSessionUser, scriptAgent, settle, textOf, tool, toolsConfig, transcript } from "../fixtures/tools-support.js";
+import { conversation, getRun, readTranscript, spawnWorker, timedWait } from "../fixtures/runs-support.js";
+import { ANNOUNCE_TEXT, chat, deliveries, inbound, isInterSessionUser, scriptAgent, queuesQuiet, textOf, tool, toolsConfig, transcript } from "../fixtures/tools-support.js";
 
 const CLI_MISSING = !hasRedisCli();
 // Long enough for a second worker process to be running before the first one is killed.
@@ -174,7 +174,7 @@ describe.skipIf(CLI_MISSING)("Switchboard on a Redis Cluster (3 masters)", () =>
       const i = t.findIndex((m) => m.role === "user" && textOf(m) === ANNOUNCE_TEXT);
       return i >= 0 && t.slice(i + 1).some((m) => m.role === "assistant");
     }, 15_000);
-    await settle(chatSys);
+    await queuesQuiet(chatSys);
     // maxPingPongTurns 2: alice hears bob's reply (step 1), bob hears alice's answer (step 2).
     const aliceSteps = (await transcript(chatSys, r.sessionKey)).filter(isInterSessionUser);
     expect(aliceSteps.map(textOf)).toEqual(["plan for 'what is the plan': ship Friday"]);
@@ -203,10 +203,10 @@ describe.skipIf(CLI_MISSING)("Switchboard on a Redis Cluster (3 masters)", () =>
 
     await a.kill9();
     expect(a.child.signalCode).toBe("SIGKILL");
-    const { result } = await waitRun(crashSys, slow.runId, 25_000);
+    const { result } = await timedWait(crashSys, slow.runId, 25_000);
     expect(result).toMatchObject({ status: "ok", reply: "done: slow job" });
     expect(await getRun(crashSys, slow.runId)).toMatchObject({ status: "ok", attempts: 2 });
-    expect((await waitRun(crashSys, next.runId, 10_000)).result).toMatchObject({ status: "ok", reply: "re: after" });
+    expect((await timedWait(crashSys, next.runId, 10_000)).result).toMatchObject({ status: "ok", reply: "re: after" });
     const [slowRec, nextRec] = await Promise.all([getRun(crashSys, slow.runId), getRun(crashSys, next.runId)]);
     expect(nextRec.startedAt!).toBeGreaterThanOrEqual(slowRec.endedAt!);
 

@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { FAST_WORKERS, startTestSystem, until, type ChildHandle, type TestSystem } from "../helpers/system.js";
-import { conversation, expectTranscript, getRun, inbound, readTranscript, scriptConfig, spawnWorker, waitRun, waitRunning } from "../fixtures/runs-support.js";
+import { conversation, expectTranscript, getRun, inbound, readTranscript, scriptConfig, spawnWorker, timedWait, waitRunning } from "../fixtures/runs-support.js";
 
 // Long enough that starting a second worker process and serving another session fit inside it, also on a busy machine.
 const SLOW_MS = 6000;
@@ -66,7 +66,7 @@ describe("runs on BullMQ: worker crash", () => {
     expect((await getRun(sys, slow.runId)).status).toBe("running");
 
     await worker(sys);
-    const { result } = await waitRun(sys, slow.runId, 20_000);
+    const { result } = await timedWait(sys, slow.runId, 20_000);
     expect(result).toMatchObject({ status: "ok", reply: "done: slow-1" });
     // Recovery needs the dead worker's job lock and session lease to expire (~2 s with
     // FAST_WORKERS), then the whole slow run again.
@@ -74,8 +74,8 @@ describe("runs on BullMQ: worker crash", () => {
 
     const rec = await getRun(sys, slow.runId);
     expect(rec).toMatchObject({ status: "ok", reply: "done: slow-1", attempts: 2 });
-    const r1 = (await waitRun(sys, after1.runId, 10_000)).result;
-    const r2 = (await waitRun(sys, after2.runId, 10_000)).result;
+    const r1 = (await timedWait(sys, after1.runId, 10_000)).result;
+    const r2 = (await timedWait(sys, after2.runId, 10_000)).result;
     expect(r1).toMatchObject({ status: "ok", reply: "re: after-1" });
     expect(r2).toMatchObject({ status: "ok", reply: "re: after-2" });
     const [rec1, rec2] = await Promise.all([getRun(sys, after1.runId), getRun(sys, after2.runId)]);
@@ -108,15 +108,15 @@ describe("runs on BullMQ: worker crash", () => {
     const b = await worker(sys);
     const other = await inbound(sys, "carol", "hello");
     // B (or A) serves other sessions meanwhile; bob's run is still A's first attempt.
-    expect((await waitRun(sys, other.runId, 10_000)).result).toMatchObject({ status: "ok", reply: "re: hello" });
+    expect((await timedWait(sys, other.runId, 10_000)).result).toMatchObject({ status: "ok", reply: "re: hello" });
     expect(await getRun(sys, slow.runId)).toMatchObject({ status: "running", attempts: 1 });
 
     await a.kill9();
     const next = await inbound(sys, "bob", "after-kill");
-    const { result } = await waitRun(sys, slow.runId, 20_000);
+    const { result } = await timedWait(sys, slow.runId, 20_000);
     expect(result).toMatchObject({ status: "ok", reply: "done: slow-2" });
     expect(await getRun(sys, slow.runId)).toMatchObject({ status: "ok", attempts: 2 });
-    expect((await waitRun(sys, next.runId, 10_000)).result).toMatchObject({ status: "ok", reply: "re: after-kill" });
+    expect((await timedWait(sys, next.runId, 10_000)).result).toMatchObject({ status: "ok", reply: "re: after-kill" });
     const [slowRec, nextRec] = await Promise.all([getRun(sys, slow.runId), getRun(sys, next.runId)]);
     expect(nextRec.startedAt!).toBeGreaterThanOrEqual(slowRec.endedAt!);
 

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestSystem, type ChildHandle, type TestSystem } from "../helpers/system.js";
-import { conversation, getRun, inbound, readTranscript, scriptConfig, spawnWorker, waitRun, type RunRecordBody } from "../fixtures/runs-support.js";
+import { conversation, getRun, inbound, readTranscript, scriptConfig, spawnWorker, timedWait, type RunRecordBody } from "../fixtures/runs-support.js";
 
 const SESSIONS = 20;
 const MESSAGES = 15;
@@ -68,7 +68,7 @@ describe("runs on BullMQ: ordering across worker processes", () => {
     for (const msgs of sent) expect(new Set(msgs.map((m) => m.sessionId)).size).toBe(1); // no rotation mid-test
 
     // Every run finishes ok with its own reply.
-    const waited = await Promise.all(all.map((m) => waitRun(sys, m.runId, 30_000)));
+    const waited = await Promise.all(all.map((m) => timedWait(sys, m.runId, 30_000)));
     waited.forEach(({ result }, i) => expect(result, all[i]!.text).toMatchObject({ status: "ok", reply: `re: ${all[i]!.text}` }));
 
     const records = new Map<string, RunRecordBody>();

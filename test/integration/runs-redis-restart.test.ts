@@ -7,8 +7,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { setTimeout as sleep } from "node:timers/promises";
 import { startPrivateRedis, type PrivateRedis } from "../helpers/redis-server.js";
-import { startPeer, startTestSystem, until, type TestSystem } from "../helpers/system.js";
-import { conversation, getRun, inbound, readTranscript, readyz, scriptConfig, waitRun } from "../fixtures/runs-support.js";
+import { startPeer, startTestSystem, type TestSystem } from "../helpers/system.js";
+import { pace, quietPeriod, settle } from "../helpers/settle.js";
+import { waitRunning } from "../helpers/api.js";
+import { conversation, getRun, inbound, readTranscript, readyz, scriptConfig, timedWait } from "../fixtures/runs-support.js";
 
 const SLOW_MS = 2500;
 
@@ -49,22 +51,22 @@ afterAll(async () => {
 describe("runs on BullMQ: Redis restart", () => {
   it("readiness follows Redis; the same processes keep running turns after it returns", async () => {
     const first = await inbound(sys, "dave", "before");
-    expect((await waitRun(sys, first.runId, 10_000)).result).toMatchObject({ status: "ok", reply: "re: before" });
+    expect((await timedWait(sys, first.runId, 10_000)).result).toMatchObject({ status: "ok", reply: "re: before" });
     expect(await readyz(sys.url)).toBe(200);
     expect(await readyz(peer.url)).toBe(200);
 
     // A slow run in flight on the workers, and a waiter on the other gateway, across the outage.
     const slow = await inbound(sys, "erin", "slow-across-outage");
-    await until(async () => (await getRun(sys, slow.runId)).status === "running", 10_000, 25);
+    await waitRunning(sys, slow.runId, 10_000);
     // A client that gets "Redis is unavailable, try again" (503) tries again, as it is told.
     const slowWait = (async () => {
       const deadline = Date.now() + 30_000;
       for (;;) {
         try {
-          return await waitRun(peer, slow.runId, Math.max(1000, deadline - Date.now()));
+          return await timedWait(peer, slow.runId, Math.max(1000, deadline - Date.now()));
         } catch (err) {
           if (!/503/.test((err as Error).message) || Date.now() > deadline) throw err;
-          await sleep(200);
+          await pace(200, "back off before trying again, as a client told 503 would");
         }
       }
     })();
@@ -73,9 +75,9 @@ describe("runs on BullMQ: Redis restart", () => {
     await redis.stop();
     const stoppedAt = Date.now();
     // While Redis is down the gateway answers 503, promptly (not by hanging the probe).
-    await until(async () => (await readyz(peer.url, 3000)) === 503, 10_000, 100);
+    await settle(async () => (await readyz(peer.url, 3000)) === 503, { what: "the gateway answering /readyz 503 with Redis down", timeoutMs: 10_000, stepMs: 100 });
     expect(Date.now() - stoppedAt).toBeLessThan(5000);
-    await sleep(1000);
+    await quietPeriod(1000, "the gateway does not claim readiness again while Redis is still down");
     expect(await readyz(peer.url, 3000)).toBe(503);
     // The all-in-one gateway must not claim readiness either (see the report: it does not answer
     // 503 but leaves the probe hanging, because its command connection retries forever).
@@ -83,7 +85,7 @@ describe("runs on BullMQ: Redis restart", () => {
 
     await redis.start();
     redisDown = false;
-    await until(async () => (await readyz(sys.url, 3000)) === 200 && (await readyz(peer.url, 3000)) === 200, 15_000, 100);
+    await settle(async () => (await readyz(sys.url, 3000)) === 200 && (await readyz(peer.url, 3000)) === 200, { what: "both gateways ready again after Redis is back", timeoutMs: 15_000, stepMs: 100 });
 
     // The run that was in flight finished once and its waiter (subscribed before the outage) got it.
     const { result: slowResult } = await slowWait;
@@ -96,7 +98,7 @@ describe("runs on BullMQ: Redis restart", () => {
 
     // The finished run survived the restart (AOF) and is answered at once, by either gateway.
     for (const g of [sys, peer]) {
-      const again = await waitRun(g, first.runId, 10_000);
+      const again = await timedWait(g, first.runId, 10_000);
       expect(again.result).toMatchObject({ status: "ok", reply: "re: before" });
       expect(again.ms).toBeLessThan(500);
     }
@@ -105,11 +107,11 @@ describe("runs on BullMQ: Redis restart", () => {
     const second = await inbound(sys, "dave", "after");
     expect(second.sessionKey).toBe(first.sessionKey);
     expect(second.sessionId).toBe(first.sessionId);
-    expect((await waitRun(sys, second.runId, 20_000)).result).toMatchObject({ status: "ok", reply: "re: after" });
+    expect((await timedWait(sys, second.runId, 20_000)).result).toMatchObject({ status: "ok", reply: "re: after" });
     expect(await getRun(sys, second.runId)).toMatchObject({ status: "ok", attempts: 1 });
     // And through the gateway-only process too.
     const third = await inbound(peer, "dave", "after-peer");
-    expect((await waitRun(peer, third.runId, 20_000)).result).toMatchObject({ status: "ok", reply: "re: after-peer" });
+    expect((await timedWait(peer, third.runId, 20_000)).result).toMatchObject({ status: "ok", reply: "re: after-peer" });
     expect(conversation(readTranscript(sys.config, first.sessionId))).toEqual([
       { role: "user", text: "before" },
       { role: "assistant", text: "re: before" },

@@ -6,7 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startPeer, startTestSystem, until, type TestSystem } from "../helpers/system.js";
-import { conversation, getRun, inbound, readTranscript, scriptConfig, waitRun } from "../fixtures/runs-support.js";
+import { conversation, getRun, inbound, readTranscript, scriptConfig, timedWait } from "../fixtures/runs-support.js";
+import { pace } from "../helpers/settle.js";
 
 const SLOW_MS = 1200;
 const LONG_MS = 8000;
@@ -38,7 +39,7 @@ afterAll(async () => {
 describe("runs on BullMQ: agent.wait", () => {
   it("a wait on another gateway, started before the run finishes, resolves as soon as it finishes", async () => {
     const r = await inbound(a, "w1", "slow-1");
-    const pending = waitRun(b, r.runId, 10_000);
+    const pending = timedWait(b, r.runId, 10_000);
     const before = await getRun(b, r.runId);
     expect(["queued", "running"]).toContain(before.status);
 
@@ -53,26 +54,26 @@ describe("runs on BullMQ: agent.wait", () => {
 
   it("a wait on a finished run answers at once, on any gateway", async () => {
     const r = await inbound(a, "w2", "quick");
-    expect((await waitRun(a, r.runId, 10_000)).result).toMatchObject({ status: "ok", reply: "re: quick" });
+    expect((await timedWait(a, r.runId, 10_000)).result).toMatchObject({ status: "ok", reply: "re: quick" });
     for (const g of [b, a, b]) {
-      const { result, ms } = await waitRun(g, r.runId, 10_000);
+      const { result, ms } = await timedWait(g, r.runId, 10_000);
       expect(result).toMatchObject({ runId: r.runId, status: "ok", reply: "re: quick" });
       expect(ms).toBeLessThan(200);
     }
     // timeoutMs 0 on a finished run is an answer too, not a timeout.
-    expect((await waitRun(b, r.runId, 0)).result).toMatchObject({ status: "ok", reply: "re: quick" });
+    expect((await timedWait(b, r.runId, 0)).result).toMatchObject({ status: "ok", reply: "re: quick" });
   });
 
   it("a wait with a short timeout returns status timeout, and the run still finishes ok", async () => {
     const r = await inbound(a, "w3", "slow-3");
-    const { result, ms } = await waitRun(b, r.runId, 300);
+    const { result, ms } = await timedWait(b, r.runId, 300);
     expect(result).toMatchObject({ runId: r.runId, status: "timeout" });
     expect(result.reply).toBeUndefined();
     expect(["queued", "running"]).toContain(result.runStatus);
     expect(ms).toBeGreaterThanOrEqual(280);
     expect(ms).toBeLessThan(SLOW_MS);
 
-    const later = await waitRun(b, r.runId, 10_000);
+    const later = await timedWait(b, r.runId, 10_000);
     expect(later.result).toMatchObject({ status: "ok", reply: "done: slow-3" });
     expect(await getRun(a, r.runId)).toMatchObject({ status: "ok", reply: "done: slow-3", attempts: 1 });
   });
@@ -89,8 +90,8 @@ describe("runs on BullMQ: agent.wait", () => {
     await until(async () => (await getRun(a, running.runId)).status === "running", 10_000, 25);
     const queued = await inbound(a, "w4", "queued-behind");
     expect((await getRun(a, queued.runId)).status).toBe("queued");
-    const waitRunning = waitRun(b, running.runId, 20_000);
-    const waitQueued = waitRun(b, queued.runId, 20_000);
+    const waitRunning = timedWait(b, running.runId, 20_000);
+    const waitQueued = timedWait(b, queued.runId, 20_000);
 
     const stopAt = Date.now();
     const stop = await a.post("/v1/inbound", { channel: "telegram", chatType: "dm", from: "w4", text: "/stop" });
@@ -108,7 +109,7 @@ describe("runs on BullMQ: agent.wait", () => {
 
     // The session goes on: the next message runs normally, after the killed one.
     const next = await inbound(a, "w4", "after-stop");
-    expect((await waitRun(b, next.runId, 10_000)).result).toMatchObject({ status: "ok", reply: "re: after-stop" });
+    expect((await timedWait(b, next.runId, 10_000)).result).toMatchObject({ status: "ok", reply: "re: after-stop" });
     const lines = readTranscript(a.config, running.sessionId);
     expect(conversation(lines)).toEqual([
       { role: "user", text: "long-4" },
@@ -128,10 +129,10 @@ describe("runs on BullMQ: agent.wait", () => {
     const SESSIONS = 16;
     await Promise.all(
       Array.from({ length: SESSIONS }, async (_, i) => {
-        await new Promise((r) => setTimeout(r, i * 5));
+        await pace(i * 5, "spread the stops over queued, taken and running");
         const from = `race${i}`;
         const r = await inbound(a, from, "long-race");
-        const waiting = waitRun(b, r.runId, 20_000);
+        const waiting = timedWait(b, r.runId, 20_000);
         const stop = await a.post("/v1/inbound", { channel: "telegram", chatType: "dm", from, text: "/stop" });
         const stopAt = Date.now();
         expect(stop.body).toMatchObject({ command: "stop", stopped: 1 });

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { announceJobId } from "../../src/subagents/announce.js";
 import { startTestSystem, until, type TestSystem } from "../helpers/system.js";
 import { parseExposition, valueOf } from "../helpers/prometheus.js";
-import { scriptAgent, settle, tool, toolsConfig, textOf } from "../fixtures/tools-support.js";
+import { scriptAgent, queuesQuiet, tool, toolsConfig, textOf } from "../fixtures/tools-support.js";
 import { announced, completionTurns, COMPLETION } from "../fixtures/subagents-support.js";
 
 const ATTEMPTS = 3;
@@ -110,7 +110,7 @@ describe("an announce that exhausts its retries", () => {
     expect(posts).toHaveLength(1);
     expect(posts[0]).toMatchObject({ id: `subagent-announce-${spawn.runId}`, status: "failed", attempts: ATTEMPTS, channel: "hook" });
 
-    await settle(sys);
+    await queuesQuiet(sys);
     // The webhook saw exactly one POST per attempt, all the same message with the same
     // idempotency key, and nothing else (the requester's replies were NO_REPLY).
     expect(hook.posts).toHaveLength(ATTEMPTS);

@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { FAST_WORKERS, startTestSystem, until, type ChildHandle, type TestSystem } from "../helpers/system.js";
 import { spawnWorker } from "../fixtures/runs-support.js";
-import { scriptAgent, settle, tool, toolsConfig } from "../fixtures/tools-support.js";
+import { scriptAgent, queuesQuiet, tool, toolsConfig } from "../fixtures/tools-support.js";
 import { announceDeliveries, announced, completionTurns, COMPLETION, registry } from "../fixtures/subagents-support.js";
 import { announceJobId } from "../../src/subagents/announce.js";
 
@@ -58,7 +58,7 @@ async function startRequester(sys: TestSystem): Promise<void> {
 }
 
 async function expectAnnouncedOnce(sys: TestSystem, childKey: string): Promise<void> {
-  await settle(sys, 300, 30_000);
+  await queuesQuiet(sys, 300, 30_000);
   expect((await announceDeliveries(sys, MAIN)).filter((d) => d.message.includes(childKey))).toHaveLength(1);
   expect((await completionTurns(sys, MAIN)).filter((m) => JSON.stringify(m.content).includes(childKey))).toHaveLength(1);
 }

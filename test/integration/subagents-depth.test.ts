@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestSystem, until, type TestSystem } from "../helpers/system.js";
 import { readFile } from "node:fs/promises";
-import { chat, deliveries, scriptAgent, settle, tool, toolsConfig, transcript, textOf } from "../fixtures/tools-support.js";
+import { chat, deliveries, scriptAgent, queuesQuiet, tool, toolsConfig, transcript, textOf } from "../fixtures/tools-support.js";
 import { announceDeliveries, announced, completionTurns, COMPLETION, registry } from "../fixtures/subagents-support.js";
 
 const BOSS = "agent:boss:main";
@@ -67,7 +67,7 @@ describe("orchestrators, yield and maxConcurrent", () => {
     const grand = await announced(sys, grandRunId!);
     expect(await sys.svc.sessions.get(grandKey!)).toMatchObject({ spawnDepth: 2, subagentRole: "leaf", spawnedBy: res.childSessionKey });
     expect(grand.frozenResult).toContain("leaf tried: forbidden Tool sessions_spawn is not available to this session");
-    await settle(sys);
+    await queuesQuiet(sys);
 
     // The leaf's completion went into the orchestrator's session, not to any chat.
     expect(await completionTurns(sys, res.childSessionKey)).toHaveLength(1);
@@ -104,7 +104,7 @@ describe("orchestrators, yield and maxConcurrent", () => {
     expect(child.endedAt!).toBeGreaterThan(yieldRun.endedAt);
 
     await until(async () => (await completionTurns(sys, key)).length === 1, 15_000);
-    await settle(sys);
+    await queuesQuiet(sys);
     const lines = await transcript(sys, key);
     // Two tool calls only: the spawn and the yield; the sessions_list after it never ran.
     const calls = lines.filter((m) => m.role === "assistant" && Array.isArray(m.content) && (m.content as { type: string }[]).some((b) => b.type === "toolCall"));
@@ -156,7 +156,7 @@ describe("orchestrators, yield and maxConcurrent", () => {
     }
     const runs = await Promise.all(runIds.map((id) => announced(sys, id, 90_000)));
     expect(runs.every((r) => r.status === "ok" && r.announce === "delivered")).toBe(true);
-    await settle(sys, 300, 60_000);
+    await queuesQuiet(sys, 300, 60_000);
 
     const records = await Promise.all(runIds.map(async (id) => (await sys.get(`/v1/runs/${id}`)).body));
     const edges = records.flatMap((r) => [[r.startedAt, 1], [r.endedAt, -1]] as [number, number][]).sort((a, b) => a[0] - b[0] || a[1] - b[1]);

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestSystem, until, type TestSystem } from "../helpers/system.js";
-import { chat, scriptAgent, settle, tool, toolsConfig, transcript, textOf } from "../fixtures/tools-support.js";
+import { chat, scriptAgent, queuesQuiet, tool, toolsConfig, transcript, textOf } from "../fixtures/tools-support.js";
 import { announceDeliveries, announced, completionTurns, COMPLETION, registry } from "../fixtures/subagents-support.js";
 
 const MAIN = "agent:main:main";
@@ -71,7 +71,7 @@ describe("sessions_spawn and the durable announce", () => {
     const run = await announced(sys, res.runId);
     expect(run).toMatchObject({ status: "ok", announce: "delivered", requesterSessionKey: MAIN, childSessionKey: res.childSessionKey, label: "tides" });
     expect(run.frozenResult).toContain("found: [Subagent Context] You are running as a subagent (depth 1/1).");
-    await settle(sys);
+    await queuesQuiet(sys);
 
     // The child session: lineage written at creation.
     const child = await sys.svc.sessions.get(res.childSessionKey);
@@ -169,7 +169,7 @@ describe("sessions_spawn and the durable announce", () => {
 
     const quiet = await tool(sys, "sessions_spawn", MAIN, { task: "quiet please", agentId: "researcher" });
     expect(await announced(sys, quiet.runId)).toMatchObject({ status: "ok", announce: "skipped" });
-    await settle(sys);
+    await queuesQuiet(sys);
     expect((await announceDeliveries(sys, MAIN)).some((d) => d.message.includes(quiet.childSessionKey))).toBe(false);
     expect((await completionTurns(sys, MAIN)).some((m) => textOf(m).includes(quiet.childSessionKey))).toBe(false);
   });
@@ -179,7 +179,7 @@ describe("sessions_spawn and the durable announce", () => {
     const keep = await tool(sys, "sessions_spawn", MAIN, { task: "keep me after", agentId: "researcher", cleanup: "keep" });
     await announced(sys, del.runId);
     await announced(sys, keep.runId);
-    await settle(sys);
+    await queuesQuiet(sys);
     expect(await sys.svc.sessions.get(del.childSessionKey)).toBeNull();
     expect(await sys.svc.sessions.get(keep.childSessionKey)).not.toBeNull();
     const post = (await announceDeliveries(sys, MAIN)).find((d) => d.message.includes(del.childSessionKey));
@@ -267,7 +267,7 @@ describe("sessions_spawn and the durable announce", () => {
     expect(await announced(sys, res.runId)).toMatchObject({ status: "killed", announce: "suppressed" });
     const next = await announced(sys, steered.runId);
     expect(next).toMatchObject({ status: "ok", announce: "delivered", frozenResult: "researcher: new direction please" });
-    await settle(sys);
+    await queuesQuiet(sys);
     const turns = await completionTurns(sys, key);
     expect(turns).toHaveLength(1);
     expect(textOf(turns[0]!)).toContain("researcher: new direction please");
@@ -291,7 +291,7 @@ describe("sessions_spawn and the durable announce", () => {
     expect(run.endedAt!).toBeLessThan(slowRec.endedAt);
     expect(annRec.startedAt).toBeGreaterThanOrEqual(slowRec.endedAt);
     expect(annRec.startedAt - slowRec.endedAt).toBeLessThan(1000);
-    await settle(sys);
+    await queuesQuiet(sys);
     expect(await completionTurns(sys, key)).toHaveLength(1);
   });
 });

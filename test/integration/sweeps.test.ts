@@ -7,11 +7,13 @@
  * Sessions get message timestamps in the future (2031+) and `sweepOnce` is called with an
  * explicit `now`, so the workers' own scheduled sweep (wall clock) never finds them due.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SWEEP_SCHEDULER_ID, sweepOnce } from "../../src/workers/maintenance.js";
-import { startTestSystem, until, type TestSystem } from "../helpers/system.js";
+import { startTestSystem, type TestSystem } from "../helpers/system.js";
+import { entryOf, inbound, runOk, sessionFiles, waitRunning } from "../helpers/api.js";
+import { quietPeriod, settle } from "../helpers/settle.js";
 
 const MIN = 60_000;
 const HOUR = 60 * MIN;
@@ -48,60 +50,36 @@ afterEach(async () => {
   for (const s of systems.splice(0)) await s.close();
 });
 
-async function inbound(body: Record<string, unknown>, s: TestSystem = sys) {
-  const res = await s.post("/v1/inbound", body);
-  expect(res.status, JSON.stringify(res.body)).toBe(202);
-  return res.body;
-}
-
-async function waitRun(runId: string, s: TestSystem = sys, timeoutMs = 15_000) {
-  const r = await s.rpc("agent.wait", { runId, timeoutMs });
-  expect(r.status).toBe("ok");
-  return r;
-}
-
-async function entryOf(key: string, s: TestSystem = sys) {
-  return (await s.rpc("sessions.resolve", { key })).entry;
-}
-
-function files(s: TestSystem = sys): string[] {
-  try {
-    return readdirSync(join(s.config.storage.dir, "agents", "main", "sessions"));
-  } catch {
-    return [];
-  }
-}
-
 const idleMsg = (from: string, timestamp: number, text = "hi") => ({ channel: "idlec", chatType: "dm", from, text, timestamp });
 
 describe("sweepOnce", () => {
   it("rotates idle-stale sessions without a new message, archives their transcripts, leaves fresh ones alone", async () => {
     const T = Date.UTC(2031, 0, 5, 12);
-    const stale = await Promise.all(["s1", "s2", "s3"].map((u) => inbound(idleMsg(u, T))));
-    const fresh = await inbound(idleMsg("f1", T + 5 * MIN));
-    const never = await inbound({ channel: "offc", chatType: "dm", from: "o1", text: "hi", timestamp: T });
-    await Promise.all([...stale, fresh, never].map((r) => waitRun(r.runId)));
+    const stale = await Promise.all(["s1", "s2", "s3"].map((u) => inbound(sys, idleMsg(u, T))));
+    const fresh = await inbound(sys, idleMsg("f1", T + 5 * MIN));
+    const never = await inbound(sys, { channel: "offc", chatType: "dm", from: "o1", text: "hi", timestamp: T });
+    await Promise.all([...stale, fresh, never].map((r) => runOk(sys, r.runId)));
 
     const r = await sweepOnce(sys.svc, T + 11 * MIN);
     expect(r).toEqual({ examined: 3, rotated: 3, rescheduled: 0, busy: 0 });
 
     for (const s of stale) {
-      const e = await entryOf(s.sessionKey);
+      const e = await entryOf(sys, s.sessionKey);
       expect(e.sessionId).not.toBe(s.sessionId);
       expect(e.previousSessionId).toBe(s.sessionId);
       expect(e.resetReason).toBe("idle");
       expect(e.updatedAt).toBe(T); // a sweep is not activity
     }
-    expect((await entryOf(fresh.sessionKey)).sessionId).toBe(fresh.sessionId);
-    expect((await entryOf(never.sessionKey)).sessionId).toBe(never.sessionId);
+    expect((await entryOf(sys, fresh.sessionKey)).sessionId).toBe(fresh.sessionId);
+    expect((await entryOf(sys, never.sessionKey)).sessionId).toBe(never.sessionId);
 
-    await until(() => stale.every((s) => files().some((f) => f.startsWith(`${s.sessionId}.jsonl.reset.`))), 10_000);
-    for (const s of stale) expect(files()).not.toContain(`${s.sessionId}.jsonl`);
-    expect(files()).toContain(`${fresh.sessionId}.jsonl`);
-    expect(files()).toContain(`${never.sessionId}.jsonl`);
+    await settle(() => stale.every((s) => sessionFiles(sys).some((f) => f.startsWith(`${s.sessionId}.jsonl.reset.`))), { what: "every stale session's transcript archived", timeoutMs: 10_000 });
+    for (const s of stale) expect(sessionFiles(sys)).not.toContain(`${s.sessionId}.jsonl`);
+    expect(sessionFiles(sys)).toContain(`${fresh.sessionId}.jsonl`);
+    expect(sessionFiles(sys)).toContain(`${never.sessionId}.jsonl`);
 
     // the history of a swept session starts empty
-    expect((await sys.rpc("chat.history", { sessionKey: stale[0].sessionKey })).messages).toEqual([]);
+    expect((await sys.rpc("chat.history", { sessionKey: stale[0]!.sessionKey })).messages).toEqual([]);
 
     // a second sweep at the same instant has nothing to do
     expect(await sweepOnce(sys.svc, T + 11 * MIN)).toMatchObject({ examined: 0, rotated: 0 });
@@ -109,152 +87,152 @@ describe("sweepOnce", () => {
 
   it("rotates a daily-stale session after the 04:00 boundary (reason daily), not before", async () => {
     const D = Date.UTC(2031, 1, 10);
-    const a = await inbound({ channel: "tg", chatType: "dm", from: "daily-sweep", text: "hi", timestamp: D + 10 * HOUR });
-    await waitRun(a.runId);
+    const a = await inbound(sys, { channel: "tg", chatType: "dm", from: "daily-sweep", text: "hi", timestamp: D + 10 * HOUR });
+    await runOk(sys, a.runId);
     expect(await sweepOnce(sys.svc, D + DAY + 3 * HOUR + 59 * MIN)).toMatchObject({ rotated: 0 });
-    expect((await entryOf(a.sessionKey)).sessionId).toBe(a.sessionId);
+    expect((await entryOf(sys, a.sessionKey)).sessionId).toBe(a.sessionId);
 
     const r = await sweepOnce(sys.svc, D + DAY + 4 * HOUR + 1);
     expect(r).toMatchObject({ examined: 1, rotated: 1 });
-    const e = await entryOf(a.sessionKey);
+    const e = await entryOf(sys, a.sessionKey);
     expect(e.sessionId).not.toBe(a.sessionId);
     expect(e.resetReason).toBe("daily");
-    await until(() => files().some((f) => f.startsWith(`${a.sessionId}.jsonl.reset.`)), 10_000);
+    await settle(() => sessionFiles(sys).some((f) => f.startsWith(`${a.sessionId}.jsonl.reset.`)), { what: "the old transcript archived", timeoutMs: 10_000 });
   });
 
   it("the next message after a sweep uses the swept session (no second rotation)", async () => {
     const T = Date.UTC(2031, 2, 5, 12);
-    const a = await inbound(idleMsg("after-sweep", T));
-    await waitRun(a.runId);
+    const a = await inbound(sys, idleMsg("after-sweep", T));
+    await runOk(sys, a.runId);
     const swept = await sweepOnce(sys.svc, T + 20 * MIN);
     expect(swept.rotated).toBe(1);
-    const sweptId = (await entryOf(a.sessionKey)).sessionId;
+    const sweptId = (await entryOf(sys, a.sessionKey)).sessionId;
     expect(sweptId).not.toBe(a.sessionId);
 
-    const b = await inbound(idleMsg("after-sweep", T + 21 * MIN, "back"));
+    const b = await inbound(sys, idleMsg("after-sweep", T + 21 * MIN, "back"));
     expect(b.sessionId).toBe(sweptId);
-    await waitRun(b.runId);
-    const e = await entryOf(a.sessionKey);
+    await runOk(sys, b.runId);
+    const e = await entryOf(sys, a.sessionKey);
     expect(e.sessionId).toBe(sweptId);
     expect(e.previousSessionId).toBe(a.sessionId);
     const hist = await sys.rpc("chat.history", { sessionKey: a.sessionKey });
     expect(hist.messages.map((m: { role: string }) => m.role)).toEqual(["user", "assistant"]);
 
     // and the new session's own idle clock starts at that message
-    const c = await inbound(idleMsg("after-sweep", T + 30 * MIN, "still here"));
+    const c = await inbound(sys, idleMsg("after-sweep", T + 30 * MIN, "still here"));
     expect(c).toMatchObject({ isNewSession: false, sessionId: sweptId });
-    const d = await inbound(idleMsg("after-sweep", T + 41 * MIN, "late"));
+    const d = await inbound(sys, idleMsg("after-sweep", T + 41 * MIN, "late"));
     expect(d).toMatchObject({ isNewSession: true, resetReason: "idle" });
-    await waitRun(d.runId);
+    await runOk(sys, d.runId);
   });
 
   it("a swept session nobody writes to is not rotated again and again", async () => {
     const T = Date.UTC(2031, 3, 5, 12);
-    const a = await inbound(idleMsg("abandoned", T));
-    await waitRun(a.runId);
+    const a = await inbound(sys, idleMsg("abandoned", T));
+    await runOk(sys, a.runId);
     const first = await sweepOnce(sys.svc, T + 11 * MIN);
     expect(first.rotated).toBe(1);
-    const sweptId = (await entryOf(a.sessionKey)).sessionId;
+    const sweptId = (await entryOf(sys, a.sessionKey)).sessionId;
 
     // Hours later, nothing happened in that session: there is nothing left to reset.
     const later = await sweepOnce(sys.svc, T + 5 * HOUR);
     expect(later.rotated).toBe(0);
-    expect((await entryOf(a.sessionKey)).sessionId).toBe(sweptId);
+    expect((await entryOf(sys, a.sessionKey)).sessionId).toBe(sweptId);
     const dayLater = await sweepOnce(sys.svc, T + 3 * DAY);
     expect(dayLater.rotated).toBe(0);
-    expect((await entryOf(a.sessionKey)).sessionId).toBe(sweptId);
+    expect((await entryOf(sys, a.sessionKey)).sessionId).toBe(sweptId);
   });
 
   it("a sweep racing lazy inbound resets rotates each session exactly once", async () => {
     const T = Date.UTC(2031, 4, 5, 12);
     const users = Array.from({ length: 12 }, (_, i) => `racer${i}`);
-    const first = await Promise.all(users.map((u) => inbound(idleMsg(u, T))));
-    await Promise.all(first.map((r) => waitRun(r.runId)));
+    const first = await Promise.all(users.map((u) => inbound(sys, idleMsg(u, T))));
+    await Promise.all(first.map((r) => runOk(sys, r.runId)));
 
     const at = T + 15 * MIN;
-    const [sweep, ...replies] = await Promise.all([sweepOnce(sys.svc, at), ...users.map((u) => inbound(idleMsg(u, at, "again")))]);
+    const [sweep, ...replies] = await Promise.all([sweepOnce(sys.svc, at), ...users.map((u) => inbound(sys, idleMsg(u, at, "again")))]);
     expect(sweep.rotated).toBeLessThanOrEqual(users.length);
     for (let i = 0; i < users.length; i++) {
-      const e = await entryOf(first[i].sessionKey);
-      expect(e.sessionId, users[i]).not.toBe(first[i].sessionId);
-      expect(e.previousSessionId, users[i]).toBe(first[i].sessionId); // one rotation from the old one
-      expect(replies[i].sessionId, users[i]).toBe(e.sessionId);
+      const e = await entryOf(sys, first[i]!.sessionKey);
+      expect(e.sessionId, users[i]).not.toBe(first[i]!.sessionId);
+      expect(e.previousSessionId, users[i]).toBe(first[i]!.sessionId); // one rotation from the old one
+      expect(replies[i]!.sessionId, users[i]).toBe(e.sessionId);
     }
     // Promptly: a turn that meets the archive job at the session lease waits ~1 s, not 30 s.
-    await Promise.all(replies.map((r) => waitRun(r.runId, sys, 6000)));
+    await Promise.all(replies.map((r) => runOk(sys, r.runId, 6000)));
     for (let i = 0; i < users.length; i++) {
-      const hist = await sys.rpc("chat.history", { sessionKey: first[i].sessionKey });
+      const hist = await sys.rpc("chat.history", { sessionKey: first[i]!.sessionKey });
       expect(hist.messages.map((m: { content: unknown }) => m.content)[0]).toBe("again");
     }
     // every old transcript archived exactly once
-    await until(() => first.every((r) => files().filter((f) => f.startsWith(`${r.sessionId}.jsonl.reset.`)).length === 1), 10_000);
-    await new Promise((r) => setTimeout(r, 200));
-    for (const r of first) expect(files().filter((f) => f.startsWith(`${r.sessionId}.jsonl.reset.`))).toHaveLength(1);
+    await settle(() => first.every((r) => sessionFiles(sys).filter((f) => f.startsWith(`${r.sessionId}.jsonl.reset.`)).length === 1), { what: "each old transcript archived once", timeoutMs: 10_000 });
+    await quietPeriod(200, "no second archive of any old transcript");
+    for (const r of first) expect(sessionFiles(sys).filter((f) => f.startsWith(`${r.sessionId}.jsonl.reset.`))).toHaveLength(1);
   });
 
   it("sessions.reset of a stale session: the next message uses the reset session", async () => {
     // Last active a minute ago (wall clock), reset now; the next message comes 2 h later: the
     // old session would be idle-stale by then, but the reset one has had nothing in it.
     const T = Date.now() - MIN;
-    const a = await inbound(idleMsg("op-reset", T));
-    await waitRun(a.runId);
+    const a = await inbound(sys, idleMsg("op-reset", T));
+    await runOk(sys, a.runId);
     const reset = await sys.rpc("sessions.reset", { key: a.sessionKey });
     expect(reset.previousSessionId).toBe(a.sessionId);
-    const b = await inbound(idleMsg("op-reset", T + 2 * HOUR, "hello again"));
+    const b = await inbound(sys, idleMsg("op-reset", T + 2 * HOUR, "hello again"));
     expect(b.sessionId).toBe(reset.sessionId);
-    await waitRun(b.runId);
-    expect((await entryOf(a.sessionKey)).previousSessionId).toBe(a.sessionId);
-    await until(() => files().some((f) => f.startsWith(`${a.sessionId}.jsonl.reset.`)), 10_000);
+    await runOk(sys, b.runId);
+    expect((await entryOf(sys, a.sessionKey)).previousSessionId).toBe(a.sessionId);
+    await settle(() => sessionFiles(sys).some((f) => f.startsWith(`${a.sessionId}.jsonl.reset.`)), { what: "the reset session's old transcript archived", timeoutMs: 10_000 });
   });
 
   it("a stale session with a turn queued or running is not rotated under it (later, it is, and the archive holds the whole turn)", async () => {
     const T = Date.UTC(2031, 3, 25, 12);
-    const a = await inbound(idleMsg("busy", T, "slow work"));
-    await until(async () => (await sys.get(`/v1/runs/${a.runId}`)).body.status === "running", 5000);
-    const queued = await inbound(idleMsg("busy", T + MIN, "slow more"));
+    const a = await inbound(sys, idleMsg("busy", T, "slow work"));
+    await waitRunning(sys, a.runId, 5000);
+    const queued = await inbound(sys, idleMsg("busy", T + MIN, "slow more"));
     expect(queued.sessionId).toBe(a.sessionId);
 
     const during = await sweepOnce(sys.svc, T + 30 * MIN);
     expect(during).toMatchObject({ examined: 1, rotated: 0, busy: 1 });
-    expect((await entryOf(a.sessionKey)).sessionId).toBe(a.sessionId);
+    expect((await entryOf(sys, a.sessionKey)).sessionId).toBe(a.sessionId);
 
-    await waitRun(a.runId);
-    await waitRun(queued.runId);
-    await until(async () => !(await sys.svc.inbox.hasInflight(a.sessionKey)), 5000);
+    await runOk(sys, a.runId);
+    await runOk(sys, queued.runId);
+    await settle(async () => !(await sys.svc.inbox.hasInflight(a.sessionKey)), { what: "no turn of the session in flight", timeoutMs: 5000 });
     const after = await sweepOnce(sys.svc, T + 30 * MIN);
     expect(after).toMatchObject({ examined: 1, rotated: 1, busy: 0 });
-    const archived = await until(() => files().find((f) => f.startsWith(`${a.sessionId}.jsonl.reset.`)), 10_000);
+    const archived = await settle(() => sessionFiles(sys).find((f) => f.startsWith(`${a.sessionId}.jsonl.reset.`)), { what: "the stale session's transcript archived", timeoutMs: 10_000 });
     const lines = readFileSync(join(sys.config.storage.dir, "agents", "main", "sessions", archived!), "utf8").trim().split("\n");
     expect(lines.map((l) => JSON.parse(l).message?.role ?? JSON.parse(l).type)).toEqual(["session", "user", "assistant", "user", "assistant"]);
-    expect(files()).not.toContain(`${a.sessionId}.jsonl`);
+    expect(sessionFiles(sys)).not.toContain(`${a.sessionId}.jsonl`);
   });
 
   it("the archive job waits for a busy session, and archives soon after it is free", async () => {
-    const a = await inbound(idleMsg("lease-wait", Date.now()));
-    await waitRun(a.runId);
+    const a = await inbound(sys, idleMsg("lease-wait", Date.now()));
+    await runOk(sys, a.runId);
     // Hold the session lease as a drain running a long turn would.
-    const held = await until(async () => {
+    const held = await settle(async () => {
       const r = await sys.svc.leases.tryAcquire(a.sessionKey);
       return r.acquired ? r.lease : undefined;
-    }, 5000);
+    }, { what: "the session lease taken", timeoutMs: 5000 });
     await sys.rpc("sessions.reset", { key: a.sessionKey });
-    await new Promise((r) => setTimeout(r, 600));
-    expect(files()).toContain(`${a.sessionId}.jsonl`); // not moved under the holder's feet
+    await quietPeriod(600, "the archive job does not move the file while the lease is held");
+    expect(sessionFiles(sys)).toContain(`${a.sessionId}.jsonl`); // not moved under the holder's feet
     await held!.release();
     const t0 = Date.now();
-    await until(() => files().some((f) => f.startsWith(`${a.sessionId}.jsonl.reset.`)), 10_000);
+    await settle(() => sessionFiles(sys).some((f) => f.startsWith(`${a.sessionId}.jsonl.reset.`)), { what: "the transcript archived once the lease is free", timeoutMs: 10_000 });
     expect(Date.now() - t0).toBeLessThan(3000); // not the 30 s lease TTL
   });
 
   it("a session touched after it was indexed is rescheduled, not rotated", async () => {
     const T = Date.UTC(2031, 5, 5, 12);
-    const a = await inbound(idleMsg("toucher", T));
-    await waitRun(a.runId);
+    const a = await inbound(sys, idleMsg("toucher", T));
+    await runOk(sys, a.runId);
     // Simulate an index entry that is older than the session's activity (e.g. a policy change).
     await sys.svc.redis.zadd(sys.svc.keys.staleIndex(), T + MIN, a.sessionKey);
     const r = await sweepOnce(sys.svc, T + 2 * MIN);
     expect(r).toMatchObject({ examined: 1, rotated: 0, rescheduled: 1 });
-    expect((await entryOf(a.sessionKey)).sessionId).toBe(a.sessionId);
+    expect((await entryOf(sys, a.sessionKey)).sessionId).toBe(a.sessionId);
     expect(await sys.svc.redis.zscore(sys.svc.keys.staleIndex(), a.sessionKey)).toBe(String(T + 10 * MIN + 1));
   });
 });
@@ -263,18 +241,18 @@ describe("sweep cost", () => {
   it("examines only due sessions: 200 fresh + 5 stale → examined 5", async () => {
     const own = sys;
     const T = Date.UTC(2031, 6, 5, 12);
-    const staleRes = await Promise.all(Array.from({ length: 5 }, (_, i) => inbound(idleMsg(`old${i}`, T), own)));
+    const staleRes = await Promise.all(Array.from({ length: 5 }, (_, i) => inbound(own, idleMsg(`old${i}`, T))));
     const freshRes: { sessionKey: string; sessionId: string; runId: string }[] = [];
     for (let batch = 0; batch < 10; batch++) {
-      freshRes.push(...(await Promise.all(Array.from({ length: 20 }, (_, i) => inbound(idleMsg(`new${batch}-${i}`, T + 8 * MIN), own)))));
+      freshRes.push(...(await Promise.all(Array.from({ length: 20 }, (_, i) => inbound(own, idleMsg(`new${batch}-${i}`, T + 8 * MIN))))));
     }
     expect(freshRes).toHaveLength(200);
-    await Promise.all(staleRes.map((r) => waitRun(r.runId, own)));
+    await Promise.all(staleRes.map((r) => runOk(own, r.runId)));
 
     const r = await sweepOnce(own.svc, T + 12 * MIN);
     expect(r).toEqual({ examined: 5, rotated: 5, rescheduled: 0, busy: 0 });
-    for (const s of staleRes) expect((await entryOf(s.sessionKey, own)).sessionId).not.toBe(s.sessionId);
-    for (const s of freshRes.filter((_, i) => i % 20 === 0)) expect((await entryOf(s.sessionKey, own)).sessionId).toBe(s.sessionId);
+    for (const s of staleRes) expect((await entryOf(own, s.sessionKey)).sessionId).not.toBe(s.sessionId);
+    for (const s of freshRes.filter((_, i) => i % 20 === 0)) expect((await entryOf(own, s.sessionKey)).sessionId).toBe(s.sessionId);
     expect(await own.svc.sessions.count()).toBe(205);
     await Promise.all(freshRes.map((x) => own.rpc("agent.wait", { runId: x.runId, timeoutMs: 20_000 })));
   });
@@ -284,17 +262,17 @@ describe("scheduler", () => {
   it("the scheduled sweep rotates a session that went stale in real time", async () => {
     const fast = await startTestSystem({ ...CONFIG, maintenance: { sweepEveryMs: 1000 } });
     systems.push(fast);
-    const a = await inbound(idleMsg("realtime", Date.now() - 12 * MIN), fast); // idle 10 min: already stale
-    await waitRun(a.runId, fast);
-    const e = await until(async () => {
-      const cur = await entryOf(a.sessionKey, fast);
+    const a = await inbound(fast, idleMsg("realtime", Date.now() - 12 * MIN)); // idle 10 min: already stale
+    await runOk(fast, a.runId);
+    const e = await settle(async () => {
+      const cur = await entryOf(fast, a.sessionKey);
       return cur.sessionId !== a.sessionId ? cur : undefined;
-    }, 8000);
+    }, { what: "the scheduled sweep rotated the session", timeoutMs: 8000 });
     expect(e).toMatchObject({ previousSessionId: a.sessionId, resetReason: "idle" });
-    await until(() => files(fast).some((f) => f.startsWith(`${a.sessionId}.jsonl.reset.`)), 8000);
+    await settle(() => sessionFiles(fast).some((f) => f.startsWith(`${a.sessionId}.jsonl.reset.`)), { what: "the rotated transcript archived", timeoutMs: 8000 });
     // and it stays put: later sweeps find nothing to do in an untouched session
-    await new Promise((r) => setTimeout(r, 1500));
-    expect((await entryOf(a.sessionKey, fast)).sessionId).toBe(e!.sessionId);
+    await quietPeriod(1500, "later sweeps (every 1 s) leave the untouched new session alone");
+    expect((await entryOf(fast, a.sessionKey)).sessionId).toBe(e!.sessionId);
   });
 
   it("the sweep Job Scheduler is registered in the maintenance queue once workers start", async () => {

@@ -12,13 +12,14 @@ import {
   isInterSessionUser,
   runRecordCount,
   scriptAgent,
-  settle,
+  queuesQuiet,
   textOf,
   tool,
   toolsConfig,
   transcript,
   type Msg,
 } from "../fixtures/tools-support.js";
+import { quietPeriod } from "../helpers/settle.js";
 
 const ALICE = "agent:alice:main";
 const BOB = "agent:bob:main";
@@ -124,7 +125,7 @@ describe("sessions_send (maxPingPongTurns 0)", () => {
     }, 10_000);
     expect(late).toHaveLength(1);
     expect(late![0]!.provenance).toMatchObject({ kind: "inter_session", sourceSessionKey: BOB, sourceTool: "sessions_send" });
-    await settle(sys);
+    await queuesQuiet(sys);
     // Exactly once (a retried step must not hand it over twice).
     expect((await transcript(sys, ALICE)).filter((m) => isInterSessionUser(m) && textOf(m) === "bob slow: slow question")).toHaveLength(1);
   });
@@ -132,7 +133,7 @@ describe("sessions_send (maxPingPongTurns 0)", () => {
   it("an on-time reply is not handed to the requester again (no ping-pong)", async () => {
     const res = await tool(sys, "sessions_send", ALICE, { sessionKey: BOB, message: "quick one", timeoutSeconds: 10 });
     expect(res.status).toBe("ok");
-    await settle(sys);
+    await queuesQuiet(sys);
     expect((await transcript(sys, ALICE)).filter((m) => isInterSessionUser(m) && textOf(m) === "bob: quick one")).toHaveLength(0);
   });
 
@@ -145,12 +146,12 @@ describe("sessions_send (maxPingPongTurns 0)", () => {
   });
 
   it("announce: posted to the target session's own channel (from its stored delivery context)", async () => {
-    await settle(sys);
+    await queuesQuiet(sys);
     const before = (await deliveries(sys, BOB)).filter((d) => d.kind === "announce").length;
     const res = await tool(sys, "sessions_send", ALICE, { sessionKey: BOB, message: "announce this", timeoutSeconds: 10 });
     expect(res.status).toBe("ok");
     await until(async () => (await deliveries(sys, BOB)).filter((d) => d.kind === "announce").length > before, 10_000);
-    await settle(sys);
+    await queuesQuiet(sys);
     const announces = (await deliveries(sys, BOB)).filter((d) => d.kind === "announce");
     expect(announces).toHaveLength(before + 1);
     expect(announces[0]).toMatchObject({ channel: "tg", to: "99", message: "bob announces: done", sessionKey: BOB, status: "delivered" });
@@ -171,7 +172,7 @@ describe("sessions_send (maxPingPongTurns 0)", () => {
       const i = c.findIndex((m) => m.role === "user" && textOf(m) === ANNOUNCE_TEXT);
       return i >= 0 && c.slice(i + 1).some((m) => m.role === "assistant" && textOf(m) === "ANNOUNCE_SKIP");
     }, 10_000);
-    await settle(sys);
+    await queuesQuiet(sys);
     const carol = await deliveries(sys, CAROL);
     expect(carol.some((d) => d.kind === "announce")).toBe(false);
     expect(carol.filter((d) => d.kind === "reply")).toHaveLength(1); // only the answer to the person's "hi carol"
@@ -199,13 +200,13 @@ describe("sessions_send (maxPingPongTurns 0)", () => {
     const res = await tool(sys, "sessions_send", ALICE, { sessionKey: DAVE, message: "are you there", timeoutSeconds: 5 });
     expect(res).toMatchObject({ status: "error", error: "send blocked by session policy" });
     expect((await sys.get(`/v1/runs/${res.runId}`)).status).toBe(404);
-    await settle(sys);
+    await queuesQuiet(sys);
     expect((await transcript(sys, DAVE)).length).toBe(before);
     expect(await runRecordCount(sys)).toBe(runsBefore);
   });
 
   it("inter-session traffic never overwrites the target's (or requester's) external route", async () => {
-    await settle(sys);
+    await queuesQuiet(sys);
     const bob = (await sys.rpc("sessions.resolve", { key: BOB })).entry;
     expect(bob).toMatchObject({ lastChannel: "tg", lastTo: "99", deliveryContext: { channel: "tg", to: "99" } });
     const alice = (await sys.rpc("sessions.resolve", { key: ALICE })).entry;
@@ -265,7 +266,7 @@ describe.each([0, 2, 5])("reply-back loop with maxPingPongTurns %i", (turns) => 
       const i = t.findIndex((m) => m.role === "user" && textOf(m) === ANNOUNCE_TEXT);
       return i >= 0 && t.slice(i + 1).some((m) => m.role === "assistant");
     }, 15_000);
-    await settle(sys);
+    await queuesQuiet(sys);
     const reqLines = (await transcript(sys, req)).filter(isInterSessionUser);
     const tgtLines = (await transcript(sys, tgt)).filter(isInterSessionUser);
     // Target: the message itself + its reply steps + the announce step.
@@ -319,7 +320,7 @@ describe.each([0, 2, 5])("reply-back loop with maxPingPongTurns %i", (turns) => 
       const i = t.findIndex((m) => m.role === "user" && textOf(m) === ANNOUNCE_TEXT);
       return i >= 0 && t.slice(i + 1).some((m) => m.role === "assistant");
     }, 10_000);
-    await settle(sys);
+    await queuesQuiet(sys);
     const lines = (await transcript(sys, tgt)).filter(isInterSessionUser).map(textOf);
     expect(lines).toEqual(["from nowhere", ANNOUNCE_TEXT]);
   });
@@ -373,7 +374,7 @@ describe("agent-to-agent chains are bounded by session.agentToAgent.maxHops", ()
       const kick = await tool(sys, "sessions_send", "agent:a:main", { sessionKey: "agent:b:main", message: "start the chain", timeoutSeconds: 0 });
       expect(kick.status).toBe("accepted");
       await until(async () => (await toolResults(sys)).some((t) => t.result.status === "forbidden"), 15_000);
-      await settle(sys, 600);
+      await queuesQuiet(sys, 600);
       const results = await toolResults(sys);
       // hop 1 B→C, hop 2 C→A, hop 3 A→B accepted; the 4th relay (B at hop 4) is refused.
       expect(results.map((t) => [t.key, t.result.status])).toEqual([
@@ -398,7 +399,7 @@ describe("agent-to-agent chains are bounded by session.agentToAgent.maxHops", ()
       const runsBefore = await runRecordCount(sys);
       await tool(sys, "sessions_send", "agent:a:main", { sessionKey: "agent:b:main", message: "start the storm", timeoutSeconds: 0 });
       await until(async () => (await toolResults(sys)).some((t) => t.result.status === "forbidden"), 15_000);
-      await settle(sys, 800, 30_000);
+      await queuesQuiet(sys, 800, 30_000);
       const runs = (await runRecordCount(sys)) - runsBefore;
       // Without the bound this never stops: every run relays, and every accepted send makes a
       // target turn, reply steps and an announce step, each relaying again. With maxHops 4, a
@@ -408,8 +409,7 @@ describe("agent-to-agent chains are bounded by session.agentToAgent.maxHops", ()
       expect(runs).toBe(23);
       const results = await toolResults(sys);
       expect(results.some((t) => t.result.status === "forbidden" && /hop limit/i.test(t.result.error))).toBe(true);
-      // Nothing is still going on a moment later.
-      await new Promise((r) => setTimeout(r, 500));
+      await quietPeriod(500, "nothing is still going on a moment later: no further run");
       expect((await runRecordCount(sys)) - runsBefore).toBe(runs);
       const userLines = (await Promise.all(["a", "b", "c"].map((id) => transcript(sys, `agent:${id}:main`)))).flat().filter((m: Msg) => m.role === "user");
       expect(userLines.length).toBe(3 + runs); // one user line per run, plus the three "hello"s
