@@ -3,8 +3,8 @@
  * gateway and the CLI's direct-to-Redis mode run the very same code.
  */
 import { createHash, randomUUID } from "node:crypto";
-import { topicOpt } from "../lifecycle/transcript-topic.js";
-import { freshRunSession } from "../lifecycle/isolated-run.js";
+import { topicOpt } from "../session/transcript-topic.js";
+import { freshRunSession } from "../rotation/isolated-run.js";
 import { pruneOnce } from "../workers/session-prune.js";
 import type { z } from "zod";
 import type { Services } from "../app/services.js";
@@ -12,18 +12,18 @@ import { defaultAgentId } from "../config/agents.js";
 import { zodIssues } from "../config/parse.js";
 import { SendBlockedError, SessionNotFoundError, SwitchboardError, ValidationError } from "../errors/index.js";
 import { DeliveryLog } from "../delivery/index.js";
-import { enqueueArchive, rotateSession } from "../lifecycle/rotate.js";
-import { identOf } from "../lifecycle/session-ident.js";
+import { enqueueArchive, rotateSession } from "../rotation/rotate.js";
+import { identOf } from "../session/session-ident.js";
 import { enqueueTurnOnce, requestDrain } from "../runs/enqueue.js";
 import { stopSession } from "../runs/stop.js";
 import { replayDeadLetter } from "../runs/replay.js";
 import { uuidFrom } from "../runs/derived-id.js";
-import { ensureSession } from "../lifecycle/ensure-session.js";
-import { storedRoute } from "../lifecycle/stored-route.js";
+import { ensureSession } from "../storage/ensure-session.js";
+import { storedRoute } from "../session/stored-route.js";
 import { isTerminal } from "../runs/turn.js";
 import { canonicalSessionKey } from "../session/key-canonical.js";
-import { sessionSendPolicy } from "../lifecycle/session-send-policy.js";
-import { enqueueDelivery } from "../workers/deliver.js";
+import { sessionSendPolicy } from "../session/stored-send-policy.js";
+import { enqueueDelivery } from "../delivery/deliver.js";
 import * as P from "./params.js";
 
 export type RpcHandler = (params: unknown) => Promise<unknown>;

@@ -4,7 +4,7 @@
  * sub-agent sessions it spawned, recursively. Returns how many runs were stopped.
  */
 import type { Services } from "../app/services.js";
-import { enqueueArchive } from "../lifecycle/rotate.js";
+import { enqueueArchive } from "../rotation/rotate.js";
 import { enqueueContinuation } from "./continuation.js";
 
 export async function stopSession(svc: Services, sessionKey: string, seen = new Set<string>(), opts: { cascade?: boolean } = {}): Promise<number> {

@@ -3,7 +3,7 @@
  * incoming message (plus the session's recent history) into a reply. It gets an AbortSignal:
  * `/stop`, `subagents kill` and `runTimeoutSeconds` abort it, and it must stop promptly.
  */
-import type { Provenance, TranscriptMessage } from "../transcript/types.js";
+import type { Provenance, TranscriptMessage } from "../history/transcript-types.js";
 
 /** Which step of the system asked for this turn: ordinary turn, reply-back step, or announce. */
 export type RunStep = "turn" | "reply" | "announce";

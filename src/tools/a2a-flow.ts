@@ -20,8 +20,8 @@ import { isNoReply, isReplySkip, isAnnounceSkip } from "../history/extract-reply
 import { sanitizeForHandoff } from "../history/handoff.js";
 import { enqueueTurn } from "../runs/enqueue.js";
 import { isTerminal } from "../runs/turn.js";
-import { storedRoute } from "../lifecycle/stored-route.js";
-import { enqueueDelivery } from "../workers/deliver.js";
+import { storedRoute } from "../session/stored-route.js";
+import { enqueueDelivery } from "../delivery/deliver.js";
 import { uuidFrom } from "../runs/derived-id.js";
 import { ANNOUNCE_MESSAGE, announceContext, replyContext, type A2AParties } from "./a2a-prompts.js";
 

@@ -8,7 +8,7 @@ import { defaultAgentId, isAgentSandboxed } from "../config/agents.js";
 import { canonicalSessionKey } from "../session/key-canonical.js";
 import { agentIdFromSessionKey } from "../session/key-parse.js";
 import { shouldResolveSessionIdInput } from "../session/session-id.js";
-import type { SessionEntry } from "../storage/session-entry.js";
+import type { SessionEntry } from "../session/session-entry.js";
 import type { ToolCaller } from "./tool-context.js";
 
 /**

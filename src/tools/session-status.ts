@@ -4,10 +4,10 @@
  */
 import type { Services } from "../app/services.js";
 import { agentRuntime } from "../config/agents.js";
-import { statusCard } from "../lifecycle/status-card.js";
-import { identOf } from "../lifecycle/session-ident.js";
+import { statusCard } from "../session/status-card.js";
+import { identOf } from "../session/session-ident.js";
 import { displaySessionKey } from "../session/key-canonical.js";
-import { sessionSendPolicy } from "../lifecycle/session-send-policy.js";
+import { sessionSendPolicy } from "../session/stored-send-policy.js";
 import { guard } from "./access.js";
 import { SubagentRegistry } from "../subagents/registry.js";
 import { resolveSessionRef } from "./resolve-ref.js";

@@ -4,7 +4,7 @@
  * transcript. Reads only the tail of the file (O(limit)), never the whole transcript.
  */
 import type { Services } from "../app/services.js";
-import { topicOpt } from "../lifecycle/transcript-topic.js";
+import { topicOpt } from "../session/transcript-topic.js";
 import { sanitizeHistory } from "../history/sanitize-history.js";
 import { displaySessionKey } from "../session/key-canonical.js";
 import { guard } from "./access.js";

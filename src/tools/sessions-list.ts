@@ -7,8 +7,8 @@
  */
 import type { Services } from "../app/services.js";
 import { mapLimit } from "./map-limit.js";
-import type { SessionKind } from "../storage/session-entry.js";
-import type { SessionEntry } from "../storage/session-entry.js";
+import type { SessionKind } from "../session/session-entry.js";
+import type { SessionEntry } from "../session/session-entry.js";
 import { MAX_LINEAGE_DEPTH } from "../storage/session-store.js";
 import type { ToolCaller, ToolResult } from "./tool-context.js";
 import { argsError } from "./tool-context.js";
@@ -16,10 +16,10 @@ import { deriveTitle, toRow, type SessionRow } from "./session-row.js";
 import { SessionsListArgs } from "./schemas.js";
 import { restrictedToSpawned, visibilityOf } from "./access.js";
 import { agentToAgentAllowed } from "./visibility.js";
-import type { TranscriptMessage } from "../transcript/types.js";
+import type { TranscriptMessage } from "../history/transcript-types.js";
 import { messageRawText } from "../history/extract-reply.js";
 import { sanitizeHistory } from "../history/sanitize-history.js";
-import { topicOpt, transcriptTopicOf } from "../lifecycle/transcript-topic.js";
+import { topicOpt, transcriptTopicOf } from "../session/transcript-topic.js";
 import { open, type FileHandle } from "node:fs/promises";
 import { scanLines } from "../transcript/tail-reader.js";
 

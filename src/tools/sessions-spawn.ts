@@ -5,15 +5,15 @@
  * created; the child's turn carries the continuation that becomes its durable announce.
  */
 import { randomUUID } from "node:crypto";
-import { transcriptTopicOf } from "../lifecycle/transcript-topic.js";
+import { transcriptTopicOf } from "../session/transcript-topic.js";
 import type { Services } from "../app/services.js";
 import { isAgentSandboxed } from "../config/agents.js";
 import { enqueueTurn } from "../runs/enqueue.js";
 import { uuidFrom } from "../runs/derived-id.js";
-import { identOf } from "../lifecycle/session-ident.js";
+import { identOf } from "../session/session-ident.js";
 import { subagentSessionKey } from "../session/key-build.js";
 import { subagentDepthFromKey } from "../session/key-classify.js";
-import type { TranscriptEntry } from "../transcript/types.js";
+import type { TranscriptEntry } from "../history/transcript-types.js";
 import { announceContinuation } from "../subagents/announce.js";
 import { SubagentRegistry } from "../subagents/registry.js";
 import * as rules from "../subagents/spawn-policy.js";

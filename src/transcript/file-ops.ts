@@ -5,7 +5,7 @@
  * write when.
  */
 import { open, type FileHandle } from "node:fs/promises";
-import { TRANSCRIPT_VERSION, type TranscriptHeader } from "./types.js";
+import { TRANSCRIPT_VERSION, type TranscriptHeader } from "../history/transcript-types.js";
 
 /** The transcript's first line. */
 export function headerLine(sessionId: string, parentSession: string | undefined): string {

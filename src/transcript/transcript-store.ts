@@ -43,7 +43,7 @@ import {
 import { readLastEntries, scanLines } from "./tail-reader.js";
 import { appendOrUndo, cutTornTail, headerLine, syncDir } from "./file-ops.js";
 import { luaCommand } from "../storage/lua-script.js";
-import { TRANSCRIPT_VERSION, type TranscriptEntry, type TranscriptHeader, type TranscriptMessage } from "./types.js";
+import { TRANSCRIPT_VERSION, type TranscriptEntry, type TranscriptHeader, type TranscriptMessage } from "../history/transcript-types.js";
 
 export interface TranscriptStoreOptions {
   redis: RedisClient;

@@ -10,12 +10,12 @@
  */
 import { retryLater } from "../queues/retry-later.js";
 import type { Job } from "bullmq";
-import { topicOpt } from "../lifecycle/transcript-topic.js";
+import { topicOpt } from "../session/transcript-topic.js";
 import { requestDrain } from "../runs/enqueue.js";
 import type { Services } from "../app/services.js";
-import { entryStaleAt, freshnessOf } from "../lifecycle/freshness-check.js";
-import { rotateSession, type ArchiveJobData } from "../lifecycle/rotate.js";
-import { identOf } from "../lifecycle/session-ident.js";
+import { entryStaleAt, freshnessOf } from "../session/entry-freshness.js";
+import { rotateSession, type ArchiveJobData } from "../rotation/rotate.js";
+import { identOf } from "../session/session-ident.js";
 import { SessionLeases } from "../runs/session-lease.js";
 import { pruneOnce } from "./session-prune.js";
 

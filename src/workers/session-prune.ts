@@ -12,8 +12,8 @@
  */
 import type { Services } from "../app/services.js";
 import { defaultAgentId } from "../config/agents.js";
-import { enqueueArchive } from "../lifecycle/rotate.js";
-import { identOf } from "../lifecycle/session-ident.js";
+import { enqueueArchive } from "../rotation/rotate.js";
+import { identOf } from "../session/session-ident.js";
 
 export const PRUNE_SCHEDULER_ID = "session-prune";
 

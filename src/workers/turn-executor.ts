@@ -19,19 +19,19 @@ import { createRuntime } from "../runtimes/registry.js";
 import { RunAbortedError, type RunOutput, type ToolInvoker } from "../runtimes/types.js";
 import type { LeaseHandle } from "../runs/session-lease.js";
 import { isTerminal, type TerminalStatus, type Turn } from "../runs/turn.js";
-import type { TranscriptEntry, TranscriptMessage } from "../transcript/types.js";
+import type { TranscriptEntry, TranscriptMessage } from "../history/transcript-types.js";
 import { isSilentReply } from "./silent-reply.js";
-import { enqueueDelivery } from "./deliver.js";
+import { enqueueDelivery } from "../delivery/deliver.js";
 import { enqueueContinuation } from "../runs/continuation.js";
 import { sanitizeForHandoff } from "../history/handoff.js";
 import { interSessionProvenance } from "../runtimes/inter-session.js";
 import { redactTranscriptEntries, redactValue } from "../history/redact-transcript.js";
-import { topicOpt, transcriptTopicOf } from "../lifecycle/transcript-topic.js";
+import { topicOpt, transcriptTopicOf } from "../session/transcript-topic.js";
 import { luaSafeJson, wellFormed } from "../text/well-formed.js";
 import { combineSignals } from "../runtimes/combined-signal.js";
 import type { BegunTurn } from "../runs/inbox.js";
 import type { RunRecord } from "../runs/run-records.js";
-import type { SessionEntry } from "../storage/session-entry.js";
+import type { SessionEntry } from "../session/session-entry.js";
 import type { HolderWriter } from "../transcript/holder-writer.js";
 
 /** How many recent transcript messages a runtime sees as history. */

@@ -9,7 +9,7 @@ import type { Services } from "../app/services.js";
 import { CancelBus } from "../runs/cancel-bus.js";
 import { requestDrain } from "../runs/enqueue.js";
 import type { QueueName } from "../queues/queue-names.js";
-import { createDeliverProcessor } from "./deliver.js";
+import { createDeliverProcessor } from "../delivery/deliver.js";
 import { createDrainProcessor } from "./drain.js";
 import { createMaintenanceProcessor, ensureSweepScheduler } from "./maintenance.js";
 import { ensurePruneScheduler } from "./session-prune.js";

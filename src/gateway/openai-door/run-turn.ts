@@ -6,8 +6,8 @@
  */
 import type { Services } from "../../app/services.js";
 import { SendBlockedError } from "../../errors/index.js";
-import { ensureSession } from "../../lifecycle/ensure-session.js";
-import { sessionSendPolicy } from "../../lifecycle/session-send-policy.js";
+import { ensureSession } from "../../storage/ensure-session.js";
+import { sessionSendPolicy } from "../../session/stored-send-policy.js";
 import { enqueueTurnOnce } from "../../runs/enqueue.js";
 import type { RunRecord } from "../../runs/run-records.js";
 import { isTerminal } from "../../runs/turn.js";

@@ -5,7 +5,7 @@
  * thinking, sendPolicy, label) are kept, while the delivery route of the previous run is not.
  */
 import type { Services } from "../app/services.js";
-import type { SessionEntry } from "../storage/session-entry.js";
+import type { SessionEntry } from "../session/session-entry.js";
 import { rotateSession } from "./rotate.js";
 
 const MAX_RACES = 5;

@@ -4,8 +4,8 @@
  * fields, else what the key itself names (`…:telegram:group:-100:topic:9`).
  */
 import type { DeliveryRoute } from "../delivery/delivery-log.js";
-import { announceTargetFromKey } from "../session/key-classify.js";
-import type { SessionEntry } from "../storage/session-entry.js";
+import { announceTargetFromKey } from "./key-classify.js";
+import type { SessionEntry } from "./session-entry.js";
 
 export function storedRoute(sessionKey: string, entry: SessionEntry | null | undefined): DeliveryRoute | undefined {
   const dc = entry?.deliveryContext;

@@ -5,8 +5,8 @@
  */
 import type { Job } from "bullmq";
 import type { Services } from "../app/services.js";
-import { DeliveryLog, sendThroughChannel, type DeliveryRoute } from "../delivery/index.js";
-import { sessionSendPolicy } from "../lifecycle/session-send-policy.js";
+import { DeliveryLog, sendThroughChannel, type DeliveryRoute } from "./index.js";
+import { sessionSendPolicy } from "../session/stored-send-policy.js";
 import { deliveryCounted } from "../metrics/index.js";
 
 export interface DeliverData {

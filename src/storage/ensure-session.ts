@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Services } from "../app/services.js";
-import type { SessionEntry } from "../storage/session-entry.js";
-import { identOf } from "./session-ident.js";
+import type { SessionEntry } from "../session/session-entry.js";
+import { identOf } from "../session/session-ident.js";
 
 /** The session's entry, created (once, even under concurrent callers) if it never existed. */
 export async function ensureSession(svc: Services, sessionKey: string, extra: Partial<SessionEntry> = {}): Promise<SessionEntry> {

@@ -6,9 +6,9 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Services } from "../app/services.js";
-import type { SessionEntry, SessionEntryPatch } from "../storage/session-entry.js";
-import { identOf } from "./session-ident.js";
-import { staleAtFor } from "./freshness-check.js";
+import type { SessionEntry, SessionEntryPatch } from "../session/session-entry.js";
+import { identOf } from "../session/session-ident.js";
+import { staleAtFor } from "../session/entry-freshness.js";
 import { jobIdPart } from "../queues/queue-names.js";
 
 /**
