@@ -4,13 +4,12 @@
  * transcript stays where it is (it is that run's record); the session's own overrides (model,
  * thinking, sendPolicy, label) are kept, while the delivery route of the previous run is not.
  */
-import type { Services } from "../app/services.js";
 import type { SessionEntry } from "../session/session-entry.js";
-import { rotateSession } from "./rotate.js";
+import { rotateSession, type RotationDeps } from "./rotate.js";
 
 const MAX_RACES = 5;
 
-export async function freshRunSession(svc: Services, entry: SessionEntry): Promise<SessionEntry> {
+export async function freshRunSession(svc: RotationDeps, entry: SessionEntry): Promise<SessionEntry> {
   let current = entry;
   for (let attempt = 0; attempt < MAX_RACES; attempt++) {
     const next = await rotateSession(svc, current, {

@@ -5,7 +5,9 @@
  * order) or by a maintenance job that waits for the session lease.
  */
 import { randomUUID } from "node:crypto";
-import type { Services } from "../app/services.js";
+import type { Config } from "../config/schema.js";
+import type { Queues } from "../queues/queues.js";
+import type { SessionStore } from "../storage/session-store.js";
 import type { SessionEntry, SessionEntryPatch } from "../session/session-entry.js";
 import { identOf } from "../session/session-ident.js";
 import { staleAtFor } from "../session/entry-freshness.js";
@@ -60,7 +62,14 @@ export interface ArchiveJobData {
   kind: "reset" | "deleted";
 }
 
-export async function enqueueArchive(svc: Services, data: ArchiveJobData): Promise<void> {
+/** What rotating a session touches: the config (key identity, stale clock), the store, the archive queue. */
+export interface RotationDeps {
+  config: Config;
+  sessions: SessionStore;
+  queues: Queues;
+}
+
+export async function enqueueArchive(svc: Pick<RotationDeps, "queues">, data: ArchiveJobData): Promise<void> {
   await svc.queues.maintenance.add("archive", data, {
     jobId: `archive-${jobIdPart(data.sessionId)}-${data.kind}`,
     attempts: 20,
@@ -77,7 +86,7 @@ export async function enqueueArchive(svc: Services, data: ArchiveJobData): Promi
  * next message rotates it again before anything happened in it. The next message re-indexes it.
  */
 export async function rotateSession(
-  svc: Services,
+  svc: RotationDeps,
   old: SessionEntry,
   opts: {
     reason: string;

@@ -1,5 +1,5 @@
 /**
- * The gateway RPC methods (README "HTTP API"). Pure service functions over `Services`, so the HTTP
+ * The gateway RPC methods (README "HTTP API"). Pure service functions over `RpcDeps`, so the HTTP
  * gateway and the CLI's direct-to-Redis mode run the very same code.
  */
 import { createHash, randomUUID } from "node:crypto";
@@ -7,7 +7,8 @@ import { topicOpt } from "../session/transcript-topic.js";
 import { freshRunSession } from "../rotation/isolated-run.js";
 import { pruneOnce } from "../workers/session-prune.js";
 import type { z } from "zod";
-import type { Services } from "../app/services.js";
+import type { Logger } from "pino";
+import type { ToolDeps } from "../tools/tool-deps.js";
 import { defaultAgentId } from "../config/agents.js";
 import { zodIssues } from "../config/parse.js";
 import { SendBlockedError, SessionNotFoundError, SwitchboardError, ValidationError } from "../errors/index.js";
@@ -37,7 +38,12 @@ export function parseParams<T extends z.ZodType>(schema: T, params: unknown, met
 /** chat.history bounds (OpenClaw's): default 200 messages, at most 1000. */
 export const CHAT_HISTORY_DEFAULT = 200;
 
-export function createRpcMethods(svc: Services): Record<string, RpcHandler> {
+/** The RPC methods act on everything the tools do (sessions, runs, transcripts, waits), and log. */
+export interface RpcDeps extends ToolDeps {
+  log: Logger;
+}
+
+export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
   const canon = (key: string, agentId?: string) => canonicalSessionKey(svc.config, key, agentId ? { agentId } : {});
   const deliveries = new DeliveryLog(svc.redis, svc.keys);
 
@@ -239,7 +245,7 @@ export function createRpcMethods(svc: Services): Record<string, RpcHandler> {
  * timed out on a run never started; an outage or a slow answer must not turn that timeout into
  * an error, so anything but a prompt 0 counts as "not known to be empty".
  */
-async function nobodyConsumesRuns(svc: Services): Promise<boolean> {
+async function nobodyConsumesRuns(svc: RpcDeps): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   try {
     const late = new Promise<number>((resolve) => (timer = setTimeout(() => resolve(-1), 500)));

@@ -3,12 +3,12 @@
  * Added with a job id derived from the runId and retried like any job, so it is added once even
  * when the turn is re-run, and the steps it enqueues are idempotent too.
  */
-import type { Services } from "../app/services.js";
+import type { RunDeps } from "./run-deps.js";
 import { jobIdPart } from "../queues/queue-names.js";
 import type { Turn, TerminalStatus } from "./turn.js";
 
 export async function enqueueContinuation(
-  svc: Services,
+  svc: Pick<RunDeps, "queues">,
   turn: Turn,
   result: { status: TerminalStatus; reply?: string; error?: string },
 ): Promise<void> {

@@ -31,6 +31,22 @@ export interface ToolInvoker {
   yielded?(): TurnYielded | undefined;
 }
 
+/**
+ * Makes the invoker of one run, as the running session. Declared beside the invoker: the tools
+ * implement it and the turn executor consumes it, and neither imports the other.
+ */
+export type ToolInvokerFactory = (ctx: {
+  sessionKey: string;
+  agentId: string;
+  runId: string;
+  sandboxed: boolean;
+  hop?: number;
+  traceId?: string;
+  /** Stored lineage: decides the session's tool list (docs/concepts/subagents.md). */
+  spawnDepth?: number;
+  subagentRole?: "orchestrator" | "leaf";
+}) => ToolInvoker;
+
 /** The turn ended through `sessions_yield`: it has no reply; the next turn is the awaited event. */
 export interface TurnYielded {
   /** What the caller passed to sessions_yield (default "Turn yielded."). */

@@ -17,7 +17,11 @@
  */
 import { retryLater } from "../queues/retry-later.js";
 import type { Job } from "bullmq";
-import type { Services } from "../app/services.js";
+import type { Config } from "../config/schema.js";
+import type { RunDeps } from "../runs/run-deps.js";
+import type { RedisClient } from "../storage/redis-client.js";
+import type { RedisKeys } from "../storage/redis-keys.js";
+import type { TranscriptStore } from "../transcript/transcript-store.js";
 import { isAnnounceSkip, isNoReply } from "../history/extract-reply.js";
 import { sanitizeForHandoff } from "../history/handoff.js";
 import { storedRoute } from "../session/stored-route.js";
@@ -47,7 +51,15 @@ export function announceTurnRunId(childKey: string, runId: string): string {
   return uuidFrom(`announce:${childKey}:${runId}`);
 }
 
-export function announceContinuation(svc: Services, childKey: string, runId: string): TurnContinuation {
+/** What the announce and archive jobs use: the registry's Redis, the run and session stores, queues, transcripts. */
+export interface SubagentDeps extends Pick<RunDeps, "sessions" | "runs" | "inbox" | "queues"> {
+  config: Config;
+  redis: RedisClient;
+  keys: RedisKeys;
+  transcripts: TranscriptStore;
+}
+
+export function announceContinuation(svc: SubagentDeps, childKey: string, runId: string): TurnContinuation {
   const sa = svc.config.agents.defaults.subagents;
   return {
     queue: "announce",
@@ -68,7 +80,7 @@ interface AnnounceJobData {
 
 const MAX_TERMINAL_WAITS = 200;
 
-export function createSubagentProcessors(svc: Services) {
+export function createSubagentProcessors(svc: SubagentDeps) {
   const registry = new SubagentRegistry(svc.redis, svc.keys);
 
   const announce = async (job: Job<AnnounceJobData>, token?: string): Promise<Record<string, unknown>> => {
@@ -105,10 +117,10 @@ export function createSubagentProcessors(svc: Services) {
 }
 
 async function announceRun(
-  svc: Services,
+  svc: SubagentDeps,
   registry: SubagentRegistry,
   run: Awaited<ReturnType<SubagentRegistry["get"]>> & object,
-  rec: Awaited<ReturnType<Services["runs"]["get"]>>,
+  rec: Awaited<ReturnType<SubagentDeps["runs"]["get"]>>,
   lastAttempt: boolean,
 ): Promise<Record<string, unknown>> {
   // The outcome comes from the run record (the runtime), never from what the model wrote.
@@ -178,7 +190,7 @@ async function announceRun(
   return { done: "announced", status, posted: Boolean(route) };
 }
 
-async function cleanup(svc: Services, run: { runId: string; childSessionKey: string; cleanup: "delete" | "keep" }): Promise<void> {
+async function cleanup(svc: SubagentDeps, run: { runId: string; childSessionKey: string; cleanup: "delete" | "keep" }): Promise<void> {
   if (run.cleanup === "delete") {
     const entry = await svc.sessions.get(run.childSessionKey);
     if (entry) {

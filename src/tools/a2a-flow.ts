@@ -15,7 +15,7 @@
  */
 import { retryLater } from "../queues/retry-later.js";
 import type { Job } from "bullmq";
-import type { Services } from "../app/services.js";
+import type { ToolDeps } from "./tool-deps.js";
 import { isNoReply, isReplySkip, isAnnounceSkip } from "../history/extract-reply.js";
 import { sanitizeForHandoff } from "../history/handoff.js";
 import { enqueueTurn } from "../runs/enqueue.js";
@@ -76,7 +76,7 @@ function stepRunId(afterRunId: string, kind: string): string {
   return uuidFrom(`a2a:${afterRunId}:${kind}`);
 }
 
-async function enqueueStep(svc: Services, state: A2AState, afterRunId: string, to: "requester" | "target", text: string, turnNo: number): Promise<boolean> {
+async function enqueueStep(svc: ToolDeps, state: A2AState, afterRunId: string, to: "requester" | "target", text: string, turnNo: number): Promise<boolean> {
   const toKey = to === "requester" ? state.requesterKey : state.targetKey;
   const fromKey = to === "requester" ? state.targetKey : state.requesterKey;
   const entry = await svc.sessions.get(toKey);
@@ -98,7 +98,7 @@ async function enqueueStep(svc: Services, state: A2AState, afterRunId: string, t
   return true;
 }
 
-async function enqueueAnnounce(svc: Services, state: A2AState, afterRunId: string): Promise<void> {
+async function enqueueAnnounce(svc: ToolDeps, state: A2AState, afterRunId: string): Promise<void> {
   const entry = await svc.sessions.get(state.targetKey);
   if (!entry) return;
   await enqueueTurn(svc, {
@@ -117,14 +117,14 @@ async function enqueueAnnounce(svc: Services, state: A2AState, afterRunId: strin
   });
 }
 
-async function deliverAnnounce(svc: Services, state: A2AState, runId: string, reply: string): Promise<void> {
+async function deliverAnnounce(svc: ToolDeps, state: A2AState, runId: string, reply: string): Promise<void> {
   const entry = await svc.sessions.get(state.targetKey);
   // No route at all is still recorded (as no_route on the "none" channel), never dropped.
   const route = storedRoute(state.targetKey, entry) ?? { channel: "none" };
   await enqueueDelivery(svc, { id: `announce-${runId}`, sessionKey: state.targetKey, route, message: reply.trim(), kind: "announce" });
 }
 
-export function createA2AProcessor(svc: Services) {
+export function createA2AProcessor(svc: ToolDeps) {
   return async (job: Job<StepJobData>, token?: string): Promise<Record<string, unknown>> => {
     if (job.name !== A2A_STEP) throw new Error(`unknown announce job ${job.name}`);
     // Everything this flow passes on (reply-back turns, the announce post, a late reply) is the
@@ -205,7 +205,7 @@ export function createA2AProcessor(svc: Services) {
   };
 }
 
-async function notifyRequesterOfFailure(svc: Services, state: A2AState, d: StepJobData): Promise<void> {
+async function notifyRequesterOfFailure(svc: ToolDeps, state: A2AState, d: StepJobData): Promise<void> {
   const entry = await svc.sessions.get(state.requesterKey);
   if (!entry || state.requesterKey === state.targetKey) return;
   await enqueueTurn(svc, {

@@ -5,7 +5,7 @@
  * breadth first), `agent` the agent index, `all` the global index (cross-agent rows only where
  * agent-to-agent allows them, or that the caller spawned).
  */
-import type { Services } from "../app/services.js";
+import type { ToolDeps } from "./tool-deps.js";
 import { mapLimit } from "./map-limit.js";
 import type { SessionKind } from "../session/session-entry.js";
 import type { SessionEntry } from "../session/session-entry.js";
@@ -57,7 +57,7 @@ async function firstUserText(file: string): Promise<string | undefined> {
   }
 }
 
-export async function sessionsList(svc: Services, caller: ToolCaller, rawArgs: unknown): Promise<ToolResult> {
+export async function sessionsList(svc: ToolDeps, caller: ToolCaller, rawArgs: unknown): Promise<ToolResult> {
   const parsed = SessionsListArgs.safeParse(rawArgs ?? {});
   if (!parsed.success) return argsError(parsed.error);
   const args = parsed.data;
