@@ -64,8 +64,8 @@ export function createServices(config: Config, opts: { role: "gateway" | "worker
     keys,
     redis,
     sessions: new SessionStore(redis, config.redis.prefix),
-    // The hash-tagged base keeps transcript locks in the same slot as the session lease (fence).
-    transcripts: new TranscriptStore({ redis, prefix: keys.base, storageDir: config.storage.dir }),
+    // Transcript keys come from the same layout: one hash tag with the session lease (the fence).
+    transcripts: new TranscriptStore({ redis, keys, storageDir: config.storage.dir }),
     leases: new SessionLeases(redis, keys, config.workers.lockDurationMs),
     inbox: new Inbox(redis, keys, runs),
     runs,
