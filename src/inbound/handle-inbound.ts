@@ -28,7 +28,7 @@ import { InboundMessageSchema, type InboundMessage } from "../session/inbound-me
 import { resolveInboundSession } from "../session/key-build.js";
 import { commandTextOf, effectiveResetTriggers, greetingPrompt, parseResetTrigger } from "../session/reset-triggers.js";
 import { modelCatalog, resolveModelChoice } from "./model-choice.js";
-import { SYSTEM_EVENT_CHANNELS } from "../rotation/isolated-run.js";
+import { SYSTEM_EVENT_CHANNELS } from "../session/inbound-message.js";
 import { sessionSendPolicy } from "../session/stored-send-policy.js";
 import type { SessionEntryPatch } from "../session/session-entry.js";
 import { enqueueDelivery } from "../delivery/deliver.js";

@@ -22,6 +22,3 @@ export async function freshRunSession(svc: RotationDeps, entry: SessionEntry): P
   }
   throw new Error(`could not start an isolated run session for ${entry.key}`);
 }
-
-/** Inbound "channels" that are system events, not people: they never reset a session. */
-export const SYSTEM_EVENT_CHANNELS: ReadonlySet<string> = new Set(["heartbeat", "cron-event", "exec-event"]);
