@@ -13,7 +13,7 @@ RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY scripts ./scripts
 COPY src ./src
-COPY workers ./workers
+COPY bin ./bin
 COPY bench ./bench
 RUN npm run build
 

@@ -14,7 +14,7 @@ function newestMtime(dir) {
   return newest;
 }
 
-const sources = ["src", "workers", "bench"].filter((d) => existsSync(d));
+const sources = ["src", "bin", "bench"].filter((d) => existsSync(d));
 const srcNewest = Math.max(...sources.map(newestMtime), statSync("package-lock.json").mtimeMs);
 const fresh = existsSync("dist/src/index.js") && newestMtime("dist") >= srcNewest && statSync("dist/src/index.js").mtimeMs >= srcNewest;
 if (!fresh) execFileSync("npm", ["run", "build", "--silent"], { stdio: "inherit" });

@@ -23,4 +23,4 @@ export {
 } from "./session/index.js";
 export { sanitizeHistory } from "./history/sanitize-history.js";
 export { sanitizeForHandoff } from "./history/handoff.js";
-export type { TranscriptMessage, TranscriptEntry } from "./transcript/types.js";
+export type { TranscriptMessage, TranscriptEntry } from "./history/transcript-types.js";

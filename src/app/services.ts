@@ -2,6 +2,10 @@
  * Everything a Switchboard process talks to, built once from the config: RedisClient clients by role,
  * the session store, transcripts, run machinery and queues. Gateway, workers, CLI and tests all
  * start from here, so there is one place that decides how the pieces are wired.
+ *
+ * This is the composition root: the layers below declare the narrow dependencies they use
+ * (RunDeps, ToolDeps, WorkerDeps, GatewayDeps, …) and never import this module; `Services`
+ * extends them, so a piece missing here fails to compile here.
  */
 import type { RedisClient } from "../storage/redis-client.js";
 import type { Logger } from "pino";
@@ -10,9 +14,12 @@ import { createQueues, closeQueues, createRedis, type Queues } from "../queues/i
 import { CancelBus, DeadLetters, Inbox, RunRecords, RunWaiter, SessionLeases, StorageFaults } from "../runs/index.js";
 import { RedisKeys, SessionStore } from "../storage/index.js";
 import { TranscriptStore } from "../transcript/index.js";
+import type { DoctorDeps } from "../doctor/checks.js";
+import type { GatewayDeps } from "../gateway/gateway-deps.js";
+import type { WorkerDeps } from "../workers/worker-deps.js";
 import { createLogger } from "./logger.js";
 
-export interface Services {
+export interface Services extends GatewayDeps, WorkerDeps, DoctorDeps {
   config: Config;
   log: Logger;
   keys: RedisKeys;
@@ -57,8 +64,8 @@ export function createServices(config: Config, opts: { role: "gateway" | "worker
     keys,
     redis,
     sessions: new SessionStore(redis, config.redis.prefix),
-    // The hash-tagged base keeps transcript locks in the same slot as the session lease (fence).
-    transcripts: new TranscriptStore({ redis, prefix: keys.base, storageDir: config.storage.dir }),
+    // Transcript keys come from the same layout: one hash tag with the session lease (the fence).
+    transcripts: new TranscriptStore({ redis, keys, storageDir: config.storage.dir }),
     leases: new SessionLeases(redis, keys, config.workers.lockDurationMs),
     inbox: new Inbox(redis, keys, runs),
     runs,

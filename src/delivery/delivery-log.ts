@@ -5,15 +5,11 @@
  */
 import type { RedisClient } from "../storage/redis-client.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
+import type { DeliveryRoute } from "../session/stored-route.js";
+
+export type { DeliveryRoute };
 
 export type DeliveryStatus = "pending" | "delivered" | "failed" | "no_route" | "blocked";
-
-export interface DeliveryRoute {
-  channel: string;
-  to?: string;
-  accountId?: string;
-  threadId?: string;
-}
 
 export interface DeliveryRecord extends DeliveryRoute {
   id: string;

@@ -4,7 +4,7 @@
  */
 import type { Config } from "../config/schema.js";
 import { createRedis } from "../queues/redis-connections.js";
-import { packageVersion } from "../app/package-version.js";
+import { packageVersion } from "./package-version.js";
 import { configFingerprint } from "./fingerprint.js";
 import { joinRegistry, type LiveProcess, type ProcessRecord, type ProcessRole, type Registration } from "./process-registry.js";
 

@@ -4,10 +4,12 @@
  */
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import type { RedisClient } from "../storage/redis-client.js";
 import { openRedis } from "../queues/redis-connections.js";
 import type { Config } from "../config/schema.js";
-import type { Services } from "../app/services.js";
+import type { Queues } from "../queues/queues.js";
+import type { DeadLetters } from "../runs/dead-letters.js";
+import type { RedisClient } from "../storage/redis-client.js";
+import type { RedisKeys } from "../storage/redis-keys.js";
 import { QUEUE_NAMES } from "../queues/queue-names.js";
 import { StorageFaults } from "../runs/storage-faults.js";
 import { configFingerprint, fingerprintDifferences, type ConfigFingerprint } from "../deployment/fingerprint.js";
@@ -107,8 +109,16 @@ export function checkStorage(config: Config): Finding[] {
   return out;
 }
 
+/** What the Redis-side checks read. */
+export interface DoctorDeps {
+  redis: RedisClient;
+  keys: RedisKeys;
+  queues: Queues;
+  deadLetters: DeadLetters;
+}
+
 /** The fault workers publish while transcript writes fail (read by /readyz too). */
-export async function checkStorageFault(svc: Services): Promise<Finding[]> {
+export async function checkStorageFault(svc: DoctorDeps): Promise<Finding[]> {
   const fault = await StorageFaults.current(svc.redis, svc.keys);
   if (!fault) return [];
   return [{
@@ -119,7 +129,7 @@ export async function checkStorageFault(svc: Services): Promise<Finding[]> {
   }];
 }
 
-export async function checkQueues(svc: Services): Promise<Finding[]> {
+export async function checkQueues(svc: DoctorDeps): Promise<Finding[]> {
   const out: Finding[] = [];
   const parts: string[] = [];
   for (const name of QUEUE_NAMES) {

@@ -4,10 +4,10 @@
  * series read from Redis at scrape time (docs/concepts/metrics.md).
  */
 import type { FastifyInstance } from "fastify";
-import type { Services } from "../app/services.js";
+import type { GatewayDeps } from "./gateway-deps.js";
 import { createDeploymentRegistry, processRegistry, registerHttpMetrics } from "../metrics/index.js";
 
-export function registerMetrics(app: FastifyInstance, svc: Services): void {
+export function registerMetrics(app: FastifyInstance, svc: GatewayDeps): void {
   registerHttpMetrics(app);
   const deployment = createDeploymentRegistry(svc);
   app.get("/metrics", async (_req, reply) => {

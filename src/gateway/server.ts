@@ -3,7 +3,7 @@
  * gateways can sit behind a load balancer, and `agent.wait` survives reconnects and restarts.
  */
 import Fastify, { type FastifyInstance } from "fastify";
-import type { Services } from "../app/services.js";
+import type { GatewayDeps } from "./gateway-deps.js";
 import { SwitchboardError } from "../errors/index.js";
 import { handleInbound } from "../inbound/handle-inbound.js";
 import { createRpcMethods, type RpcHandler } from "../rpc/methods.js";
@@ -35,7 +35,7 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
-export async function createGateway(svc: Services, opts: GatewayOptions = {}): Promise<Gateway> {
+export async function createGateway(svc: GatewayDeps, opts: GatewayOptions = {}): Promise<Gateway> {
   const app = Fastify({ logger: opts.logger ? { level: process.env.LOG_LEVEL ?? "info" } : false, bodyLimit: requestBodyLimit(svc.config) });
   const rpc = createRpcMethods(svc);
 

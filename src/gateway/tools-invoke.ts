@@ -17,7 +17,7 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { SwitchboardError } from "../errors/index.js";
 import { zodIssues } from "../config/parse.js";
-import type { Services } from "../app/services.js";
+import type { GatewayDeps } from "./gateway-deps.js";
 import { effectiveTools } from "../subagents/tool-policy.js";
 import { sessionCaller } from "../tools/session-caller.js";
 import { TOOL_NAMES } from "../tools/tool-runtime.js";
@@ -39,7 +39,7 @@ function fail(type: string, message: string) {
   return { ok: false as const, error: { type, message } };
 }
 
-export function registerToolsInvoke(app: FastifyInstance, svc: Services, tools: ToolEndpoint | undefined): void {
+export function registerToolsInvoke(app: FastifyInstance, svc: GatewayDeps, tools: ToolEndpoint | undefined): void {
   app.post("/tools/invoke", async (req, reply) => {
     const parsed = InvokeBody.safeParse(req.body ?? {});
     if (!parsed.success) {

@@ -3,7 +3,7 @@
  * sessions_send returns the target's reply, the announce step and sub-agent completion read
  * the last answer, and the silent tokens decide whether anything is said at all.
  */
-import type { TranscriptMessage } from "../transcript/types.js";
+import type { TranscriptMessage } from "./transcript-types.js";
 import { normalizeAssistantText } from "./normalize-text.js";
 
 // The silent tokens and where they apply: one rule, in silent-reply.ts.

@@ -8,7 +8,7 @@
  * `transcripts.redactSecrets: false` (docs/concepts/transcript-redaction.md). Pure: the input
  * lines are not mutated; an unchanged line is returned as is.
  */
-import type { TranscriptEntry, TranscriptMessage } from "../transcript/types.js";
+import type { TranscriptEntry, TranscriptMessage } from "./transcript-types.js";
 import { redactSecrets } from "./redact.js";
 
 /** Every string inside `value` (any depth) redacted; the same object when nothing changed. */

@@ -17,7 +17,7 @@
  *
  * The input is never mutated: messages and blocks are shallow-copied before any change.
  */
-import type { ContentBlock, TranscriptMessage } from "../transcript/types.js";
+import type { ContentBlock, TranscriptMessage } from "./transcript-types.js";
 import { messageRawText } from "./extract-reply.js";
 import { isSilentReply } from "./silent-reply.js";
 import { normalizeAssistantText } from "./normalize-text.js";

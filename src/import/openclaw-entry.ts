@@ -7,12 +7,12 @@
 import { createHash } from "node:crypto";
 import type { Config } from "../config/schema.js";
 import { SwitchboardError } from "../errors/index.js";
-import { identOf } from "../lifecycle/session-ident.js";
+import { identOf } from "../session/session-ident.js";
 import { canonicalSessionKey } from "../session/key-canonical.js";
 import { normalizeChatType } from "../session/key-classify.js";
 import { isSafeSessionId } from "../session/session-id.js";
-import type { DeliveryContext, SessionEntryPatch, SessionKind, SessionOrigin } from "../storage/session-entry.js";
-import type { TranscriptEntry } from "../transcript/types.js";
+import type { DeliveryContext, SessionEntryPatch, SessionKind, SessionOrigin } from "../session/session-entry.js";
+import type { TranscriptEntry } from "../history/transcript-types.js";
 import type { RawTranscriptLine, Skip, SourceSession, StoreGeneration } from "./types.js";
 
 /** A source row that passed validation: what the runner writes. */

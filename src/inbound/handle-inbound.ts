@@ -7,14 +7,18 @@
  */
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Services } from "../app/services.js";
+import type { Logger } from "pino";
+import type { Config } from "../config/schema.js";
+import type { RunDeps } from "../runs/run-deps.js";
+import type { RedisClient } from "../storage/redis-client.js";
+import type { RedisKeys } from "../storage/redis-keys.js";
 import { agentRuntime } from "../config/agents.js";
 import { SwitchboardError, ValidationError } from "../errors/index.js";
 import { zodIssues } from "../config/parse.js";
-import { freshnessOf, policyFor, staleAtFor } from "../lifecycle/freshness-check.js";
-import { resetPatch } from "../lifecycle/rotate.js";
-import { identOf } from "../lifecycle/session-ident.js";
-import { statusCard } from "../lifecycle/status-card.js";
+import { freshnessOf, policyFor, staleAtFor } from "../session/entry-freshness.js";
+import { resetPatch } from "../rotation/rotate.js";
+import { identOf } from "../session/session-ident.js";
+import { statusCard } from "../session/status-card.js";
 import { enqueueTurn, requestDrain } from "../runs/enqueue.js";
 import { uuidFrom } from "../runs/derived-id.js";
 import { luaCommand } from "../storage/lua-script.js";
@@ -24,10 +28,10 @@ import { InboundMessageSchema, type InboundMessage } from "../session/inbound-me
 import { resolveInboundSession } from "../session/key-build.js";
 import { commandTextOf, effectiveResetTriggers, greetingPrompt, parseResetTrigger } from "../session/reset-triggers.js";
 import { modelCatalog, resolveModelChoice } from "./model-choice.js";
-import { SYSTEM_EVENT_CHANNELS } from "../lifecycle/isolated-run.js";
-import { sessionSendPolicy } from "../lifecycle/session-send-policy.js";
-import type { SessionEntryPatch } from "../storage/session-entry.js";
-import { enqueueDelivery } from "../workers/deliver.js";
+import { SYSTEM_EVENT_CHANNELS } from "../session/inbound-message.js";
+import { sessionSendPolicy } from "../session/stored-send-policy.js";
+import type { SessionEntryPatch } from "../session/session-entry.js";
+import { enqueueDelivery } from "../delivery/deliver.js";
 import { isCommandOwner, OWNER_ONLY_REPLY } from "./command-owner.js";
 import { effectiveTools } from "../subagents/tool-policy.js";
 
@@ -69,7 +73,15 @@ function routeOf(msg: InboundMessage) {
   };
 }
 
-export async function handleInbound(svc: Services, body: unknown): Promise<InboundResult> {
+/** What handling an inbound message touches: the session and run stores, queues, the config's routing. */
+export interface InboundDeps extends RunDeps {
+  config: Config;
+  log: Logger;
+  keys: RedisKeys;
+  redis: RedisClient;
+}
+
+export async function handleInbound(svc: InboundDeps, body: unknown): Promise<InboundResult> {
   const msg = parseInbound(body);
   const { agentId, sessionKey } = resolveInboundSession(svc.config, msg);
   const dedupKey = msg.messageId ? `${svc.keys.base}:inmsg:${msg.channel}:${msg.accountId ?? "default"}:${msg.messageId}` : undefined;
@@ -127,7 +139,7 @@ const DEDUP_WAIT_MS = 10_000;
 const DEDUP_POLL_MS = 20;
 const LUA_DIR = new URL("./lua/", import.meta.url);
 
-async function handleResolved(svc: Services, msg: InboundMessage, agentId: string, sessionKey: string, runId?: string): Promise<InboundResult> {
+async function handleResolved(svc: InboundDeps, msg: InboundMessage, agentId: string, sessionKey: string, runId?: string): Promise<InboundResult> {
   const { config } = svc;
   const now = msg.timestamp ?? Date.now();
   const ident = identOf(config, sessionKey);
@@ -262,7 +274,7 @@ async function handleResolved(svc: Services, msg: InboundMessage, agentId: strin
   }
 }
 
-async function reply(svc: Services, sessionKey: string, route: ReturnType<typeof routeOf>, message: string, kind: string): Promise<void> {
+async function reply(svc: InboundDeps, sessionKey: string, route: ReturnType<typeof routeOf>, message: string, kind: string): Promise<void> {
   await enqueueDelivery(svc, { id: `cmd-${randomUUID()}`, sessionKey, route, message, kind });
 }
 

@@ -7,7 +7,7 @@
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult, ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
-import type { Services } from "../app/services.js";
+import type { ToolDeps } from "../tools/tool-deps.js";
 import { SwitchboardError } from "../errors/index.js";
 import { effectiveTools } from "../subagents/tool-policy.js";
 import type { ToolName } from "../tools/schemas.js";
@@ -24,7 +24,7 @@ const READ_ONLY: ReadonlySet<ToolName> = new Set<ToolName>(["sessions_list", "se
 const FAILED_STATUSES = new Set(["error", "forbidden"]);
 
 export interface SessionMcpDeps {
-  svc: Services;
+  svc: ToolDeps;
   tools: ToolRuntime;
   /** The session the client acts as (any accepted spelling; canonicalised on each call). */
   sessionKey: string;

@@ -11,7 +11,7 @@ import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
-import { tokenAccepted } from "../gateway/auth.js";
+import { tokenAccepted } from "../auth/credentials.js";
 
 export type McpServerFactory = () => Promise<McpServer>;
 

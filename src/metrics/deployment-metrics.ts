@@ -5,10 +5,25 @@
  * answers the same numbers, so they belong to no process and are not summed across gateways.
  */
 import { Counter, Gauge, Registry } from "prom-client";
-import type { Services } from "../app/services.js";
+import type { Config } from "../config/schema.js";
+import type { Queues } from "../queues/queues.js";
+import type { DeadLetters } from "../runs/dead-letters.js";
+import type { RedisClient } from "../storage/redis-client.js";
+import type { RedisKeys } from "../storage/redis-keys.js";
+import type { SessionStore } from "../storage/session-store.js";
 import { StorageFaults } from "../runs/storage-faults.js";
 
-export function createDeploymentRegistry(svc: Services): Registry {
+/** What the deployment-wide gauges read at scrape time. */
+export interface DeploymentMetricsDeps {
+  config: Config;
+  redis: RedisClient;
+  keys: RedisKeys;
+  sessions: SessionStore;
+  queues: Queues;
+  deadLetters: DeadLetters;
+}
+
+export function createDeploymentRegistry(svc: DeploymentMetricsDeps): Registry {
   const registry = new Registry();
   const registers = [registry];
   const deployment = svc.config.redis.prefix;

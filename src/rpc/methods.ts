@@ -1,29 +1,30 @@
 /**
- * The gateway RPC methods (README "HTTP API"). Pure service functions over `Services`, so the HTTP
+ * The gateway RPC methods (README "HTTP API"). Pure service functions over `RpcDeps`, so the HTTP
  * gateway and the CLI's direct-to-Redis mode run the very same code.
  */
 import { createHash, randomUUID } from "node:crypto";
-import { topicOpt } from "../lifecycle/transcript-topic.js";
-import { freshRunSession } from "../lifecycle/isolated-run.js";
+import { topicOpt } from "../session/transcript-topic.js";
+import { freshRunSession } from "../rotation/isolated-run.js";
 import { pruneOnce } from "../workers/session-prune.js";
 import type { z } from "zod";
-import type { Services } from "../app/services.js";
+import type { Logger } from "pino";
+import type { ToolDeps } from "../tools/tool-deps.js";
 import { defaultAgentId } from "../config/agents.js";
 import { zodIssues } from "../config/parse.js";
 import { RunNotFoundError, SendBlockedError, SessionNotFoundError, SwitchboardError, ValidationError } from "../errors/index.js";
 import { DeliveryLog } from "../delivery/index.js";
-import { enqueueArchive, rotateSession } from "../lifecycle/rotate.js";
-import { identOf } from "../lifecycle/session-ident.js";
+import { enqueueArchive, rotateSession } from "../rotation/rotate.js";
+import { identOf } from "../session/session-ident.js";
 import { enqueueTurnOnce, requestDrain } from "../runs/enqueue.js";
 import { stopSession } from "../runs/stop.js";
 import { replayDeadLetter } from "../runs/replay.js";
 import { uuidFrom } from "../runs/derived-id.js";
-import { ensureSession } from "../lifecycle/ensure-session.js";
-import { storedRoute } from "../lifecycle/stored-route.js";
+import { ensureSession } from "../storage/ensure-session.js";
+import { storedRoute } from "../session/stored-route.js";
 import { isTerminal } from "../runs/turn.js";
 import { canonicalSessionKey } from "../session/key-canonical.js";
-import { sessionSendPolicy } from "../lifecycle/session-send-policy.js";
-import { enqueueDelivery } from "../workers/deliver.js";
+import { sessionSendPolicy } from "../session/stored-send-policy.js";
+import { enqueueDelivery } from "../delivery/deliver.js";
 import * as P from "./params.js";
 
 export type RpcHandler = (params: unknown) => Promise<unknown>;
@@ -37,7 +38,12 @@ export function parseParams<T extends z.ZodType>(schema: T, params: unknown, met
 /** chat.history bounds (OpenClaw's): default 200 messages, at most 1000. */
 export const CHAT_HISTORY_DEFAULT = 200;
 
-export function createRpcMethods(svc: Services): Record<string, RpcHandler> {
+/** The RPC methods act on everything the tools do (sessions, runs, transcripts, waits), and log. */
+export interface RpcDeps extends ToolDeps {
+  log: Logger;
+}
+
+export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
   const canon = (key: string, agentId?: string) => canonicalSessionKey(svc.config, key, agentId ? { agentId } : {});
   const deliveries = new DeliveryLog(svc.redis, svc.keys);
 
@@ -239,7 +245,7 @@ export function createRpcMethods(svc: Services): Record<string, RpcHandler> {
  * timed out on a run never started; an outage or a slow answer must not turn that timeout into
  * an error, so anything but a prompt 0 counts as "not known to be empty".
  */
-async function nobodyConsumesRuns(svc: Services): Promise<boolean> {
+async function nobodyConsumesRuns(svc: RpcDeps): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   try {
     const late = new Promise<number>((resolve) => (timer = setTimeout(() => resolve(-1), 500)));

@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import { safeString } from "../session/safe-text-schema.js";
-import { SessionPatchSchema } from "../storage/session-entry.js";
+import { SessionPatchSchema } from "../session/session-entry.js";
 import { MAX_MESSAGE_BYTES } from "../text/message-size.js";
 
 const key = safeString("session key").min(1).max(512);

@@ -4,12 +4,12 @@
  * (src/queues/jobs.ts) and retried like any job, so it is added once even when the turn is
  * re-run, and the steps it enqueues are idempotent too.
  */
-import type { Services } from "../app/services.js";
+import type { RunDeps } from "./run-deps.js";
 import { addJob, jobKindByName } from "../queues/jobs.js";
 import type { Turn, TerminalStatus } from "./turn.js";
 
 export async function enqueueContinuation(
-  svc: Services,
+  svc: Pick<RunDeps, "queues" | "config">,
   turn: Turn,
   result: { status: TerminalStatus; reply?: string; error?: string },
 ): Promise<void> {

@@ -4,7 +4,7 @@
  * session's drainer. Push-before-wake is what makes the dedup'd drain job sufficient.
  */
 import { randomUUID } from "node:crypto";
-import type { Services } from "../app/services.js";
+import type { RunDeps } from "./run-deps.js";
 import type { Turn } from "./turn.js";
 import { addJob } from "../queues/jobs.js";
 
@@ -15,7 +15,7 @@ export type { DrainData } from "../queues/jobs.js";
  * deduplicated per session; sub-agent sessions drain on their own queue, whose global
  * concurrency caps sub-agent runs across the deployment (src/queues/jobs.ts).
  */
-export async function requestDrain(svc: Services, sessionKey: string, delayMs = 0): Promise<void> {
+export async function requestDrain(svc: Pick<RunDeps, "queues" | "config">, sessionKey: string, delayMs = 0): Promise<void> {
   await addJob(svc, "drain", { sessionKey }, delayMs > 0 ? { delay: delayMs } : {});
 }
 
@@ -25,12 +25,12 @@ export type TurnRequest = Omit<Turn, "runId" | "enqueuedAt" | "messageTs"> & { r
  * A caller that passes a deterministic `runId` (a retried job, an idempotency key) gets exactly
  * one turn for it: a runId whose record exists is not queued again.
  */
-export async function enqueueTurn(svc: Services, req: TurnRequest): Promise<Turn> {
+export async function enqueueTurn(svc: Pick<RunDeps, "inbox" | "queues" | "config">, req: TurnRequest): Promise<Turn> {
   return (await enqueueTurnOnce(svc, req)).turn;
 }
 
 /** `enqueueTurn`, also saying whether this call queued the turn (false: its runId existed). */
-export async function enqueueTurnOnce(svc: Services, req: TurnRequest): Promise<{ turn: Turn; queued: boolean }> {
+export async function enqueueTurnOnce(svc: Pick<RunDeps, "inbox" | "queues" | "config">, req: TurnRequest): Promise<{ turn: Turn; queued: boolean }> {
   const now = Date.now();
   const turn: Turn = { ...req, runId: req.runId ?? randomUUID(), enqueuedAt: now, messageTs: req.messageTs ?? now };
   const pushed = await svc.inbox.push(turn);

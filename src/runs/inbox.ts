@@ -9,7 +9,7 @@ import type { RedisKeys } from "../storage/redis-keys.js";
 import type { LeaseHandle } from "./session-lease.js";
 import { serializeTurn, type Turn } from "./turn.js";
 import { RUN_RECORD_TTL_SECONDS, recordFromPairs, type RawBegun, type RunRecord, type RunRecords } from "./run-records.js";
-import type { SessionEntry } from "../storage/session-entry.js";
+import type { SessionEntry } from "../session/session-entry.js";
 import type { DeadLetter } from "./dead-letters.js";
 import { luaSafeJson } from "../text/well-formed.js";
 

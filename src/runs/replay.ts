@@ -3,12 +3,12 @@
  * dead-letters.ts for the runId rule). When the session was reset meanwhile, the message goes
  * to the session's current transcript, as a message arriving now would.
  */
-import type { Services } from "../app/services.js";
+import type { RunDeps } from "./run-deps.js";
 import { SwitchboardError } from "../errors/index.js";
 import { replayRunId } from "./dead-letters.js";
 import { enqueueTurn } from "./enqueue.js";
 
-export async function replayDeadLetter(svc: Services, runId: string): Promise<{ replayedAs: string; sessionKey: string }> {
+export async function replayDeadLetter(svc: Pick<RunDeps, "deadLetters" | "sessions" | "inbox" | "queues" | "config">, runId: string): Promise<{ replayedAs: string; sessionKey: string }> {
   const letter = await svc.deadLetters.get(runId);
   if (!letter) throw new SwitchboardError("not_found", `No dead letter for run ${runId}`);
   if (!letter.turn) throw new SwitchboardError("invalid_request", `Dead letter ${runId} holds no readable turn (${letter.kind}); discard it instead`);

@@ -3,11 +3,11 @@
  * queued turns (their records become `killed`, waiters are told), and do the same for the
  * sub-agent sessions it spawned, recursively. Returns how many runs were stopped.
  */
-import type { Services } from "../app/services.js";
-import { enqueueArchive } from "../lifecycle/rotate.js";
+import type { RunDeps } from "./run-deps.js";
+import { enqueueArchive } from "../rotation/rotate.js";
 import { enqueueContinuation } from "./continuation.js";
 
-export async function stopSession(svc: Services, sessionKey: string, seen = new Set<string>(), opts: { cascade?: boolean } = {}): Promise<number> {
+export async function stopSession(svc: Pick<RunDeps, "inbox" | "runs" | "cancels" | "sessions" | "queues" | "config">, sessionKey: string, seen = new Set<string>(), opts: { cascade?: boolean } = {}): Promise<number> {
   if (seen.has(sessionKey)) return 0;
   seen.add(sessionKey);
   const dropped = await svc.inbox.drop(sessionKey);

@@ -6,7 +6,7 @@
  */
 import type { RunProvenance, RunStep } from "../runtimes/types.js";
 import type { InterSessionSource } from "../runtimes/inter-session.js";
-import type { DeliveryContext } from "../storage/session-entry.js";
+import type { DeliveryContext } from "../session/session-entry.js";
 import { luaSafeJson } from "../text/well-formed.js";
 
 /** Built by `continuationOf` (src/queues/jobs.ts), which also fills in queue, id and retries. */

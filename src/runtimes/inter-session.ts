@@ -5,7 +5,7 @@
  * replayed, and the transcript line carries where it came from (docs/concepts/inter-session.md).
  * Pure; the marker is added once (marking marked text changes nothing).
  */
-import type { Provenance } from "../transcript/types.js";
+import type { Provenance } from "../history/transcript-types.js";
 
 export const INTER_SESSION_MARKER = "[Inter-session message]";
 

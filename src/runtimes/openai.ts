@@ -30,7 +30,7 @@
  */
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from "openai";
 import type { RuntimeConfig } from "../config/schema.js";
-import type { TranscriptMessage } from "../transcript/types.js";
+import type { TranscriptMessage } from "../history/transcript-types.js";
 import { markInterSession, runtimePromptText } from "./inter-session.js";
 
 export { INTER_SESSION_MARKER, markInterSession } from "./inter-session.js";

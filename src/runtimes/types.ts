@@ -3,7 +3,7 @@
  * incoming message (plus the session's recent history) into a reply. It gets an AbortSignal:
  * `/stop`, `subagents kill` and `runTimeoutSeconds` abort it, and it must stop promptly.
  */
-import type { Provenance, TranscriptMessage } from "../transcript/types.js";
+import type { Provenance, TranscriptMessage } from "../history/transcript-types.js";
 
 /** Which step of the system asked for this turn: ordinary turn, reply-back step, or announce. */
 export type RunStep = "turn" | "reply" | "announce";
@@ -30,6 +30,22 @@ export interface ToolInvoker {
    */
   yielded?(): TurnYielded | undefined;
 }
+
+/**
+ * Makes the invoker of one run, as the running session. Declared beside the invoker: the tools
+ * implement it and the turn executor consumes it, and neither imports the other.
+ */
+export type ToolInvokerFactory = (ctx: {
+  sessionKey: string;
+  agentId: string;
+  runId: string;
+  sandboxed: boolean;
+  hop?: number;
+  traceId?: string;
+  /** Stored lineage: decides the session's tool list (docs/concepts/subagents.md). */
+  spawnDepth?: number;
+  subagentRole?: "orchestrator" | "leaf";
+}) => ToolInvoker;
 
 /** The turn ended through `sessions_yield`: it has no reply; the next turn is the awaited event. */
 export interface TurnYielded {

@@ -13,6 +13,9 @@ import { zodIssues } from "../config/parse.js";
 import { ValidationError } from "../errors/index.js";
 import { safeString } from "./safe-text-schema.js";
 
+/** Inbound "channels" that are system events, not people: they never reset a session. */
+export const SYSTEM_EVENT_CHANNELS: ReadonlySet<string> = new Set(["heartbeat", "cron-event", "exec-event"]);
+
 /** A trimmed, non-empty identifier of bounded length without unsafe characters. */
 function idString(what: string, max: number) {
   return safeString(what).min(1, "must not be empty").max(max, `must be at most ${max} characters`);

@@ -101,9 +101,26 @@ export class RedisKeys {
   a2aLate(runId: string): string {
     return `${this.base}:a2a:late:${runId}`;
   }
-  /** Transcript lock/index keys are built by the transcript store from this base. */
-  get transcriptPrefix(): string {
-    return this.base;
+  // ---- transcripts, per file stem (the sessionId, or `<sessionId>-topic-<topic>`) ----
+  /** The writer lock of the locked store (token, with a TTL). Same slot as the lease: the fence check is one script. */
+  transcriptLock(stem: string): string {
+    return `${this.base}:txlock:${stem}`;
+  }
+  /** Waiters for the transcript lock, oldest first (zset token -> arrival ms). */
+  transcriptLockQueue(stem: string): string {
+    return `${this.base}:txq:${stem}`;
+  }
+  /** The lock waiters' last poll (zset token -> ms): a silent waiter is dropped from the queue. */
+  transcriptLockHeartbeats(stem: string): string {
+    return `${this.base}:txqhb:${stem}`;
+  }
+  /** Hash `size`, `file`: how many bytes of which transcript file are indexed. */
+  transcriptIndex(stem: string): string {
+    return `${this.base}:txidx:${stem}`;
+  }
+  /** Set of the indexed entry ids of a transcript (appends are idempotent on them). */
+  transcriptIds(stem: string): string {
+    return `${this.base}:txids:${stem}`;
   }
 }
 

@@ -11,7 +11,7 @@ import type { RedisClient } from "./redis-client.js";
 import { SessionNotFoundError, fromScriptError } from "../errors/index.js";
 import { luaCommand } from "./lua-script.js";
 import { RedisKeys } from "./redis-keys.js";
-import type { SessionEntry, SessionEntryPatch, SessionKind } from "./session-entry.js";
+import type { SessionEntry, SessionEntryPatch, SessionKind } from "../session/session-entry.js";
 
 const LUA_DIR = new URL("./lua/", import.meta.url);
 

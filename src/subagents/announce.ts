@@ -17,18 +17,22 @@
  */
 import { retryLater } from "../queues/retry-later.js";
 import type { Job } from "bullmq";
-import type { Services } from "../app/services.js";
+import type { Config } from "../config/schema.js";
+import type { RunDeps } from "../runs/run-deps.js";
+import type { RedisClient } from "../storage/redis-client.js";
+import type { RedisKeys } from "../storage/redis-keys.js";
+import type { TranscriptStore } from "../transcript/transcript-store.js";
 import { isSilentReply } from "../history/silent-reply.js";
 import { sanitizeForHandoff } from "../history/handoff.js";
-import { storedRoute } from "../lifecycle/stored-route.js";
-import { enqueueArchive } from "../lifecycle/rotate.js";
+import { storedRoute } from "../session/stored-route.js";
+import { enqueueArchive } from "../rotation/rotate.js";
 import { JOBS, addJob, continuationOf, jobData, subagentAnnounceJobId } from "../queues/jobs.js";
 import { uuidFrom } from "../runs/derived-id.js";
 import { enqueueTurn } from "../runs/enqueue.js";
 import type { TurnContinuation } from "../runs/turn.js";
 import { isTerminal } from "../runs/turn.js";
 import { subagentDepthFromKey } from "../session/key-classify.js";
-import { deliverOnce } from "../workers/deliver.js";
+import { deliverOnce } from "../delivery/deliver.js";
 import { announceAttemptFailed } from "../metrics/index.js";
 import { announceBody, announceTurnText, type AnnounceFacts } from "./announce-format.js";
 import { SubagentRegistry } from "./registry.js";
@@ -44,13 +48,21 @@ export function announceTurnRunId(childKey: string, runId: string): string {
   return uuidFrom(`announce:${childKey}:${runId}`);
 }
 
-export function announceContinuation(svc: Services, childKey: string, runId: string): TurnContinuation {
+/** What the announce and archive jobs use: the registry's Redis, the run and session stores, queues, transcripts. */
+export interface SubagentDeps extends Pick<RunDeps, "sessions" | "runs" | "inbox" | "queues"> {
+  config: Config;
+  redis: RedisClient;
+  keys: RedisKeys;
+  transcripts: TranscriptStore;
+}
+
+export function announceContinuation(svc: Pick<SubagentDeps, "config">, childKey: string, runId: string): TurnContinuation {
   return continuationOf("subagentAnnounce", runId, { childKey }, svc.config);
 }
 
 const MAX_TERMINAL_WAITS = 200;
 
-export function createSubagentProcessors(svc: Services) {
+export function createSubagentProcessors(svc: SubagentDeps) {
   const registry = new SubagentRegistry(svc.redis, svc.keys);
 
   const announce = async (job: Job, token?: string): Promise<Record<string, unknown>> => {
@@ -87,10 +99,10 @@ export function createSubagentProcessors(svc: Services) {
 }
 
 async function announceRun(
-  svc: Services,
+  svc: SubagentDeps,
   registry: SubagentRegistry,
   run: Awaited<ReturnType<SubagentRegistry["get"]>> & object,
-  rec: Awaited<ReturnType<Services["runs"]["get"]>>,
+  rec: Awaited<ReturnType<SubagentDeps["runs"]["get"]>>,
   lastAttempt: boolean,
 ): Promise<Record<string, unknown>> {
   // The outcome comes from the run record (the runtime), never from what the model wrote.
@@ -160,7 +172,7 @@ async function announceRun(
   return { done: "announced", status, posted: Boolean(route) };
 }
 
-async function cleanup(svc: Services, run: { runId: string; childSessionKey: string; cleanup: "delete" | "keep" }): Promise<void> {
+async function cleanup(svc: SubagentDeps, run: { runId: string; childSessionKey: string; cleanup: "delete" | "keep" }): Promise<void> {
   if (run.cleanup === "delete") {
     const entry = await svc.sessions.get(run.childSessionKey);
     if (entry) {

@@ -15,13 +15,13 @@
  */
 import { retryLater } from "../queues/retry-later.js";
 import type { Job } from "bullmq";
-import type { Services } from "../app/services.js";
+import type { ToolDeps } from "./tool-deps.js";
 import { isSilentReply } from "../history/silent-reply.js";
 import { sanitizeForHandoff } from "../history/handoff.js";
 import { enqueueTurn } from "../runs/enqueue.js";
 import { isTerminal } from "../runs/turn.js";
-import { storedRoute } from "../lifecycle/stored-route.js";
-import { enqueueDelivery } from "../workers/deliver.js";
+import { storedRoute } from "../session/stored-route.js";
+import { enqueueDelivery } from "../delivery/deliver.js";
 import { uuidFrom } from "../runs/derived-id.js";
 import { ANNOUNCE_MESSAGE, announceContext, replyContext } from "./a2a-prompts.js";
 import { JOBS, continuationOf, jobData, type A2AState, type A2AStepData } from "../queues/jobs.js";
@@ -36,7 +36,7 @@ const MAX_TERMINAL_WAITS = 200;
 export const A2A_STEP = JOBS.a2aStep.name;
 
 /** The step job that follows the turn `runId` (filled in with its outcome when it has one). */
-function continuation(svc: Services, runId: string, state: A2AState): TurnContinuation {
+function continuation(svc: ToolDeps, runId: string, state: A2AState): TurnContinuation {
   return continuationOf("a2aStep", runId, state, svc.config);
 }
 
@@ -54,7 +54,7 @@ function stepRunId(afterRunId: string, kind: string): string {
   return uuidFrom(`a2a:${afterRunId}:${kind}`);
 }
 
-async function enqueueStep(svc: Services, state: A2AState, afterRunId: string, to: "requester" | "target", text: string, turnNo: number): Promise<boolean> {
+async function enqueueStep(svc: ToolDeps, state: A2AState, afterRunId: string, to: "requester" | "target", text: string, turnNo: number): Promise<boolean> {
   const toKey = to === "requester" ? state.requesterKey : state.targetKey;
   const fromKey = to === "requester" ? state.targetKey : state.requesterKey;
   const entry = await svc.sessions.get(toKey);
@@ -77,7 +77,7 @@ async function enqueueStep(svc: Services, state: A2AState, afterRunId: string, t
   return true;
 }
 
-async function enqueueAnnounce(svc: Services, state: A2AState, afterRunId: string): Promise<void> {
+async function enqueueAnnounce(svc: ToolDeps, state: A2AState, afterRunId: string): Promise<void> {
   const entry = await svc.sessions.get(state.targetKey);
   if (!entry) return;
   const runId = stepRunId(afterRunId, "announce");
@@ -97,7 +97,7 @@ async function enqueueAnnounce(svc: Services, state: A2AState, afterRunId: strin
   });
 }
 
-async function deliverAnnounce(svc: Services, state: A2AState, runId: string, reply: string): Promise<void> {
+async function deliverAnnounce(svc: ToolDeps, state: A2AState, runId: string, reply: string): Promise<void> {
   const entry = await svc.sessions.get(state.targetKey);
   // No route at all is still recorded (as no_route on the "none" channel), never dropped.
   const route = storedRoute(state.targetKey, entry) ?? { channel: "none" };
@@ -106,7 +106,7 @@ async function deliverAnnounce(svc: Services, state: A2AState, runId: string, re
 
 /** What a phase handler gets: the step's data (reply cleaned for hand-off) and the flow's own state. */
 interface StepContext {
-  svc: Services;
+  svc: ToolDeps;
   d: A2AStepData;
   state: A2AState;
   maxHops: number;
@@ -182,7 +182,7 @@ async function afterAnnounce({ svc, d, state }: StepContext): Promise<Record<str
   return { done: "announced" };
 }
 
-export function createA2AProcessor(svc: Services) {
+export function createA2AProcessor(svc: ToolDeps) {
   return async (job: Job, token?: string): Promise<Record<string, unknown>> => {
     if (job.name !== A2A_STEP) throw new Error(`unknown announce job ${job.name}`);
     const data = jobData("a2aStep", job);
@@ -214,7 +214,7 @@ export function createA2AProcessor(svc: Services) {
   };
 }
 
-async function notifyRequesterOfFailure(svc: Services, state: A2AState, d: A2AStepData): Promise<void> {
+async function notifyRequesterOfFailure(svc: ToolDeps, state: A2AState, d: A2AStepData): Promise<void> {
   const entry = await svc.sessions.get(state.requesterKey);
   if (!entry || state.requesterKey === state.targetKey) return;
   await enqueueTurn(svc, {
@@ -230,6 +230,6 @@ async function notifyRequesterOfFailure(svc: Services, state: A2AState, d: A2ASt
   });
 }
 
-export function primaryContinuation(svc: Services, runId: string, state: Omit<A2AState, "phase" | "turn">): TurnContinuation {
+export function primaryContinuation(svc: ToolDeps, runId: string, state: Omit<A2AState, "phase" | "turn">): TurnContinuation {
   return continuation(svc, runId, { ...state, phase: "after-primary", turn: 0 });
 }

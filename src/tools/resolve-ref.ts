@@ -4,7 +4,7 @@
  * `main` the caller agent's main session, a stored key wins, then a sessionId (UUID or other
  * id-like input) is looked up in the sessionId index.
  */
-import type { Services } from "../app/services.js";
+import type { ToolDeps } from "./tool-deps.js";
 import { canonicalSessionKey, resolveToolSessionRef } from "../session/key-canonical.js";
 import { looksLikeSessionId, shouldResolveSessionIdInput } from "../session/session-id.js";
 import { restrictedToSpawned } from "./access.js";
@@ -12,7 +12,7 @@ import type { ToolCaller } from "./tool-context.js";
 
 export type RefResolution = { ok: true; key: string } | { ok: false; status: "error" | "forbidden"; error: string };
 
-export async function resolveSessionRef(svc: Services, caller: ToolCaller, input: string): Promise<RefResolution> {
+export async function resolveSessionRef(svc: ToolDeps, caller: ToolCaller, input: string): Promise<RefResolution> {
   const raw = input.trim();
   if (raw === "current" && !(await svc.sessions.get(canonicalSessionKey(svc.config, "current", { agentId: caller.agentId })))) {
     return { ok: true, key: caller.sessionKey };

@@ -2,8 +2,8 @@
 import type { Config } from "../config/schema.js";
 import { displaySessionKey } from "../session/key-canonical.js";
 import { channelFromKey } from "../session/key-classify.js";
-import type { SessionEntry } from "../storage/session-entry.js";
-import type { TranscriptMessage } from "../transcript/types.js";
+import type { SessionEntry } from "../session/session-entry.js";
+import type { TranscriptMessage } from "../history/transcript-types.js";
 
 export interface SessionRow {
   key: string;

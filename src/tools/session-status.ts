@@ -2,19 +2,19 @@
  * session_status (docs/concepts/tools.md, "session_status"): the /status card of a visible session; `model` sets or
  * clears its override.
  */
-import type { Services } from "../app/services.js";
+import type { ToolDeps } from "./tool-deps.js";
 import { agentRuntime } from "../config/agents.js";
-import { statusCard } from "../lifecycle/status-card.js";
-import { identOf } from "../lifecycle/session-ident.js";
+import { statusCard } from "../session/status-card.js";
+import { identOf } from "../session/session-ident.js";
 import { displaySessionKey } from "../session/key-canonical.js";
-import { sessionSendPolicy } from "../lifecycle/session-send-policy.js";
+import { sessionSendPolicy } from "../session/stored-send-policy.js";
 import { guard } from "./access.js";
 import { SubagentRegistry } from "../subagents/registry.js";
 import { resolveSessionRef } from "./resolve-ref.js";
 import { SessionStatusArgs } from "./schemas.js";
 import { toolError, type ToolCaller, type ToolResult, argsError } from "./tool-context.js";
 
-export async function sessionStatus(svc: Services, caller: ToolCaller, rawArgs: unknown): Promise<ToolResult> {
+export async function sessionStatus(svc: ToolDeps, caller: ToolCaller, rawArgs: unknown): Promise<ToolResult> {
   const parsed = SessionStatusArgs.safeParse(rawArgs ?? {});
   if (!parsed.success) return argsError(parsed.error);
   const args = parsed.data;

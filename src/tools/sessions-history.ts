@@ -3,8 +3,8 @@
  * session's
  * transcript. Reads only the tail of the file (O(limit)), never the whole transcript.
  */
-import type { Services } from "../app/services.js";
-import { topicOpt } from "../lifecycle/transcript-topic.js";
+import type { ToolDeps } from "./tool-deps.js";
+import { topicOpt } from "../session/transcript-topic.js";
 import { sanitizeHistory } from "../history/sanitize-history.js";
 import { displaySessionKey } from "../session/key-canonical.js";
 import { guard } from "./access.js";
@@ -16,7 +16,7 @@ import { argsError, type ToolCaller, type ToolResult } from "./tool-context.js";
 const DEFAULT_LIMIT = 200;
 const MAX_LIMIT = 1000;
 
-export async function sessionsHistory(svc: Services, caller: ToolCaller, rawArgs: unknown): Promise<ToolResult> {
+export async function sessionsHistory(svc: ToolDeps, caller: ToolCaller, rawArgs: unknown): Promise<ToolResult> {
   const parsed = SessionsHistoryArgs.safeParse(rawArgs ?? {});
   if (!parsed.success) return argsError(parsed.error);
   const args = parsed.data;

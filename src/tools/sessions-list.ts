@@ -5,10 +5,10 @@
  * breadth first), `agent` the agent index, `all` the global index (cross-agent rows only where
  * agent-to-agent allows them, or that the caller spawned).
  */
-import type { Services } from "../app/services.js";
+import type { ToolDeps } from "./tool-deps.js";
 import { mapLimit } from "./map-limit.js";
-import type { SessionKind } from "../storage/session-entry.js";
-import type { SessionEntry } from "../storage/session-entry.js";
+import type { SessionKind } from "../session/session-entry.js";
+import type { SessionEntry } from "../session/session-entry.js";
 import { MAX_LINEAGE_DEPTH } from "../storage/session-store.js";
 import type { ToolCaller, ToolResult } from "./tool-context.js";
 import { argsError } from "./tool-context.js";
@@ -16,10 +16,10 @@ import { deriveTitle, toRow, type SessionRow } from "./session-row.js";
 import { SessionsListArgs } from "./schemas.js";
 import { restrictedToSpawned, visibilityOf } from "./access.js";
 import { agentToAgentAllowed } from "./visibility.js";
-import type { TranscriptMessage } from "../transcript/types.js";
+import type { TranscriptMessage } from "../history/transcript-types.js";
 import { messageRawText } from "../history/extract-reply.js";
 import { sanitizeHistory } from "../history/sanitize-history.js";
-import { topicOpt, transcriptTopicOf } from "../lifecycle/transcript-topic.js";
+import { topicOpt, transcriptTopicOf } from "../session/transcript-topic.js";
 import { open, type FileHandle } from "node:fs/promises";
 import { scanLines } from "../transcript/tail-reader.js";
 
@@ -57,7 +57,7 @@ async function firstUserText(file: string): Promise<string | undefined> {
   }
 }
 
-export async function sessionsList(svc: Services, caller: ToolCaller, rawArgs: unknown): Promise<ToolResult> {
+export async function sessionsList(svc: ToolDeps, caller: ToolCaller, rawArgs: unknown): Promise<ToolResult> {
   const parsed = SessionsListArgs.safeParse(rawArgs ?? {});
   if (!parsed.success) return argsError(parsed.error);
   const args = parsed.data;

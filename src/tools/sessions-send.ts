@@ -9,14 +9,14 @@
  *    reaches the requester through the flow.
  */
 import { randomUUID } from "node:crypto";
-import type { Services } from "../app/services.js";
+import type { ToolDeps } from "./tool-deps.js";
 import { luaCommand } from "../storage/lua-script.js";
 import type { RunWaiter } from "../runs/run-waiter.js";
 import { enqueueTurn } from "../runs/enqueue.js";
 import { displaySessionKey } from "../session/key-canonical.js";
 import { parseThreadSuffix } from "../session/key-parse.js";
-import { ensureSession } from "../lifecycle/ensure-session.js";
-import { sessionSendPolicy } from "../lifecycle/session-send-policy.js";
+import { ensureSession } from "../storage/ensure-session.js";
+import { sessionSendPolicy } from "../session/stored-send-policy.js";
 import { uuidFrom } from "../runs/derived-id.js";
 import { sanitizeForHandoff } from "../history/handoff.js";
 import { guard } from "./access.js";
@@ -33,7 +33,7 @@ export const THREAD_TARGET_ERROR =
   "sessions_send cannot target a thread session for inter-agent coordination. Use the parent channel session key instead.";
 const LATE_FLAG_TTL_SECONDS = 7 * 24 * 3600;
 
-export async function sessionsSend(svc: Services, waiter: RunWaiter, caller: ToolCaller, rawArgs: unknown): Promise<ToolResult> {
+export async function sessionsSend(svc: ToolDeps, waiter: RunWaiter, caller: ToolCaller, rawArgs: unknown): Promise<ToolResult> {
   // Called from a turn: the id follows from (calling run, call number), so a re-run of that
   // turn after a crash finds its earlier send instead of sending again. From HTTP: fresh.
   const runId = caller.runId && caller.nextCallSeq ? uuidFrom(`${caller.runId}:sessions_send:${caller.nextCallSeq()}`) : randomUUID();

@@ -5,15 +5,15 @@
  * created; the child's turn carries the continuation that becomes its durable announce.
  */
 import { randomUUID } from "node:crypto";
-import { transcriptTopicOf } from "../lifecycle/transcript-topic.js";
-import type { Services } from "../app/services.js";
+import { transcriptTopicOf } from "../session/transcript-topic.js";
+import type { ToolDeps } from "./tool-deps.js";
 import { isAgentSandboxed } from "../config/agents.js";
 import { enqueueTurn } from "../runs/enqueue.js";
 import { uuidFrom } from "../runs/derived-id.js";
-import { identOf } from "../lifecycle/session-ident.js";
+import { identOf } from "../session/session-ident.js";
 import { subagentSessionKey } from "../session/key-build.js";
 import { subagentDepthFromKey } from "../session/key-classify.js";
-import type { TranscriptEntry } from "../transcript/types.js";
+import type { TranscriptEntry } from "../history/transcript-types.js";
 import { announceContinuation } from "../subagents/announce.js";
 import { SubagentRegistry } from "../subagents/registry.js";
 import * as rules from "../subagents/spawn-policy.js";
@@ -23,7 +23,7 @@ import { argsError, forbidden, toolError, type ToolCaller, type ToolResult } fro
 /** How much of the requester's transcript a fork copies. */
 const FORK_MAX_ENTRIES = 500;
 
-export async function sessionsSpawn(svc: Services, caller: ToolCaller, rawArgs: unknown): Promise<ToolResult> {
+export async function sessionsSpawn(svc: ToolDeps, caller: ToolCaller, rawArgs: unknown): Promise<ToolResult> {
   const raw = (rawArgs ?? {}) as Record<string, unknown>;
   // Delivery targets are refused by name before anything else (the agent may retry with sessions_send).
   for (const key of rules.DELIVERY_PARAM_KEYS) if (typeof raw === "object" && key in raw) return toolError(rules.deliveryParamError(key));
@@ -160,7 +160,7 @@ export async function sessionsSpawn(svc: Services, caller: ToolCaller, rawArgs: 
 }
 
 /** Copy the requester's transcript into the child's, each line once (ids derived from the spawn). */
-async function forkTranscript(svc: Services, fromAgent: string, fromSessionId: string, toAgent: string, toSessionId: string, runId: string, fromTopic?: string): Promise<void> {
+async function forkTranscript(svc: ToolDeps, fromAgent: string, fromSessionId: string, toAgent: string, toSessionId: string, runId: string, fromTopic?: string): Promise<void> {
   // A requester in a Telegram forum topic has its transcript in the topic file.
   const entries = await svc.transcripts.tail(fromAgent, fromSessionId, FORK_MAX_ENTRIES, fromTopic === undefined ? {} : { topicId: fromTopic });
   const copies: TranscriptEntry[] = entries

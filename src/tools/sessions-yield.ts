@@ -4,13 +4,13 @@
  * recorded on the calling run; the runtime stops right after this call and the turn ends with
  * no reply (docs/concepts/subagents.md, sessions_yield).
  */
-import type { Services } from "../app/services.js";
+import type { ToolDeps } from "./tool-deps.js";
 import { SessionsYieldArgs } from "./schemas.js";
 import { argsError, toolError, type ToolCaller, type ToolResult } from "./tool-context.js";
 
 export const DEFAULT_YIELD_MESSAGE = "Turn yielded.";
 
-export async function sessionsYield(svc: Services, caller: ToolCaller, rawArgs: unknown): Promise<ToolResult> {
+export async function sessionsYield(svc: ToolDeps, caller: ToolCaller, rawArgs: unknown): Promise<ToolResult> {
   const parsed = SessionsYieldArgs.safeParse(rawArgs ?? {});
   if (!parsed.success) return argsError(parsed.error);
   if (!caller.sessionKey) return toolError("No session context");

@@ -5,7 +5,7 @@
  * run's announce is suppressed so the requester hears only from the new one.
  */
 import { randomUUID } from "node:crypto";
-import type { Services } from "../app/services.js";
+import type { ToolDeps } from "./tool-deps.js";
 import { enqueueTurn } from "../runs/enqueue.js";
 import { uuidFrom } from "../runs/derived-id.js";
 import { stopSession } from "../runs/stop.js";
@@ -26,7 +26,7 @@ interface Listed {
 }
 
 /** A run is active while it runs or any of its descendants still does (it can still be killed). */
-async function listRuns(svc: Services, registry: SubagentRegistry, requester: string, recentMinutes: number, now: number): Promise<Listed & { pending: Map<string, number> }> {
+async function listRuns(svc: ToolDeps, registry: SubagentRegistry, requester: string, recentMinutes: number, now: number): Promise<Listed & { pending: Map<string, number> }> {
   const runs = await registry.forRequester(requester);
   const pending = new Map<string, number>();
   for (const r of runs) if (r.status !== "running") pending.set(r.runId, (await runningDescendants(svc, registry, r.childSessionKey)).length);
@@ -89,7 +89,7 @@ export function resolveTarget(target: string | undefined, ordered: SubagentRun[]
   return { ok: false, error: `Unknown subagent target: ${t}` };
 }
 
-export async function subagentsTool(svc: Services, caller: ToolCaller, rawArgs: unknown): Promise<ToolResult> {
+export async function subagentsTool(svc: ToolDeps, caller: ToolCaller, rawArgs: unknown): Promise<ToolResult> {
   const parsed = SubagentsArgs.safeParse(rawArgs ?? {});
   if (!parsed.success) return argsError(parsed.error);
   const args = parsed.data;
@@ -194,7 +194,7 @@ export async function subagentsTool(svc: Services, caller: ToolCaller, rawArgs: 
 }
 
 /** Mark the run and every running descendant run as killed-not-announced; returns the descendants. */
-async function suppressTree(svc: Services, registry: SubagentRegistry, run: SubagentRun): Promise<SubagentRun[]> {
+async function suppressTree(svc: ToolDeps, registry: SubagentRegistry, run: SubagentRun): Promise<SubagentRun[]> {
   if (run.status === "running") await registry.update(run.runId, { suppressAnnounce: "killed" });
   const out = await runningDescendants(svc, registry, run.childSessionKey);
   for (const r of out) await registry.update(r.runId, { suppressAnnounce: "killed" });
@@ -202,7 +202,7 @@ async function suppressTree(svc: Services, registry: SubagentRegistry, run: Suba
 }
 
 /** Running sub-agent runs below `rootKey`, found through the children index (breadth first). */
-async function runningDescendants(svc: Services, registry: SubagentRegistry, rootKey: string): Promise<SubagentRun[]> {
+async function runningDescendants(svc: ToolDeps, registry: SubagentRegistry, rootKey: string): Promise<SubagentRun[]> {
   const out: SubagentRun[] = [];
   const queue = [rootKey];
   const seen = new Set<string>(queue);

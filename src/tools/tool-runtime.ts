@@ -5,13 +5,12 @@
  */
 import type { Processor } from "bullmq";
 import { z } from "zod";
-import type { Services } from "../app/services.js";
+import type { ToolDeps } from "./tool-deps.js";
 import { zodIssues } from "../config/parse.js";
 import { ValidationError } from "../errors/index.js";
 import type { QueueName } from "../queues/queue-names.js";
-import type { ToolInvoker } from "../runtimes/types.js";
+import type { ToolInvoker, ToolInvokerFactory } from "../runtimes/types.js";
 import { safeString } from "../session/safe-text-schema.js";
-import type { ToolInvokerFactory } from "../workers/turn-executor.js";
 import { createA2AProcessor } from "./a2a-flow.js";
 import {
   AgentsListArgs,
@@ -70,7 +69,7 @@ const ToolRequestSchema = z.strictObject({
   args: z.record(z.string(), z.unknown()).default({}),
 });
 
-export function createToolRuntime(svc: Services): ToolRuntime {
+export function createToolRuntime(svc: ToolDeps): ToolRuntime {
 
   const call = async (name: string, caller: ToolCaller, args: unknown): Promise<ToolResult> => {
     // Tool profiles: a tool outside the session's list answers `forbidden` (docs/concepts/subagents.md).

@@ -1,11 +1,12 @@
 /**
  * The file operations every transcript writer shares: whole-line appends that are undone when
- * they fail part-way, cutting a torn tail, the header line, directory fsync. Plain functions
- * over a file handle; the callers (the locked store, the lease holder's writer) decide who may
- * write when.
+ * they fail part-way, cutting a torn tail, the header line, creating a file with its header,
+ * directory fsync. Plain functions over files and handles; the callers (the locked store, the
+ * lease holder's writer) decide who may write when.
  */
-import { open, type FileHandle } from "node:fs/promises";
-import { TRANSCRIPT_VERSION, type TranscriptHeader } from "./types.js";
+import { mkdir, open, stat, type FileHandle } from "node:fs/promises";
+import { dirname } from "node:path";
+import { TRANSCRIPT_VERSION, type TranscriptHeader } from "../history/transcript-types.js";
 
 /** The transcript's first line. */
 export function headerLine(sessionId: string, parentSession: string | undefined): string {
@@ -90,5 +91,54 @@ export async function syncDir(dir: string): Promise<void> {
     }
   } catch {
     // EISDIR/EINVAL/EPERM on some platforms and network file systems: nothing more to do.
+  }
+}
+
+/**
+ * Create `file` with its header line if it does not exist. Callers hold the transcript lock,
+ * so the only race left is with a crash: an empty file (created, header never written) is
+ * completed here. `wx` makes creation exclusive even if a lock was lost. Returns true if this
+ * call wrote the header.
+ */
+export async function createWithHeader(file: string, sessionId: string, parentSession: string | undefined): Promise<boolean> {
+  if (await nonEmpty(file)) return false;
+  const line = Buffer.from(headerLine(sessionId, parentSession), "utf8");
+  await mkdir(dirname(file), { recursive: true, mode: 0o700 });
+  let fh: FileHandle;
+  try {
+    fh = await open(file, "wx", 0o600);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    fh = await open(file, "a", 0o600);
+    if ((await fh.stat()).size > 0) {
+      await fh.close();
+      return false;
+    }
+  }
+  try {
+    await appendOrUndo(fh, line, 0, true);
+  } finally {
+    await fh.close();
+  }
+  await syncDir(dirname(file));
+  return true;
+}
+
+export async function exists(file: string): Promise<boolean> {
+  try {
+    await stat(file);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return false;
+    throw err;
+  }
+}
+
+export async function nonEmpty(file: string): Promise<boolean> {
+  try {
+    return (await stat(file)).size > 0;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return false;
+    throw err;
   }
 }

@@ -20,7 +20,7 @@
 import { mkdir, open, stat, type FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { Logger } from "pino";
-import type { TranscriptEntry } from "./types.js";
+import type { TranscriptEntry } from "../history/transcript-types.js";
 import { transcriptPath } from "./paths.js";
 import { appendOrUndo, cutTornTail, headerLine, syncDir } from "./file-ops.js";
 import { readTail } from "./tail-reader.js";

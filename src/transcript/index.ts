@@ -2,7 +2,7 @@
  * Transcripts: append-only JSONL files on shared storage, indexed in Redis (docs/concepts/sessions.md,
  * "Transcripts").
  */
-export * from "./types.js";
+export * from "../history/transcript-types.js";
 export {
   AGENT_ID_RE,
   SESSION_ID_RE,

@@ -19,7 +19,7 @@
  * - a line whose `id` was already seen is skipped (defence against a duplicated line).
  */
 import { open, type FileHandle } from "node:fs/promises";
-import type { TranscriptEntry, TranscriptHeader } from "./types.js";
+import type { TranscriptEntry, TranscriptHeader } from "../history/transcript-types.js";
 
 export const DEFAULT_CHUNK_SIZE = 64 * 1024;
 const NL = 0x0a;

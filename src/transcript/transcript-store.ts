@@ -5,34 +5,26 @@
  * transcript for a sub-agent, imports, archiving). A session's turns are written by its lease
  * holder through holder-writer.ts, which needs no lock; both share file-ops.ts.
  *
- * Why this design (and not OpenClaw's `.lock` file): O_APPEND and `open(..., "wx")` lock files
- * are not reliable across NFS clients, and a crashed host leaves a lock file nobody can prove
- * stale. Redis is already the coordination point, so:
- *
- * 1. Writers of one transcript are serialised by a Redis lock `<prefix>:txlock:<stem>`
- *    (token `SET ... NX PX` inside a Lua script, compare-and-delete release), plus an
- *    in-process promise chain so one process does not fight itself over Redis. The lock is
- *    FIFO-fair: waiters queue in `<prefix>:txq:<stem>` (heartbeats in `<prefix>:txqhb:<stem>`)
- *    because a bare `SET NX` retry loop lets a busy process starve the others.
- * 2. Under the lock, `<prefix>:txidx:<stem>` (hash: `size`, `file`) says how many bytes of the
- *    file are indexed and `<prefix>:txids:<stem>` (set) holds their entry ids. If the file is
- *    longer than `size` (a writer crashed after writing, before indexing) only that tail is
- *    read and indexed ("reconcile"); if the index is missing, belongs to another file or is
- *    longer than the file, it is rebuilt from byte 0.
+ * 1. Writers of one transcript are serialised by the transcript lock (transcript-lock.ts: a
+ *    FIFO-fair Redis lock plus an in-process chain).
+ * 2. Under the lock, the index hash (RedisKeys.transcriptIndex: `size`, `file`) says how many
+ *    bytes of the file are indexed and the ids set (RedisKeys.transcriptIds) holds their entry
+ *    ids. If the file is longer than `size` (a writer crashed after writing, before indexing)
+ *    only that tail is read and indexed ("reconcile"); if the index is missing, belongs to
+ *    another file or is longer than the file, it is rebuilt from byte 0.
  * 3. An optional fencing token is checked under the lock right before writing (stale session
  *    lease holders cannot write).
  * 4. New entries (ids not in the set, not repeated in the batch) are written with one write
  *    of whole lines, fsync'ed, then ids and the new `size` are committed atomically.
  *
  * Result: `append` is idempotent on `entry.id` across processes, hosts, retries and crashes.
- * `<stem>` is the file name without `.jsonl`: the sessionId, or `<sessionId>-topic-<topic>`.
+ * Keys are per file stem: the file name without `.jsonl` (the sessionId, or
+ * `<sessionId>-topic-<topic>`).
  */
-import { randomBytes } from "node:crypto";
-import { mkdir, open, rename, stat, type FileHandle } from "node:fs/promises";
-import { dirname } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
+import { open, rename, type FileHandle } from "node:fs/promises";
 import type { RedisClient } from "../storage/redis-client.js";
-import { StaleFenceError, TranscriptLockError, ValidationError } from "../errors/index.js";
+import type { RedisKeys } from "../storage/redis-keys.js";
+import { ValidationError } from "../errors/index.js";
 import {
   archivePath,
   transcriptFileName,
@@ -41,14 +33,15 @@ import {
   type ArchiveKind,
 } from "./paths.js";
 import { readLastEntries, scanLines } from "./tail-reader.js";
-import { appendOrUndo, cutTornTail, headerLine, syncDir } from "./file-ops.js";
+import { appendOrUndo, createWithHeader, cutTornTail, exists, nonEmpty } from "./file-ops.js";
+import { TRANSCRIPT_LUA_DIR, TranscriptLock, type Fence, type LockKeys } from "./transcript-lock.js";
 import { luaCommand } from "../storage/lua-script.js";
-import { TRANSCRIPT_VERSION, type TranscriptEntry, type TranscriptHeader, type TranscriptMessage } from "./types.js";
+import type { TranscriptEntry, TranscriptMessage } from "../history/transcript-types.js";
 
 export interface TranscriptStoreOptions {
   redis: RedisClient;
-  /** Key prefix of this deployment (`redis.prefix` in the config). */
-  prefix: string;
+  /** This deployment's key layout (transcript keys share its hash tag with the session lease, for the fence). */
+  keys: RedisKeys;
   /** Shared storage root (`storage.dir`). */
   storageDir: string;
   /** Transcript lock TTL. A crashed holder blocks the transcript at most this long. Default 10 s. */
@@ -69,7 +62,7 @@ export interface EnsureOptions extends TopicOption {
 
 export interface AppendOptions extends TopicOption {
   /** Session-lease fence: `GET key` must equal `token` at write time, else StaleFenceError. */
-  fence?: { key: string; token: number };
+  fence?: Fence;
 }
 
 export interface AppendResult {
@@ -79,25 +72,22 @@ export interface AppendResult {
   skipped: number;
 }
 
-export interface TranscriptKeys {
-  lock: string;
-  /** Waiters for the lock, oldest first (zset token -> arrival ms). */
-  queue: string;
-  /** Waiters' last poll (zset token -> ms): a silent waiter is dropped from the queue. */
-  heartbeats: string;
+export interface TranscriptKeys extends LockKeys {
+  /** Hash `size`, `file`: how many bytes of which file are indexed. */
   index: string;
+  /** Set of the indexed entry ids. */
   ids: string;
 }
 
 /** Redis keys of one transcript (exported for tools and tests; the layout is internal). */
-export function transcriptKeys(prefix: string, sessionId: string, topicId?: string | number): TranscriptKeys {
+export function transcriptKeys(keys: RedisKeys, sessionId: string, topicId?: string | number): TranscriptKeys {
   const stem = transcriptFileName(sessionId, topicId).slice(0, -".jsonl".length);
   return {
-    lock: `${prefix}:txlock:${stem}`,
-    queue: `${prefix}:txq:${stem}`,
-    heartbeats: `${prefix}:txqhb:${stem}`,
-    index: `${prefix}:txidx:${stem}`,
-    ids: `${prefix}:txids:${stem}`,
+    lock: keys.transcriptLock(stem),
+    queue: keys.transcriptLockQueue(stem),
+    heartbeats: keys.transcriptLockHeartbeats(stem),
+    index: keys.transcriptIndex(stem),
+    ids: keys.transcriptIds(stem),
   };
 }
 
@@ -105,41 +95,20 @@ const DEFAULT_LOCK_TTL_MS = 10_000;
 const DEFAULT_LOCK_WAIT_MS = 30_000;
 /** Ids per Redis command when indexing or checking membership (keeps commands small). */
 const ID_CHUNK = 1000;
-/** A lock waiter silent for this long is dropped from the queue (waiters poll every <= 25 ms). */
-const WAITER_STALE_MS = 2000;
-
-type GuardReply = [number, string];
-
-/** This module's Lua scripts (./lua/*.lua), registered through the shared loader. */
-const LUA_DIR = new URL("./lua/", import.meta.url);
-
-function transcriptScripts(redis: RedisClient) {
-  return {
-    acquire: luaCommand(redis, LUA_DIR, "txlock-acquire"),
-    leave: luaCommand(redis, LUA_DIR, "txlock-leave"),
-    release: luaCommand(redis, LUA_DIR, "txlock-release"),
-    guard: luaCommand(redis, LUA_DIR, "txguard"),
-    commit: luaCommand(redis, LUA_DIR, "txcommit"),
-  };
-}
-
 export class TranscriptStore {
   private readonly redis: RedisClient;
-  private readonly lua: ReturnType<typeof transcriptScripts>;
-  private readonly prefix: string;
+  private readonly keyLayout: RedisKeys;
   private readonly storageDir: string;
-  private readonly lockTtlMs: number;
-  private readonly lockWaitMs: number;
-  /** Per-lock-key promise chains: appends of one process to one file run one at a time. */
-  private readonly chains = new Map<string, Promise<void>>();
+  private readonly lock: TranscriptLock;
+  /** Commits new ids and the indexed size atomically, if the lock is still ours (txcommit.lua). */
+  private readonly commit: ReturnType<typeof luaCommand>;
 
   constructor(opts: TranscriptStoreOptions) {
     this.redis = opts.redis;
-    this.lua = transcriptScripts(opts.redis);
-    this.prefix = opts.prefix;
+    this.keyLayout = opts.keys;
     this.storageDir = opts.storageDir;
-    this.lockTtlMs = opts.lockTtlMs ?? DEFAULT_LOCK_TTL_MS;
-    this.lockWaitMs = opts.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS;
+    this.lock = new TranscriptLock(opts.redis, opts.lockTtlMs ?? DEFAULT_LOCK_TTL_MS, opts.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS);
+    this.commit = luaCommand(opts.redis, TRANSCRIPT_LUA_DIR, "txcommit");
   }
 
   /** The transcript path (validates ids; throws a typed error instead of building a bad path). */
@@ -148,7 +117,7 @@ export class TranscriptStore {
   }
 
   keys(sessionId: string, topicId?: string | number): TranscriptKeys {
-    return transcriptKeys(this.prefix, sessionId, topicId);
+    return transcriptKeys(this.keyLayout, sessionId, topicId);
   }
 
   /**
@@ -159,7 +128,7 @@ export class TranscriptStore {
     const file = this.path(agentId, sessionId, opts.topicId);
     if (await nonEmpty(file)) return { path: file, created: false };
     const keys = this.keys(sessionId, opts.topicId);
-    const created = await this.withLock(keys, file, () => createWithHeader(file, sessionId, opts.parentSession));
+    const created = await this.lock.run(keys, file, () => createWithHeader(file, sessionId, opts.parentSession));
     return { path: file, created };
   }
 
@@ -177,9 +146,9 @@ export class TranscriptStore {
     const batch = uniqueBatch(entries);
     if (entries.length === 0) return { written: 0, skipped: 0 };
 
-    return await this.withLock(keys, file, async (token) => {
+    return await this.lock.run(keys, file, async (token) => {
       // A stale writer must not even create the file (the new holder may have archived it).
-      if (opts.fence && !(await nonEmpty(file))) await this.guard(keys.lock, token, file, sessionId, opts.fence);
+      if (opts.fence && !(await nonEmpty(file))) await this.lock.guard(keys.lock, token, file, sessionId, opts.fence);
       await createWithHeader(file, sessionId, undefined);
       const fh = await open(file, "a+", 0o600); // O_APPEND; opening also revalidates NFS attributes
       try {
@@ -191,9 +160,9 @@ export class TranscriptStore {
         const fresh = batch.filter((_, i) => !present[i]);
         const skipped = entries.length - fresh.length;
 
-        if (fresh.length > 0 || opts.fence) await this.guard(keys.lock, token, file, sessionId, opts.fence);
+        if (fresh.length > 0 || opts.fence) await this.lock.guard(keys.lock, token, file, sessionId, opts.fence);
         if (fresh.length === 0) {
-          if (indexChanged) await this.lua.commit([keys.lock, keys.index, keys.ids], [token, size, rel]);
+          if (indexChanged) await this.commit([keys.lock, keys.index, keys.ids], [token, size, rel]);
           return { written: 0, skipped };
         }
 
@@ -201,7 +170,7 @@ export class TranscriptStore {
         await appendOrUndo(fh, buf, size, true);
         // The new size is computed, not fstat'ed: had our lock expired and another writer
         // appended meanwhile, fstat would also count its bytes, whose ids we did not index.
-        await this.lua.commit([keys.lock, keys.index, keys.ids], [token, size + buf.length, rel, ...fresh.map((b) => b.id)]);
+        await this.commit([keys.lock, keys.index, keys.ids], [token, size + buf.length, rel, ...fresh.map((b) => b.id)]);
         return { written: fresh.length, skipped };
       } finally {
         await fh.close();
@@ -247,7 +216,7 @@ export class TranscriptStore {
   ): Promise<string | undefined> {
     const file = this.path(agentId, sessionId, opts.topicId);
     const keys = this.keys(sessionId, opts.topicId);
-    return await this.withLock(keys, file, async () => {
+    return await this.lock.run(keys, file, async () => {
       if (!(await exists(file))) {
         await this.redis.del(keys.index, keys.ids);
         return undefined;
@@ -300,70 +269,6 @@ export class TranscriptStore {
     }
     return out;
   }
-
-  private async guard(
-    lockKey: string,
-    token: string,
-    file: string,
-    sessionId: string,
-    fence: AppendOptions["fence"],
-  ): Promise<void> {
-    const [code, current] = fence
-      ? ((await this.lua.guard([lockKey, fence.key], [token, this.lockTtlMs, fence.token])) as GuardReply)
-      : ((await this.lua.guard([lockKey], [token, this.lockTtlMs])) as GuardReply);
-    if (code === 1) return;
-    if (code === 0) throw new TranscriptLockError(file, this.lockTtlMs); // lock expired before the write
-    const cur = current === "" || !Number.isFinite(Number(current)) ? null : Number(current);
-    throw new StaleFenceError(sessionId, fence?.token ?? NaN, cur);
-  }
-
-  /** In-process chain, then the Redis lock, then `fn(token)`; always releases. */
-  private async withLock<T>(keys: TranscriptKeys, file: string, fn: (token: string) => Promise<T>): Promise<T> {
-    return await this.serial(keys.lock, async () => {
-      const token = randomBytes(16).toString("hex");
-      await this.acquire(keys, token, file);
-      try {
-        return await fn(token);
-      } finally {
-        // Best effort: if Redis is unreachable the lock expires after its TTL anyway.
-        await this.lua.release([keys.lock], [token]).catch(() => 0);
-      }
-    });
-  }
-
-  private async serial<T>(key: string, fn: () => Promise<T>): Promise<T> {
-    const prev = this.chains.get(key) ?? Promise.resolve();
-    const run = prev.then(() => fn());
-    const settled = run.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.chains.set(key, settled);
-    void settled.then(() => {
-      if (this.chains.get(key) === settled) this.chains.delete(key);
-    });
-    return await run;
-  }
-
-  /**
-   * Take the FIFO lock (txlock-acquire.lua), polling until `lockWaitMs`. The head of the queue
-   * polls every ~2 ms so a released lock is handed over quickly; the others poll more slowly
-   * (their polls are also their heartbeats). Jitter keeps pollers from moving in lockstep.
-   */
-  private async acquire(keys: TranscriptKeys, token: string, file: string): Promise<void> {
-    const started = Date.now();
-    for (;;) {
-      const place = (await this.lua.acquire([keys.lock, keys.queue, keys.heartbeats], [token, this.lockTtlMs, WAITER_STALE_MS])) as number;
-      if (place < 0) return;
-      const waited = Date.now() - started;
-      if (waited >= this.lockWaitMs) {
-        await this.lua.leave([keys.queue, keys.heartbeats], [token]).catch(() => 0);
-        throw new TranscriptLockError(file, waited);
-      }
-      const base = Math.min(2 + place * 4, 20);
-      await sleep(Math.max(1, Math.min(base * (0.75 + Math.random() / 2), this.lockWaitMs - waited)));
-    }
-  }
 }
 
 /** Validate and serialise a batch; repeated ids keep their first occurrence. */
@@ -386,53 +291,4 @@ function uniqueBatch(entries: TranscriptEntry[]): { id: string; line: string }[]
     out.push({ id: e.id, line: JSON.stringify(e) + "\n" });
   });
   return out;
-}
-
-/**
- * Create `file` with its header line if it does not exist. Callers hold the transcript lock,
- * so the only race left is with a crash: an empty file (created, header never written) is
- * completed here. `wx` makes creation exclusive even if a lock was lost. Returns true if this
- * call wrote the header.
- */
-async function createWithHeader(file: string, sessionId: string, parentSession: string | undefined): Promise<boolean> {
-  if (await nonEmpty(file)) return false;
-  const line = Buffer.from(headerLine(sessionId, parentSession), "utf8");
-  await mkdir(dirname(file), { recursive: true, mode: 0o700 });
-  let fh: FileHandle;
-  try {
-    fh = await open(file, "wx", 0o600);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-    fh = await open(file, "a", 0o600);
-    if ((await fh.stat()).size > 0) {
-      await fh.close();
-      return false;
-    }
-  }
-  try {
-    await appendOrUndo(fh, line, 0, true);
-  } finally {
-    await fh.close();
-  }
-  await syncDir(dirname(file));
-  return true;
-}
-
-async function exists(file: string): Promise<boolean> {
-  try {
-    await stat(file);
-    return true;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return false;
-    throw err;
-  }
-}
-
-async function nonEmpty(file: string): Promise<boolean> {
-  try {
-    return (await stat(file)).size > 0;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return false;
-    throw err;
-  }
 }

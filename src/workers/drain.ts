@@ -17,7 +17,7 @@
 import { retryLater } from "../queues/retry-later.js";
 import { createHash } from "node:crypto";
 import { WaitingError, type Job } from "bullmq";
-import type { Services } from "../app/services.js";
+import type { WorkerDeps } from "./worker-deps.js";
 import { StaleFenceError, TurnHandedBackError } from "../errors/index.js";
 import type { NextTurn, TurnExecutor } from "./turn-executor.js";
 import { requestDrain } from "../runs/enqueue.js";
@@ -51,7 +51,7 @@ type TurnStep = { status: string; next?: NextTurn } | { parkMs: number } | { han
  * that follows it runs them on another worker), and a turn handed back mid-run sends this job
  * back to the queue with the lease released, so another worker takes over at once.
  */
-export function createDrainProcessor(svc: Services, executor: TurnExecutor, stopping: AbortSignal = new AbortController().signal) {
+export function createDrainProcessor(svc: WorkerDeps, executor: TurnExecutor, stopping: AbortSignal = new AbortController().signal) {
   /** End a turn that will not be retried: `error` on its record, its message dead-lettered. */
   async function giveUp(lease: LeaseHandle, job: Job<DrainData>, turn: Turn, kind: DeadLetter["kind"], reason: string): Promise<void> {
     const letter: DeadLetter = { runId: turn.runId, sessionKey: turn.sessionKey, reason, kind, failedAt: Date.now(), replays: turn.replays ?? 0, turn };
@@ -167,7 +167,7 @@ export function createDrainProcessor(svc: Services, executor: TurnExecutor, stop
   };
 }
 
-async function discardCorrupt(svc: Services, lease: LeaseHandle, job: Job<DrainData>, raw: string): Promise<void> {
+async function discardCorrupt(svc: WorkerDeps, lease: LeaseHandle, job: Job<DrainData>, raw: string): Promise<void> {
   const id = `corrupt-${createHash("sha256").update(raw).digest("hex").slice(0, 24)}`;
   const reason = "the queued turn is not readable (corrupt entry)";
   await svc.inbox.discard(lease, raw, { runId: id, sessionKey: lease.sessionKey, reason, kind: "corrupt", failedAt: Date.now(), replays: 0, raw });

@@ -10,13 +10,13 @@
  */
 import { retryLater } from "../queues/retry-later.js";
 import type { Job } from "bullmq";
-import { topicOpt } from "../lifecycle/transcript-topic.js";
+import { topicOpt } from "../session/transcript-topic.js";
 import { requestDrain } from "../runs/enqueue.js";
-import type { Services } from "../app/services.js";
-import { entryStaleAt, freshnessOf } from "../lifecycle/freshness-check.js";
-import { rotateSession } from "../lifecycle/rotate.js";
+import type { WorkerDeps } from "./worker-deps.js";
+import { entryStaleAt, freshnessOf } from "../session/entry-freshness.js";
+import { rotateSession } from "../rotation/rotate.js";
 import { JOBS, jobData } from "../queues/jobs.js";
-import { identOf } from "../lifecycle/session-ident.js";
+import { identOf } from "../session/session-ident.js";
 import { SessionLeases } from "../runs/session-lease.js";
 import { pruneOnce } from "./session-prune.js";
 
@@ -42,7 +42,7 @@ export interface SweepResult {
   busy: number;
 }
 
-export async function sweepOnce(svc: Services, now = Date.now()): Promise<SweepResult> {
+export async function sweepOnce(svc: WorkerDeps, now = Date.now()): Promise<SweepResult> {
   const due = await svc.sessions.dueStale(now, svc.config.maintenance.sweepBatch);
   const result: SweepResult = { examined: due.length, rotated: 0, rescheduled: 0, busy: 0 };
   for (const key of due) {
@@ -74,7 +74,7 @@ const WAKE_OVERDUE_MS = 10_000;
  * drain job (turn-push.lua): add it now. Later pushes skip the add while turns are queued, so
  * without this such a session would wait for ever.
  */
-export async function rearmOverdueWakes(svc: Services, now = Date.now()): Promise<number> {
+export async function rearmOverdueWakes(svc: WorkerDeps, now = Date.now()): Promise<number> {
   const overdue = await svc.inbox.overdueWakes(WAKE_OVERDUE_MS, svc.config.maintenance.sweepBatch, now);
   for (const w of overdue) {
     await requestDrain(svc, w.sessionKey);
@@ -84,7 +84,7 @@ export async function rearmOverdueWakes(svc: Services, now = Date.now()): Promis
   return overdue.length;
 }
 
-export function createMaintenanceProcessor(svc: Services) {
+export function createMaintenanceProcessor(svc: WorkerDeps) {
   const archiveLeases = new SessionLeases(svc.redis, svc.keys, ARCHIVE_LEASE_TTL_MS);
   return async (job: Job, token?: string): Promise<unknown> => {
     if (job.name === JOBS.sweep.name) {
@@ -111,7 +111,7 @@ export function createMaintenanceProcessor(svc: Services) {
   };
 }
 
-export async function ensureSweepScheduler(svc: Services): Promise<void> {
+export async function ensureSweepScheduler(svc: WorkerDeps): Promise<void> {
   // Idempotent: every worker calls it at boot (BullMQ upserts the one scheduler).
   await svc.queues.maintenance.upsertJobScheduler(
     SWEEP_SCHEDULER_ID,

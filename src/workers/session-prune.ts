@@ -10,11 +10,11 @@
  * would remove (in its result and the log); `"enforce"` removes. `sessions.cleanup { dryRun }`
  * runs the same pass on demand. Sessions with turns queued or running are left for a later run.
  */
-import type { Services } from "../app/services.js";
+import type { WorkerDeps } from "./worker-deps.js";
 import { defaultAgentId } from "../config/agents.js";
-import { enqueueArchive } from "../lifecycle/rotate.js";
+import { enqueueArchive } from "../rotation/rotate.js";
 import { JOBS } from "../queues/jobs.js";
-import { identOf } from "../lifecycle/session-ident.js";
+import { identOf } from "../session/session-ident.js";
 
 export const PRUNE_SCHEDULER_ID = "session-prune";
 
@@ -33,7 +33,10 @@ interface Candidate {
   reason: "pruned" | "capped";
 }
 
-async function candidates(svc: Services, now: number, batch: number): Promise<Candidate[]> {
+/** What pruning reads and deletes (also run by the `sessions.prune` RPC, outside a worker). */
+export type PruneDeps = Pick<WorkerDeps, "config" | "log" | "redis" | "keys" | "inbox" | "sessions" | "queues">;
+
+async function candidates(svc: PruneDeps, now: number, batch: number): Promise<Candidate[]> {
   const m = svc.config.session.maintenance!;
   const out: Candidate[] = [];
   const seen = new Set<string>();
@@ -57,7 +60,7 @@ async function candidates(svc: Services, now: number, batch: number): Promise<Ca
   return out.slice(0, batch);
 }
 
-export async function pruneOnce(svc: Services, opts: { dryRun?: boolean; now?: number } = {}): Promise<PruneReport> {
+export async function pruneOnce(svc: PruneDeps, opts: { dryRun?: boolean; now?: number } = {}): Promise<PruneReport> {
   const m = svc.config.session.maintenance;
   const dryRun = opts.dryRun ?? m?.mode !== "enforce";
   const report: PruneReport = { dryRun, pruned: [], capped: [], busy: [] };
@@ -83,7 +86,7 @@ export async function pruneOnce(svc: Services, opts: { dryRun?: boolean; now?: n
 }
 
 /** Runs with the sweep's cadence while `session.maintenance` is configured; removed otherwise. */
-export async function ensurePruneScheduler(svc: Services): Promise<void> {
+export async function ensurePruneScheduler(svc: WorkerDeps): Promise<void> {
   if (!svc.config.session.maintenance) {
     await svc.queues.maintenance.removeJobScheduler(PRUNE_SCHEDULER_ID);
     return;

@@ -12,42 +12,30 @@
  * transcript and recovers the outcome from them, so the runtime does not run twice. When the
  * transcript write itself fails, the outcome is saved on the record before the turn is parked.
  */
-import type { Services } from "../app/services.js";
+import type { WorkerDeps } from "./worker-deps.js";
 import { agentRuntime, isAgentSandboxed } from "../config/agents.js";
 import { StaleFenceError, TurnHandedBackError } from "../errors/index.js";
 import { createRuntime } from "../runtimes/registry.js";
-import { RunAbortedError, type RunOutput, type ToolInvoker } from "../runtimes/types.js";
+import { RunAbortedError, type RunOutput, type ToolInvokerFactory } from "../runtimes/types.js";
 import type { LeaseHandle } from "../runs/session-lease.js";
 import { isTerminal, type TerminalStatus, type Turn } from "../runs/turn.js";
-import type { TranscriptEntry, TranscriptMessage } from "../transcript/types.js";
+import type { TranscriptEntry, TranscriptMessage } from "../history/transcript-types.js";
 import { isSilentReply } from "../history/silent-reply.js";
-import { enqueueDelivery } from "./deliver.js";
+import { enqueueDelivery } from "../delivery/deliver.js";
 import { enqueueContinuation } from "../runs/continuation.js";
 import { sanitizeForHandoff } from "../history/handoff.js";
 import { interSessionProvenance } from "../runtimes/inter-session.js";
 import { redactTranscriptEntries, redactValue } from "../history/redact-transcript.js";
-import { topicOpt, transcriptTopicOf } from "../lifecycle/transcript-topic.js";
+import { topicOpt, transcriptTopicOf } from "../session/transcript-topic.js";
 import { luaSafeJson, wellFormed } from "../text/well-formed.js";
 import { combineSignals } from "../runtimes/combined-signal.js";
 import type { BegunTurn } from "../runs/inbox.js";
 import type { RunRecord } from "../runs/run-records.js";
-import type { SessionEntry } from "../storage/session-entry.js";
+import type { SessionEntry } from "../session/session-entry.js";
 import type { HolderWriter } from "../transcript/holder-writer.js";
 
 /** How many recent transcript messages a runtime sees as history. */
 const HISTORY_LIMIT = 50;
-
-export type ToolInvokerFactory = (ctx: {
-  sessionKey: string;
-  agentId: string;
-  runId: string;
-  sandboxed: boolean;
-  hop?: number;
-  traceId?: string;
-  /** Stored lineage: decides the session's tool list (docs/concepts/subagents.md). */
-  spawnDepth?: number;
-  subagentRole?: "orchestrator" | "leaf";
-}) => ToolInvoker;
 
 /** The turn the finish began after this one (see RunRecords.finishAndBegin): undefined when not asked. */
 export type NextTurn = BegunTurn | { corrupt: string } | null | undefined;
@@ -252,7 +240,7 @@ function resultFields(outcome: TurnOutcome, output: RunOutput | undefined): Reco
 }
 
 /** The last `limit` messages before this turn (its own lines, if a re-run wrote any, left out). */
-async function historyBefore(svc: Services, turn: Turn, limit: number): Promise<TranscriptMessage[]> {
+async function historyBefore(svc: WorkerDeps, turn: Turn, limit: number): Promise<TranscriptMessage[]> {
   const entries = await svc.transcripts.tail(turn.agentId, turn.sessionId, limit + 8, topicOpt(turn.sessionKey));
   return entries
     .filter((e) => e.type === "message" && e.runId !== turn.runId && typeof e.message === "object" && e.message !== null)
@@ -272,7 +260,7 @@ function savedOutput(raw: string | undefined, reply: string | undefined): RunOut
 
 export class TurnExecutor {
   constructor(
-    private readonly svc: Services,
+    private readonly svc: WorkerDeps,
     private readonly running: RunningTurns,
     private readonly tools: ToolInvokerFactory,
     private readonly writer: HolderWriter,

@@ -5,16 +5,17 @@
  * where a job runs.
  */
 import { Worker, type Processor } from "bullmq";
-import type { Services } from "../app/services.js";
+import type { WorkerDeps } from "./worker-deps.js";
 import { CancelBus } from "../runs/cancel-bus.js";
 import { requestDrain } from "../runs/enqueue.js";
 import type { QueueName } from "../queues/queue-names.js";
-import { createDeliverProcessor } from "./deliver.js";
+import { createDeliverProcessor } from "../delivery/deliver.js";
 import { createDrainProcessor } from "./drain.js";
 import { createMaintenanceProcessor, ensureSweepScheduler } from "./maintenance.js";
 import { ensurePruneScheduler } from "./session-prune.js";
 import { HolderWriter } from "../transcript/holder-writer.js";
-import { RunningTurns, TurnExecutor, type ToolInvokerFactory } from "./turn-executor.js";
+import type { ToolInvokerFactory } from "../runtimes/types.js";
+import { RunningTurns, TurnExecutor } from "./turn-executor.js";
 import { registerOutboundMetrics, registerTurnMetrics } from "../metrics/index.js";
 
 /** How long after a drain exhausted its retries another one is tried. */
@@ -45,7 +46,7 @@ export interface WorkerHost {
   close(): Promise<void>;
 }
 
-export async function startWorkerHost(svc: Services, opts: WorkerHostOptions): Promise<WorkerHost> {
+export async function startWorkerHost(svc: WorkerDeps, opts: WorkerHostOptions): Promise<WorkerHost> {
   const running = new RunningTurns();
   const writer = new HolderWriter(svc.config.storage.dir, svc.config.storage.fsync, svc.log);
   const executor = new TurnExecutor(svc, running, opts.tools, writer);

@@ -1,10 +1,10 @@
 /**
- * Strict Authorization parsing over HTTP (src/gateway/auth.ts), and the start-up log line of a
+ * Strict Authorization parsing over HTTP (src/auth/credentials.ts), and the start-up log line of a
  * real `switchboard gateway` process printing the address it actually bound.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { request } from "node:http";
-import { presentedToken } from "../../src/gateway/auth.js";
+import { presentedToken } from "../../src/auth/credentials.js";
 import { formatBoundAddresses } from "../../src/gateway/bound-addresses.js";
 import { testRedisUrl, uniquePrefix } from "../helpers/context.js";
 import { spawnSwitchboard, startTestSystem, writeConfigFile, type TestSystem } from "../helpers/system.js";

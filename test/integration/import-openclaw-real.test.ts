@@ -72,7 +72,7 @@ beforeAll(() => {
     config,
     redis,
     sessions: new SessionStore(redis, config.redis.prefix),
-    transcripts: new TranscriptStore({ redis, prefix: new RedisKeys(config.redis.prefix).base, storageDir: config.storage.dir }),
+    transcripts: new TranscriptStore({ redis, keys: new RedisKeys(config.redis.prefix), storageDir: config.storage.dir }),
   };
 });
 

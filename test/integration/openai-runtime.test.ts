@@ -14,7 +14,7 @@ import {
   type RunInput,
   type ToolInvoker,
 } from "../../src/runtimes/index.js";
-import type { TranscriptMessage } from "../../src/transcript/types.js";
+import type { TranscriptMessage } from "../../src/history/transcript-types.js";
 import { settle } from "../helpers/settle.js";
 
 interface RecordedRequest {

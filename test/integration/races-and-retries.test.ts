@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 import { startTestSystem, until, type TestSystem } from "../helpers/system.js";
 import { enqueueTurn } from "../../src/runs/enqueue.js";
-import { rotateSession } from "../../src/lifecycle/rotate.js";
+import { rotateSession } from "../../src/rotation/rotate.js";
 
 let sys: TestSystem;
 beforeAll(async () => {

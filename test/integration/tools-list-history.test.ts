@@ -7,8 +7,8 @@ import { randomUUID } from "node:crypto";
 import { appendFileSync, existsSync, mkdirSync, rmSync, truncateSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SessionKind } from "../../src/storage/session-entry.js";
-import type { TranscriptEntry, TranscriptMessage } from "../../src/transcript/types.js";
+import type { SessionKind } from "../../src/session/session-entry.js";
+import type { TranscriptEntry, TranscriptMessage } from "../../src/history/transcript-types.js";
 import { startTestSystem, type TestSystem } from "../helpers/system.js";
 import { chat, scriptAgent, textOf, tool, toolsConfig, type Msg } from "../fixtures/tools-support.js";
 

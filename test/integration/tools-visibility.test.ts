@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ConfigInput } from "../../src/config/index.js";
-import type { SessionKind } from "../../src/storage/session-entry.js";
+import type { SessionKind } from "../../src/session/session-entry.js";
 import { startTestSystem, type TestSystem } from "../helpers/system.js";
 import { tool, toolsConfig } from "../fixtures/tools-support.js";
 

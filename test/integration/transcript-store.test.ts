@@ -25,11 +25,13 @@ import {
   transcriptPath,
   type TranscriptEntry,
 } from "../../src/transcript/index.js";
+import { RedisKeys } from "../../src/storage/redis-keys.js";
 import { newRedis, tempDir, testRedisUrl, uniquePrefix } from "../helpers/context.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const CHILD = join(ROOT, "test/fixtures/transcript-append-child.mjs");
 const prefix = uniquePrefix("tx");
+const redisKeys = new RedisKeys(prefix);
 
 let redis: Redis;
 let dir: string;
@@ -67,7 +69,7 @@ afterAll(async () => {
 
 beforeEach(() => {
   ({ dir, cleanup } = tempDir("sb-tx"));
-  store = new TranscriptStore({ redis, prefix, storageDir: dir });
+  store = new TranscriptStore({ redis, keys: redisKeys, storageDir: dir });
 });
 
 afterEach(() => cleanup());
@@ -106,7 +108,7 @@ describe("paths", () => {
     );
     // Nothing reached the file system, and nothing reached Redis.
     expect(readdirSync(dir)).toEqual([]);
-    expect(await redis.keys(`${prefix}:*:s1*`)).toEqual([]);
+    expect(await redis.keys(`${redisKeys.base}:*:s1*`)).toEqual([]);
     // A 128-char id is the longest accepted; a hostile topic id is encoded, never a separator.
     expect(() => transcriptPath(dir, "main", "x".repeat(128))).not.toThrow();
     const topicFile = transcriptPath(dir, "main", "s1", "../../../etc/passwd");
@@ -285,7 +287,7 @@ describe("TranscriptStore", () => {
   });
 
   it("refuses a stale fence and writes nothing", async () => {
-    const fenceKey = `${prefix}:fence:s-fence`;
+    const fenceKey = redisKeys.fence("s-fence");
     await redis.set(fenceKey, "5");
     await store.append("main", "s-fence", [entry("f1")], { fence: { key: fenceKey, token: 5 } });
     const file = store.path("main", "s-fence");
@@ -315,7 +317,7 @@ describe("TranscriptStore", () => {
   });
 
   it("gives up with TranscriptLockError when the lock stays held, leaving the queue clean", async () => {
-    const impatient = new TranscriptStore({ redis, prefix, storageDir: dir, lockWaitMs: 300 });
+    const impatient = new TranscriptStore({ redis, keys: redisKeys, storageDir: dir, lockWaitMs: 300 });
     const keys = impatient.keys("s-locked");
     await redis.set(keys.lock, "someone-else", "PX", 5000);
     const t0 = Date.now();
@@ -362,7 +364,7 @@ describe("TranscriptStore", () => {
   it("serialises concurrent appends within one process and across connections", async () => {
     const redis2 = newRedis();
     try {
-      const other = new TranscriptStore({ redis: redis2, prefix, storageDir: dir });
+      const other = new TranscriptStore({ redis: redis2, keys: redisKeys, storageDir: dir });
       const jobs: Promise<unknown>[] = [];
       for (let i = 0; i < 200; i++) {
         const s = i % 2 === 0 ? store : other;
@@ -402,7 +404,7 @@ describe("TranscriptStore", () => {
 
 describe("TranscriptStore across processes", () => {
   // The children import the COMPILED store. It is compiled here into a private directory
-  // (only src/transcript and what it imports) so this file neither depends on nor races with
+  // (only src/transcript, the key layout, and what they import) so this file neither depends on nor races with
   // other builds of dist/ that may run at the same time.
   const buildDir = join(ROOT, "dist", ".test-builds", `transcript-${process.pid}-${uniquePrefix("b")}`);
   const modulePath = join(buildDir, "src/transcript/index.js");
@@ -415,7 +417,7 @@ describe("TranscriptStore across processes", () => {
       JSON.stringify({
         extends: join(ROOT, "tsconfig.json"),
         compilerOptions: { outDir: buildDir, rootDir: ROOT, declaration: false, sourceMap: false, incremental: false },
-        files: [join(ROOT, "src/transcript/index.ts")],
+        files: [join(ROOT, "src/transcript/index.ts"), join(ROOT, "src/storage/redis-keys.ts")],
         include: [],
       }),
     );

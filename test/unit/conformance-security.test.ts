@@ -7,7 +7,7 @@ import { parseConfig, sanitizeForHandoff } from "../../src/index.js";
 import { isCommandOwner } from "../../src/inbound/command-owner.js";
 import { redactTranscriptEntries } from "../../src/history/redact-transcript.js";
 import { markInterSession, runtimePromptText } from "../../src/runtimes/inter-session.js";
-import type { TranscriptEntry } from "../../src/transcript/types.js";
+import type { TranscriptEntry } from "../../src/history/transcript-types.js";
 
 describe("isCommandOwner", () => {
   const owners = (list: (string | number)[]) => parseConfig({ commands: { ownerAllowFrom: list } });

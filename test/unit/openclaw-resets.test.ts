@@ -3,8 +3,8 @@ import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/index.js";
 import { commandTextOf, effectiveResetTriggers, parseResetTrigger } from "../../src/session/reset-triggers.js";
 import { modelCatalog, resolveModelChoice } from "../../src/inbound/model-choice.js";
-import { resetKindOf, resetPatch } from "../../src/lifecycle/rotate.js";
-import type { SessionEntry } from "../../src/storage/session-entry.js";
+import { resetKindOf, resetPatch } from "../../src/rotation/rotate.js";
+import type { SessionEntry } from "../../src/session/session-entry.js";
 
 describe("reset triggers", () => {
   it("configured triggers are added to /new and /reset", () => {

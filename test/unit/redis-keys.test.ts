@@ -32,9 +32,9 @@ describe("Redis key layout under one hash tag", () => {
       expect(key.startsWith("{sb-1}:"), `${m}: ${key}`).toBe(true);
       expect(hashedPart(key), m).toBe("sb-1");
     }
-    // BullMQ's prefix and the transcript store's base carry the same tag.
+    // BullMQ's prefix and the transcript keys carry the same tag.
     expect(hashedPart(`${keys.bullPrefix}:runs:wait`)).toBe("sb-1");
-    for (const k of Object.values(transcriptKeys(keys.transcriptPrefix, "sid-1", "7"))) expect(hashedPart(k)).toBe("sb-1");
+    for (const k of Object.values(transcriptKeys(keys, "sid-1", "7"))) expect(hashedPart(k)).toBe("sb-1");
   });
 
   it("a prefix cannot contain braces (it would move the hash tag)", () => {

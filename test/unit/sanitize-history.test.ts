@@ -19,7 +19,7 @@ import {
   truncateUtf16Safe,
   type SanitizeHistoryOptions,
 } from "../../src/history/index.js";
-import type { ContentBlock, TranscriptMessage } from "../../src/transcript/types.js";
+import type { ContentBlock, TranscriptMessage } from "../../src/history/transcript-types.js";
 
 const SECRET = `sk-${"1234567890abcdef1234"}`; // masks to sk-123…1234
 const THINK_OPEN = "<" + "think>";

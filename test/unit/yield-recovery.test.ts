@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { outcomeFromLines } from "../../src/workers/turn-executor.js";
-import type { TranscriptEntry } from "../../src/transcript/types.js";
+import type { TranscriptEntry } from "../../src/history/transcript-types.js";
 
 const RUN = "11111111-2222-3333-4444-555555555555";
 const ts = new Date(1_700_000_000_000).toISOString();

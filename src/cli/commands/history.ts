@@ -1,4 +1,4 @@
-import type { TranscriptMessage } from "../../transcript/types.js";
+import type { TranscriptMessage } from "../../history/transcript-types.js";
 import { connect, type GlobalOptions } from "../client.js";
 import { messageText, printJson } from "../output.js";
 

@@ -43,7 +43,7 @@ export async function importOpenClawCommand(stateDirArg: string | undefined, opt
         redis,
         sessions: new SessionStore(redis, config.redis.prefix),
         // Same key base as the running system, so transcript locks and indexes are shared.
-        transcripts: new TranscriptStore({ redis, prefix: keys.base, storageDir: config.storage.dir }),
+        transcripts: new TranscriptStore({ redis, keys, storageDir: config.storage.dir }),
       },
       { stateDir, dryRun: opts.dryRun ?? false, concurrency, ...(reporter ? { onProgress: (p) => reporter.update(p) } : {}) },
     );

@@ -5,7 +5,7 @@
  * stream: logs and the ready line go to stderr.
  */
 import { createLogger } from "../../app/logger.js";
-import { packageVersion } from "../../app/package-version.js";
+import { packageVersion } from "../../deployment/package-version.js";
 import { redisAnswers } from "../../app/embedded-redis.js";
 import { createServices } from "../../app/services.js";
 import { ValidationError } from "../../errors/index.js";

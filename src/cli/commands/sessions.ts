@@ -1,4 +1,4 @@
-import type { SessionEntry } from "../../storage/session-entry.js";
+import type { SessionEntry } from "../../session/session-entry.js";
 import { ValidationError } from "../../errors/index.js";
 import { connect, type GlobalOptions } from "../client.js";
 import { ago, printJson, printTable } from "../output.js";

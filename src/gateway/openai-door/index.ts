@@ -5,7 +5,7 @@
  * errors are in OpenAI's shapes.
  */
 import type { FastifyInstance, FastifyReply } from "fastify";
-import type { Services } from "../../app/services.js";
+import type { GatewayDeps } from "../gateway-deps.js";
 import { assertMessageSize } from "../message-limit.js";
 import { chatCompletion, chunk, completionIds, usageChunk } from "./completion.js";
 import { DoorError, openAiError, openAiErrorHandler, reshapeErrorPayload } from "./errors.js";
@@ -28,11 +28,11 @@ function failureOf(outcome: TurnOutcome, runId: string, waitedSeconds: number): 
   return { status, body: openAiError(status, { code: `run_${rec!.status}`, message, runId }) };
 }
 
-function modelList(svc: Services, created: number) {
+function modelList(svc: GatewayDeps, created: number) {
   return modelIds(svc.config).map((id) => ({ id, object: "model" as const, created, owned_by: "switchboard" }));
 }
 
-export async function registerOpenAiDoor(app: FastifyInstance, svc: Services): Promise<void> {
+export async function registerOpenAiDoor(app: FastifyInstance, svc: GatewayDeps): Promise<void> {
   const cfg = svc.config.gateway.openai;
   if (!cfg.enabled) return;
   const created = Math.floor(Date.now() / 1000);

@@ -4,10 +4,10 @@
  * it runs in order with every other door's turns for that session), and the run is awaited
  * through the process's run waiter, answered from Redis by whichever worker runs it.
  */
-import type { Services } from "../../app/services.js";
+import type { GatewayDeps } from "../gateway-deps.js";
 import { SendBlockedError } from "../../errors/index.js";
-import { ensureSession } from "../../lifecycle/ensure-session.js";
-import { sessionSendPolicy } from "../../lifecycle/session-send-policy.js";
+import { ensureSession } from "../../storage/ensure-session.js";
+import { sessionSendPolicy } from "../../session/stored-send-policy.js";
 import { enqueueTurnOnce } from "../../runs/enqueue.js";
 import type { RunRecord } from "../../runs/run-records.js";
 import { isTerminal } from "../../runs/turn.js";
@@ -18,7 +18,7 @@ export interface StartedTurn {
   sessionId: string;
 }
 
-export async function startTurn(svc: Services, sessionKey: string, text: string, systemPrompt?: string): Promise<StartedTurn> {
+export async function startTurn(svc: GatewayDeps, sessionKey: string, text: string, systemPrompt?: string): Promise<StartedTurn> {
   const entry = await ensureSession(svc, sessionKey);
   if (sessionSendPolicy(svc.config, sessionKey, entry) === "deny") throw new SendBlockedError(sessionKey);
   const { turn } = await enqueueTurnOnce(svc, {
@@ -35,7 +35,7 @@ export async function startTurn(svc: Services, sessionKey: string, text: string,
 
 export type TurnOutcome = { done: true; record: RunRecord } | { done: false; record: RunRecord | null };
 
-export async function awaitTurn(svc: Services, runId: string, timeoutMs: number): Promise<TurnOutcome> {
+export async function awaitTurn(svc: GatewayDeps, runId: string, timeoutMs: number): Promise<TurnOutcome> {
   const { record } = await svc.waiter().wait(runId, timeoutMs);
   return record && isTerminal(record.status) ? { done: true, record } : { done: false, record };
 }

@@ -3,10 +3,10 @@
  * serve the lazy check on the next message and the scheduled sweep.
  */
 import type { Config } from "../config/schema.js";
-import { evaluateFreshness, staleAt, type Freshness } from "../session/freshness.js";
-import { isThreadSessionKey } from "../session/key-classify.js";
-import { resolveResetPolicy, type ResetPolicy } from "../session/reset-policy.js";
-import type { SessionEntry } from "../storage/session-entry.js";
+import { evaluateFreshness, staleAt, type Freshness } from "./freshness.js";
+import { isThreadSessionKey } from "./key-classify.js";
+import { resolveResetPolicy, type ResetPolicy } from "./reset-policy.js";
+import type { SessionEntry } from "./session-entry.js";
 
 export function policyFor(config: Config, sessionKey: string, channel?: string): ResetPolicy {
   return resolveResetPolicy(config, { sessionKey, ...(channel ? { channel } : {}), isThread: isThreadSessionKey(sessionKey) });

@@ -4,7 +4,7 @@
  * `sessions.patch`; internal writers use `SessionEntryPatch` directly.
  */
 import { z } from "zod";
-import { safeString } from "../session/safe-text-schema.js";
+import { safeString } from "./safe-text-schema.js";
 
 export const DeliveryContextSchema = z.strictObject({
   channel: z.string().optional(),

@@ -1,10 +1,11 @@
 import { randomUUID } from "node:crypto";
-import type { Services } from "../app/services.js";
-import type { SessionEntry } from "../storage/session-entry.js";
-import { identOf } from "./session-ident.js";
+import type { Config } from "../config/schema.js";
+import type { SessionEntry } from "../session/session-entry.js";
+import { identOf } from "../session/session-ident.js";
+import type { SessionStore } from "./session-store.js";
 
 /** The session's entry, created (once, even under concurrent callers) if it never existed. */
-export async function ensureSession(svc: Services, sessionKey: string, extra: Partial<SessionEntry> = {}): Promise<SessionEntry> {
+export async function ensureSession(svc: { config: Config; sessions: SessionStore }, sessionKey: string, extra: Partial<SessionEntry> = {}): Promise<SessionEntry> {
   const existing = await svc.sessions.get(sessionKey);
   if (existing) return existing;
   try {

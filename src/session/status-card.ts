@@ -1,5 +1,5 @@
 /** The `/status` card (and session_status text): what a person wants to know at a glance. */
-import type { SessionEntry } from "../storage/session-entry.js";
+import type { SessionEntry } from "./session-entry.js";
 
 export function statusCard(entry: SessionEntry | null, extra: { queueDepth: number; running: boolean; sendPolicy: string; model?: string }): string {
   if (!entry) return "Switchboard status\nNo session yet: the next message starts one.";

@@ -5,10 +5,12 @@
  * order) or by a maintenance job that waits for the session lease.
  */
 import { randomUUID } from "node:crypto";
-import type { Services } from "../app/services.js";
-import type { SessionEntry, SessionEntryPatch } from "../storage/session-entry.js";
-import { identOf } from "./session-ident.js";
-import { staleAtFor } from "./freshness-check.js";
+import type { Config } from "../config/schema.js";
+import type { Queues } from "../queues/queues.js";
+import type { SessionStore } from "../storage/session-store.js";
+import type { SessionEntry, SessionEntryPatch } from "../session/session-entry.js";
+import { identOf } from "../session/session-ident.js";
+import { staleAtFor } from "../session/entry-freshness.js";
 import { addJob, type ArchiveJobData } from "../queues/jobs.js";
 
 /**
@@ -55,7 +57,14 @@ export function resetKindOf(reason: string): ResetKind {
 
 export type { ArchiveJobData } from "../queues/jobs.js";
 
-export async function enqueueArchive(svc: Services, data: ArchiveJobData): Promise<void> {
+/** What rotating a session touches: the config (key identity, stale clock), the store, the archive queue. */
+export interface RotationDeps {
+  config: Config;
+  sessions: SessionStore;
+  queues: Queues;
+}
+
+export async function enqueueArchive(svc: Pick<RotationDeps, "queues" | "config">, data: ArchiveJobData): Promise<void> {
   await addJob(svc, "archive", data);
 }
 
@@ -68,7 +77,7 @@ export async function enqueueArchive(svc: Services, data: ArchiveJobData): Promi
  * next message rotates it again before anything happened in it. The next message re-indexes it.
  */
 export async function rotateSession(
-  svc: Services,
+  svc: RotationDeps,
   old: SessionEntry,
   opts: {
     reason: string;

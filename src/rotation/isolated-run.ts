@@ -4,13 +4,12 @@
  * transcript stays where it is (it is that run's record); the session's own overrides (model,
  * thinking, sendPolicy, label) are kept, while the delivery route of the previous run is not.
  */
-import type { Services } from "../app/services.js";
-import type { SessionEntry } from "../storage/session-entry.js";
-import { rotateSession } from "./rotate.js";
+import type { SessionEntry } from "../session/session-entry.js";
+import { rotateSession, type RotationDeps } from "./rotate.js";
 
 const MAX_RACES = 5;
 
-export async function freshRunSession(svc: Services, entry: SessionEntry): Promise<SessionEntry> {
+export async function freshRunSession(svc: RotationDeps, entry: SessionEntry): Promise<SessionEntry> {
   let current = entry;
   for (let attempt = 0; attempt < MAX_RACES; attempt++) {
     const next = await rotateSession(svc, current, {
@@ -23,6 +22,3 @@ export async function freshRunSession(svc: Services, entry: SessionEntry): Promi
   }
   throw new Error(`could not start an isolated run session for ${entry.key}`);
 }
-
-/** Inbound "channels" that are system events, not people: they never reset a session. */
-export const SYSTEM_EVENT_CHANNELS: ReadonlySet<string> = new Set(["heartbeat", "cron-event", "exec-event"]);

@@ -5,8 +5,8 @@
  * session's transcript derives the same file from the key alone. Other threads (`:thread:`)
  * are sessions of their own with ordinary file names.
  */
-import { parseThreadSuffix } from "../session/key-parse.js";
-import { threadIdFromKey } from "../session/key-classify.js";
+import { parseThreadSuffix } from "./key-parse.js";
+import { threadIdFromKey } from "./key-classify.js";
 
 /** The transcript topic of `sessionKey`, or undefined. */
 export function transcriptTopicOf(sessionKey: string): string | undefined {

@@ -3,9 +3,16 @@
  * inbound messages only: inter-session traffic never overwrites it), else the mirrored `last*`
  * fields, else what the key itself names (`…:telegram:group:-100:topic:9`).
  */
-import type { DeliveryRoute } from "../delivery/delivery-log.js";
-import { announceTargetFromKey } from "../session/key-classify.js";
-import type { SessionEntry } from "../storage/session-entry.js";
+import { announceTargetFromKey } from "./key-classify.js";
+import type { SessionEntry } from "./session-entry.js";
+
+/** Where one outbound message goes: a channel and, within it, a recipient, account and thread. */
+export interface DeliveryRoute {
+  channel: string;
+  to?: string;
+  accountId?: string;
+  threadId?: string;
+}
 
 export function storedRoute(sessionKey: string, entry: SessionEntry | null | undefined): DeliveryRoute | undefined {
   const dc = entry?.deliveryContext;

@@ -4,15 +4,28 @@
  * session is denied by sendPolicy is recorded as `blocked` and never sent.
  */
 import type { Job } from "bullmq";
-import type { Services } from "../app/services.js";
-import { DeliveryLog, sendThroughChannel } from "../delivery/index.js";
-import { sessionSendPolicy } from "../lifecycle/session-send-policy.js";
+import type { Config } from "../config/schema.js";
+import type { Queues } from "../queues/queues.js";
+import type { RedisClient } from "../storage/redis-client.js";
+import type { RedisKeys } from "../storage/redis-keys.js";
+import type { SessionStore } from "../storage/session-store.js";
+import { DeliveryLog, sendThroughChannel } from "./index.js";
+import { sessionSendPolicy } from "../session/stored-send-policy.js";
 import { deliveryCounted } from "../metrics/index.js";
 import { addJob, jobData, type DeliverData } from "../queues/jobs.js";
 
 export type { DeliverData } from "../queues/jobs.js";
 
-export function createDeliverProcessor(svc: Services) {
+/** What queueing and sending a delivery reads and writes: the channels in the config, the log, the send policy's entry. */
+export interface DeliveryDeps {
+  config: Config;
+  redis: RedisClient;
+  keys: RedisKeys;
+  sessions: SessionStore;
+  queues: Queues;
+}
+
+export function createDeliverProcessor(svc: DeliveryDeps) {
   return async (job: Job): Promise<{ status: string }> =>
     await deliverOnce(svc, jobData("deliver", job), job.attemptsMade + 1 >= (job.opts.attempts ?? 1));
 }
@@ -23,7 +36,7 @@ export function createDeliverProcessor(svc: Services) {
  * channel that keeps failing fails the announce). A message the log already shows delivered is
  * not sent again. Throws when the channel fails; the record turns `failed` on `lastAttempt`.
  */
-export async function deliverOnce(svc: Services, d: DeliverData, lastAttempt: boolean): Promise<{ status: string }> {
+export async function deliverOnce(svc: DeliveryDeps, d: DeliverData, lastAttempt: boolean): Promise<{ status: string }> {
   const log = new DeliveryLog(svc.redis, svc.keys);
   await log.open({ id: d.id, sessionKey: d.sessionKey, kind: d.kind, message: d.message, ...d.route });
   if ((await log.get(d.id))?.status === "delivered") return { status: "delivered" };
@@ -53,6 +66,6 @@ export async function deliverOnce(svc: Services, d: DeliverData, lastAttempt: bo
 }
 
 /** Queue an outbound message (reply, announce or explicit `send`) with retries. */
-export async function enqueueDelivery(svc: Services, data: DeliverData): Promise<void> {
+export async function enqueueDelivery(svc: Pick<DeliveryDeps, "queues" | "config">, data: DeliverData): Promise<void> {
   await addJob(svc, "deliver", data);
 }

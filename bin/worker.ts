@@ -3,9 +3,9 @@
  * Worker process entry point (what `switchboard worker` runs), for process managers and
  * containers that start a file rather than the CLI:
  *
- *   node dist/workers/worker.js                          # every queue
- *   SWITCHBOARD_QUEUES=runs,announce node dist/workers/worker.js
- *   SWITCHBOARD_CONCURRENCY=32 node dist/workers/worker.js
+ *   node dist/bin/worker.js                          # every queue
+ *   SWITCHBOARD_QUEUES=runs,announce node dist/bin/worker.js
+ *   SWITCHBOARD_CONCURRENCY=32 node dist/bin/worker.js
  *
  * Config as everywhere: $SWITCHBOARD_CONFIG, REDIS_URL, SWITCHBOARD_STATE_DIR.
  */

@@ -3,8 +3,8 @@
  * matched against what the entry records (channel, chat type) and the key itself.
  */
 import type { Config } from "../config/schema.js";
-import { resolveSendPolicy } from "../session/send-policy.js";
-import type { SessionEntry } from "../storage/session-entry.js";
+import { resolveSendPolicy } from "./send-policy.js";
+import type { SessionEntry } from "./session-entry.js";
 
 export function sessionSendPolicy(
   config: Config,
