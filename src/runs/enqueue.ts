@@ -38,9 +38,8 @@ export async function enqueueTurnOnce(svc: Services, req: TurnRequest): Promise<
   if (pushed === "queued") return { turn, queued: true };
   // Into an idle session, or a retry of a runId that existed (a first attempt may have pushed
   // and then died before adding the drain job): wake. The add is deduplicated per session.
+  // The pending wake the push recorded is cleared by the drainer when it takes the turn
+  // (begin-next.lua): no clean-up round trip here.
   await requestDrain(svc, turn.sessionKey);
-  // Clearing the pending wake is off the caller's path: if it is lost, the sweep adds one spare
-  // (deduplicated) drain job for this session, nothing more.
-  if (pushed === "wake") void svc.inbox.wakeDone(turn).catch(() => undefined);
   return { turn, queued: pushed === "wake" };
 }
