@@ -43,11 +43,15 @@ export class Inbox {
 
   /**
    * Queue a turn and create its run record (status queued) atomically, once per runId.
-   * Says what the caller must do next: `wake` (queued into an idle session: add its drain job,
-   * then `wakeDone`), `queued` (behind other turns: a drain job exists already), or `exists`
-   * (the runId existed; nothing queued).
+   * Says what the caller must do next: `wake` (queued into an idle session: add its drain job),
+   * `queued` (behind other turns: a drain job exists already), or `exists` (the runId existed;
+   * nothing queued).
+   *
+   * With `expectEntry` (the session entry JSON the turn was built from, e.g. a cached copy) the
+   * push happens only if the stored entry is still exactly that; otherwise nothing is queued and
+   * `{ changed }` carries the current entry JSON (null: the session is gone).
    */
-  async push(turn: Turn): Promise<"wake" | "queued" | "exists"> {
+  async push(turn: Turn, opts: { expectEntry?: string } = {}): Promise<"wake" | "queued" | "exists" | { changed: string | null }> {
     const fields: Record<string, string> = {
       runId: turn.runId,
       sessionKey: turn.sessionKey,
@@ -60,9 +64,10 @@ export class Inbox {
       ...(turn.traceId ? { traceId: turn.traceId } : {}),
     };
     const res = await this.pushLua(
-      [this.keys.run(turn.runId), this.keys.inbox(turn.sessionKey), this.keys.inflight(turn.sessionKey), this.keys.pendingWakes()],
-      [serializeTurn(turn), RUN_RECORD_TTL_SECONDS, Date.now(), pendingWakeMember(turn), ...Object.entries(fields).flat()],
+      [this.keys.run(turn.runId), this.keys.inbox(turn.sessionKey), this.keys.inflight(turn.sessionKey), this.keys.pendingWakes(), this.keys.session(turn.sessionKey)],
+      [serializeTurn(turn), RUN_RECORD_TTL_SECONDS, Date.now(), pendingWakeMember(turn), opts.expectEntry ?? "", ...Object.entries(fields).flat()],
     );
+    if (Array.isArray(res)) return { changed: (res[1] as string | null) ?? null };
     return res === 2 ? "wake" : res === 1 ? "queued" : "exists";
   }
 
