@@ -72,7 +72,7 @@ describe("agent RPC with a cached session entry", () => {
     await agent(a, key, "two");
     await agent(a, key, "three");
     // Keep a turn in front (a waiting run keeps the session busy): later pushes are `queued`.
-    const redis = a.svc.redis as unknown as { sendCommand: (...args: unknown[]) => unknown };
+    const redis = a.svc.redis as unknown as { sendCommand: (cmd: { name: string }, ...rest: unknown[]) => unknown };
     const sent: string[] = [];
     const orig = redis.sendCommand;
     await a.svc.redis.rpush(a.svc.keys.inflight(key), '{"runId":"placeholder","sessionKey":"x"}');
