@@ -1,6 +1,6 @@
 --[[
-  Shared by lease-begin.lua, turn-begin.lua and run-finish.lua (included with --@include; not a
-  script itself).
+  Shared by lease-begin.lua, turn-begin.lua and run-finish.lua
+  (included with --@include; not a script itself).
 
   begin_next(inbox, inflight, session, runPrefix, now, wakes, wakeSuffix): take the next turn
   (the in-flight one first, so per-session order survives crashes, else the oldest queued),
