@@ -15,7 +15,8 @@ import { RunNotFoundError, SendBlockedError, SessionNotFoundError, SwitchboardEr
 import { DeliveryLog } from "../delivery/index.js";
 import { enqueueArchive, rotateSession } from "../rotation/rotate.js";
 import { identOf } from "../session/session-ident.js";
-import { enqueueTurnOnce, requestDrain } from "../runs/enqueue.js";
+import { enqueueTurnIfEntry, requestDrain } from "../runs/enqueue.js";
+import { entryCache, knownEntry } from "../runs/entry-cache.js";
 import { stopSession } from "../runs/stop.js";
 import { replayDeadLetter } from "../runs/replay.js";
 import { uuidFrom } from "../runs/derived-id.js";
@@ -34,6 +35,9 @@ export function parseParams<T extends z.ZodType>(schema: T, params: unknown, met
   if (!r.success) throw ValidationError.fromIssues(`invalid params for ${method}`, zodIssues(r.error));
   return r.data;
 }
+
+/** Pushes conditional on a cached session entry tried before pushing on a freshly read one. */
+const MAX_ENTRY_RACES = 3;
 
 /** chat.history bounds (OpenClaw's): default 200 messages, at most 1000. */
 export const CHAT_HISTORY_DEFAULT = 200;
@@ -135,43 +139,62 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
       const p = parseParams(P.AgentParams, raw, "agent");
       const agentId = p.agentId ?? defaultAgentId(svc.config);
       const key = canon(p.sessionKey ?? "main", agentId);
-      let entry = await ensureSession(svc, key);
-      if (sessionSendPolicy(svc.config, key, entry) === "deny") throw new SendBlockedError(key);
-      // An idempotency key maps to a fixed runId, so a retried call cannot start a second run:
-      // the turn is queued once per runId, atomically with its run record (no separate claim,
-      // which a gateway dying before the push would leave behind, acknowledging a lost turn).
-      const runId = p.idempotencyKey ? uuidFrom(`${key}\n${p.idempotencyKey}`) : randomUUID();
-      if (p.idempotencyKey && (await svc.runs.get(runId))) {
-        // The first call may have queued the turn and then failed to wake the drainer.
-        await requestDrain(svc, key);
-        return { runId, sessionKey: key, sessionId: entry.sessionId, duplicate: true };
+      // The entry comes from this gateway's cache when it has one; the push checks it is still
+      // the stored one (one round trip for read and push), else answers with the current entry
+      // and the turn is decided again on that.
+      let known = await knownEntry(svc, key);
+      for (let attempt = 1; ; attempt++) {
+        let entry = known?.entry ?? (await ensureSession(svc, key));
+        if (sessionSendPolicy(svc.config, key, entry) === "deny") throw new SendBlockedError(key);
+        // An idempotency key maps to a fixed runId, so a retried call cannot start a second run:
+        // the turn is queued once per runId, atomically with its run record (no separate claim,
+        // which a gateway dying before the push would leave behind, acknowledging a lost turn).
+        const runId = p.idempotencyKey ? uuidFrom(`${key}\n${p.idempotencyKey}`) : randomUUID();
+        if (p.idempotencyKey && (await svc.runs.get(runId))) {
+          // The first call may have queued the turn and then failed to wake the drainer.
+          await requestDrain(svc, key);
+          return { runId, sessionKey: key, sessionId: entry.sessionId, duplicate: true };
+        }
+        // An isolated run rotates the session first: the push cannot be conditional on the old entry.
+        const isolated = p.sessionTarget === "isolated";
+        if (isolated) entry = await freshRunSession(svc, entry);
+        // deliver: the stored route, with explicit fields on top (another channel drops its `to`).
+        const stored = storedRoute(key, entry);
+        const base = !p.channel || p.channel === stored?.channel ? stored : undefined;
+        const route = p.deliver
+          ? {
+              ...(base ?? {}),
+              channel: p.channel ?? base?.channel ?? "",
+              ...(p.to ? { to: p.to } : {}),
+              ...(p.accountId ? { accountId: p.accountId } : {}),
+              ...(p.threadId !== undefined ? { threadId: String(p.threadId) } : {}),
+            }
+          : undefined;
+        // A session that keeps changing under us (or was just created): push unconditionally,
+        // on the entry just read, as a read-then-push always did.
+        const expect = known && !isolated && attempt <= MAX_ENTRY_RACES ? known.raw : undefined;
+        const res = await enqueueTurnIfEntry(
+          svc,
+          {
+            runId,
+            sessionKey: key,
+            agentId: entry.agentId,
+            sessionId: entry.sessionId,
+            text: p.message,
+            step: "turn",
+            provenance: "user",
+            ...(route?.channel ? { deliver: route } : {}),
+            ...(p.runTimeoutSeconds ? { runTimeoutSeconds: p.runTimeoutSeconds } : {}),
+            ...(p.extraSystemPrompt ? { extraSystemPrompt: p.extraSystemPrompt } : {}),
+          },
+          expect,
+        );
+        if ("changed" in res) {
+          known = entryCache(svc).set(key, res.changed);
+          continue;
+        }
+        return { runId: res.turn.runId, sessionKey: key, sessionId: entry.sessionId, ...(res.queued ? {} : { duplicate: true }) };
       }
-      if (p.sessionTarget === "isolated") entry = await freshRunSession(svc, entry);
-      // deliver: the stored route, with explicit fields on top (another channel drops its `to`).
-      const stored = storedRoute(key, entry);
-      const base = !p.channel || p.channel === stored?.channel ? stored : undefined;
-      const route = p.deliver
-        ? {
-            ...(base ?? {}),
-            channel: p.channel ?? base?.channel ?? "",
-            ...(p.to ? { to: p.to } : {}),
-            ...(p.accountId ? { accountId: p.accountId } : {}),
-            ...(p.threadId !== undefined ? { threadId: String(p.threadId) } : {}),
-          }
-        : undefined;
-      const { turn, queued } = await enqueueTurnOnce(svc, {
-        runId,
-        sessionKey: key,
-        agentId: entry.agentId,
-        sessionId: entry.sessionId,
-        text: p.message,
-        step: "turn",
-        provenance: "user",
-        ...(route?.channel ? { deliver: route } : {}),
-        ...(p.runTimeoutSeconds ? { runTimeoutSeconds: p.runTimeoutSeconds } : {}),
-        ...(p.extraSystemPrompt ? { extraSystemPrompt: p.extraSystemPrompt } : {}),
-      });
-      return { runId: turn.runId, sessionKey: key, sessionId: entry.sessionId, ...(queued ? {} : { duplicate: true }) };
     },
 
     "agent.wait": async (raw) => {

@@ -31,16 +31,26 @@ export async function enqueueTurn(svc: Pick<RunDeps, "inbox" | "queues" | "confi
 
 /** `enqueueTurn`, also saying whether this call queued the turn (false: its runId existed). */
 export async function enqueueTurnOnce(svc: Pick<RunDeps, "inbox" | "queues" | "config">, req: TurnRequest): Promise<{ turn: Turn; queued: boolean }> {
+  return (await enqueueTurnIfEntry(svc, req, undefined)) as { turn: Turn; queued: boolean };
+}
+
+/**
+ * `enqueueTurnOnce` for a turn built from the session entry `expectEntry` (its stored JSON, e.g.
+ * a gateway's cached copy): queued only if the entry is still exactly that, checked in the
+ * push itself (turn-push.lua). Otherwise nothing is queued and `changed` is the current entry
+ * JSON (null: no session), for the caller to decide again.
+ */
+export async function enqueueTurnIfEntry(svc: Pick<RunDeps, "inbox" | "queues" | "config">, req: TurnRequest, expectEntry: string | undefined): Promise<{ turn: Turn; queued: boolean } | { changed: string | null }> {
   const now = Date.now();
   const turn: Turn = { ...req, runId: req.runId ?? randomUUID(), enqueuedAt: now, messageTs: req.messageTs ?? now };
-  const pushed = await svc.inbox.push(turn);
+  const pushed = await svc.inbox.push(turn, expectEntry !== undefined ? { expectEntry } : {});
+  if (typeof pushed === "object") return pushed;
   // Queued behind other turns: the session's drain job exists and will reach this one.
   if (pushed === "queued") return { turn, queued: true };
   // Into an idle session, or a retry of a runId that existed (a first attempt may have pushed
   // and then died before adding the drain job): wake. The add is deduplicated per session.
+  // The pending wake the push recorded is cleared by the drainer when it takes the turn
+  // (begin-next.lua): no clean-up round trip here.
   await requestDrain(svc, turn.sessionKey);
-  // Clearing the pending wake is off the caller's path: if it is lost, the sweep adds one spare
-  // (deduplicated) drain job for this session, nothing more.
-  if (pushed === "wake") void svc.inbox.wakeDone(turn).catch(() => undefined);
   return { turn, queued: pushed === "wake" };
 }

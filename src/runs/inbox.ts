@@ -6,9 +6,9 @@ import type { RedisClient } from "../storage/redis-client.js";
 import { fromScriptError } from "../errors/index.js";
 import { luaCommand } from "../storage/lua-script.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
-import type { LeaseHandle } from "./session-lease.js";
+import type { LeaseHandle, SessionLeases } from "./session-lease.js";
 import { serializeTurn, type Turn } from "./turn.js";
-import { RUN_RECORD_TTL_SECONDS, recordFromPairs, type RawBegun, type RunRecord, type RunRecords } from "./run-records.js";
+import { RUN_RECORD_TTL_SECONDS, pendingWakeSuffix, recordFromPairs, type RawBegun, type RunRecord, type RunRecords } from "./run-records.js";
 import type { SessionEntry } from "../session/session-entry.js";
 import type { DeadLetter } from "./dead-letters.js";
 import { luaSafeJson } from "../text/well-formed.js";
@@ -26,6 +26,7 @@ export interface BegunTurn {
 
 export class Inbox {
   private readonly beginLua;
+  private readonly leaseBeginLua;
   private readonly pushLua;
   private readonly discardLua;
 
@@ -35,17 +36,22 @@ export class Inbox {
     private readonly records: RunRecords,
   ) {
     this.beginLua = luaCommand(redis, LUA_DIR, "turn-begin");
+    this.leaseBeginLua = luaCommand(redis, LUA_DIR, "lease-begin");
     this.pushLua = luaCommand(redis, LUA_DIR, "turn-push");
     this.discardLua = luaCommand(redis, LUA_DIR, "turn-discard");
   }
 
   /**
    * Queue a turn and create its run record (status queued) atomically, once per runId.
-   * Says what the caller must do next: `wake` (queued into an idle session: add its drain job,
-   * then `wakeDone`), `queued` (behind other turns: a drain job exists already), or `exists`
-   * (the runId existed; nothing queued).
+   * Says what the caller must do next: `wake` (queued into an idle session: add its drain job),
+   * `queued` (behind other turns: a drain job exists already), or `exists` (the runId existed;
+   * nothing queued).
+   *
+   * With `expectEntry` (the session entry JSON the turn was built from, e.g. a cached copy) the
+   * push happens only if the stored entry is still exactly that; otherwise nothing is queued and
+   * `{ changed }` carries the current entry JSON (null: the session is gone).
    */
-  async push(turn: Turn): Promise<"wake" | "queued" | "exists"> {
+  async push(turn: Turn, opts: { expectEntry?: string } = {}): Promise<"wake" | "queued" | "exists" | { changed: string | null }> {
     const fields: Record<string, string> = {
       runId: turn.runId,
       sessionKey: turn.sessionKey,
@@ -58,15 +64,11 @@ export class Inbox {
       ...(turn.traceId ? { traceId: turn.traceId } : {}),
     };
     const res = await this.pushLua(
-      [this.keys.run(turn.runId), this.keys.inbox(turn.sessionKey), this.keys.inflight(turn.sessionKey), this.keys.pendingWakes()],
-      [serializeTurn(turn), RUN_RECORD_TTL_SECONDS, Date.now(), pendingWakeMember(turn), ...Object.entries(fields).flat()],
+      [this.keys.run(turn.runId), this.keys.inbox(turn.sessionKey), this.keys.inflight(turn.sessionKey), this.keys.pendingWakes(), this.keys.session(turn.sessionKey)],
+      [serializeTurn(turn), RUN_RECORD_TTL_SECONDS, Date.now(), pendingWakeMember(turn), opts.expectEntry ?? "", ...Object.entries(fields).flat()],
     );
+    if (Array.isArray(res)) return { changed: (res[1] as string | null) ?? null };
     return res === 2 ? "wake" : res === 1 ? "queued" : "exists";
-  }
-
-  /** The drain job for a `wake` push was added: the pending wake is no longer needed. */
-  async wakeDone(turn: Turn): Promise<void> {
-    await this.redis.zrem(this.keys.pendingWakes(), pendingWakeMember(turn));
   }
 
   /** Sessions whose wake-up was pending for longer than `olderThanMs` (its pusher died before adding it). */
@@ -80,6 +82,30 @@ export class Inbox {
   }
 
   /**
+   * The start of a drain (lease-begin.lua): take the session's lease and begin its next turn in
+   * one round trip. `begun` is null when there was nothing to run (the lease is already given
+   * back then); a held lease says when to ask again.
+   */
+  async acquireAndBegin(
+    leases: SessionLeases,
+    sessionKey: string,
+  ): Promise<{ acquired: false; retryInMs: number } | { acquired: true; lease: LeaseHandle; begun: BegunTurn | { corrupt: string } | null }> {
+    const askedAt = Date.now();
+    const [token, res] = (await this.leaseBeginLua(
+      [this.keys.lease(sessionKey), this.keys.fence(sessionKey), this.keys.inbox(sessionKey), this.keys.inflight(sessionKey), this.keys.session(sessionKey), this.keys.pendingWakes()],
+      [leases.ttl, this.keys.run(""), askedAt, pendingWakeSuffix(sessionKey)],
+    )) as [number, RawBegun | number | false | null];
+    if (!token) return { acquired: false, retryInMs: leases.retryIn(res as number) };
+    const lease = leases.holding(sessionKey, token, askedAt);
+    try {
+      return { acquired: true, lease, begun: await this.fromRaw((res || null) as RawBegun | null, lease, true) };
+    } catch (err) {
+      await lease.release().catch(() => false);
+      throw err;
+    }
+  }
+
+  /**
    * Begin the lease holder's next turn (turn-begin.lua): an unfinished in-flight turn first,
    * else the oldest queued; its run marked running; returned with its run record and session
    * entry, all in one round trip. An entry that is not a readable turn comes back as
@@ -89,8 +115,8 @@ export class Inbox {
     let res: RawBegun | null;
     try {
       res = (await this.beginLua(
-        [lease.fenceKey, this.keys.inbox(lease.sessionKey), this.keys.inflight(lease.sessionKey), this.keys.session(lease.sessionKey)],
-        [lease.token, this.keys.run(""), Date.now(), opts.releaseWhenEmpty ? "1" : "0"],
+        [lease.fenceKey, this.keys.inbox(lease.sessionKey), this.keys.inflight(lease.sessionKey), this.keys.session(lease.sessionKey), this.keys.pendingWakes()],
+        [lease.token, this.keys.run(""), Date.now(), opts.releaseWhenEmpty ? "1" : "0", pendingWakeSuffix(lease.sessionKey)],
       )) as RawBegun | null;
     } catch (err) {
       throw fromScriptError(err, lease);
@@ -150,7 +176,7 @@ export class Inbox {
 
 /** `<runId>|<sessionKey>`: unique per push, so clearing one never clears a later one. */
 function pendingWakeMember(turn: Turn): string {
-  return `${turn.runId}|${turn.sessionKey}`;
+  return turn.runId + pendingWakeSuffix(turn.sessionKey);
 }
 
 /** A stored turn, or null when the entry is not one (corrupted by hand or by a bug). */

@@ -120,7 +120,7 @@ export class RunRecords {
     const flat = Object.entries(all).flatMap(([k, v]) => [k, String(v)]);
     const notify = opts.notify ? luaSafeJson(decodeRecord({ ...encodeRecord(opts.notify), ...Object.fromEntries(Object.entries(all).map(([k, v]) => [k, String(v)])) })) : "";
     const keys = [lease.fenceKey, this.keys.run(runId), this.keys.inflight(lease.sessionKey), this.keys.deadLetters()];
-    if (beginNext !== undefined) keys.push(this.keys.inbox(lease.sessionKey), this.keys.session(lease.sessionKey));
+    if (beginNext !== undefined) keys.push(this.keys.inbox(lease.sessionKey), this.keys.session(lease.sessionKey), this.keys.pendingWakes());
     try {
       return await this.finishLua(keys, [
         lease.token,
@@ -134,6 +134,7 @@ export class RunRecords {
         this.keys.run(""),
         Date.now(),
         beginNext ? "1" : "0",
+        pendingWakeSuffix(lease.sessionKey),
         ...flat,
       ]);
     } catch (err) {
@@ -163,6 +164,11 @@ export class RunRecords {
     }
     await m.exec();
   }
+}
+
+/** A pending wake is `<runId>|<sessionKey>` (unique per push); scripts that begin turns get the suffix. */
+export function pendingWakeSuffix(sessionKey: string): string {
+  return `|${sessionKey}`;
 }
 
 function num(v: string | undefined): number | undefined {

@@ -64,42 +64,43 @@ export class RunWaiter {
       const rec = await this.records.get(runId);
       return { record: rec, timedOut: !(rec && isTerminal(rec.status)) };
     }
-    // Every accepted run has a record before its runId is handed out: none means unknown.
-    const seen = await this.records.get(runId);
-    if (!seen) return { record: null, timedOut: false };
-    if (this.handingOver) return { record: seen, timedOut: !isTerminal(seen.status) };
-    return await new Promise((resolve) => {
+    // Registered first, then one read: a run that finished already answers from that read, one
+    // that finishes later is caught by the notification. Every accepted run has a record before
+    // its runId is handed out, so no record means an unknown run.
+    return await new Promise((resolve, reject) => {
       let done = false;
-      const finish = (record: RunRecord | null, timedOut: boolean) => {
-        if (done) return;
+      let seen: RunRecord | null = null;
+      const settle = () => {
+        if (done) return false;
         done = true;
         clearTimeout(timer);
         this.expirers.delete(expire);
         this.waiters.get(runId)?.delete(waiter);
         if (this.waiters.get(runId)?.size === 0) this.waiters.delete(runId);
-        resolve({ record, timedOut });
+        return true;
       };
+      const finish = (record: RunRecord | null, timedOut: boolean) => {
+        if (settle()) resolve({ record, timedOut });
+      };
+      // Redis away when asked again: an honest timeout with the status last seen, or, when the
+      // run was never read, the error (no record would tell the caller the run does not exist).
+      const fail = (err: unknown) => (seen ? finish(seen, true) : settle() && reject(err));
+      const reread = () => this.records.get(runId).then((rec) => finish(rec, !(rec && isTerminal(rec.status))), fail);
       const waiter: Waiter = (rec) => finish(rec, false);
-      const expire = () => {
-        this.records.get(runId).then(
-          (rec) => finish(rec, !(rec && isTerminal(rec.status))),
-          () => finish(seen, true),
-        );
-      };
+      const expire = () => void reread();
       this.expirers.add(expire);
-      const timer = setTimeout(() => {
-        this.records.get(runId).then(
-          (rec) => finish(rec, !(rec && isTerminal(rec.status))),
-          // Redis away when the timeout fires: the run exists (it was read above) and was not
-          // seen to finish, so this is an honest timeout with the status last seen.
-          () => finish(seen, true),
-        );
-      }, Math.max(0, timeoutMs));
+      const timer = setTimeout(expire, Math.max(0, timeoutMs));
       let set = this.waiters.get(runId);
       if (!set) this.waiters.set(runId, (set = new Set()));
       set.add(waiter);
-      // Registered first, then checked: a run that finished already answers now.
-      void this.check(runId);
+      this.records.get(runId).then((rec) => {
+        if (!rec) return finish(null, false);
+        seen = rec;
+        if (isTerminal(rec.status)) return finish(rec, false);
+        if (this.handingOver) return finish(rec, true);
+      }, (err: unknown) => {
+        if (settle()) reject(err);
+      });
     });
   }
 

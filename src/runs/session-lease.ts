@@ -49,8 +49,26 @@ export class SessionLeases {
     const leaseKey = this.keys.lease(sessionKey);
     const askedAt = Date.now();
     const [token, pttl] = (await this.acquireLua([leaseKey, this.keys.fence(sessionKey)], [this.ttlMs])) as [number, number];
-    if (!token) return { acquired: false, retryInMs: pttl > 0 ? pttl : this.ttlMs };
+    if (!token) return { acquired: false, retryInMs: this.retryIn(pttl) };
+    return { acquired: true, lease: this.holding(sessionKey, token, askedAt) };
+  }
 
+  /** The lease TTL (ms), for scripts that take the lease themselves (lease-begin.lua). */
+  get ttl(): number {
+    return this.ttlMs;
+  }
+
+  /** How long to wait before asking again for a lease whose holder has `pttl` ms left. */
+  retryIn(pttl: number): number {
+    return pttl > 0 ? pttl : this.ttlMs;
+  }
+
+  /**
+   * The handle of a lease taken with `token` by a script sent at `askedAt` (tryAcquire, or
+   * lease-begin.lua, which takes it and begins a turn in one step): renewed until released.
+   */
+  holding(sessionKey: string, token: number, askedAt: number): LeaseHandle {
+    const leaseKey = this.keys.lease(sessionKey);
     const lost = new AbortController();
     // Counted from before the round trip that confirmed it: never later than Redis's own expiry.
     const margin = Math.floor(this.ttlMs / 5);
@@ -76,23 +94,20 @@ export class SessionLeases {
 
     let released = false;
     return {
-      acquired: true,
-      lease: {
-        sessionKey,
-        token,
-        fenceKey: leaseKey,
-        lost: lost.signal,
-        heldUntil: () => confirmedAt + this.ttlMs,
-        release: async () => {
-          if (released) return false;
-          released = true;
-          clearInterval(timer);
-          return (await this.releaseLua([leaseKey], [token])) === 1;
-        },
-        released: () => {
-          released = true;
-          clearInterval(timer);
-        },
+      sessionKey,
+      token,
+      fenceKey: leaseKey,
+      lost: lost.signal,
+      heldUntil: () => confirmedAt + this.ttlMs,
+      release: async () => {
+        if (released) return false;
+        released = true;
+        clearInterval(timer);
+        return (await this.releaseLua([leaseKey], [token])) === 1;
+      },
+      released: () => {
+        released = true;
+        clearInterval(timer);
       },
     };
   }

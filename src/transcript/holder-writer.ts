@@ -37,6 +37,9 @@ interface OpenFile {
   size: number;
   /** The lease token the handle was last checked for (see write). */
   checkedFor?: number | undefined;
+  /** The file the handle was opened on: a path naming another one was renamed or replaced. */
+  ino: number;
+  dev: number;
 }
 
 const SYNC_EVERY_MS = 1000;
@@ -75,10 +78,13 @@ export class HolderWriter {
       // Checked once per lease holding (fencing token), not per write: between two holdings of
       // this process another worker may have written, archived or torn the file.
       if (holder === undefined || f.checkedFor !== holder) {
-        const [st, onDisk] = await Promise.all([f.fh.stat(), stat(file).catch(() => null)]);
+        const onDisk = await stat(file).catch(() => null);
         // Renamed (archived) or deleted behind this handle: never write into the old file.
-        if (!onDisk || onDisk.ino !== st.ino || onDisk.dev !== st.dev) throw new StaleHandle();
-        f.size = await cutTornTail(f.fh, st.size, sessionId);
+        if (!onDisk || onDisk.ino !== f.ino || onDisk.dev !== f.dev) throw new StaleHandle();
+        // Still exactly as long as this handle left it: nobody wrote since (every writer appends
+        // whole lines or undoes its write, and a torn write would have changed the length), so
+        // there is no torn tail to look for. One stat per holding in the common case.
+        if (onDisk.size !== f.size) f.size = await cutTornTail(f.fh, onDisk.size, sessionId);
         f.checkedFor = holder;
       }
       const size = f.size;
@@ -137,12 +143,18 @@ export class HolderWriter {
       fh = await open(file, "a+", 0o600);
       await syncDir(dirname(file));
     }
+    // The file the handle names, to notice a rename or replacement later (see write).
+    const st = await fh.stat().catch(async (err: unknown) => {
+      await fh.close().catch(() => undefined);
+      throw err;
+    });
     const again = this.files.get(file); // opened concurrently by another turn of this process
     if (again) {
       await fh.close();
       return again;
     }
-    const f: OpenFile = { fh, dirty: false, lastUse: Date.now(), chain: Promise.resolve(), size: 0 };
+    // size -1: not checked yet, so the first write looks for a torn tail.
+    const f: OpenFile = { fh, dirty: false, lastUse: Date.now(), chain: Promise.resolve(), size: -1, ino: st.ino, dev: st.dev };
     this.files.set(file, f);
     return f;
   }

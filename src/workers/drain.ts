@@ -98,7 +98,8 @@ export function createDrainProcessor(svc: WorkerDeps, executor: TurnExecutor, st
 
   return async (job: Job<DrainData>, token?: string): Promise<DrainResult> => {
     const { sessionKey } = jobData("drain", job);
-    const acquired = await svc.leases.tryAcquire(sessionKey);
+    // Lease and first turn in one round trip; an empty session gives the lease back in it too.
+    const acquired = await svc.inbox.acquireAndBegin(svc.leases, sessionKey);
     if (!acquired.acquired) {
       // Another holder is still inside its lease (or a crashed one has not expired yet).
       const waits = (job.data.leaseWaits ?? 0) + 1;
@@ -111,9 +112,11 @@ export function createDrainProcessor(svc: WorkerDeps, executor: TurnExecutor, st
     const runs: string[] = [];
     let parkMs: number | undefined;
     let handedBack = false;
-    let emptied = false;
+    // Nothing to run: the script gave the lease back already.
+    let emptied = acquired.begun === null;
     try {
-      let next: NextTurn;
+      // The first turn came with the lease; later ones come with the previous finish, or from turn-begin.
+      let next: NextTurn = acquired.begun;
       while (runs.length < MAX_TURNS_PER_DRAIN && !stopping.aborted) {
         if (lease.lost.aborted) throw new StaleFenceError(sessionKey, lease.token, null);
         // The previous turn's finish may have begun this one already (one round trip per turn);

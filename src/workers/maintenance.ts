@@ -66,7 +66,11 @@ export async function sweepOnce(svc: WorkerDeps, now = Date.now()): Promise<Swee
   return result;
 }
 
-/** A pending wake older than this lost its pusher (it adds the drain job within milliseconds). */
+/**
+ * A pending wake older than this lost its pusher (it adds the drain job within milliseconds), or
+ * its turn has not been taken yet (every worker busy; the drainer clears it when it takes the
+ * turn). The re-armed drain is deduplicated per session, so the second case costs nothing more.
+ */
 const WAKE_OVERDUE_MS = 10_000;
 
 /**
@@ -80,7 +84,7 @@ export async function rearmOverdueWakes(svc: WorkerDeps, now = Date.now()): Prom
     await requestDrain(svc, w.sessionKey);
     await svc.inbox.clearWake(w.member);
   }
-  if (overdue.length) svc.log.warn({ sessions: overdue.length }, "re-armed drains whose wake-up was lost");
+  if (overdue.length) svc.log.warn({ sessions: overdue.length }, "re-armed drains whose wake-up was not taken within 10 s (lost, or workers busy)");
   return overdue.length;
 }
 

@@ -41,6 +41,18 @@ describe("wake-ups", () => {
   });
 });
 
+describe("pending wakes", () => {
+  it("the drainer that takes a woken turn clears its pending wake (the pusher sends no clean-up)", async () => {
+    const key = "agent:main:wake-cleared";
+    const entry = await sys.svc.sessions.upsert(key, { agentId: "main", kind: "other" }, { sessionId: randomUUID() });
+    const turn = await enqueueTurn(sys.svc, { sessionKey: key, agentId: "main", sessionId: entry.sessionId, text: "hello", step: "turn", provenance: "user" });
+    expect(await sys.rpc("agent.wait", { runId: turn.runId, timeoutMs: 10_000 })).toMatchObject({ status: "ok", reply: "ok: hello" });
+    const pending = await sys.svc.redis.zrange(sys.svc.keys.pendingWakes(), 0, -1);
+    expect(pending).not.toContain(`${turn.runId}|${key}`);
+    expect(pending.filter((m) => m.endsWith(`|${key}`))).toEqual([]);
+  });
+});
+
 describe("retried enqueues", () => {
   it("the same runId is queued once, even when pushed concurrently, and every call wakes the drain", async () => {
     const key = "agent:main:retry";

@@ -1,10 +1,15 @@
 --[[
-  Shared by turn-begin.lua and run-finish.lua (included with --@include; not a script itself).
+  Shared by lease-begin.lua, turn-begin.lua and run-finish.lua
+  (included with --@include; not a script itself).
 
-  begin_next(inbox, inflight, session, runPrefix, now): take the next turn (the in-flight one
-  first, so per-session order survives crashes, else the oldest queued), mark its run
-  `running` (first start time kept, one more attempt counted) unless it already ended, and
-  return { turn JSON, record field/value list, session entry JSON or false }, or nil.
+  begin_next(inbox, inflight, session, runPrefix, now, wakes, wakeSuffix): take the next turn
+  (the in-flight one first, so per-session order survives crashes, else the oldest queued),
+  mark its run `running` (first start time kept, one more attempt counted) unless it already
+  ended, and return { turn JSON, record field/value list, session entry JSON or false }, or nil.
+
+  A turn taken from the inbox also clears its pending wake (`<runId><wakeSuffix>` in the
+  pending-wakes zset, see turn-push.lua): a drainer has reached it, so the wake it stood for
+  happened. This is what makes the pusher's own clean-up unnecessary.
 
   The run record's key is built from the runId, under the same `{prefix}` hash tag as every
   declared key (as BullMQ builds job keys inside its scripts), so the script stays in one slot.
@@ -12,13 +17,18 @@
   stored another way is returned without its record and the caller reads it.
 ]]
 --@include run-status
-local function begin_next(inboxKey, inflightKey, sessionKey, runPrefix, now)
+local function begin_next(inboxKey, inflightKey, sessionKey, runPrefix, now, wakesKey, wakeSuffix)
   local raw = redis.call("LINDEX", inflightKey, 0)
-  if not raw then raw = redis.call("LMOVE", inboxKey, inflightKey, "LEFT", "RIGHT") end
+  local fromInbox = false
+  if not raw then
+    raw = redis.call("LMOVE", inboxKey, inflightKey, "LEFT", "RIGHT")
+    fromInbox = true
+  end
   if not raw then return nil end
   local record = {}
   local runId = string.match(raw, '^{"runId":"([^"\\]+)"')
   if runId then
+    if fromInbox then redis.call("ZREM", wakesKey, runId .. wakeSuffix) end
     local runKey = runPrefix .. runId
     local status = redis.call("HGET", runKey, "status")
     if status and not is_terminal(status) then

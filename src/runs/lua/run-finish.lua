@@ -12,14 +12,16 @@
   decoding it: a decode that fails would keep the turn in-flight and re-run it forever.
 
   KEYS[1] lease, KEYS[2] run hash, KEYS[3] inflight list, KEYS[4] dead-letter hash,
-  KEYS[5] inbox list, KEYS[6] session entry (both only to begin the next turn)
+  KEYS[5] inbox list, KEYS[6] session entry, KEYS[7] pending wakes (all three only to begin the
+  next turn)
   ARGV[1] token, ARGV[2] runId, ARGV[3] done channel, ARGV[4] record ttl seconds,
   ARGV[5] the turn's runId marker, ARGV[6] dead letter JSON ("" for none),
   ARGV[7] notification: the finished record as JSON, published after the runId and a newline so
   waiters need not read it back ("" publishes the runId alone),
   ARGV[8] "1": begin the next turn, ARGV[9] run key prefix, ARGV[10] now (ms),
   ARGV[11] "1": release the lease when there is no next turn,
-  ARGV[12..] field, value pairs (must include status and endedAt)
+  ARGV[12] pending-wake member suffix (`|<session key>`, see begin-next.lua),
+  ARGV[13..] field, value pairs (must include status and endedAt)
   Returns 1 when finished now, 0 when the record was already terminal — or, when beginning the
   next turn, { that number, the begun turn as turn-begin returns it or false } — or the error "STALE".
 ]]
@@ -36,7 +38,7 @@ local finished = 0
 local status = redis.call("HGET", KEYS[2], "status")
 if not is_terminal(status) then
   local fields = {}
-  for i = 12, #ARGV do fields[#fields + 1] = ARGV[i] end
+  for i = 13, #ARGV do fields[#fields + 1] = ARGV[i] end
   redis.call("HSET", KEYS[2], unpack(fields))
   redis.call("EXPIRE", KEYS[2], tonumber(ARGV[4]))
   if ARGV[6] ~= "" then redis.call("HSET", KEYS[4], ARGV[2], ARGV[6]) end
@@ -48,6 +50,6 @@ if not is_terminal(status) then
   finished = 1
 end
 if ARGV[8] ~= "1" then return finished end
-local begun = begin_next(KEYS[5], KEYS[3], KEYS[6], ARGV[9], ARGV[10])
+local begun = begin_next(KEYS[5], KEYS[3], KEYS[6], ARGV[9], ARGV[10], KEYS[7], ARGV[12])
 if not begun and ARGV[11] == "1" then redis.call("DEL", KEYS[1]) end
 return { finished, begun or false }

@@ -5,8 +5,10 @@
   With nothing left to run it releases the lease in the same step (when asked): the drain is
   over, and the next push finds the session idle and wakes a new one.
 
-  KEYS[1] lease, KEYS[2] inbox (list), KEYS[3] inflight (list, at most one item), KEYS[4] session entry
-  ARGV[1] token, ARGV[2] run key prefix (`{p}:run:`), ARGV[3] now (ms), ARGV[4] "1": release the lease when empty
+  KEYS[1] lease, KEYS[2] inbox (list), KEYS[3] inflight (list, at most one item), KEYS[4] session entry,
+  KEYS[5] pending wakes (zset)
+  ARGV[1] token, ARGV[2] run key prefix (`{p}:run:`), ARGV[3] now (ms), ARGV[4] "1": release the lease when empty,
+  ARGV[5] pending-wake member suffix (`|<session key>`)
   Returns nil when there is nothing to run, else { turn JSON, record field/value list, entry JSON or false },
   or the error "STALE".
 ]]
@@ -14,6 +16,6 @@
 if redis.call("GET", KEYS[1]) ~= ARGV[1] then
   return redis.error_reply("STALE")
 end
-local begun = begin_next(KEYS[2], KEYS[3], KEYS[4], ARGV[2], ARGV[3])
+local begun = begin_next(KEYS[2], KEYS[3], KEYS[4], ARGV[2], ARGV[3], KEYS[5], ARGV[5])
 if not begun and ARGV[4] == "1" then redis.call("DEL", KEYS[1]) end
 return begun

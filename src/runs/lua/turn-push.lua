@@ -7,18 +7,30 @@
   long as the session has a turn queued or in flight (the drainer runs until the inbox is empty,
   chains a follow-up when it yields, and BullMQ re-runs a stalled one). So only a push into an
   idle session (empty inbox, nothing in flight) must add one; a push behind other turns does
-  not. The idle case is recorded in the pending-wakes set until the caller has added the drain,
-  so a caller that dies in between is covered by the maintenance sweep (docs/design/runs.md).
+  not. The idle case is recorded in the pending-wakes set until a drainer takes the turn
+  (begin-next.lua clears it), so a caller that dies before adding the drain is covered by the
+  maintenance sweep (docs/design/runs.md).
 
-  KEYS[1] run hash, KEYS[2] inbox list, KEYS[3] inflight list, KEYS[4] pending wakes (zset)
+  Optionally the push is conditional on the session entry the caller built the turn from (a
+  gateway's cached copy): if the stored entry is not exactly that text any more, nothing is
+  queued and the current entry is returned, so the caller decides again on fresh data. A read
+  and a push in one round trip, with no window between them.
+
+  KEYS[1] run hash, KEYS[2] inbox list, KEYS[3] inflight list, KEYS[4] pending wakes (zset),
+  KEYS[5] session entry (read only with ARGV[5])
   ARGV[1] turn JSON, ARGV[2] record ttl seconds, ARGV[3] now (ms), ARGV[4] pending-wake member,
-  ARGV[5..] record field, value pairs
-  Returns 2 when queued into an idle session (add a drain job, then clear the pending wake),
-  1 when queued behind other turns (nothing more to do), 0 when the runId already existed.
+  ARGV[5] the entry JSON the turn was built from, or "" (no check), ARGV[6..] record field, value pairs
+  Returns 2 when queued into an idle session (add a drain job), 1 when queued behind other
+  turns (nothing more to do), 0 when the runId already existed, or { -1, current entry JSON or
+  false } when the entry changed (nothing queued).
 ]]
+if ARGV[5] ~= "" then
+  local entry = redis.call("GET", KEYS[5])
+  if entry ~= ARGV[5] then return { -1, entry } end
+end
 if redis.call("EXISTS", KEYS[1]) == 1 then return 0 end
 local fields = {}
-for i = 5, #ARGV do fields[#fields + 1] = ARGV[i] end
+for i = 6, #ARGV do fields[#fields + 1] = ARGV[i] end
 redis.call("HSET", KEYS[1], unpack(fields))
 redis.call("EXPIRE", KEYS[1], tonumber(ARGV[2]))
 local idle = redis.call("LLEN", KEYS[2]) == 0 and redis.call("LLEN", KEYS[3]) == 0

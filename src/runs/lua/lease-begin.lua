@@ -1,0 +1,23 @@
+--[[
+  The start of a drain job in one round trip: take the session lease if it is free (a new
+  fencing token, as lease-acquire.lua), then begin the session's next turn under it (as
+  turn-begin.lua, see begin-next.lua). With nothing to run the lease is released again in the
+  same step, so an empty drain costs this one script.
+
+  KEYS[1] lease, KEYS[2] fence (counter), KEYS[3] inbox (list), KEYS[4] inflight (list),
+  KEYS[5] session entry, KEYS[6] pending wakes (zset)
+  ARGV[1] ttl ms, ARGV[2] run key prefix (`{p}:run:`), ARGV[3] now (ms),
+  ARGV[4] pending-wake member suffix (`|<session key>`)
+  Returns {0, pttl} when another holder still has the lease; else {token, begun or false},
+  begun as turn-begin returns it (false: nothing to run, and the lease is released already).
+]]
+--@include begin-next
+local held = redis.call("PTTL", KEYS[1])
+if held > 0 or held == -1 then
+  return {0, held}
+end
+local token = redis.call("INCR", KEYS[2])
+redis.call("SET", KEYS[1], token, "PX", tonumber(ARGV[1]))
+local begun = begin_next(KEYS[3], KEYS[4], KEYS[5], ARGV[2], ARGV[3], KEYS[6], ARGV[4])
+if not begun then redis.call("DEL", KEYS[1]) end
+return {token, begun or false}
