@@ -76,7 +76,7 @@ export function renderBenchmarksMd(results: FigureResult[], run: RunInfo): strin
     }
     if (f.notes.length) out.push(...f.notes.map((n) => `- ${n}`), "");
   }
-  return out.join("\n").replace(/\n{3,}/g, "\n\n").trimEnd() + "\n";
+  return `${out.join("\n").replace(/\n{3,}/g, "\n\n").trimEnd()}\n`;
 }
 
 export function writeBenchmarksMd(path: string, results: FigureResult[], run: RunInfo): void {

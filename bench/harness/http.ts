@@ -16,6 +16,7 @@ export class JsonClient {
     this.agent = new Agent({ keepAlive: true, maxSockets });
   }
 
+  // biome-ignore lint/suspicious/noExplicitAny: replies are loosely typed JSON; each figure reads the fields it needs
   async post(path: string, body: unknown): Promise<{ status: number; body: any }> {
     const payload = JSON.stringify(body);
     return await new Promise((resolve, reject) => {
@@ -47,6 +48,7 @@ export class JsonClient {
   }
 
   /** A Switchboard gateway RPC; throws on anything but `{ok: true}`. */
+  // biome-ignore lint/suspicious/noExplicitAny: as for post()
   async rpc(method: string, params: unknown): Promise<any> {
     const r = await this.post(`/v1/rpc/${method}`, params);
     if (r.status !== 200 || !r.body?.ok) throw new Error(`rpc ${method}: HTTP ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);

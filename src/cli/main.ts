@@ -40,17 +40,19 @@ process.stdout.on("error", (err: NodeJS.ErrnoException) => {
 
 const g = (cmd: Command): GlobalOptions => cmd.optsWithGlobals() as GlobalOptions;
 let exitCode = 0;
-const run = (fn: (...a: never[]) => Promise<number | void> | number) =>
+/** An action's exit code, when it returns one (actions that return nothing exit 0). */
+type Action = (...a: never[]) => Promise<unknown> | number;
+const run = (fn: Action) =>
   async (...args: unknown[]) => {
-    const code = await (fn as (...a: unknown[]) => Promise<number | void> | number)(...args);
+    const code = await (fn as (...a: unknown[]) => Promise<unknown> | number)(...args);
     if (typeof code === "number") exitCode = code;
   };
 /** An operator command: a spinner on a terminal once it runs over a second (cli/progress.ts). */
-const op = (label: string, fn: (...a: never[]) => Promise<number | void> | number) =>
+const op = (label: string, fn: Action) =>
   run(async (...args: never[]) => {
     startProgress(label);
     try {
-      return await (fn as (...a: never[]) => Promise<number | void> | number)(...args);
+      return await fn(...args);
     } finally {
       stopProgress();
     }
@@ -106,7 +108,7 @@ program.parseAsync(process.argv).then(
   (err: unknown) => {
     if (err instanceof ConfigError) {
       const where = err.source ? `config file ${err.source}` : "config (no file: defaults and environment variables)";
-      process.stderr.write(`error [invalid_config]: ${where}:\n` + err.issues.map((i) => `  ${i.path}: ${i.message}`).join("\n") + "\n");
+      process.stderr.write(`error [invalid_config]: ${where}:\n${err.issues.map((i) => `  ${i.path}: ${i.message}`).join("\n")}\n`);
     } else if (err instanceof SwitchboardError) {
       process.stderr.write(`error [${err.code}]: ${err.message}\n`);
     } else {

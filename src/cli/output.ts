@@ -1,6 +1,6 @@
 /** Small formatting helpers: tables for people, JSON for programs. */
 export function printJson(value: unknown): void {
-  process.stdout.write(JSON.stringify(value, null, 2) + "\n");
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 }
 
 /** Rows as a table with aligned columns; numeric columns align right. Cells over 60 wide end in "…". */
@@ -14,7 +14,7 @@ export function formatTable(rows: Record<string, unknown>[], columns: string[]):
       .map((v, i) => (numeric[i] ? fit(v, widths[i]!).padStart(widths[i]!) : fit(v, widths[i]!).padEnd(widths[i]!)))
       .join("  ")
       .trimEnd();
-  return [line(columns), line(widths.map((w) => "-".repeat(w))), ...rows.map((r) => line(columns.map((c) => cell(r[c]))))].join("\n") + "\n";
+  return `${[line(columns), line(widths.map((w) => "-".repeat(w))), ...rows.map((r) => line(columns.map((c) => cell(r[c]))))].join("\n")}\n`;
 }
 
 export function printTable(rows: Record<string, unknown>[], columns: string[]): void {

@@ -15,7 +15,7 @@ export class ConfigError extends SwitchboardError {
     const where = source ? ` (${source})` : "";
     super(
       "invalid_config",
-      `Invalid config${where}:\n` + issues.map((i) => `  ${i.path}: ${i.message}`).join("\n"),
+      `Invalid config${where}:\n${issues.map((i) => `  ${i.path}: ${i.message}`).join("\n")}`,
       { issues },
     );
     this.issues = issues;

@@ -18,9 +18,7 @@ import { registerToolsInvoke } from "./tools-invoke.js";
 import { wellFormedDeep } from "../text/well-formed.js";
 import { StorageFaults } from "../runs/storage-faults.js";
 
-export interface ToolEndpoint {
-  (name: string, body: unknown): Promise<unknown>;
-}
+export type ToolEndpoint = (name: string, body: unknown) => Promise<unknown>
 
 export interface GatewayOptions {
   /** Session tools behind POST /v1/tools/<name>. */

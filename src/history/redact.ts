@@ -103,18 +103,12 @@ const VALUE_PATTERNS: ValuePattern[] = [
   // JSON fields: `"apiKey": "…"` (key case-insensitive, escaped quotes inside the value allowed).
   {
     name: "json",
-    re: new RegExp(
-      String.raw`"(?:api[Kk]ey|api_key|token|secret|password|passwd|access[Tt]oken|access_token|refresh[Tt]oken|refresh_token)"\s*:\s*"(?<v>(?:[^"\\\n]|\\.)+)"`,
-      "dgi",
-    ),
+    re: /"(?:api[Kk]ey|api_key|token|secret|password|passwd|access[Tt]oken|access_token|refresh[Tt]oken|refresh_token)"\s*:\s*"(?<v>(?:[^"\\\n]|\\.)+)"/dgi,
   },
   // CLI flags: `--api-key VALUE`, `--token=VALUE`; `--token-file` is another flag and is kept.
   {
     name: "cli",
-    re: new RegExp(
-      String.raw`--(?:api[-_]?key|hook[-_]token|token|secret|password|passwd)(?:[ \t]+|=)(?:"(?<v>[^"\n]+)"|'(?<v2>[^'\n]+)'|(?<v3>[^\s"']+))`,
-      "dg",
-    ),
+    re: /--(?:api[-_]?key|hook[-_]token|token|secret|password|passwd)(?:[ \t]+|=)(?:"(?<v>[^"\n]+)"|'(?<v2>[^'\n]+)'|(?<v3>[^\s"']+))/dg,
   },
   // Authorization headers (any token length).
   { name: "authorization", re: /\b[Aa]uthorization\s*[:=]\s*[Bb]earer\s+(?<v>[A-Za-z0-9._\-+=/~]+)/dg },

@@ -251,7 +251,7 @@ export function transcriptLineToEntry(sessionId: string, line: RawTranscriptLine
 }
 
 export function derivedLineId(sessionId: string, position: number, text: string): string {
-  return "import-" + createHash("sha256").update(`${sessionId}\n${position}\n${text}`).digest("hex").slice(0, 16);
+  return `import-${createHash("sha256").update(`${sessionId}\n${position}\n${text}`).digest("hex").slice(0, 16)}`;
 }
 
 /**

@@ -77,5 +77,5 @@ export function formatImportSummary(r: ImportReport, examplesPerReason = 3): str
   }
   for (const w of r.warnings.slice(0, 10)) out.push(`  warning: ${w}`);
   if (r.warnings.length > 10) out.push(`  … and ${r.warnings.length - 10} more warnings (--json lists all)`);
-  return out.join("\n") + "\n";
+  return `${out.join("\n")}\n`;
 }

@@ -148,7 +148,6 @@ async function importOne(targets: ImportTargets, m: MappedSession, report: Impor
 
 /** Creates or updates the entry. False when the session was skipped (nothing else to do). */
 async function writeEntry(targets: ImportTargets, m: MappedSession, existing: SessionEntry | null, report: ImportReport, dryRun: boolean): Promise<boolean> {
-  const { sessions } = targets;
   if (existing) {
     const changes = changedFields(existing as unknown as Record<string, unknown>, m.patch);
     if (Object.keys(changes).length === 0) {

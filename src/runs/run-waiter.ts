@@ -11,7 +11,7 @@
  */
 import type { RedisClient } from "../storage/redis-client.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
-import { RunRecords, type RunRecord } from "./run-records.js";
+import type { RunRecords, RunRecord } from "./run-records.js";
 import { isTerminal } from "./turn.js";
 
 type Waiter = (rec: RunRecord) => void;
@@ -70,6 +70,7 @@ export class RunWaiter {
     return await new Promise((resolve, reject) => {
       let done = false;
       let seen: RunRecord | null = null;
+      let timer: NodeJS.Timeout | undefined;
       const settle = () => {
         if (done) return false;
         done = true;
@@ -89,7 +90,7 @@ export class RunWaiter {
       const waiter: Waiter = (rec) => finish(rec, false);
       const expire = () => void reread();
       this.expirers.add(expire);
-      const timer = setTimeout(expire, Math.max(0, timeoutMs));
+      timer = setTimeout(expire, Math.max(0, timeoutMs));
       let set = this.waiters.get(runId);
       if (!set) this.waiters.set(runId, (set = new Set()));
       set.add(waiter);

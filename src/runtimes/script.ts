@@ -85,7 +85,7 @@ function walk(value: unknown, path: readonly string[]): unknown {
   let cur = value;
   for (const part of path) {
     if (cur === null || typeof cur !== "object") return undefined;
-    if (!Object.prototype.hasOwnProperty.call(cur, part)) return undefined;
+    if (!Object.hasOwn(cur, part)) return undefined;
     cur = (cur as Record<string, unknown>)[part];
   }
   return cur;

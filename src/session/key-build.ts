@@ -106,7 +106,7 @@ export function resolveInboundSession(config: Config, msg: InboundSessionInput):
       : threadSessionKey(dmSessionKey(config, agentId, channel, msg), msg.threadId);
 
   if (sessionKey.length > MAX_SESSION_KEY_LENGTH) {
-    throw new InvalidSessionKeyError(sessionKey.slice(0, 80) + "…", `longer than ${MAX_SESSION_KEY_LENGTH} characters`);
+    throw new InvalidSessionKeyError(`${sessionKey.slice(0, 80)}…`, `longer than ${MAX_SESSION_KEY_LENGTH} characters`);
   }
   return { agentId, sessionKey, mainSessionKey };
 }

@@ -159,7 +159,7 @@ export function announceTargetFromKey(key: string | null | undefined): AnnounceT
 
 /** Nesting depth: occurrences of `:subagent:` (a bare `subagent:x` counts as depth 1). */
 export function subagentDepthFromKey(key: string | null | undefined): number {
-  const lower = ":" + (key ?? "").trim().toLowerCase();
+  const lower = `:${(key ?? "").trim().toLowerCase()}`;
   return lower.split(":subagent:").length - 1;
 }
 

@@ -56,7 +56,7 @@ export function deriveTitle(e: SessionEntry, firstUserText?: string): string {
     if (text.length <= TITLE_MAX) return text;
     const cut = text.slice(0, TITLE_MAX);
     const space = cut.lastIndexOf(" ");
-    return (space > TITLE_MAX * 0.6 ? cut.slice(0, space) : cut) + "…";
+    return `${space > TITLE_MAX * 0.6 ? cut.slice(0, space) : cut}…`;
   }
   return `${e.sessionId.slice(0, 8)} (${new Date(e.updatedAt).toISOString().slice(0, 10)})`;
 }

@@ -80,7 +80,7 @@ export function resolveTarget(target: string | undefined, ordered: SubagentRun[]
   const exact = ordered.filter((r) => (r.label ?? "").toLowerCase() === lower);
   if (exact.length === 1) return { ok: true, run: exact[0]! };
   if (exact.length > 1) return { ok: false, error: `Ambiguous subagent label: ${t}` };
-  const prefix = ordered.filter((r) => r.label && r.label.toLowerCase().startsWith(lower));
+  const prefix = ordered.filter((r) => r.label?.toLowerCase().startsWith(lower));
   if (prefix.length === 1) return { ok: true, run: prefix[0]! };
   if (prefix.length > 1) return { ok: false, error: `Ambiguous subagent label prefix: ${t}` };
   const byRun = ordered.filter((r) => r.runId.startsWith(t));

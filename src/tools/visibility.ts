@@ -41,7 +41,7 @@ export function effectiveVisibility(config: Config, sandboxed: boolean): Visibil
 function patternMatches(pattern: string, agentId: string): boolean {
   if (pattern === "*") return true;
   if (!pattern.includes("*")) return pattern === agentId;
-  const re = new RegExp("^" + pattern.split("*").map((p) => p.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join(".*") + "$", "i");
+  const re = new RegExp(`^${pattern.split("*").map((p) => p.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join(".*")}$`, "i");
   return re.test(agentId);
 }
 

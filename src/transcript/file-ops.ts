@@ -17,7 +17,7 @@ export function headerLine(sessionId: string, parentSession: string | undefined)
     timestamp: new Date().toISOString(),
     ...(parentSession ? { parentSession } : {}),
   };
-  return JSON.stringify(header) + "\n";
+  return `${JSON.stringify(header)}\n`;
 }
 
 /**

@@ -72,7 +72,7 @@ export class HolderWriter {
   async write(agentId: string, sessionId: string, entries: TranscriptEntry[], topicId?: string | number, holder?: number): Promise<void> {
     if (entries.length === 0) return;
     const file = this.path(agentId, sessionId, topicId);
-    const body = entries.map((e) => JSON.stringify(e) + "\n").join("");
+    const body = entries.map((e) => `${JSON.stringify(e)}\n`).join("");
     const f = await this.handle(file);
     const run = f.chain.then(async () => {
       // Checked once per lease holding (fencing token), not per write: between two holdings of

@@ -288,7 +288,7 @@ function uniqueBatch(entries: TranscriptEntry[]): { id: string; line: string }[]
     if (seen.has(e.id)) return;
     seen.add(e.id);
     // JSON.stringify escapes every newline inside strings, so one entry is exactly one line.
-    out.push({ id: e.id, line: JSON.stringify(e) + "\n" });
+    out.push({ id: e.id, line: `${JSON.stringify(e)}\n` });
   });
   return out;
 }

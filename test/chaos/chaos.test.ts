@@ -111,7 +111,6 @@ describe("chaos", () => {
     `${SESSIONS * MESSAGES_PER_SESSION} messages over ${SESSIONS} sessions through worker kills, a Redis restart and a gateway kill: nothing lost, doubled or reordered`,
     async () => {
       const t0 = Date.now();
-      const rnd = seededRandom(SEED);
       const rules = DELAY_BUCKETS_MS.map((delayMs, i) => ({ when: { contains: `~d${i}~` }, delayMs, reply: "re: {{text}}" }));
       const c = (cluster = await ChaosCluster.start(
         (url) => testConfig(scriptConfig(rules, { workers: { ...FAST_WORKERS } }), url),

@@ -289,8 +289,10 @@ describe("progress on a terminal", () => {
     if (!hasScript) throw new Error("this test needs `script` (util-linux) to give the CLI a terminal");
     const cmd = `"${process.execPath}" "${CLI}" send main hi --wait 2 --config "${d.file}"`;
     const tty = spawnSync("script", ["-qec", cmd, "/dev/null"], { env: d.env, encoding: "utf8", timeout: 30_000 });
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the spinner erases its line with ESC [K
     expect(tty.stdout).toMatch(/\r\x1b\[K[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] waiting up to 2 s for the reply to run [0-9a-f-]+…/);
     // The final message follows an erased line: nothing of the spinner is left on it.
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the spinner erases its line with ESC [K
     expect(tty.stdout).toMatch(/\r\x1b\[Krun [0-9a-f-]+: timeout: no worker is consuming the runs queue/);
     const piped = await runCli(["send", "main", "hi", "--wait", "2", "--config", d.file], d.env);
     expect(piped.stderr, show(piped)).not.toContain("\x1b[");

@@ -3,7 +3,7 @@
  * runtime file it writes, the operator commands over HTTP and, with no gateway, directly against
  * Redis; `config validate`; `worker --queues` validation; and the embedded Redis default.
  */
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Redis } from "ioredis";

@@ -189,7 +189,7 @@ describe("switchboard mcp over stdio", () => {
     child.stdout.on("data", (d) => (out += d));
     child.stderr.on("data", (d) => (err += d));
     const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-    const send = (msg: unknown) => child.stdin.write(JSON.stringify(msg) + "\n");
+    const send = (msg: unknown) => child.stdin.write(`${JSON.stringify(msg)}\n`);
     send({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } } });
     send({ jsonrpc: "2.0", method: "notifications/initialized" });
     send({ jsonrpc: "2.0", id: 2, method: "tools/list" });

@@ -30,7 +30,7 @@ afterAll(async () => {
 
 /** Every `$ref` string anywhere in `node`. */
 function refs(node: unknown, out: string[] = []): string[] {
-  if (Array.isArray(node)) node.forEach((n) => refs(n, out));
+  if (Array.isArray(node)) for (const n of node) refs(n, out);
   else if (node && typeof node === "object") {
     for (const [k, v] of Object.entries(node)) {
       if (k === "$ref" && typeof v === "string") out.push(v);

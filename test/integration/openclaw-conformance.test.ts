@@ -269,7 +269,10 @@ describe("sessionIds wherever keys go; the sessions CLI pages", () => {
     const cli = async (extra: Record<string, unknown>) => {
       const out: string[] = [];
       const write = process.stdout.write.bind(process.stdout);
-      process.stdout.write = ((chunk: string) => (out.push(String(chunk)), true)) as typeof process.stdout.write;
+      process.stdout.write = ((chunk: string) => {
+      out.push(String(chunk));
+      return true;
+    }) as typeof process.stdout.write;
       try {
         expect(await sessionsCommand({ url: sys.url!, json: true, agent: "bulk", ...extra })).toBe(0);
       } finally {

@@ -13,7 +13,7 @@ import { hasRedisCli, startPrivateCluster, type ClusterNode, type PrivateCluster
 import { spawn } from "node:child_process";
 import { CLI, FAST_WORKERS, ROOT, startTestSystem, until, writeConfigFile, type ChildHandle, type TestSystem } from "../helpers/system.js";
 import { conversation, getRun, readTranscript, spawnWorker, timedWait } from "../fixtures/runs-support.js";
-import { ANNOUNCE_TEXT, chat, deliveries, inbound, isInterSessionUser, scriptAgent, queuesQuiet, textOf, tool, toolsConfig, transcript } from "../fixtures/tools-support.js";
+import { ANNOUNCE_TEXT, chat, deliveries, inbound, isInterSessionUser, scriptAgent, queuesQuiet, textOf, toolsConfig, transcript } from "../fixtures/tools-support.js";
 
 const CLI_MISSING = !hasRedisCli();
 // Long enough for a second worker process to be running before the first one is killed.

@@ -69,7 +69,9 @@ describe("runs on BullMQ: ordering across worker processes", () => {
 
     // Every run finishes ok with its own reply.
     const waited = await Promise.all(all.map((m) => timedWait(sys, m.runId, 30_000)));
-    waited.forEach(({ result }, i) => expect(result, all[i]!.text).toMatchObject({ status: "ok", reply: `re: ${all[i]!.text}` }));
+    waited.forEach(({ result }, i) => {
+      expect(result, all[i]!.text).toMatchObject({ status: "ok", reply: `re: ${all[i]!.text}` });
+    });
 
     const records = new Map<string, RunRecordBody>();
     for (const rec of await Promise.all(all.map((m) => getRun(sys, m.runId)))) records.set(rec.runId, rec);

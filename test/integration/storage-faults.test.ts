@@ -99,7 +99,7 @@ function expectWholeTranscript(sys: TestSystem, sessionId: string, texts: string
 }
 
 const RULES = [{ delayMs: 5, reply: "re: {{text}}" }];
-const PAD = " " + "x".repeat(5000);
+const PAD = ` ${"x".repeat(5000)}`;
 
 describe.skipIf(!isRoot)("storage faults (root: tmpfs and a non-root worker)", () => {
   it("a full disk parks turns; they all complete, in order and whole, when space returns", async () => {

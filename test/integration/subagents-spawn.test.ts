@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestSystem, until, type TestSystem } from "../helpers/system.js";
 import { chat, scriptAgent, queuesQuiet, tool, toolsConfig, transcript, textOf } from "../fixtures/tools-support.js";
-import { announceDeliveries, announced, completionTurns, COMPLETION, registry } from "../fixtures/subagents-support.js";
+import { announceDeliveries, announced, completionTurns, COMPLETION, } from "../fixtures/subagents-support.js";
 
 const MAIN = "agent:main:main";
 const SUBKEY = /^agent:researcher:subagent:[0-9a-f-]{36}$/;

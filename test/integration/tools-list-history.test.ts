@@ -285,7 +285,7 @@ describe("sessions_history", () => {
     expect(texts[0]).toBe("my key is sk-123…1234");
     expect(texts[1]).toBe("The answer is 42.");
     expect(r.messages[2].usage).toBeUndefined();
-    expect(texts[3]).toBe("y".repeat(4000) + "\n…(truncated)…");
+    expect(texts[3]).toBe(`${"y".repeat(4000)}\n…(truncated)…`);
     expect(r.messages).toHaveLength(4); // the silent NO_REPLY answer is not history
     expect(r).toMatchObject({ contentRedacted: true, contentTruncated: true, truncated: true, droppedMessages: false });
     expect(r.bytes).toBe(Buffer.byteLength(JSON.stringify(r.messages)));
@@ -345,10 +345,10 @@ describe("sessions_history", () => {
     const sessionId = await put(key, "other");
     const file = sys.svc.transcripts.path("main", sessionId);
     mkdirSync(dirname(file), { recursive: true });
-    writeFileSync(file, JSON.stringify({ type: "session", version: 3, id: sessionId, timestamp: new Date().toISOString() }) + "\n");
+    writeFileSync(file, `${JSON.stringify({ type: "session", version: 3, id: sessionId, timestamp: new Date().toISOString() })}\n`);
     truncateSync(file, 1024 ** 3);
     const tail = Array.from({ length: 300 }, (_, i) => JSON.stringify(i % 2 ? assistant(`t${i}`) : user(`t${i}`))).join("\n");
-    appendFileSync(file, "\n" + tail + "\n");
+    appendFileSync(file, `\n${tail}\n`);
     const t0 = performance.now();
     let r: any;
     let listed: any;

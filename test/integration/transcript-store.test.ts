@@ -164,7 +164,7 @@ describe("TranscriptStore", () => {
     const file = store.path("main", "s-big");
     const N = 20_000;
     for (let b = 0; b < N; b += 2000) {
-      const batch = Array.from({ length: 2000 }, (_, i) => entry(`big-${b + i}`, `line ${b + i} ` + "ü€🙂".repeat(20)));
+      const batch = Array.from({ length: 2000 }, (_, i) => entry(`big-${b + i}`, `line ${b + i} ${"ü€🙂".repeat(20)}`));
       expect((await store.append("main", "s-big", batch)).written).toBe(2000);
     }
     const size = statSync(file).size;
@@ -197,7 +197,7 @@ describe("TranscriptStore", () => {
     const e = (id: string) => JSON.stringify(entry(id, `ü ${id}`));
     writeFileSync(
       file,
-      [
+      `${[
         JSON.stringify({ type: "session", version: 3, id: "manual", timestamp: new Date().toISOString() }),
         e("a"),
         "not json",
@@ -208,7 +208,7 @@ describe("TranscriptStore", () => {
         "[1,2]",
         '{"type":"message"}', // no id
         e("c"),
-      ].join("\n") + "\n",
+      ].join("\n")}\n`,
     );
     expect((await readAllEntries(file)).map((x) => x.id)).toEqual(["a", "b", "c"]);
     for (const chunkSize of [1, 3, 17, 64 * 1024]) {
@@ -218,7 +218,7 @@ describe("TranscriptStore", () => {
     // An unterminated last line counts only when it is a whole object.
     appendFileSync(file, e("d"));
     expect((await readTail(file, 1)).entries.map((x) => x.id)).toEqual(["d"]);
-    appendFileSync(file, "\n" + e("f").slice(0, 30));
+    appendFileSync(file, `\n${e("f").slice(0, 30)}`);
     expect((await readTail(file, 1)).entries.map((x) => x.id)).toEqual(["d"]);
     expect((await readAllEntries(file)).map((x) => x.id)).toEqual(["a", "b", "c", "d"]);
     expect(await readTail(join(dir, "missing.jsonl"), 5)).toEqual({ entries: [], bytesRead: 0, fileSize: 0 });
@@ -251,7 +251,7 @@ describe("TranscriptStore", () => {
     const keys = store.keys("s-crash");
     const indexedBefore = Number(await redis.hget(keys.index, "size"));
     // A writer wrote c2 and died before SADD/HSET.
-    appendFileSync(file, JSON.stringify(entry("c2")) + "\n");
+    appendFileSync(file, `${JSON.stringify(entry("c2"))}\n`);
     expect(await store.hasEntry("s-crash", "c2")).toBe(false);
     expect(await store.append("main", "s-crash", [entry("c2", "retried"), entry("c3")])).toEqual({ written: 1, skipped: 1 });
     expect(rawLines(file).map((l) => l.id)).toEqual(["s-crash", "c1", "c2", "c3"]);
@@ -259,7 +259,7 @@ describe("TranscriptStore", () => {
     expect(Number(await redis.hget(keys.index, "size"))).toBeGreaterThan(indexedBefore);
 
     // Only the unindexed tail was read: same answer with a nothing-to-write append.
-    appendFileSync(file, JSON.stringify(entry("c4")) + "\n");
+    appendFileSync(file, `${JSON.stringify(entry("c4"))}\n`);
     expect(await store.append("main", "s-crash", [entry("c4")])).toEqual({ written: 0, skipped: 1 });
     expect(await redis.hget(keys.index, "size")).toBe(String(statSync(file).size));
 

@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/index.js";
 import { loadConfig } from "../../src/config/load.js";
-import { ConfigError } from "../../src/errors/index.js";
+import type { ConfigError } from "../../src/errors/index.js";
 import { configFingerprint } from "../../src/deployment/fingerprint.js";
 import type { LiveProcess } from "../../src/deployment/process-registry.js";
 import { infoField, judgeAlive, judgeClocks, judgeProcesses, MAX_CLOCK_SKEW_MS, versionBelow } from "../../src/doctor/checks.js";

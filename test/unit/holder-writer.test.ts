@@ -39,7 +39,7 @@ describe("HolderWriter between holdings", () => {
     const { w, file } = setup();
     await w.write("main", "s1", [line("a")], undefined, 1);
     await w.write("main", "s1", [line("b")], undefined, 2);
-    appendFileSync(file, JSON.stringify(line("other")) + "\n");
+    appendFileSync(file, `${JSON.stringify(line("other"))}\n`);
     await w.write("main", "s1", [line("c")], undefined, 3);
     expect(ids(file)).toEqual(["a", "b", "other", "c"]);
   });

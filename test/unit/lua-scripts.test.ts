@@ -19,7 +19,7 @@ function luaFiles(dir = "src"): string[] {
   return out.sort();
 }
 
-const dirUrl = (file: string) => pathToFileURL(join(process.cwd(), file, "..") + "/");
+const dirUrl = (file: string) => pathToFileURL(`${join(process.cwd(), file, "..")}/`);
 
 describe("Lua script files", () => {
   const files = luaFiles();

@@ -6,7 +6,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ConfigError, parseConfig, resolveSendPolicy } from "../../src/index.js";
+import { type ConfigError, parseConfig, resolveSendPolicy } from "../../src/index.js";
 import { loadConfig } from "../../src/config/load.js";
 import { unusedKeyWarnings } from "../../src/config/unused-keys.js";
 import { tempDir } from "../helpers/context.js";

@@ -158,7 +158,7 @@ describe("parseChatCommand", () => {
   it.each(["/send", "/send maybe", "/send on off", "/send toString", "/send __proto__"])("%j is a /send error", (text) => {
     const r = parseChatCommand(text);
     expect(r).not.toBeNull();
-    expect(r && r.kind).toBe("send");
+    expect(r?.kind).toBe("send");
     expect(r && "error" in r ? r.error : undefined).toMatch(/\/send on\|off\|inherit/);
   });
 });

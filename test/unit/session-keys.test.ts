@@ -113,7 +113,7 @@ describe("agent ids", () => {
     ["__x", "x"],
     ["ÄBC", "bc"],
     ["a".repeat(65), "a".repeat(64)],
-    ["a".repeat(63) + "!b", "a".repeat(63)], // truncation never leaves a trailing "-"
+    [`${"a".repeat(63)}!b`, "a".repeat(63)], // truncation never leaves a trailing "-"
   ])("normalizeAgentId(%j) → %j", (value, expected) => {
     const out = normalizeAgentId(value);
     expect(out).toBe(expected);
@@ -604,7 +604,7 @@ describe("canonicalSessionKey", () => {
     ["work+global: legacy agent:main:main", WORK_OPS_GLOBAL, "agent:main:main", undefined, "global"],
     ["work+global: cron", WORK_OPS_GLOBAL, "cron:job-1", undefined, "agent:ops:cron:job-1"],
     // length boundary: 512 is fine
-    ["512 characters", DEFAULT, "agent:main:" + "x".repeat(501), undefined, "agent:main:" + "x".repeat(501)],
+    ["512 characters", DEFAULT, `agent:main:${"x".repeat(501)}`, undefined, `agent:main:${"x".repeat(501)}`],
   ])("%s: %j → %j", (_label, config, key, agentId, expected) => {
     const out = canonicalSessionKey(config, key, agentId === undefined ? undefined : { agentId });
     expect(out).toBe(expected);

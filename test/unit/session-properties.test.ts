@@ -513,23 +513,23 @@ describe("credential redaction, every family", () => {
       .map(([body, last]) => body + last);
   /** [text carrying the secret, the secret value itself]. Values have 3+ characters, PEM bodies 10+: see the last test. */
   const secret = fc.oneof<fc.Arbitrary<[string, string]>[]>(
-    run(alnum + "_-", 8, 40).map((v) => [`sk-${v}`, `sk-${v}`]),
+    run(`${alnum}_-`, 8, 40).map((v) => [`sk-${v}`, `sk-${v}`]),
     run(alnum, 20, 40).map((v) => [`ghp_${v}`, `ghp_${v}`]),
-    run(alnum + "_", 20, 40).map((v) => [`github_pat_${v}`, `github_pat_${v}`]),
-    fc.tuple(fc.constantFrom("b", "a", "p", "r", "s"), run(alnum + "-", 10, 30)).map(([k, v]) => [`xox${k}-${v}`, `xox${k}-${v}`]),
-    run(alnum + "-", 10, 30).map((v) => [`xapp-${v}`, `xapp-${v}`]),
-    run(alnum + "_-", 10, 30).map((v) => [`gsk_${v}`, `gsk_${v}`]),
-    run(alnum + "_-", 20, 30).map((v) => [`AIza${v}`, `AIza${v}`]),
-    run(alnum + "_-", 10, 30).map((v) => [`pplx-${v}`, `pplx-${v}`]),
+    run(`${alnum}_`, 20, 40).map((v) => [`github_pat_${v}`, `github_pat_${v}`]),
+    fc.tuple(fc.constantFrom("b", "a", "p", "r", "s"), run(`${alnum}-`, 10, 30)).map(([k, v]) => [`xox${k}-${v}`, `xox${k}-${v}`]),
+    run(`${alnum}-`, 10, 30).map((v) => [`xapp-${v}`, `xapp-${v}`]),
+    run(`${alnum}_-`, 10, 30).map((v) => [`gsk_${v}`, `gsk_${v}`]),
+    run(`${alnum}_-`, 20, 30).map((v) => [`AIza${v}`, `AIza${v}`]),
+    run(`${alnum}_-`, 10, 30).map((v) => [`pplx-${v}`, `pplx-${v}`]),
     run(alnum, 10, 30).map((v) => [`npm_${v}`, `npm_${v}`]),
-    fc.tuple(fc.string({ unit: fc.constantFrom(..."0123456789".split("")), minLength: 6, maxLength: 12 }), run(alnum + "_-", 20, 40)).map(([id, v]) => [`${id}:${v}`, `${id}:${v}`]),
-    fc.tuple(fc.string({ unit: fc.constantFrom(..."0123456789".split("")), minLength: 6, maxLength: 12 }), run(alnum + "_-", 20, 40)).map(([id, v]) => [`https://api.telegram.org/bot${id}:${v}/getMe`, `${id}:${v}`]),
-    run(alnum + "._-+=/~", 18, 40).map((v) => [`Bearer ${v}`, v]),
-    run(alnum + "._-", 3, 40).map((v) => [`Authorization: Bearer ${v}`, v]),
+    fc.tuple(fc.string({ unit: fc.constantFrom(..."0123456789".split("")), minLength: 6, maxLength: 12 }), run(`${alnum}_-`, 20, 40)).map(([id, v]) => [`${id}:${v}`, `${id}:${v}`]),
+    fc.tuple(fc.string({ unit: fc.constantFrom(..."0123456789".split("")), minLength: 6, maxLength: 12 }), run(`${alnum}_-`, 20, 40)).map(([id, v]) => [`https://api.telegram.org/bot${id}:${v}/getMe`, `${id}:${v}`]),
+    run(`${alnum}._-+=/~`, 18, 40).map((v) => [`Bearer ${v}`, v]),
+    run(`${alnum}._-`, 3, 40).map((v) => [`Authorization: Bearer ${v}`, v]),
     fc.tuple(fc.constantFrom("OPENAI_API_KEY", "DB_PASSWORD", "x-api-key", "clientSecret", "Password"), fc.constantFrom("=", ": ", " = "), run(alnum, 3, 40)).map(([n, op, v]) => [`${n}${op}${v}`, v]),
-    fc.tuple(fc.constantFrom("apiKey", "token", "password", "refresh_token"), run(alnum + " ", 3, 40).filter((v) => v.trim() === v)).map(([n, v]) => [`{"${n}": "${v}"}`, v]),
+    fc.tuple(fc.constantFrom("apiKey", "token", "password", "refresh_token"), run(`${alnum} `, 3, 40).filter((v) => v.trim() === v)).map(([n, v]) => [`{"${n}": "${v}"}`, v]),
     fc.tuple(fc.constantFrom("--api-key", "--token", "--password", "--hook-token"), fc.constantFrom(" ", "="), run(alnum, 3, 30)).map(([f, sep, v]) => [`run ${f}${sep}${v}`, v]),
-    run(alnum + "\n", 10, 200).filter((v) => v.trim().length >= 10).map((v) => [`-----BEGIN RSA PRIVATE KEY-----\n${v}\n-----END RSA PRIVATE KEY-----`, v]),
+    run(`${alnum}\n`, 10, 200).filter((v) => v.trim().length >= 10).map((v) => [`-----BEGIN RSA PRIVATE KEY-----\n${v}\n-----END RSA PRIVATE KEY-----`, v]),
   );
   const prose = fc.string({ maxLength: 60 });
 

@@ -11,7 +11,7 @@ export function listRpcMethods(opts: { json?: boolean } = {}): number {
     return 0;
   }
   const width = Math.max(...names.map((n) => n.length));
-  process.stdout.write(names.map((n) => `${n.padEnd(width)}  ${RPC_CATALOG[n]!.summary}`).join("\n") + "\n");
+  process.stdout.write(`${names.map((n) => `${n.padEnd(width)}  ${RPC_CATALOG[n]!.summary}`).join("\n")}\n`);
   return 0;
 }
 

@@ -6,7 +6,7 @@ export function configValidate(file: string | undefined, opts: { config?: string
   const target = file ?? opts.config;
   try {
     const { path, warnings } = loadConfig(target ? { file: target } : {});
-    if (opts.json) process.stdout.write(JSON.stringify({ ok: true, path: path ?? null, warnings }) + "\n");
+    if (opts.json) process.stdout.write(`${JSON.stringify({ ok: true, path: path ?? null, warnings })}\n`);
     else {
       for (const w of warnings) process.stderr.write(`warning: ${w}\n`);
       process.stdout.write(`${path ?? "(no config file: all defaults)"}: valid\n`);
@@ -14,7 +14,7 @@ export function configValidate(file: string | undefined, opts: { config?: string
     return 0;
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
-    if (opts.json) process.stdout.write(JSON.stringify({ ok: false, issues: err.issues }) + "\n");
+    if (opts.json) process.stdout.write(`${JSON.stringify({ ok: false, issues: err.issues })}\n`);
     else for (const i of err.issues) process.stderr.write(`${i.path}: ${i.message}\n`);
     return 1;
   }

@@ -17,7 +17,10 @@ export async function deadLettersCommand(
     switch (action ?? "list") {
       case "list": {
         const res = (await client.rpc("deadletters.list", {})) as { count: number; deadLetters: DeadLetter[] };
-        if (opts.json) return (printJson(res), 0);
+        if (opts.json) {
+          printJson(res);
+          return 0;
+        }
         if (res.count === 0) process.stdout.write("No dead letters.\n");
         for (const l of res.deadLetters) {
           const when = new Date(l.failedAt).toISOString().replace("T", " ").slice(0, 19);
@@ -29,7 +32,10 @@ export async function deadLettersCommand(
       case "replay": {
         if (!runId && !opts.all) throw new ValidationError("replay needs a runId or --all");
         const res = (await client.rpc("deadletters.replay", runId ? { runId } : { all: true })) as { count: number; replayed: { runId: string; replayedAs: string; sessionKey: string }[] };
-        if (opts.json) return (printJson(res), 0);
+        if (opts.json) {
+          printJson(res);
+          return 0;
+        }
         for (const r of res.replayed) process.stdout.write(`replayed ${r.runId} as run ${r.replayedAs} on ${r.sessionKey}\n`);
         process.stdout.write(`${res.count} replayed\n`);
         return 0;
@@ -37,7 +43,10 @@ export async function deadLettersCommand(
       case "discard": {
         if (!runId) throw new ValidationError("discard needs a runId");
         const res = await client.rpc("deadletters.discard", { runId });
-        if (opts.json) return (printJson(res), 0);
+        if (opts.json) {
+          printJson(res);
+          return 0;
+        }
         process.stdout.write(`discarded ${runId}\n`);
         return 0;
       }
