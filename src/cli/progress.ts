@@ -69,7 +69,7 @@ export function stopProgress(): void {
 }
 
 /** Run `fn` under a spinner labelled `label`. */
-export async function withProgress<T>(label: string, fn: () => Promise<T>): Promise<T> {
+async function withProgress<T>(label: string, fn: () => Promise<T>): Promise<T> {
   startProgress(label);
   try {
     return await fn();

@@ -64,4 +64,4 @@ export const SessionMaintenanceSchema = z
     pruneAfterMs: pruneAfter ?? (pruneDays !== undefined ? pruneDays * DURATION_UNITS_MS.d! : 30 * DURATION_UNITS_MS.d!),
   }));
 
-export type SessionMaintenanceConfig = z.output<typeof SessionMaintenanceSchema>;
+type SessionMaintenanceConfig = z.output<typeof SessionMaintenanceSchema>;

@@ -1,2 +1,2 @@
-export { DeliveryLog, type DeliveryRecord, type DeliveryRoute, type DeliveryStatus } from "./delivery-log.js";
-export { sendThroughChannel, DeliveryHttpError, type OutboundMessage } from "./channel-adapters.js";
+export { DeliveryLog,    } from "./delivery-log.js";
+export { sendThroughChannel,   } from "./channel-adapters.js";

@@ -1,6 +1,6 @@
 export { SwitchboardError } from "./switchboard-error.js";
-export { HTTP_STATUS_BY_CODE, ERROR_CODES, httpStatusOf, isErrorCode, type ErrorCode } from "./codes.js";
-export { SCRIPT_ERRORS, fromScriptError, parseScriptError, type ScriptErrorCode, type ScriptErrorContext } from "./script-errors.js";
+export { HTTP_STATUS_BY_CODE, ERROR_CODES, httpStatusOf,  type ErrorCode } from "./codes.js";
+export { SCRIPT_ERRORS, fromScriptError, parseScriptError,   } from "./script-errors.js";
 export { isRedisDown } from "./redis-down.js";
 export { ConfigError, type ConfigIssue } from "./config-error.js";
 export { ValidationError } from "./validation-error.js";

@@ -37,6 +37,6 @@ export const RPC_CATALOG: Record<string, RpcMethodDoc> = {
 };
 
 /** The one-line description of `method` ("" when the catalog does not know it). */
-export function rpcSummary(method: string): string {
+function rpcSummary(method: string): string {
   return RPC_CATALOG[method]?.summary ?? "";
 }

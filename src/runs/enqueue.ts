@@ -8,7 +8,7 @@ import type { RunDeps } from "./run-deps.js";
 import type { Turn } from "./turn.js";
 import { addJob } from "../queues/jobs.js";
 
-export type { DrainData } from "../queues/jobs.js";
+;
 
 /**
  * Wake the session's drainer (its turns must already be in the inbox). The drain job is

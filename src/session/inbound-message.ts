@@ -66,7 +66,7 @@ export const InboundMessageSchema = z
   });
 
 export type InboundMessage = z.output<typeof InboundMessageSchema>;
-export type InboundMessageInput = z.input<typeof InboundMessageSchema>;
+type InboundMessageInput = z.input<typeof InboundMessageSchema>;
 
 /** Parse an inbound body or throw ValidationError with every issue as `{ path, message }` (HTTP 400). */
 export function parseInboundMessage(body: unknown): InboundMessage {

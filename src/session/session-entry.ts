@@ -104,4 +104,4 @@ export const SessionPatchSchema = z.strictObject({
   thinkingLevel: z.string().max(32).nullable().optional(),
   verboseLevel: z.string().max(32).nullable().optional(),
 });
-export type SessionPatch = z.infer<typeof SessionPatchSchema>;
+type SessionPatch = z.infer<typeof SessionPatchSchema>;
