@@ -33,8 +33,12 @@ function parseArgs(argv: string[]): Args {
     return i >= 0 ? argv[i + 1] : undefined;
   };
   const rounds = Number(value("rounds") ?? 3);
-  if (!Number.isInteger(rounds) || rounds < 3) throw new Error("--rounds must be a whole number ≥ 3 (figures are medians of at least 3 rounds)");
-  const only = value("only")?.split(",").map((s) => s.trim()).filter(Boolean);
+  if (!Number.isInteger(rounds) || rounds < 3)
+    throw new Error("--rounds must be a whole number ≥ 3 (figures are medians of at least 3 rounds)");
+  const only = value("only")
+    ?.split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
   const known = FIGURES.map((f) => f.id);
   const unknown = only?.filter((id) => !known.includes(id)) ?? [];
   if (unknown.length) throw new Error(`unknown figure(s) ${unknown.join(", ")} (known: ${known.join(", ")})`);
@@ -57,7 +61,9 @@ async function main(): Promise<void> {
     const machine = await machineFacts(admin);
     const ctx: BenchContext = { redisUrl: redis.url, admin, quick: args.quick, rounds: args.rounds, log };
     const figures: Figure[] = FIGURES.filter((f) => !args.only || args.only.includes(f.id));
-    log(`bench: ${args.quick ? "quick" : "full"}, ${args.rounds} rounds, ${machine.cores} cores, node ${machine.node}, redis ${machine.redisVersion}, load ${loadBefore.toFixed(2)}`);
+    log(
+      `bench: ${args.quick ? "quick" : "full"}, ${args.rounds} rounds, ${machine.cores} cores, node ${machine.node}, redis ${machine.redisVersion}, load ${loadBefore.toFixed(2)}`,
+    );
     for (const f of figures) {
       const t0 = Date.now();
       log(`(${f.id}) ${f.title}`);
@@ -67,18 +73,37 @@ async function main(): Promise<void> {
         // A figure the current pipeline cannot run must not cost the others their numbers.
         const why = `failed: ${(err as Error).message.split("\n")[0]}`;
         log(`  ${why}`);
-        results.push({ id: f.id, title: f.title, setup: "", rows: [{ label: f.title, unit: "", baselineLabel: "", measured: [], baseline: [], skipped: why }], notes: [] });
+        results.push({
+          id: f.id,
+          title: f.title,
+          setup: "",
+          rows: [{ label: f.title, unit: "", baselineLabel: "", measured: [], baseline: [], skipped: why }],
+          notes: [],
+        });
       }
       log(`  (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
     }
     const durationMs = Date.now() - startedAt.getTime();
     const loadAfter = load1();
     console.log(renderTable(results));
-    console.log(`bench took ${(durationMs / 1000).toFixed(1)} s; load average ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after (${machine.cores} cores)`);
-    const out = args.out ?? (args.quick || args.only ? undefined : fileURLToPath(new URL("../../BENCHMARKS.md", import.meta.url)));
+    console.log(
+      `bench took ${(durationMs / 1000).toFixed(1)} s; load average ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after (${machine.cores} cores)`,
+    );
+    const out =
+      args.out ??
+      (args.quick || args.only ? undefined : fileURLToPath(new URL("../../BENCHMARKS.md", import.meta.url)));
     if (out) {
       const command = `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(" ")}` : ""}`;
-      writeBenchmarksMd(out, results, { command, quick: args.quick, rounds: args.rounds, startedAt, durationMs, machine, loadBefore, loadAfter });
+      writeBenchmarksMd(out, results, {
+        command,
+        quick: args.quick,
+        rounds: args.rounds,
+        startedAt,
+        durationMs,
+        machine,
+        loadBefore,
+        loadAfter,
+      });
       console.log(`written to ${out}`);
     }
   } finally {

@@ -16,5 +16,8 @@ function newestMtime(dir) {
 
 const sources = ["src", "bin", "bench"].filter((d) => existsSync(d));
 const srcNewest = Math.max(...sources.map(newestMtime), statSync("package-lock.json").mtimeMs);
-const fresh = existsSync("dist/src/index.js") && newestMtime("dist") >= srcNewest && statSync("dist/src/index.js").mtimeMs >= srcNewest;
+const fresh =
+  existsSync("dist/src/index.js") &&
+  newestMtime("dist") >= srcNewest &&
+  statSync("dist/src/index.js").mtimeMs >= srcNewest;
 if (!fresh) execFileSync("npm", ["run", "build", "--silent"], { stdio: "inherit" });

@@ -3,7 +3,14 @@
  * I/O, for embedding and for tests.
  */
 export { parseConfig, ConfigSchema, type Config, type ConfigInput } from "./config/index.js";
-export { ConfigError, SwitchboardError, ValidationError, InvalidSessionKeyError, InvalidAgentIdError, InvalidSessionIdError } from "./errors/index.js";
+export {
+  ConfigError,
+  SwitchboardError,
+  ValidationError,
+  InvalidSessionKeyError,
+  InvalidAgentIdError,
+  InvalidSessionIdError,
+} from "./errors/index.js";
 export {
   resolveInboundSession,
   canonicalSessionKey,

@@ -18,7 +18,14 @@ export const acceptRate: Figure = {
   async run(ctx: BenchContext): Promise<FigureResult> {
     const n = units(ctx, 2000, 400);
     const sessions = units(ctx, 100, 30);
-    const row: Row = { label: "`agent` RPCs accepted/s", unit: "req/s", baselineLabel: "fastify route + one queue.add: req/s", measured: [], baseline: [], target: { on: "ratio", op: ">=", value: 1.0 } };
+    const row: Row = {
+      label: "`agent` RPCs accepted/s",
+      unit: "req/s",
+      baselineLabel: "fastify route + one queue.add: req/s",
+      measured: [],
+      baseline: [],
+      target: { on: "ratio", op: ">=", value: 1.0 },
+    };
 
     const dep = benchDeployment(ctx.redisUrl);
     const sys = await startSwitchboard(dep.config, { gateway: true, workers: false });

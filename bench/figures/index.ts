@@ -8,4 +8,12 @@ import { turnsInProcess } from "./turns-in-process.js";
 import { workerRss } from "./worker-rss.js";
 import { workerScaling } from "./worker-scaling.js";
 
-export const FIGURES: Figure[] = [turnsInProcess, turnsHttp, sendAndWait, acceptRate, roundTripsFigure, workerScaling, workerRss];
+export const FIGURES: Figure[] = [
+  turnsInProcess,
+  turnsHttp,
+  sendAndWait,
+  acceptRate,
+  roundTripsFigure,
+  workerScaling,
+  workerRss,
+];

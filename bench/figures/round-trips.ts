@@ -16,7 +16,14 @@ import { eachRound, units, type BenchContext, type Figure } from "../harness/con
 import { commandStats, statsDelta, topEntries, totalCommands } from "../harness/redis.js";
 import type { FigureResult, Row } from "../harness/report.js";
 import { roundTrips, type RoundTripCounts } from "../harness/round-trips.js";
-import { benchDeployment, createSessions, enqueueUserTurn, RunDoneWatcher, startSwitchboard, type BenchSession } from "../harness/switchboard.js";
+import {
+  benchDeployment,
+  createSessions,
+  enqueueUserTurn,
+  RunDoneWatcher,
+  startSwitchboard,
+  type BenchSession,
+} from "../harness/switchboard.js";
 
 const CONCURRENCY = 16;
 
@@ -58,7 +65,11 @@ async function countWindow(ctx: BenchContext, quietMs: number, work: () => Promi
 }
 
 function minus(a: WindowCounts, b: WindowCounts): { roundTrips: number; commands: number; server: number } {
-  return { roundTrips: a.client.roundTrips - b.client.roundTrips, commands: a.client.commands - b.client.commands, server: a.serverTotal - b.serverTotal };
+  return {
+    roundTrips: a.client.roundTrips - b.client.roundTrips,
+    commands: a.client.commands - b.client.commands,
+    server: a.serverTotal - b.serverTotal,
+  };
 }
 
 /** The two-agent conversation of examples/two-agents.json5, addressed per pair of sessions. */
@@ -74,7 +85,11 @@ const TWO_AGENTS = {
         runtime: {
           kind: "script" as const,
           rules: [
-            { when: { regex: "^ask (\\S+) (.+)", provenance: "user" as const }, tools: [{ name: "sessions_send", args: { sessionKey: "{{1}}", message: "{{2}}", timeoutSeconds: 10 } }], reply: "Bob says: {{tool.0.reply}}" },
+            {
+              when: { regex: "^ask (\\S+) (.+)", provenance: "user" as const },
+              tools: [{ name: "sessions_send", args: { sessionKey: "{{1}}", message: "{{2}}", timeoutSeconds: 10 } }],
+              reply: "Bob says: {{tool.0.reply}}",
+            },
             { when: { step: "reply" as const }, reply: "Thanks, Bob, that settles it." },
             { reply: "Alice here." },
           ],
@@ -87,7 +102,10 @@ const TWO_AGENTS = {
           rules: [
             { when: { step: "announce" as const }, reply: "Bob: I answered a question from Alice." },
             { when: { step: "reply" as const }, reply: "REPLY_SKIP" },
-            { when: { provenance: "inter_session" as const }, reply: "The plan for '{{text}}': ship on Friday, review on Monday." },
+            {
+              when: { provenance: "inter_session" as const },
+              reply: "The plan for '{{text}}': ship on Friday, review on Monday.",
+            },
             { reply: "Bob here." },
           ],
         },
@@ -110,10 +128,36 @@ export const roundTripsFigure: Figure = {
     const quietMs = units(ctx, 600, 200);
     const bareRt = "bare BullMQ job (add + process), client round trips";
     const bareCmd = "bare BullMQ job (add + process), Redis commands";
-    const turnRt: Row = { label: "client round trips per turn", unit: "round trips", baselineLabel: bareRt, measured: [], baseline: [], target: { on: "measured", op: "<=", value: 5 } };
-    const turnCmd: Row = { label: "Redis commands per turn (incl. inside Lua)", unit: "commands", baselineLabel: bareCmd, measured: [], baseline: [] };
-    const flowRt: Row = { label: "client round trips per sessions_send flow (reply-back + announce)", unit: "round trips", baselineLabel: bareRt, measured: [], baseline: [], target: { on: "measured", op: "<=", value: 20 } };
-    const flowCmd: Row = { label: "Redis commands per sessions_send flow", unit: "commands", baselineLabel: bareCmd, measured: [], baseline: [] };
+    const turnRt: Row = {
+      label: "client round trips per turn",
+      unit: "round trips",
+      baselineLabel: bareRt,
+      measured: [],
+      baseline: [],
+      target: { on: "measured", op: "<=", value: 5 },
+    };
+    const turnCmd: Row = {
+      label: "Redis commands per turn (incl. inside Lua)",
+      unit: "commands",
+      baselineLabel: bareCmd,
+      measured: [],
+      baseline: [],
+    };
+    const flowRt: Row = {
+      label: "client round trips per sessions_send flow (reply-back + announce)",
+      unit: "round trips",
+      baselineLabel: bareRt,
+      measured: [],
+      baseline: [],
+      target: { on: "measured", op: "<=", value: 20 },
+    };
+    const flowCmd: Row = {
+      label: "Redis commands per sessions_send flow",
+      unit: "commands",
+      baselineLabel: bareCmd,
+      measured: [],
+      baseline: [],
+    };
     const notes: string[] = [];
 
     // Baseline first, alone: N bare jobs added at once, a Worker with the same concurrency.
@@ -124,7 +168,11 @@ export const roundTripsFigure: Figure = {
       const bareWindow = async (count: number) => {
         bare.resetCompleted();
         return await countWindow(ctx, quietMs, async () => {
-          await Promise.all(Array.from({ length: count }, (_, i) => bare.queue.add("job", { text: `m${i}`, session: `s${i % sessions}` })));
+          await Promise.all(
+            Array.from({ length: count }, (_, i) =>
+              bare.queue.add("job", { text: `m${i}`, session: `s${i % sessions}` }),
+            ),
+          );
           await bare.waitForCompleted(count, 120_000);
         });
       };
@@ -132,7 +180,10 @@ export const roundTripsFigure: Figure = {
       for (let i = 0; i < ctx.rounds; i++) {
         const w = await bareWindow(n);
         bareRounds.push({ rt: w.client.roundTrips / n, cmd: w.serverTotal / n });
-        if (i === 0) notes.push(`bare job, client commands per job: ${topEntries(w.client.byName, n)}; Redis commands per job: ${topEntries(w.server, n, 12)}.`);
+        if (i === 0)
+          notes.push(
+            `bare job, client commands per job: ${topEntries(w.client.byName, n)}; Redis commands per job: ${topEntries(w.server, n, 12)}.`,
+          );
       }
     } finally {
       await bare.close();
@@ -144,11 +195,17 @@ export const roundTripsFigure: Figure = {
       const sys = await startSwitchboard(dep.config, { gateway: false, workers: true });
       const watcher = await RunDoneWatcher.start(dep.config);
       try {
-        const ss = await createSessions(sys.svc, "main", Array.from({ length: sessions }, (_, i) => `bench-${i}`));
+        const ss = await createSessions(
+          sys.svc,
+          "main",
+          Array.from({ length: sessions }, (_, i) => `bench-${i}`),
+        );
         const turnsWindow = async (count: number) => {
           watcher.reset();
           return await countWindow(ctx, quietMs, async () => {
-            await Promise.all(Array.from({ length: count }, (_, i) => enqueueUserTurn(sys.svc, ss[i % sessions]!, `m${i}`)));
+            await Promise.all(
+              Array.from({ length: count }, (_, i) => enqueueUserTurn(sys.svc, ss[i % sessions]!, `m${i}`)),
+            );
             await watcher.waitFor(count, 300_000, "turns");
           });
         };
@@ -160,7 +217,9 @@ export const roundTripsFigure: Figure = {
           turnCmd.measured.push(w.serverTotal / n);
           turnCmd.baseline.push(bareRounds[i]!.cmd);
           if (i === 0) {
-            notes.push(`turn, client commands per turn (${(w.client.commands / n).toFixed(1)} commands in ${(w.client.roundTrips / n).toFixed(1)} round trips): ${topEntries(w.client.byName, n, 14)}.`);
+            notes.push(
+              `turn, client commands per turn (${(w.client.commands / n).toFixed(1)} commands in ${(w.client.roundTrips / n).toFixed(1)} round trips): ${topEntries(w.client.byName, n, 14)}.`,
+            );
             notes.push(`turn, Redis commands per turn: ${topEntries(w.server, n, 14)}.`);
           }
         });
@@ -191,7 +250,9 @@ export const roundTripsFigure: Figure = {
         const flowWindow = async () => {
           watcher.reset();
           return await countWindow(ctx, quietMs, async () => {
-            await Promise.all(alices.map((a, i) => enqueueUserTurn(sys.svc, a, `ask ${bobs[i]!.key} what is the plan`)));
+            await Promise.all(
+              alices.map((a, i) => enqueueUserTurn(sys.svc, a, `ask ${bobs[i]!.key} what is the plan`)),
+            );
             await watcher.waitFor(flows * RUNS_PER_FLOW, 120_000, "flow runs");
           });
         };
@@ -208,7 +269,9 @@ export const roundTripsFigure: Figure = {
             notes.push(
               `sessions_send flow, whole chain including the asking turn: ${(flow.client.roundTrips / flows).toFixed(1)} round trips, ${(flow.serverTotal / flows).toFixed(1)} Redis commands; the asking turn alone (a plain alice turn): ${(plain.client.roundTrips / flows).toFixed(1)} round trips, ${(plain.serverTotal / flows).toFixed(1)} commands.`,
             );
-            notes.push(`sessions_send flow, client commands per flow (whole chain): ${topEntries(flow.client.byName, flows, 14)}.`);
+            notes.push(
+              `sessions_send flow, client commands per flow (whole chain): ${topEntries(flow.client.byName, flows, 14)}.`,
+            );
           }
         });
       } finally {

@@ -17,7 +17,14 @@ export const sendAndWait: Figure = {
   title: "Send-and-wait latency (p50)",
   async run(ctx: BenchContext): Promise<FigureResult> {
     const samples = units(ctx, 200, 40);
-    const row: Row = { label: "`agent` + `agent.wait` p50, one at a time", unit: "ms", baselineLabel: "bare queue.add → job.waitUntilFinished p50", measured: [], baseline: [], target: { on: "ratio", op: "<=", value: 2 } };
+    const row: Row = {
+      label: "`agent` + `agent.wait` p50, one at a time",
+      unit: "ms",
+      baselineLabel: "bare queue.add → job.waitUntilFinished p50",
+      measured: [],
+      baseline: [],
+      target: { on: "ratio", op: "<=", value: 2 },
+    };
 
     const dep = benchDeployment(ctx.redisUrl, {}, { concurrency: CONCURRENCY });
     const sys = await startSwitchboard(dep.config, { gateway: true, workers: true });

@@ -21,7 +21,14 @@ export const turnsHttp: Figure = {
   async run(ctx: BenchContext): Promise<FigureResult> {
     const n = units(ctx, 2000, 300);
     const sessions = units(ctx, 100, 30);
-    const row: Row = { label: "turns/s over HTTP (`agent` RPC), default durability", unit: "turns/s", baselineLabel: "fastify route + queue.add, bare Worker: jobs/s", measured: [], baseline: [], target: { on: "ratio", op: ">=", value: 0.8 } };
+    const row: Row = {
+      label: "turns/s over HTTP (`agent` RPC), default durability",
+      unit: "turns/s",
+      baselineLabel: "fastify route + queue.add, bare Worker: jobs/s",
+      measured: [],
+      baseline: [],
+      target: { on: "ratio", op: ">=", value: 0.8 },
+    };
 
     const dep = benchDeployment(ctx.redisUrl, {}, { concurrency: CONCURRENCY });
     const sys = await startSwitchboard(dep.config, { gateway: true, workers: true });

@@ -10,25 +10,52 @@ import { BareBullmq } from "../harness/bare.js";
 import { eachRound, units, type BenchContext, type Figure } from "../harness/context.js";
 import type { FigureResult, Row } from "../harness/report.js";
 import { perSecond } from "../harness/stats.js";
-import { benchDeployment, createSessions, enqueueUserTurn, fsyncAlwaysSupport, RunDoneWatcher, startSwitchboard } from "../harness/switchboard.js";
+import {
+  benchDeployment,
+  createSessions,
+  enqueueUserTurn,
+  fsyncAlwaysSupport,
+  RunDoneWatcher,
+  startSwitchboard,
+} from "../harness/switchboard.js";
 
 const CONCURRENCY = 16;
 
 async function bareRound(bare: BareBullmq, n: number, sessions: number): Promise<number> {
   bare.resetCompleted();
   const t0 = Date.now();
-  await Promise.all(Array.from({ length: n }, (_, i) => bare.queue.add("job", { text: `m${i}`, session: `s${i % sessions}` })));
+  await Promise.all(
+    Array.from({ length: n }, (_, i) => bare.queue.add("job", { text: `m${i}`, session: `s${i % sessions}` })),
+  );
   await bare.waitForCompleted(n, 120_000);
   return perSecond(n, Date.now() - t0);
 }
 
-async function switchboardRows(ctx: BenchContext, label: string, fsync: "always" | undefined, n: number, sessions: number, bare: BareBullmq): Promise<Row> {
-  const row: Row = { label, unit: "turns/s", baselineLabel: "bare BullMQ add+process jobs/s", measured: [], baseline: [], target: { on: "ratio", op: ">=", value: fsync ? 0.45 : 0.8 } };
+async function switchboardRows(
+  ctx: BenchContext,
+  label: string,
+  fsync: "always" | undefined,
+  n: number,
+  sessions: number,
+  bare: BareBullmq,
+): Promise<Row> {
+  const row: Row = {
+    label,
+    unit: "turns/s",
+    baselineLabel: "bare BullMQ add+process jobs/s",
+    measured: [],
+    baseline: [],
+    target: { on: "ratio", op: ">=", value: fsync ? 0.45 : 0.8 },
+  };
   const dep = benchDeployment(ctx.redisUrl, {}, { concurrency: CONCURRENCY, ...(fsync ? { fsync } : {}) });
   const sys = await startSwitchboard(dep.config, { gateway: false, workers: true });
   const watcher = await RunDoneWatcher.start(dep.config);
   try {
-    const ss = await createSessions(sys.svc, "main", Array.from({ length: sessions }, (_, i) => `bench-${i}`));
+    const ss = await createSessions(
+      sys.svc,
+      "main",
+      Array.from({ length: sessions }, (_, i) => `bench-${i}`),
+    );
     const sbRound = async (count: number) => {
       watcher.reset();
       const t0 = Date.now();
@@ -70,10 +97,20 @@ export const turnsInProcess: Figure = {
       const fsync = fsyncAlwaysSupport();
       if (fsync.ok) {
         ctx.log('  storage.fsync: "always"');
-        rows.push(await switchboardRows(ctx, 'turns/s in-process, storage.fsync "always"', "always", n, sessions, bare));
+        rows.push(
+          await switchboardRows(ctx, 'turns/s in-process, storage.fsync "always"', "always", n, sessions, bare),
+        );
       } else {
         ctx.log(`  note: fsync "always" row skipped: ${fsync.why}`);
-        rows.push({ label: 'turns/s in-process, storage.fsync "always"', unit: "turns/s", baselineLabel: "bare BullMQ add+process jobs/s", measured: [], baseline: [], target: { on: "ratio", op: ">=", value: 0.45 }, skipped: fsync.why });
+        rows.push({
+          label: 'turns/s in-process, storage.fsync "always"',
+          unit: "turns/s",
+          baselineLabel: "bare BullMQ add+process jobs/s",
+          measured: [],
+          baseline: [],
+          target: { on: "ratio", op: ">=", value: 0.45 },
+          skipped: fsync.why,
+        });
       }
     } finally {
       await bare.close();

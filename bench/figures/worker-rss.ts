@@ -9,17 +9,31 @@ import { eachRound, units, type BenchContext, type Figure } from "../harness/con
 import { runPool } from "../harness/http.js";
 import { RssSampler, spawnBareWorker, spawnSwitchboardWorker, writeConfigFile } from "../harness/processes.js";
 import type { FigureResult, Row } from "../harness/report.js";
-import { benchDeployment, createSessions, enqueueUserTurn, RunDoneWatcher, startSwitchboard } from "../harness/switchboard.js";
+import {
+  benchDeployment,
+  createSessions,
+  enqueueUserTurn,
+  RunDoneWatcher,
+  startSwitchboard,
+} from "../harness/switchboard.js";
 import { setTimeout as sleep } from "node:timers/promises";
 
 const CONCURRENCY = 16;
 
-async function switchboardPeak(ctx: BenchContext, queued: number, sessions: number): Promise<{ peak: number; drainMs: number }> {
+async function switchboardPeak(
+  ctx: BenchContext,
+  queued: number,
+  sessions: number,
+): Promise<{ peak: number; drainMs: number }> {
   const dep = benchDeployment(ctx.redisUrl, {}, { concurrency: CONCURRENCY });
   const sys = await startSwitchboard(dep.config, { gateway: false, workers: false });
   const watcher = await RunDoneWatcher.start(dep.config);
   try {
-    const ss = await createSessions(sys.svc, "main", Array.from({ length: sessions }, (_, i) => `backlog-${i}`));
+    const ss = await createSessions(
+      sys.svc,
+      "main",
+      Array.from({ length: sessions }, (_, i) => `backlog-${i}`),
+    );
     await runPool(queued, 256, async (i) => {
       await enqueueUserTurn(sys.svc, ss[i % sessions]!, `m${i}`);
     });
@@ -48,7 +62,9 @@ async function barePeak(ctx: BenchContext, queued: number): Promise<number> {
   const bare = new BareBullmq(ctx.redisUrl);
   try {
     for (let i = 0; i < queued; i += 1000) {
-      await bare.queue.addBulk(Array.from({ length: Math.min(1000, queued - i) }, (_, j) => ({ name: "job", data: { text: `m${i + j}` } })));
+      await bare.queue.addBulk(
+        Array.from({ length: Math.min(1000, queued - i) }, (_, j) => ({ name: "job", data: { text: `m${i + j}` } })),
+      );
     }
     const worker = await spawnBareWorker(ctx.redisUrl, bare.name, CONCURRENCY);
     const sampler = new RssSampler(worker.pid);
@@ -75,7 +91,14 @@ export const workerRss: Figure = {
   async run(ctx: BenchContext): Promise<FigureResult> {
     const queued = units(ctx, 10_000, 500);
     const sessions = units(ctx, 100, 50);
-    const row: Row = { label: `worker peak RSS draining ${queued.toLocaleString("en-US")} queued turns`, unit: "MB", baselineLabel: `bare BullMQ worker process draining ${queued.toLocaleString("en-US")} queued jobs: peak RSS`, measured: [], baseline: [], target: { on: "measured", op: "<=", value: 200 } };
+    const row: Row = {
+      label: `worker peak RSS draining ${queued.toLocaleString("en-US")} queued turns`,
+      unit: "MB",
+      baselineLabel: `bare BullMQ worker process draining ${queued.toLocaleString("en-US")} queued jobs: peak RSS`,
+      measured: [],
+      baseline: [],
+      target: { on: "measured", op: "<=", value: 200 },
+    };
     const drains: number[] = [];
     await eachRound(ctx, [row], async () => {
       const sb = await switchboardPeak(ctx, queued, sessions);
@@ -88,7 +111,9 @@ export const workerRss: Figure = {
       title: this.title,
       setup: `${queued} echo turns over ${sessions} sessions queued (\`enqueueTurn\`) before a \`switchboard worker\` process (concurrency ${CONCURRENCY}) starts; its VmRSS is read from /proc every 50 ms (reported in MB of 10^6 bytes) until every turn finished, the peak is the figure (a fresh deployment and process per round). Baseline: ${queued} jobs queued (addBulk) before a bare BullMQ worker process (no-op, concurrency ${CONCURRENCY}) starts, sampled the same way until all completed.${ctx.quick ? " Quick run: a twentieth of the backlog." : ""}`,
       rows: [row],
-      notes: [`drain time of the backlog by the switchboard worker, per round: ${drains.map((d) => `${(d / 1000).toFixed(1)} s`).join(", ")}.`],
+      notes: [
+        `drain time of the backlog by the switchboard worker, per round: ${drains.map((d) => `${(d / 1000).toFixed(1)} s`).join(", ")}.`,
+      ],
     };
   },
 };

@@ -13,7 +13,13 @@ import { eachRound, units, type BenchContext, type Figure } from "../harness/con
 import { spawnSwitchboardWorker, writeConfigFile, type ChildWorker } from "../harness/processes.js";
 import type { FigureResult, Row } from "../harness/report.js";
 import { steadyRate } from "../harness/stats.js";
-import { benchDeployment, createSessions, enqueueUserTurn, RunDoneWatcher, startSwitchboard } from "../harness/switchboard.js";
+import {
+  benchDeployment,
+  createSessions,
+  enqueueUserTurn,
+  RunDoneWatcher,
+  startSwitchboard,
+} from "../harness/switchboard.js";
 
 const DELAY_MS = 50;
 
@@ -25,11 +31,20 @@ export const workerScaling: Figure = {
     const sessions = 4 * 2 * perProcess;
     const turnsPerSession = units(ctx, 6, 2);
     const n = sessions * turnsPerSession;
-    const row: Row = { label: "throughput with 2 worker processes / with 1", unit: "turns/s", baselineLabel: "1 worker process: turns/s", measured: [], baseline: [], target: { on: "ratio", op: ">=", value: 1.8 } };
+    const row: Row = {
+      label: "throughput with 2 worker processes / with 1",
+      unit: "turns/s",
+      baselineLabel: "1 worker process: turns/s",
+      measured: [],
+      baseline: [],
+      target: { on: "ratio", op: ">=", value: 1.8 },
+    };
 
     const dep = benchDeployment(
       ctx.redisUrl,
-      { agents: { defaults: { runtime: { kind: "script", rules: [{ delayMs: DELAY_MS, reply: "done: {{text}}" }] } } } },
+      {
+        agents: { defaults: { runtime: { kind: "script", rules: [{ delayMs: DELAY_MS, reply: "done: {{text}}" }] } } },
+      },
       { concurrency: perProcess },
     );
     const configFile = writeConfigFile(dep.config);
@@ -38,11 +53,17 @@ export const workerScaling: Figure = {
     const watcher = await RunDoneWatcher.start(dep.config);
     const procs: ChildWorker[] = [];
     try {
-      const ss = await createSessions(sys.svc, "main", Array.from({ length: sessions }, (_, i) => `io-${i}`));
+      const ss = await createSessions(
+        sys.svc,
+        "main",
+        Array.from({ length: sessions }, (_, i) => `io-${i}`),
+      );
       const round = async (count: number) => {
         watcher.reset();
         // Session-major order: every session gets its first turn before any gets a second.
-        await Promise.all(Array.from({ length: count }, (_, i) => enqueueUserTurn(sys.svc, ss[i % sessions]!, `m${i}`)));
+        await Promise.all(
+          Array.from({ length: count }, (_, i) => enqueueUserTurn(sys.svc, ss[i % sessions]!, `m${i}`)),
+        );
         await watcher.waitFor(count, 300_000, "turns");
         return steadyRate(watcher.times());
       };

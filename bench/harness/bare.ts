@@ -58,7 +58,13 @@ export class BareBullmq {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       new Promise<void>((resolve) => this.waiters.push({ n, resolve })),
-      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`only ${this.completed.length} of ${n} bare jobs completed within ${timeoutMs} ms`)), timeoutMs))),
+      new Promise<never>(
+        (_, reject) =>
+          (timer = setTimeout(
+            () => reject(new Error(`only ${this.completed.length} of ${n} bare jobs completed within ${timeoutMs} ms`)),
+            timeoutMs,
+          )),
+      ),
     ]).finally(() => clearTimeout(timer));
   }
 

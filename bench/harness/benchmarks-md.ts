@@ -47,7 +47,13 @@ export function renderBenchmarksMd(results: FigureResult[], run: RunInfo): strin
       "> Both sides of each ratio ran under the same load, but absolute numbers are low and noisy.",
     );
   }
-  out.push("", "## Summary", "", "| | figure | measured / target | median measured | median baseline |", "|---|---|---|---|---|");
+  out.push(
+    "",
+    "## Summary",
+    "",
+    "| | figure | measured / target | median measured | median baseline |",
+    "|---|---|---|---|---|",
+  );
   for (const f of results) {
     for (const row of f.rows) {
       const s = summarize(row);
@@ -61,7 +67,10 @@ export function renderBenchmarksMd(results: FigureResult[], run: RunInfo): strin
     out.push("", `## (${f.id}) ${f.title}`, "", f.setup, "");
     for (const row of f.rows) {
       const s = summarize(row);
-      out.push(`**${row.label}**${row.target ? ` — target ${formatTarget(row.target, row.unit)}` : " — no target (information)"}: ${MARK[s.verdict]}`, "");
+      out.push(
+        `**${row.label}**${row.target ? ` — target ${formatTarget(row.target, row.unit)}` : " — no target (information)"}: ${MARK[s.verdict]}`,
+        "",
+      );
       if (s.verdict === "skipped") {
         out.push(`Skipped: ${row.skipped}`, "");
         continue;
@@ -69,17 +78,24 @@ export function renderBenchmarksMd(results: FigureResult[], run: RunInfo): strin
       out.push("| round | measured | baseline | ratio |", "|---|---|---|---|");
       row.measured.forEach((v, i) => {
         const b = row.baseline[i];
-        out.push(`| ${i + 1} | ${formatValue(v)} ${row.unit} | ${b === undefined ? "" : `${formatValue(b)} ${row.unit}`} | ${formatRatio(s.ratios[i] ?? Number.NaN)} |`);
+        out.push(
+          `| ${i + 1} | ${formatValue(v)} ${row.unit} | ${b === undefined ? "" : `${formatValue(b)} ${row.unit}`} | ${formatRatio(s.ratios[i] ?? Number.NaN)} |`,
+        );
       });
-      out.push(`| **median** | **${formatValue(s.measured)} ${row.unit}** | **${formatValue(s.baseline)} ${row.unit}** | **${formatRatio(s.ratio)}** |`, "");
+      out.push(
+        `| **median** | **${formatValue(s.measured)} ${row.unit}** | **${formatValue(s.baseline)} ${row.unit}** | **${formatRatio(s.ratio)}** |`,
+        "",
+      );
       out.push(`Baseline: ${row.baselineLabel}.`, "");
     }
     if (f.notes.length) out.push(...f.notes.map((n) => `- ${n}`), "");
   }
-  return `${out.join("\n").replace(/\n{3,}/g, "\n\n").trimEnd()}\n`;
+  return `${out
+    .join("\n")
+    .replace(/\n{3,}/g, "\n\n")
+    .trimEnd()}\n`;
 }
 
 export function writeBenchmarksMd(path: string, results: FigureResult[], run: RunInfo): void {
   writeFileSync(path, renderBenchmarksMd(results, run));
 }
-

@@ -22,7 +22,8 @@ export interface Figure {
 export async function eachRound(ctx: BenchContext, rows: Row[], fn: (round: number) => Promise<void>): Promise<void> {
   for (let i = 0; i < ctx.rounds; i++) {
     await fn(i);
-    for (const row of rows) if (row.measured[i] !== undefined) ctx.log(`    round ${i + 1}  ${row.label}: ${formatRound(row, i)}`);
+    for (const row of rows)
+      if (row.measured[i] !== undefined) ctx.log(`    round ${i + 1}  ${row.label}: ${formatRound(row, i)}`);
   }
 }
 
@@ -35,7 +36,13 @@ export function units(ctx: BenchContext, full: number, quick: number): number {
  * One row's rounds, each measuring both sides with `n` units, alternating which side goes
  * first so that a machine warming up or slowing down does not favour one of them.
  */
-export async function alternatingRounds(ctx: BenchContext, row: Row, n: number, measured: (n: number) => Promise<number>, baseline: (n: number) => Promise<number>): Promise<void> {
+export async function alternatingRounds(
+  ctx: BenchContext,
+  row: Row,
+  n: number,
+  measured: (n: number) => Promise<number>,
+  baseline: (n: number) => Promise<number>,
+): Promise<void> {
   await eachRound(ctx, [row], async (i) => {
     if (i % 2 === 0) {
       row.baseline.push(await baseline(n));

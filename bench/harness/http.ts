@@ -51,7 +51,8 @@ export class JsonClient {
   // biome-ignore lint/suspicious/noExplicitAny: as for post()
   async rpc(method: string, params: unknown): Promise<any> {
     const r = await this.post(`/v1/rpc/${method}`, params);
-    if (r.status !== 200 || !r.body?.ok) throw new Error(`rpc ${method}: HTTP ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
+    if (r.status !== 200 || !r.body?.ok)
+      throw new Error(`rpc ${method}: HTTP ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
     return r.body.result;
   }
 

@@ -92,7 +92,10 @@ export class RssSampler {
   private peak = 0;
   private readonly timer: NodeJS.Timeout;
 
-  constructor(private readonly pid: number, everyMs = 50) {
+  constructor(
+    private readonly pid: number,
+    everyMs = 50,
+  ) {
     this.sample();
     this.timer = setInterval(() => this.sample(), everyMs);
   }

@@ -78,18 +78,25 @@ export function formatTarget(t: Target, unit: string): string {
 /** "0.17x / ≥ 0.80x" or "22.1 round trips / ≤ 5.00 round trips": what was judged against what. */
 export function formatJudged(row: Row, s: RowSummary): string {
   if (s.verdict === "skipped") return `skipped: ${row.skipped ?? "no data"}`;
-  const shown = !row.target || row.target.on === "ratio" ? formatRatio(s.ratio) : `${formatValue(s.measured)} ${row.unit}`;
+  const shown =
+    !row.target || row.target.on === "ratio" ? formatRatio(s.ratio) : `${formatValue(s.measured)} ${row.unit}`;
   return row.target ? `${shown} / ${formatTarget(row.target, row.unit)}` : `${shown} (no target)`;
 }
 
-export const MARK: Record<RowSummary["verdict"], string> = { pass: "✓ pass", miss: "✗ MISS", info: "· info", skipped: "- skip" };
+export const MARK: Record<RowSummary["verdict"], string> = {
+  pass: "✓ pass",
+  miss: "✗ MISS",
+  info: "· info",
+  skipped: "- skip",
+};
 
 /** Absolute numbers of one round, e.g. "640 turns/s vs 3,650 (bare …) → 0.18x". */
 export function formatRound(row: Row, i: number): string {
   const m = row.measured[i];
   const b = row.baseline[i];
   if (m === undefined) return "";
-  const base = b === undefined ? "" : ` vs ${formatValue(b)} ${row.unit} (${row.baselineLabel}) → ${formatRatio(ratio(m, b))}`;
+  const base =
+    b === undefined ? "" : ` vs ${formatValue(b)} ${row.unit} (${row.baselineLabel}) → ${formatRatio(ratio(m, b))}`;
   return `${formatValue(m)} ${row.unit}${base}`;
 }
 
@@ -99,7 +106,10 @@ export function renderTable(results: FigureResult[]): string {
   for (const f of results) {
     for (const row of f.rows) {
       const s = summarize(row);
-      const values = s.verdict === "skipped" ? "" : `  [median ${formatValue(s.measured)} vs ${formatValue(s.baseline)} ${row.unit}]`;
+      const values =
+        s.verdict === "skipped"
+          ? ""
+          : `  [median ${formatValue(s.measured)} vs ${formatValue(s.baseline)} ${row.unit}]`;
       lines.push(`${MARK[s.verdict]}  (${f.id}) ${row.label}: ${formatJudged(row, s)}${values}`);
     }
   }

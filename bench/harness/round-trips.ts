@@ -41,7 +41,9 @@ class RoundTripCounter {
   install(): void {
     if (this.installed) return;
     this.installed = true;
-    const proto = Redis.prototype as unknown as { sendCommand: (this: Redis, command: SentCommand, stream?: { isPipeline?: boolean }) => unknown };
+    const proto = Redis.prototype as unknown as {
+      sendCommand: (this: Redis, command: SentCommand, stream?: { isPipeline?: boolean }) => unknown;
+    };
     const original = proto.sendCommand;
     // eslint-disable-next-line @typescript-eslint/no-this-alias
     const counter = this;
@@ -55,7 +57,8 @@ class RoundTripCounter {
     const c = this.counts;
     c.commands++;
     if (!stream?.isPipeline || command.pipelineIndex === 0) c.roundTrips++;
-    const name = command.name === "evalsha" ? `evalsha:${scriptName(client, String(command.args[0] ?? ""))}` : command.name;
+    const name =
+      command.name === "evalsha" ? `evalsha:${scriptName(client, String(command.args[0] ?? ""))}` : command.name;
     c.byName.set(name, (c.byName.get(name) ?? 0) + 1);
   }
 

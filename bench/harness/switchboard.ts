@@ -24,7 +24,10 @@ export function fsyncAlwaysSupport(): { ok: true } | { ok: false; why: string } 
     parseConfig({ storage: { fsync: "always" } });
     return { ok: true };
   } catch (err) {
-    return { ok: false, why: `this build's config rejects storage.fsync (${(err as Error).message.replace(/\s+/g, " ").trim()})` };
+    return {
+      ok: false,
+      why: `this build's config rejects storage.fsync (${(err as Error).message.replace(/\s+/g, " ").trim()})`,
+    };
   }
 }
 
@@ -38,7 +41,11 @@ export interface BenchDeployment {
  * A fresh deployment on the bench Redis: its own key prefix and storage dir, no automatic
  * resets (no 04:00 surprise mid-run), gateway on a free port.
  */
-export function benchDeployment(redisUrl: string, extra: ConfigInput = {}, opts: { concurrency?: number; fsync?: "always" } = {}): BenchDeployment {
+export function benchDeployment(
+  redisUrl: string,
+  extra: ConfigInput = {},
+  opts: { concurrency?: number; fsync?: "always" } = {},
+): BenchDeployment {
   const dir = mkdtempSync(join(tmpdir(), "sb-bench-"));
   const config = parseConfig({
     ...extra,
@@ -51,7 +58,10 @@ export function benchDeployment(redisUrl: string, extra: ConfigInput = {}, opts:
   return { config, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-export async function startSwitchboard(config: Config, parts: { gateway: boolean; workers: boolean }): Promise<SwitchboardSystem> {
+export async function startSwitchboard(
+  config: Config,
+  parts: { gateway: boolean; workers: boolean },
+): Promise<SwitchboardSystem> {
   return await startSystem(config, { gateway: parts.gateway, workers: parts.workers ? {} : false, logger: false });
 }
 
@@ -74,7 +84,14 @@ export async function createSessions(svc: Services, agentId: string, names: stri
 
 /** One user turn through the real enqueue path (inbox + drain wake-up); resolves to its runId. */
 export async function enqueueUserTurn(svc: Services, s: BenchSession, text: string): Promise<string> {
-  const turn = await enqueueTurn(svc, { sessionKey: s.key, agentId: s.agentId, sessionId: s.sessionId, text, step: "turn", provenance: "user" });
+  const turn = await enqueueTurn(svc, {
+    sessionKey: s.key,
+    agentId: s.agentId,
+    sessionId: s.sessionId,
+    text,
+    step: "turn",
+    provenance: "user",
+  });
   return turn.runId;
 }
 
@@ -142,7 +159,13 @@ export class RunDoneWatcher {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       new Promise<void>((resolve) => this.waiters.push({ n, resolve })),
-      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`only ${this.finished.size} of ${n} ${what} finished within ${timeoutMs} ms`)), timeoutMs))),
+      new Promise<never>(
+        (_, reject) =>
+          (timer = setTimeout(
+            () => reject(new Error(`only ${this.finished.size} of ${n} ${what} finished within ${timeoutMs} ms`)),
+            timeoutMs,
+          )),
+      ),
     ]).finally(() => clearTimeout(timer));
   }
 

@@ -12,10 +12,15 @@ import { openRedis } from "../queues/redis-connections.js";
 
 /** One PING, no retries: true when Redis (or, for a cluster URL, a ready Redis Cluster) answers. */
 export async function redisAnswers(url: string, timeoutMs = 1500): Promise<boolean> {
-  const r = openRedis(url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, connectTimeout: timeoutMs }, () => null, {
-    lazyConnect: true,
-    slotsRefreshTimeout: timeoutMs,
-  });
+  const r = openRedis(
+    url,
+    { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, connectTimeout: timeoutMs },
+    () => null,
+    {
+      lazyConnect: true,
+      slotsRefreshTimeout: timeoutMs,
+    },
+  );
   r.on("error", () => {});
   try {
     await r.connect();
@@ -53,14 +58,37 @@ export async function startEmbeddedRedis(stateDir: string): Promise<EmbeddedRedi
   try {
     child = spawn(
       "redis-server",
-      ["--port", String(port), "--bind", "127.0.0.1", "--dir", dataDir, "--appendonly", "yes", "--appendfsync", "everysec", "--save", "", "--maxmemory-policy", "noeviction"],
+      [
+        "--port",
+        String(port),
+        "--bind",
+        "127.0.0.1",
+        "--dir",
+        dataDir,
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "everysec",
+        "--save",
+        "",
+        "--maxmemory-policy",
+        "noeviction",
+      ],
       { stdio: "ignore" },
     );
   } catch (err) {
-    throw new Error(`cannot start redis-server (${(err as Error).message}); install it (apt-get install -y redis-server) or set REDIS_URL`);
+    throw new Error(
+      `cannot start redis-server (${(err as Error).message}); install it (apt-get install -y redis-server) or set REDIS_URL`,
+    );
   }
   const failed = new Promise<never>((_, reject) => {
-    child.once("error", (err) => reject(new Error(`cannot start redis-server: ${err.message}; install it (apt-get install -y redis-server) or set REDIS_URL`)));
+    child.once("error", (err) =>
+      reject(
+        new Error(
+          `cannot start redis-server: ${err.message}; install it (apt-get install -y redis-server) or set REDIS_URL`,
+        ),
+      ),
+    );
     child.once("exit", (code) => reject(new Error(`redis-server exited with code ${code}`)));
   });
   failed.catch(() => {});

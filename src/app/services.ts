@@ -43,10 +43,17 @@ export interface Services extends GatewayDeps, WorkerDeps, DoctorDeps {
   close(): Promise<void>;
 }
 
-export function createServices(config: Config, opts: { role: "gateway" | "worker" | "cli" | "all"; log?: Logger }): Services {
+export function createServices(
+  config: Config,
+  opts: { role: "gateway" | "worker" | "cli" | "all"; log?: Logger },
+): Services {
   const log = opts.log ?? createLogger(`switchboard-${opts.role}`);
   const keys = new RedisKeys(config.redis.prefix);
-  const redis = createRedis(config.redis.url, opts.role === "gateway" || opts.role === "cli" ? "producer" : "worker", log);
+  const redis = createRedis(
+    config.redis.url,
+    opts.role === "gateway" || opts.role === "cli" ? "producer" : "worker",
+    log,
+  );
   const extra: RedisClient[] = [];
   let waiter: RunWaiter | undefined;
   const queueConn = createRedis(config.redis.url, "producer", log);

@@ -49,7 +49,10 @@ export async function startSystem(config: Config, opts: SystemOptions = {}): Pro
     if (opts.gateway) {
       // Loaded only when wanted: a worker process never loads fastify, Bull Board or the API docs.
       const { createGateway } = await import("../gateway/server.js");
-      gateway = await createGateway(svc, { tools: tools.endpoint, ...(opts.logger !== undefined ? { logger: opts.logger } : {}) });
+      gateway = await createGateway(svc, {
+        tools: tools.endpoint,
+        ...(opts.logger !== undefined ? { logger: opts.logger } : {}),
+      });
       url = await gateway.listen();
     }
   } catch (err) {

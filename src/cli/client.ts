@@ -58,12 +58,24 @@ async function gatewayFetch(base: string, path: string, init: RequestInit): Prom
 }
 
 export function httpClient(base: string, token: string | undefined): Client {
-  const headers: Record<string, string> = { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) };
+  const headers: Record<string, string> = {
+    "content-type": "application/json",
+    ...(token ? { authorization: `Bearer ${token}` } : {}),
+  };
   const parse = async (res: Response) => {
-    const body = (await res.json().catch(() => ({}))) as { ok?: boolean; result?: unknown; error?: { code?: string; message?: string } };
-    if (res.status === 401) throw new RpcCallError("unauthorized", "gateway refused the token (set --token or SWITCHBOARD_TOKEN)");
+    const body = (await res.json().catch(() => ({}))) as {
+      ok?: boolean;
+      result?: unknown;
+      error?: { code?: string; message?: string };
+    };
+    if (res.status === 401)
+      throw new RpcCallError("unauthorized", "gateway refused the token (set --token or SWITCHBOARD_TOKEN)");
     // The gateway's own code, passed on as it said it (its codes are ErrorCodes).
-    if (body.ok === false) throw new RpcCallError((body.error?.code ?? "http_error") as ErrorCode, body.error?.message ?? `HTTP ${res.status}`);
+    if (body.ok === false)
+      throw new RpcCallError(
+        (body.error?.code ?? "http_error") as ErrorCode,
+        body.error?.message ?? `HTTP ${res.status}`,
+      );
     if (!res.ok) throw new RpcCallError("http_error", `HTTP ${res.status}`);
     return body;
   };
@@ -71,7 +83,11 @@ export function httpClient(base: string, token: string | undefined): Client {
     mode: "http",
     describe: base,
     async rpc(method, params) {
-      const res = await gatewayFetch(base, `/v1/rpc/${method}`, { method: "POST", headers, body: JSON.stringify(params ?? {}) });
+      const res = await gatewayFetch(base, `/v1/rpc/${method}`, {
+        method: "POST",
+        headers,
+        body: JSON.stringify(params ?? {}),
+      });
       return ((await parse(res)) as { result: unknown }).result;
     },
     async get(path) {
@@ -148,7 +164,10 @@ export async function connect(opts: GlobalOptions, prefer: "http" | "direct" = "
   if (explicitUrl) return httpClient(explicitUrl.replace(/\/$/, ""), token);
   if (prefer === "http") {
     const runtime = readRuntimeInfo(config.storage.dir);
-    const candidates = [runtime?.gatewayUrl, `http://${config.gateway.host === "0.0.0.0" ? "127.0.0.1" : config.gateway.host}:${config.gateway.port}`].filter(Boolean) as string[];
+    const candidates = [
+      runtime?.gatewayUrl,
+      `http://${config.gateway.host === "0.0.0.0" ? "127.0.0.1" : config.gateway.host}:${config.gateway.port}`,
+    ].filter(Boolean) as string[];
     for (const base of candidates) if (await reachable(base)) return httpClient(base, token);
   }
   return directClient(config);

@@ -36,7 +36,13 @@ export function messageText(m: { content?: unknown }): string {
   if (!Array.isArray(c)) return "";
   return c
     .map((b: { type?: string; text?: string; name?: string; thinking?: string }) =>
-      b.type === "text" ? (b.text ?? "") : b.type === "toolCall" ? `[tool ${b.name}]` : b.type === "thinking" ? "" : `[${b.type}]`,
+      b.type === "text"
+        ? (b.text ?? "")
+        : b.type === "toolCall"
+          ? `[tool ${b.name}]`
+          : b.type === "thinking"
+            ? ""
+            : `[${b.type}]`,
     )
     .filter(Boolean)
     .join("\n");

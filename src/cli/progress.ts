@@ -45,11 +45,16 @@ export function startProgress(label: string, env: NodeJS.ProcessEnv = process.en
   if (!process.stderr.isTTY || env.TERM === "dumb" || env.CI) return;
   stopProgress();
   patchWrites();
-  const s: Spinner = { label, frame: 0, shown: false, delay: setTimeout(() => {
-    draw(s);
-    s.tick = setInterval(() => draw(s), 100);
-    s.tick.unref();
-  }, SPINNER_DELAY_MS) };
+  const s: Spinner = {
+    label,
+    frame: 0,
+    shown: false,
+    delay: setTimeout(() => {
+      draw(s);
+      s.tick = setInterval(() => draw(s), 100);
+      s.tick.unref();
+    }, SPINNER_DELAY_MS),
+  };
   s.delay.unref();
   current = s;
 }

@@ -41,7 +41,8 @@ function objectsAt(schema: unknown, path: readonly PropertyKey[]): ZodDefLike[] 
   }
   if (path.length === 0) return def.type === "object" ? [def] : [];
   const [head, ...rest] = path;
-  if (def.type === "object" && typeof head === "string" && def.shape && head in def.shape) return objectsAt(def.shape[head], rest);
+  if (def.type === "object" && typeof head === "string" && def.shape && head in def.shape)
+    return objectsAt(def.shape[head], rest);
   if (def.type === "array" && typeof head === "number") return objectsAt(def.element, rest);
   if (def.type === "record") return objectsAt(def.valueType, rest);
   return [];
@@ -82,7 +83,10 @@ export function configIssues(error: z.ZodError, schema: z.ZodType): ConfigIssue[
     const known = [...new Set(objectsAt(schema, issue.path).flatMap((d) => Object.keys(d.shape ?? {})))];
     for (const key of issue.keys) {
       const hint = suggestKey(key, known);
-      out.push({ path: formatIssuePath([...issue.path, key]), message: hint ? `unknown key (did you mean "${hint}"?)` : "unknown key" });
+      out.push({
+        path: formatIssuePath([...issue.path, key]),
+        message: hint ? `unknown key (did you mean "${hint}"?)` : "unknown key",
+      });
     }
   }
   return out;

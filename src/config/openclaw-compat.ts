@@ -6,7 +6,14 @@
  */
 import { z } from "zod";
 
-const DURATION_UNITS_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
+const DURATION_UNITS_MS: Record<string, number> = {
+  ms: 1,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+  d: 86_400_000,
+  w: 604_800_000,
+};
 const SIZE_UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
 
 /** `"30d"`, `"12h"`, `"90m"`, `"1.5h"` → milliseconds; undefined when not a duration. */
@@ -61,7 +68,8 @@ export const SessionMaintenanceSchema = z
   })
   .transform(({ pruneDays, pruneAfter, ...rest }) => ({
     ...rest,
-    pruneAfterMs: pruneAfter ?? (pruneDays !== undefined ? pruneDays * DURATION_UNITS_MS.d! : 30 * DURATION_UNITS_MS.d!),
+    pruneAfterMs:
+      pruneAfter ?? (pruneDays !== undefined ? pruneDays * DURATION_UNITS_MS.d! : 30 * DURATION_UNITS_MS.d!),
   }));
 
 type SessionMaintenanceConfig = z.output<typeof SessionMaintenanceSchema>;

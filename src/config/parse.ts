@@ -4,8 +4,6 @@ import { ConfigSchema, type Config } from "./schema.js";
 import { configIssues } from "./config-issues.js";
 import { formatIssuePath } from "./parse-path.js";
 
-;
-
 export function zodIssues(error: z.ZodError): ConfigIssue[] {
   return error.issues.map((i) => ({ path: formatIssuePath(i.path), message: i.message }));
 }

@@ -50,10 +50,16 @@ export const SendPolicyRuleSchema = z.strictObject({
     })
     .superRefine((m, ctx) => {
       if (m.provider !== undefined && m.channel !== undefined && m.provider.toLowerCase() !== m.channel.toLowerCase()) {
-        ctx.addIssue({ code: "custom", path: ["provider"], message: `alias of channel: conflicts with channel "${m.channel}"` });
+        ctx.addIssue({
+          code: "custom",
+          path: ["provider"],
+          message: `alias of channel: conflicts with channel "${m.channel}"`,
+        });
       }
     })
-    .transform(({ provider, ...m }) => (provider !== undefined && m.channel === undefined ? { ...m, channel: provider } : m))
+    .transform(({ provider, ...m }) =>
+      provider !== undefined && m.channel === undefined ? { ...m, channel: provider } : m,
+    )
     .optional(),
 });
 
@@ -83,7 +89,9 @@ export const ScriptRuleSchema = z.strictObject({
   when: ScriptWhenSchema.optional(),
   delayMs: z.number().int().min(0).max(3_600_000).optional(),
   fail: z.string().optional(),
-  tools: z.array(z.strictObject({ name: z.string().min(1), args: z.record(z.string(), z.unknown()).default({}) })).optional(),
+  tools: z
+    .array(z.strictObject({ name: z.string().min(1), args: z.record(z.string(), z.unknown()).default({}) }))
+    .optional(),
   reply: z.string().optional(),
   usage: z.strictObject({ input: z.number().int().min(0), output: z.number().int().min(0) }).optional(),
 });
@@ -136,7 +144,13 @@ const ToolProfileConfigFields = {
   deny: ToolListSchema.default([]),
   subagents: z
     .strictObject({
-      tools: z.strictObject({ allow: ToolListSchema.optional(), alsoAllow: ToolListSchema.default([]), deny: ToolListSchema.default([]) }).prefault({}),
+      tools: z
+        .strictObject({
+          allow: ToolListSchema.optional(),
+          alsoAllow: ToolListSchema.default([]),
+          deny: ToolListSchema.default([]),
+        })
+        .prefault({}),
     })
     .prefault({}),
 };
@@ -170,7 +184,10 @@ export const ChannelConfigSchema = z.discriminatedUnion("kind", [
 export const CommandsConfigSchema = z.strictObject({
   /** Senders allowed to run owner commands: `channel:id` or a bare `id`. A `"*"` never matches. */
   ownerAllowFrom: z.array(z.union([z.string().min(1), z.number().transform((n) => String(n))])).default([]),
-  allowFrom: z.record(z.string(), z.array(z.union([z.string(), z.number()]))).or(z.array(z.union([z.string(), z.number()]))).optional(),
+  allowFrom: z
+    .record(z.string(), z.array(z.union([z.string(), z.number()])))
+    .or(z.array(z.union([z.string(), z.number()])))
+    .optional(),
   native: z.union([z.boolean(), z.literal("auto")]).optional(),
   nativeSkills: z.union([z.boolean(), z.literal("auto")]).optional(),
   text: z.boolean().optional(),
@@ -182,169 +199,200 @@ export const CommandsConfigSchema = z.strictObject({
   useAccessGroups: z.boolean().optional(),
 });
 
-export const ConfigSchema = z.strictObject({
-  redis: z
-    .strictObject({
-      // One Redis (redis://, rediss://) or a Redis Cluster by its seed nodes
-      // (redis+cluster://host:port,host:port); see docs/concepts/redis-cluster.md.
-      url: z
-        .string()
-        .superRefine((url, ctx) => {
-          try {
-            parseRedisUrl(url);
-          } catch (err) {
-            ctx.addIssue({ code: "custom", message: (err as Error).message });
-          }
-        })
-        .default("redis://127.0.0.1:6379"),
-      prefix: z
-        .string()
-        .regex(/^[A-Za-z0-9_.-]{1,32}$/, "letters, digits, _ . - (1-32 chars); the hash tag is added for you")
-        .default("sb"),
-    })
-    .prefault({}),
-  storage: z
-    .strictObject({
-      dir: z.string().min(1).default("~/.switchboard"),
-      // While transcript storage refuses writes (EACCES, ENOSPC, EIO, ESTALE…) a turn is parked
-      // and retried, not failed: only after this long is it failed and dead-lettered.
-      faultDeadlineMinutes: z.number().min(0).max(7 * 24 * 60).default(60),
-      // Longest pause between retries of a parked turn (they start at 1 s and double).
-      faultRetryMaxDelayMs: z.number().int().min(100).max(600_000).default(30_000),
-      // Transcript durability, named like Redis's appendfsync: "always" fsyncs before a turn is
-      // finished; "everysec" fsyncs each written file once a second (group commit). A killed
-      // worker loses nothing either way; a power loss may lose the last second under everysec.
-      fsync: z.enum(["always", "everysec"]).default("everysec"),
-    })
-    .prefault({}),
-  gateway: z
-    .strictObject({
-      host: z.string().min(1).default("127.0.0.1"),
-      port: z.number().int().min(0).max(65535).default(7420),
-      auth: z.strictObject({ token: z.string().min(8, "use at least 8 characters").optional() }).prefault({}),
-      // One message size limit for every door (docs/concepts/limits.md).
-      limits: z
-        .strictObject({
-          messageBytes: z.number().int().min(1024).max(MAX_MESSAGE_BYTES).default(DEFAULT_MESSAGE_BYTES),
-          // Default: 2 × messageBytes + 64 KiB (envelope and JSON escaping).
-          bodyBytes: z.number().int().min(1024).max(4 * MAX_MESSAGE_BYTES).optional(),
-        })
-        .prefault({}),
-      // The OpenAI-compatible door: POST /v1/chat/completions, GET /v1/models (docs/concepts/openai-door.md).
-      openai: z
-        .strictObject({
-          enabled: z.boolean().default(true),
-          // How long a request waits for the turn before answering 504 (the turn goes on).
-          waitTimeoutSeconds: z.number().int().min(1).max(3600).default(600),
-          // OpenAI clients resend the whole conversation on every call: their bodies get more room.
-          bodyBytes: z.number().int().min(1024).max(256 * 1024 * 1024).default(16 * 1024 * 1024),
-        })
-        .prefault({}),
-    })
-    .prefault({}),
-  workers: z
-    .strictObject({
-      concurrency: z.number().int().min(1).max(1000).default(16),
-      // How long a worker may go silent before its job (and session lease) is taken over.
-      lockDurationMs: z.number().int().min(1000).max(600_000).default(30_000),
-      stalledIntervalMs: z.number().int().min(1000).max(600_000).default(30_000),
-      deliveryAttempts: z.number().int().min(1).max(50).default(5),
-      deliveryBackoffMs: z.number().int().min(10).max(600_000).default(1000),
-      // On SIGTERM, how long running turns may finish before they are handed back to other workers.
-      shutdownGraceMs: z.number().int().min(0).max(600_000).default(25_000),
-      // A worker process serves its own Prometheus metrics here (0: a port the OS picks); off when unset.
-      metricsPort: z.number().int().min(0).max(65_535).optional(),
-      metricsHost: z.string().min(1).default("127.0.0.1"),
-    })
-    .prefault({}),
-  maintenance: z
-    .strictObject({
-      sweepEveryMs: z.number().int().min(1000).default(60_000),
-      sweepBatch: z.number().int().min(1).max(10_000).default(500),
-    })
-    .prefault({}),
-  session: z
-    .strictObject({
-      scope: z.enum(["per-sender", "global"]).default("per-sender"),
-      dmScope: z.enum(["main", "per-peer", "per-channel-peer", "per-account-channel-peer"]).default("main"),
-      mainKey: z
-        .string()
-        .trim()
-        .toLowerCase()
-        .regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/, "letters, digits, _ . - (no ':')")
-        .default("main"),
-      identityLinks: z.record(z.string(), z.array(z.string())).default({}),
-      reset: ResetPolicyConfigSchema.optional(),
-      resetByType: ResetByTypeSchema.optional(),
-      resetByChannel: z.record(z.string(), ResetPolicyConfigSchema).optional(),
-      idleMinutes: z.number().int().min(0).optional(),
-      resetTriggers: z.array(z.string().min(1)).default(["/new", "/reset"]),
-      sendPolicy: SendPolicyConfigSchema.optional(),
-      // OpenClaw compatibility (config/openclaw-compat.ts): accepted so OpenClaw configs start.
-      // `store` is the default source of `switchboard import openclaw`; nothing else reads it.
-      store: z.string().min(1).optional(),
-      maintenance: SessionMaintenanceSchema.optional(),
-      parentForkMaxTokens: z.number().int().min(0).optional(),
-      agentToAgent: z
-        .strictObject({
-          maxPingPongTurns: z.number().int().min(0).max(5).default(5),
-          // Switchboard addition: bounds send chains across any number of agents (A→B→C→A…).
-          maxHops: z.number().int().min(1).max(100).default(10),
-        })
-        .prefault({}),
-    })
-    .prefault({}),
-  tools: z
-    .strictObject({
-      sessions: z.strictObject({ visibility: z.enum(["self", "tree", "agent", "all"]).default("tree") }).prefault({}),
-      agentToAgent: z
-        .strictObject({ enabled: z.boolean().default(false), allow: z.array(z.string()).default([]) })
-        .prefault({}),
-      ...ToolProfileConfigFields,
-    })
-    .prefault({}),
-  agents: z
-    .strictObject({
-      defaults: z
-        .strictObject({
-          runtime: RuntimeConfigSchema.default({ kind: "echo" }),
-          sandbox: z.strictObject({ sessionToolsVisibility: z.enum(["spawned", "all"]).default("spawned") }).prefault({}),
-          subagents: SubagentsConfigSchema.prefault({}),
-          // OpenClaw compatibility: the model catalog `/new <model>` chooses from
-          // (`"provider/model": { alias? }`), as OpenClaw's agents.defaults.models.
-          models: z.record(z.string().min(1), z.strictObject({ alias: z.string().min(1).optional() }).prefault({})).default({}),
-        })
-        .prefault({}),
-      list: z.array(AgentEntrySchema).default([]),
-    })
-    .prefault({}),
-  channels: z.record(z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, "lowercase channel id"), ChannelConfigSchema).default({}),
-  // OpenClaw compatibility block (see CommandsConfigSchema).
-  commands: CommandsConfigSchema.prefault({}),
-  // Conformance: secrets are masked before a transcript line is written (opt out: false).
-  transcripts: z.strictObject({ redactSecrets: z.boolean().default(true) }).prefault({}),
-}).superRefine((cfg, ctx) => {
-  const loopback = ["127.0.0.1", "localhost", "::1"].includes(cfg.gateway.host);
-  if (!loopback && !cfg.gateway.auth.token) {
-    ctx.addIssue({
-      code: "custom",
-      path: ["gateway", "auth", "token"],
-      message: `required when gateway.host (${cfg.gateway.host}) is not loopback`,
+export const ConfigSchema = z
+  .strictObject({
+    redis: z
+      .strictObject({
+        // One Redis (redis://, rediss://) or a Redis Cluster by its seed nodes
+        // (redis+cluster://host:port,host:port); see docs/concepts/redis-cluster.md.
+        url: z
+          .string()
+          .superRefine((url, ctx) => {
+            try {
+              parseRedisUrl(url);
+            } catch (err) {
+              ctx.addIssue({ code: "custom", message: (err as Error).message });
+            }
+          })
+          .default("redis://127.0.0.1:6379"),
+        prefix: z
+          .string()
+          .regex(/^[A-Za-z0-9_.-]{1,32}$/, "letters, digits, _ . - (1-32 chars); the hash tag is added for you")
+          .default("sb"),
+      })
+      .prefault({}),
+    storage: z
+      .strictObject({
+        dir: z.string().min(1).default("~/.switchboard"),
+        // While transcript storage refuses writes (EACCES, ENOSPC, EIO, ESTALE…) a turn is parked
+        // and retried, not failed: only after this long is it failed and dead-lettered.
+        faultDeadlineMinutes: z
+          .number()
+          .min(0)
+          .max(7 * 24 * 60)
+          .default(60),
+        // Longest pause between retries of a parked turn (they start at 1 s and double).
+        faultRetryMaxDelayMs: z.number().int().min(100).max(600_000).default(30_000),
+        // Transcript durability, named like Redis's appendfsync: "always" fsyncs before a turn is
+        // finished; "everysec" fsyncs each written file once a second (group commit). A killed
+        // worker loses nothing either way; a power loss may lose the last second under everysec.
+        fsync: z.enum(["always", "everysec"]).default("everysec"),
+      })
+      .prefault({}),
+    gateway: z
+      .strictObject({
+        host: z.string().min(1).default("127.0.0.1"),
+        port: z.number().int().min(0).max(65535).default(7420),
+        auth: z.strictObject({ token: z.string().min(8, "use at least 8 characters").optional() }).prefault({}),
+        // One message size limit for every door (docs/concepts/limits.md).
+        limits: z
+          .strictObject({
+            messageBytes: z.number().int().min(1024).max(MAX_MESSAGE_BYTES).default(DEFAULT_MESSAGE_BYTES),
+            // Default: 2 × messageBytes + 64 KiB (envelope and JSON escaping).
+            bodyBytes: z
+              .number()
+              .int()
+              .min(1024)
+              .max(4 * MAX_MESSAGE_BYTES)
+              .optional(),
+          })
+          .prefault({}),
+        // The OpenAI-compatible door: POST /v1/chat/completions, GET /v1/models (docs/concepts/openai-door.md).
+        openai: z
+          .strictObject({
+            enabled: z.boolean().default(true),
+            // How long a request waits for the turn before answering 504 (the turn goes on).
+            waitTimeoutSeconds: z.number().int().min(1).max(3600).default(600),
+            // OpenAI clients resend the whole conversation on every call: their bodies get more room.
+            bodyBytes: z
+              .number()
+              .int()
+              .min(1024)
+              .max(256 * 1024 * 1024)
+              .default(16 * 1024 * 1024),
+          })
+          .prefault({}),
+      })
+      .prefault({}),
+    workers: z
+      .strictObject({
+        concurrency: z.number().int().min(1).max(1000).default(16),
+        // How long a worker may go silent before its job (and session lease) is taken over.
+        lockDurationMs: z.number().int().min(1000).max(600_000).default(30_000),
+        stalledIntervalMs: z.number().int().min(1000).max(600_000).default(30_000),
+        deliveryAttempts: z.number().int().min(1).max(50).default(5),
+        deliveryBackoffMs: z.number().int().min(10).max(600_000).default(1000),
+        // On SIGTERM, how long running turns may finish before they are handed back to other workers.
+        shutdownGraceMs: z.number().int().min(0).max(600_000).default(25_000),
+        // A worker process serves its own Prometheus metrics here (0: a port the OS picks); off when unset.
+        metricsPort: z.number().int().min(0).max(65_535).optional(),
+        metricsHost: z.string().min(1).default("127.0.0.1"),
+      })
+      .prefault({}),
+    maintenance: z
+      .strictObject({
+        sweepEveryMs: z.number().int().min(1000).default(60_000),
+        sweepBatch: z.number().int().min(1).max(10_000).default(500),
+      })
+      .prefault({}),
+    session: z
+      .strictObject({
+        scope: z.enum(["per-sender", "global"]).default("per-sender"),
+        dmScope: z.enum(["main", "per-peer", "per-channel-peer", "per-account-channel-peer"]).default("main"),
+        mainKey: z
+          .string()
+          .trim()
+          .toLowerCase()
+          .regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/, "letters, digits, _ . - (no ':')")
+          .default("main"),
+        identityLinks: z.record(z.string(), z.array(z.string())).default({}),
+        reset: ResetPolicyConfigSchema.optional(),
+        resetByType: ResetByTypeSchema.optional(),
+        resetByChannel: z.record(z.string(), ResetPolicyConfigSchema).optional(),
+        idleMinutes: z.number().int().min(0).optional(),
+        resetTriggers: z.array(z.string().min(1)).default(["/new", "/reset"]),
+        sendPolicy: SendPolicyConfigSchema.optional(),
+        // OpenClaw compatibility (config/openclaw-compat.ts): accepted so OpenClaw configs start.
+        // `store` is the default source of `switchboard import openclaw`; nothing else reads it.
+        store: z.string().min(1).optional(),
+        maintenance: SessionMaintenanceSchema.optional(),
+        parentForkMaxTokens: z.number().int().min(0).optional(),
+        agentToAgent: z
+          .strictObject({
+            maxPingPongTurns: z.number().int().min(0).max(5).default(5),
+            // Switchboard addition: bounds send chains across any number of agents (A→B→C→A…).
+            maxHops: z.number().int().min(1).max(100).default(10),
+          })
+          .prefault({}),
+      })
+      .prefault({}),
+    tools: z
+      .strictObject({
+        sessions: z.strictObject({ visibility: z.enum(["self", "tree", "agent", "all"]).default("tree") }).prefault({}),
+        agentToAgent: z
+          .strictObject({ enabled: z.boolean().default(false), allow: z.array(z.string()).default([]) })
+          .prefault({}),
+        ...ToolProfileConfigFields,
+      })
+      .prefault({}),
+    agents: z
+      .strictObject({
+        defaults: z
+          .strictObject({
+            runtime: RuntimeConfigSchema.default({ kind: "echo" }),
+            sandbox: z
+              .strictObject({ sessionToolsVisibility: z.enum(["spawned", "all"]).default("spawned") })
+              .prefault({}),
+            subagents: SubagentsConfigSchema.prefault({}),
+            // OpenClaw compatibility: the model catalog `/new <model>` chooses from
+            // (`"provider/model": { alias? }`), as OpenClaw's agents.defaults.models.
+            models: z
+              .record(z.string().min(1), z.strictObject({ alias: z.string().min(1).optional() }).prefault({}))
+              .default({}),
+          })
+          .prefault({}),
+        list: z.array(AgentEntrySchema).default([]),
+      })
+      .prefault({}),
+    channels: z
+      .record(z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, "lowercase channel id"), ChannelConfigSchema)
+      .default({}),
+    // OpenClaw compatibility block (see CommandsConfigSchema).
+    commands: CommandsConfigSchema.prefault({}),
+    // Conformance: secrets are masked before a transcript line is written (opt out: false).
+    transcripts: z.strictObject({ redactSecrets: z.boolean().default(true) }).prefault({}),
+  })
+  .superRefine((cfg, ctx) => {
+    const loopback = ["127.0.0.1", "localhost", "::1"].includes(cfg.gateway.host);
+    if (!loopback && !cfg.gateway.auth.token) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["gateway", "auth", "token"],
+        message: `required when gateway.host (${cfg.gateway.host}) is not loopback`,
+      });
+    }
+    const { messageBytes, bodyBytes } = cfg.gateway.limits;
+    if (bodyBytes !== undefined && bodyBytes < messageBytes) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["gateway", "limits", "bodyBytes"],
+        message: `must be at least messageBytes (${messageBytes})`,
+      });
+    }
+    if (cfg.gateway.openai.bodyBytes < messageBytes) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["gateway", "openai", "bodyBytes"],
+        message: `must be at least gateway.limits.messageBytes (${messageBytes})`,
+      });
+    }
+    const seen = new Set<string>();
+    cfg.agents.list.forEach((a, i) => {
+      if (seen.has(a.id))
+        ctx.addIssue({ code: "custom", path: ["agents", "list", i, "id"], message: `duplicate agent id "${a.id}"` });
+      seen.add(a.id);
     });
-  }
-  const { messageBytes, bodyBytes } = cfg.gateway.limits;
-  if (bodyBytes !== undefined && bodyBytes < messageBytes) {
-    ctx.addIssue({ code: "custom", path: ["gateway", "limits", "bodyBytes"], message: `must be at least messageBytes (${messageBytes})` });
-  }
-  if (cfg.gateway.openai.bodyBytes < messageBytes) {
-    ctx.addIssue({ code: "custom", path: ["gateway", "openai", "bodyBytes"], message: `must be at least gateway.limits.messageBytes (${messageBytes})` });
-  }
-  const seen = new Set<string>();
-  cfg.agents.list.forEach((a, i) => {
-    if (seen.has(a.id)) ctx.addIssue({ code: "custom", path: ["agents", "list", i, "id"], message: `duplicate agent id "${a.id}"` });
-    seen.add(a.id);
   });
-});
 
 export type Config = z.output<typeof ConfigSchema>;
 export type ConfigInput = z.input<typeof ConfigSchema>;

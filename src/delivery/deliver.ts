@@ -36,7 +36,11 @@ export function createDeliverProcessor(svc: DeliveryDeps) {
  * channel that keeps failing fails the announce). A message the log already shows delivered is
  * not sent again. Throws when the channel fails; the record turns `failed` on `lastAttempt`.
  */
-export async function deliverOnce(svc: DeliveryDeps, d: DeliverData, lastAttempt: boolean): Promise<{ status: string }> {
+export async function deliverOnce(
+  svc: DeliveryDeps,
+  d: DeliverData,
+  lastAttempt: boolean,
+): Promise<{ status: string }> {
   const log = new DeliveryLog(svc.redis, svc.keys);
   await log.open({ id: d.id, sessionKey: d.sessionKey, kind: d.kind, message: d.message, ...d.route });
   if ((await log.get(d.id))?.status === "delivered") return { status: "delivered" };
@@ -54,7 +58,13 @@ export async function deliverOnce(svc: DeliveryDeps, d: DeliverData, lastAttempt
     return { status: "no_route" };
   }
   try {
-    await sendThroughChannel(channel, { id: d.id, message: d.message, sessionKey: d.sessionKey, kind: d.kind, ...d.route });
+    await sendThroughChannel(channel, {
+      id: d.id,
+      message: d.message,
+      sessionKey: d.sessionKey,
+      kind: d.kind,
+      ...d.route,
+    });
   } catch (err) {
     await log.attempt(d.id, lastAttempt ? "failed" : "pending", (err as Error).message);
     deliveryCounted(lastAttempt ? "failed" : "retry");

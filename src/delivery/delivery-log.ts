@@ -101,7 +101,8 @@ export class DeliveryLog {
       const res = (await p.exec()) ?? [];
       for (const [, h] of res) {
         const rec = h && (h as Record<string, string>).id ? decode(h as Record<string, string>) : null;
-        if (rec && (!q.channel || rec.channel === q.channel) && (!q.sessionKey || rec.sessionKey === q.sessionKey)) out.push(rec);
+        if (rec && (!q.channel || rec.channel === q.channel) && (!q.sessionKey || rec.sessionKey === q.sessionKey))
+          out.push(rec);
         if (out.length >= limit) break;
       }
     }

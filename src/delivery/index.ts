@@ -1,2 +1,2 @@
-export { DeliveryLog,    } from "./delivery-log.js";
-export { sendThroughChannel,   } from "./channel-adapters.js";
+export { DeliveryLog } from "./delivery-log.js";
+export { sendThroughChannel } from "./channel-adapters.js";

@@ -43,14 +43,23 @@ export function canonicalJson(value: unknown): string {
 const digest = (value: unknown): string => createHash("sha256").update(canonicalJson(value)).digest("hex").slice(0, 12);
 
 export function summarizeRuntime(runtime: RuntimeConfig): RuntimeSummary {
-  const detail = runtime.kind === "openai" ? runtime.model : runtime.kind === "script" ? `${runtime.rules.length} rule${runtime.rules.length === 1 ? "" : "s"}` : undefined;
+  const detail =
+    runtime.kind === "openai"
+      ? runtime.model
+      : runtime.kind === "script"
+        ? `${runtime.rules.length} rule${runtime.rules.length === 1 ? "" : "s"}`
+        : undefined;
   return { kind: runtime.kind, digest: digest(runtime), ...(detail ? { detail } : {}) };
 }
 
 export function configFingerprint(config: Config): ConfigFingerprint {
   const agents: Record<string, RuntimeSummary> = {};
   for (const a of config.agents.list) agents[a.id] = summarizeRuntime(agentRuntime(config, a.id));
-  const body = { defaultAgent: defaultAgentId(config), defaultRuntime: summarizeRuntime(config.agents.defaults.runtime), agents };
+  const body = {
+    defaultAgent: defaultAgentId(config),
+    defaultRuntime: summarizeRuntime(config.agents.defaults.runtime),
+    agents,
+  };
   return { prefix: config.redis.prefix, ...body, hash: digest(body) };
 }
 
@@ -65,9 +74,12 @@ export function describeRuntime(r: RuntimeSummary | undefined): string {
  */
 export function fingerprintDifferences(mine: ConfigFingerprint, theirs: ConfigFingerprint): string[] {
   const out: string[] = [];
-  if (mine.defaultAgent !== theirs.defaultAgent) out.push(`default agent: here "${mine.defaultAgent}", deployment "${theirs.defaultAgent}"`);
+  if (mine.defaultAgent !== theirs.defaultAgent)
+    out.push(`default agent: here "${mine.defaultAgent}", deployment "${theirs.defaultAgent}"`);
   if (mine.defaultRuntime.digest !== theirs.defaultRuntime.digest) {
-    out.push(`agents.defaults.runtime: here ${describeRuntime(mine.defaultRuntime)}, deployment ${describeRuntime(theirs.defaultRuntime)}`);
+    out.push(
+      `agents.defaults.runtime: here ${describeRuntime(mine.defaultRuntime)}, deployment ${describeRuntime(theirs.defaultRuntime)}`,
+    );
   }
   const ids = [...new Set([...Object.keys(mine.agents), ...Object.keys(theirs.agents)])].sort();
   for (const id of ids) {
@@ -75,7 +87,8 @@ export function fingerprintDifferences(mine: ConfigFingerprint, theirs: ConfigFi
     const there = theirs.agents[id];
     if (here && !there) out.push(`agent "${id}": configured here, not in the deployment`);
     else if (!here && there) out.push(`agent "${id}": in the deployment, missing here`);
-    else if (here && there && here.digest !== there.digest) out.push(`agent "${id}": runtime here ${describeRuntime(here)}, deployment ${describeRuntime(there)}`);
+    else if (here && there && here.digest !== there.digest)
+      out.push(`agent "${id}": runtime here ${describeRuntime(here)}, deployment ${describeRuntime(there)}`);
   }
   return out;
 }

@@ -6,12 +6,21 @@ import type { Config } from "../config/schema.js";
 import { createRedis } from "../queues/redis-connections.js";
 import { packageVersion } from "./package-version.js";
 import { configFingerprint } from "./fingerprint.js";
-import { joinRegistry, type LiveProcess, type ProcessRecord, type ProcessRole, type Registration } from "./process-registry.js";
+import {
+  joinRegistry,
+  type LiveProcess,
+  type ProcessRecord,
+  type ProcessRole,
+  type Registration,
+} from "./process-registry.js";
 
 export * from "./fingerprint.js";
 export * from "./process-registry.js";
 
-export async function joinDeployment(config: Config, opts: { role: ProcessRole; force?: boolean; queues?: string[] }): Promise<Registration> {
+export async function joinDeployment(
+  config: Config,
+  opts: { role: ProcessRole; force?: boolean; queues?: string[] },
+): Promise<Registration> {
   const redis = createRedis(config.redis.url, "producer");
   try {
     return await joinRegistry(redis, {
@@ -43,7 +52,10 @@ export function sharingSummary(self: Pick<ProcessRecord, "prefix">, others: Live
   for (const p of others) groups.set(p.prefix, [...(groups.get(p.prefix) ?? []), p]);
   const parts = [...groups]
     .sort(([a], [b]) => (a === self.prefix ? -1 : b === self.prefix ? 1 : a.localeCompare(b)))
-    .map(([prefix, ps]) => `${countRoles(ps)} on prefix "${prefix}"${prefix === self.prefix ? " (this deployment)" : " (another deployment)"}`);
+    .map(
+      ([prefix, ps]) =>
+        `${countRoles(ps)} on prefix "${prefix}"${prefix === self.prefix ? " (this deployment)" : " (another deployment)"}`,
+    );
   const who = others.length === 1 ? "1 other Switchboard process" : `${others.length} other Switchboard processes`;
   return `SHARED with ${who}: ${parts.join("; ")}`;
 }

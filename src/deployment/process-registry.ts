@@ -135,12 +135,23 @@ export async function joinRegistry(
   record.skewMs = await measureSkew(redis);
   const tryJoin = async (forced: boolean) => {
     record.forced = forced;
-    return (await join(keys, [record.id, JSON.stringify(record), REGISTRY_TTL_MS, forced ? "1" : "0", record.prefix, record.fingerprint.hash])) as [number, number, ...string[]];
+    return (await join(keys, [
+      record.id,
+      JSON.stringify(record),
+      REGISTRY_TTL_MS,
+      forced ? "1" : "0",
+      record.prefix,
+      record.fingerprint.hash,
+    ])) as [number, number, ...string[]];
   };
   let answer = await tryJoin(false);
   if (answer[0] === 0) {
     const conflicting = answer.slice(2).map((j) => JSON.parse(j as string) as ProcessRecord);
-    if (!force) throw new DeploymentMismatchError(fingerprintDifferences(record.fingerprint, conflicting[0]!.fingerprint), conflicting);
+    if (!force)
+      throw new DeploymentMismatchError(
+        fingerprintDifferences(record.fingerprint, conflicting[0]!.fingerprint),
+        conflicting,
+      );
     answer = await tryJoin(true);
   }
   let stopped = false;

@@ -13,7 +13,13 @@ import type { RedisKeys } from "../storage/redis-keys.js";
 import { QUEUE_NAMES } from "../queues/queue-names.js";
 import { StorageFaults } from "../runs/storage-faults.js";
 import { configFingerprint, fingerprintDifferences, type ConfigFingerprint } from "../deployment/fingerprint.js";
-import { describeProcess, HEARTBEAT_EVERY_MS, listProcesses, measureSkew, type LiveProcess } from "../deployment/process-registry.js";
+import {
+  describeProcess,
+  HEARTBEAT_EVERY_MS,
+  listProcesses,
+  measureSkew,
+  type LiveProcess,
+} from "../deployment/process-registry.js";
 import { filesystemNote, filesystemOf, formatBytes } from "./filesystem.js";
 import type { Finding } from "./report.js";
 
@@ -40,7 +46,11 @@ export function infoField(info: string, field: string): string | undefined {
 /** A Redis connection that fails at once instead of retrying (doctor reports, it does not wait). */
 export async function probeRedis(url: string, timeoutMs = 2000): Promise<{ redis?: RedisClient; error?: string }> {
   // A cluster URL (redis+cluster://) gets a Cluster client, with the same fail-fast settings per node.
-  const r = openRedis(url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, connectTimeout: timeoutMs }, () => null);
+  const r = openRedis(
+    url,
+    { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, connectTimeout: timeoutMs },
+    () => null,
+  );
   let lastError: string | undefined;
   r.on("error", (err: Error) => (lastError = err.message));
   try {
@@ -60,11 +70,23 @@ export async function checkRedis(redis: RedisClient, url: string): Promise<Findi
   const info = await redis.info();
   const version = infoField(info, "valkey_version") ?? infoField(info, "redis_version") ?? "unknown";
   const policy = infoField(info, "maxmemory_policy") ?? "unknown";
-  const out: Finding[] = [{ check: "redis", level: "ok", message: `${url}: Redis ${version}, ping ${pingMs} ms, maxmemory-policy ${policy}` }];
+  const out: Finding[] = [
+    { check: "redis", level: "ok", message: `${url}: Redis ${version}, ping ${pingMs} ms, maxmemory-policy ${policy}` },
+  ];
   if (version !== "unknown" && versionBelow(version, REDIS_MIN)) {
-    out.push({ check: "redis", level: "fail", message: `Redis ${version} is older than ${REDIS_MIN}, which BullMQ needs`, fix: `upgrade Redis (${REDIS_RECOMMENDED} or newer)` });
+    out.push({
+      check: "redis",
+      level: "fail",
+      message: `Redis ${version} is older than ${REDIS_MIN}, which BullMQ needs`,
+      fix: `upgrade Redis (${REDIS_RECOMMENDED} or newer)`,
+    });
   } else if (version !== "unknown" && versionBelow(version, REDIS_RECOMMENDED)) {
-    out.push({ check: "redis", level: "warn", message: `Redis ${version}: ${REDIS_RECOMMENDED} or newer is recommended`, fix: "upgrade Redis" });
+    out.push({
+      check: "redis",
+      level: "warn",
+      message: `Redis ${version}: ${REDIS_RECOMMENDED} or newer is recommended`,
+      fix: "upgrade Redis",
+    });
   }
   if (policy !== "noeviction" && policy !== "unknown") {
     out.push({
@@ -89,9 +111,17 @@ export function checkStorage(config: Config): Finding[] {
     } finally {
       closeSync(fd);
     }
-    if (readFileSync(probe, "utf8") !== "switchboard doctor\n") throw new Error("read back something else than was written");
+    if (readFileSync(probe, "utf8") !== "switchboard doctor\n")
+      throw new Error("read back something else than was written");
   } catch (err) {
-    return [{ check: "storage", level: "fail", message: `${dir} is not writable: ${(err as Error).message}`, fix: "fix the permissions or the mount of storage.dir (SWITCHBOARD_STATE_DIR)" }];
+    return [
+      {
+        check: "storage",
+        level: "fail",
+        message: `${dir} is not writable: ${(err as Error).message}`,
+        fix: "fix the permissions or the mount of storage.dir (SWITCHBOARD_STATE_DIR)",
+      },
+    ];
   } finally {
     try {
       rmSync(probe, { force: true });
@@ -102,10 +132,26 @@ export function checkStorage(config: Config): Finding[] {
   const fs = filesystemOf(dir);
   const note = filesystemNote(fs.type);
   const out: Finding[] = [
-    { check: "storage", level: "ok", message: `${dir} writable, ${fs.type}, ${formatBytes(fs.freeBytes)} free of ${formatBytes(fs.totalBytes)}${note?.level === "ok" ? ` (${note.note})` : ""}` },
+    {
+      check: "storage",
+      level: "ok",
+      message: `${dir} writable, ${fs.type}, ${formatBytes(fs.freeBytes)} free of ${formatBytes(fs.totalBytes)}${note?.level === "ok" ? ` (${note.note})` : ""}`,
+    },
   ];
-  if (note?.level === "warn") out.push({ check: "storage", level: "warn", message: `${fs.type}: ${note.note}`, fix: "put storage.dir on a persistent disk or volume" });
-  if (fs.freeBytes < LOW_DISK_BYTES) out.push({ check: "storage", level: "warn", message: `only ${formatBytes(fs.freeBytes)} free`, fix: "free space: when writes fail, turns are parked and then dead-lettered" });
+  if (note?.level === "warn")
+    out.push({
+      check: "storage",
+      level: "warn",
+      message: `${fs.type}: ${note.note}`,
+      fix: "put storage.dir on a persistent disk or volume",
+    });
+  if (fs.freeBytes < LOW_DISK_BYTES)
+    out.push({
+      check: "storage",
+      level: "warn",
+      message: `only ${formatBytes(fs.freeBytes)} free`,
+      fix: "free space: when writes fail, turns are parked and then dead-lettered",
+    });
   return out;
 }
 
@@ -121,12 +167,14 @@ export interface DoctorDeps {
 export async function checkStorageFault(svc: DoctorDeps): Promise<Finding[]> {
   const fault = await StorageFaults.current(svc.redis, svc.keys);
   if (!fault) return [];
-  return [{
-    check: "storage",
-    level: "fail",
-    message: `workers report transcript writes failing since ${new Date(fault.since).toISOString()} (${fault.code}: ${fault.message}); turns are parked`,
-    fix: "fix the storage on the workers' hosts; parked turns resume by themselves",
-  }];
+  return [
+    {
+      check: "storage",
+      level: "fail",
+      message: `workers report transcript writes failing since ${new Date(fault.since).toISOString()} (${fault.code}: ${fault.message}); turns are parked`,
+      fix: "fix the storage on the workers' hosts; parked turns resume by themselves",
+    },
+  ];
 }
 
 export async function checkQueues(svc: DoctorDeps): Promise<Finding[]> {
@@ -136,16 +184,34 @@ export async function checkQueues(svc: DoctorDeps): Promise<Finding[]> {
     const q = svc.queues[name];
     const c = await q.getJobCounts("waiting", "active", "failed");
     const workers = await q.getWorkersCount();
-    parts.push(`${name} ${workers} worker${workers === 1 ? "" : "s"}, ${c.waiting ?? 0} waiting, ${c.failed ?? 0} failed`);
+    parts.push(
+      `${name} ${workers} worker${workers === 1 ? "" : "s"}, ${c.waiting ?? 0} waiting, ${c.failed ?? 0} failed`,
+    );
     if ((c.failed ?? 0) > 0) {
-      out.push({ check: "queues", level: "warn", message: `${name}: ${c.failed} failed job${c.failed === 1 ? "" : "s"}`, fix: "look at them in Bull Board (/admin/queues); dead letters: switchboard deadletters" });
+      out.push({
+        check: "queues",
+        level: "warn",
+        message: `${name}: ${c.failed} failed job${c.failed === 1 ? "" : "s"}`,
+        fix: "look at them in Bull Board (/admin/queues); dead letters: switchboard deadletters",
+      });
     }
     if (name === "runs" && workers === 0) {
-      out.push({ check: "queues", level: "fail", message: "no worker consumes the runs queue: messages are queued but no turn runs", fix: "start one: switchboard worker (or switchboard start)" });
+      out.push({
+        check: "queues",
+        level: "fail",
+        message: "no worker consumes the runs queue: messages are queued but no turn runs",
+        fix: "start one: switchboard worker (or switchboard start)",
+      });
     }
   }
   const dead = await svc.deadLetters.count();
-  if (dead > 0) out.push({ check: "queues", level: "warn", message: `${dead} dead letter${dead === 1 ? "" : "s"}`, fix: "switchboard deadletters (list, replay, discard)" });
+  if (dead > 0)
+    out.push({
+      check: "queues",
+      level: "warn",
+      message: `${dead} dead letter${dead === 1 ? "" : "s"}`,
+      fix: "switchboard deadletters (list, replay, discard)",
+    });
   return [{ check: "queues", level: "ok", message: parts.join("; ") }, ...out];
 }
 
@@ -188,11 +254,22 @@ export function judgeProcesses(config: Config, all: LiveProcess[], nowMs: number
     });
   }
   const versions = [...new Set(mine.map((p) => p.version))];
-  if (versions.length > 1) out.push({ check: "processes", level: "warn", message: `mixed versions: ${versions.join(", ")}`, fix: "finish the rolling upgrade" });
+  if (versions.length > 1)
+    out.push({
+      check: "processes",
+      level: "warn",
+      message: `mixed versions: ${versions.join(", ")}`,
+      fix: "finish the rolling upgrade",
+    });
   for (const p of mine) {
     const age = nowMs - p.heartbeatAt;
     if (age > 2 * HEARTBEAT_EVERY_MS) {
-      out.push({ check: "processes", level: "warn", message: `${describeProcess(p)}: last heartbeat ${Math.round(age / 1000)} s ago (every ${HEARTBEAT_EVERY_MS / 1000} s expected)`, fix: "a blocked event loop or a flaky Redis link on that host" });
+      out.push({
+        check: "processes",
+        level: "warn",
+        message: `${describeProcess(p)}: last heartbeat ${Math.round(age / 1000)} s ago (every ${HEARTBEAT_EVERY_MS / 1000} s expected)`,
+        fix: "a blocked event loop or a flaky Redis link on that host",
+      });
     }
   }
   return out;
@@ -209,9 +286,21 @@ export function judgeClocks(localSkewMs: number, processes: LiveProcess[]): Find
     message: `this host is ${ahead(localSkewMs)} Redis${processes.length ? `; registered processes within ${worst} ms of it` : ""}`,
   });
   const fix = "synchronise the clocks (NTP: chrony or systemd-timesyncd)";
-  if (Math.abs(localSkewMs) > MAX_CLOCK_SKEW_MS) out.push({ check: "clock", level: "fail", message: `this host is ${ahead(localSkewMs)} Redis (over ${MAX_CLOCK_SKEW_MS} ms)`, fix });
+  if (Math.abs(localSkewMs) > MAX_CLOCK_SKEW_MS)
+    out.push({
+      check: "clock",
+      level: "fail",
+      message: `this host is ${ahead(localSkewMs)} Redis (over ${MAX_CLOCK_SKEW_MS} ms)`,
+      fix,
+    });
   for (const p of processes) {
-    if (Math.abs(p.skewMs) > MAX_CLOCK_SKEW_MS) out.push({ check: "clock", level: "fail", message: `${describeProcess(p)} is ${ahead(p.skewMs)} Redis (over ${MAX_CLOCK_SKEW_MS} ms)`, fix });
+    if (Math.abs(p.skewMs) > MAX_CLOCK_SKEW_MS)
+      out.push({
+        check: "clock",
+        level: "fail",
+        message: `${describeProcess(p)} is ${ahead(p.skewMs)} Redis (over ${MAX_CLOCK_SKEW_MS} ms)`,
+        fix,
+      });
   }
   return out;
 }
@@ -228,18 +317,56 @@ export async function checkGateway(base: string): Promise<Finding[]> {
     const res = await fetch(`${base}/readyz`, { signal: AbortSignal.timeout(3000) });
     const body = (await res.json().catch(() => ({}))) as { error?: string };
     if (res.ok) return [{ check: "gateway", level: "ok", message: `${base} ready` }];
-    return [{ check: "gateway", level: "fail", message: `${base}/readyz answered ${res.status}${body.error ? `: ${body.error}` : ""}`, fix: "see that gateway's log; switchboard status" }];
+    return [
+      {
+        check: "gateway",
+        level: "fail",
+        message: `${base}/readyz answered ${res.status}${body.error ? `: ${body.error}` : ""}`,
+        fix: "see that gateway's log; switchboard status",
+      },
+    ];
   } catch (err) {
     const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message;
-    return [{ check: "gateway", level: "fail", message: `${base} does not answer (${cause})`, fix: "start it (switchboard gateway) or fix --url / SWITCHBOARD_URL" }];
+    return [
+      {
+        check: "gateway",
+        level: "fail",
+        message: `${base} does not answer (${cause})`,
+        fix: "start it (switchboard gateway) or fix --url / SWITCHBOARD_URL",
+      },
+    ];
   }
 }
 
 /** `--alive <role>`: is a process of that role on this host registered with a fresh heartbeat? */
-export function judgeAlive(role: string, host: string, prefix: string, processes: LiveProcess[], nowMs: number): Finding {
-  const match = processes.filter((p) => p.host === host && p.prefix === prefix && (role === "any" || p.role === role || p.role === "start"));
+export function judgeAlive(
+  role: string,
+  host: string,
+  prefix: string,
+  processes: LiveProcess[],
+  nowMs: number,
+): Finding {
+  const match = processes.filter(
+    (p) => p.host === host && p.prefix === prefix && (role === "any" || p.role === role || p.role === "start"),
+  );
   const fresh = match.filter((p) => nowMs - p.heartbeatAt <= 2 * HEARTBEAT_EVERY_MS);
-  if (fresh.length) return { check: "alive", level: "ok", message: `${fresh.map(describeProcess).join(", ")}: heartbeat ${Math.round((nowMs - fresh[0]!.heartbeatAt) / 1000)} s ago` };
-  if (match.length) return { check: "alive", level: "fail", message: `${describeProcess(match[0]!)} has not sent a heartbeat for ${Math.round((nowMs - match[0]!.heartbeatAt) / 1000)} s`, fix: "it is stuck: restart it" };
-  return { check: "alive", level: "fail", message: `no switchboard ${role} process of prefix "${prefix}" registered from host ${host}`, fix: "it is not running, or cannot reach Redis" };
+  if (fresh.length)
+    return {
+      check: "alive",
+      level: "ok",
+      message: `${fresh.map(describeProcess).join(", ")}: heartbeat ${Math.round((nowMs - fresh[0]!.heartbeatAt) / 1000)} s ago`,
+    };
+  if (match.length)
+    return {
+      check: "alive",
+      level: "fail",
+      message: `${describeProcess(match[0]!)} has not sent a heartbeat for ${Math.round((nowMs - match[0]!.heartbeatAt) / 1000)} s`,
+      fix: "it is stuck: restart it",
+    };
+  return {
+    check: "alive",
+    level: "fail",
+    message: `no switchboard ${role} process of prefix "${prefix}" registered from host ${host}`,
+    fix: "it is not running, or cannot reach Redis",
+  };
 }

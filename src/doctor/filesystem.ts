@@ -29,7 +29,23 @@ const MAGIC: Record<number, string> = {
   0x5346544e: "ntfs",
 };
 
-const NETWORK = new Set(["nfs", "nfs4", "cifs", "smb2", "smb3", "9p", "ceph", "lustre", "gpfs", "afs", "glusterfs", "fuse.glusterfs", "fuse.sshfs", "fuse", "virtiofs"]);
+const NETWORK = new Set([
+  "nfs",
+  "nfs4",
+  "cifs",
+  "smb2",
+  "smb3",
+  "9p",
+  "ceph",
+  "lustre",
+  "gpfs",
+  "afs",
+  "glusterfs",
+  "fuse.glusterfs",
+  "fuse.sshfs",
+  "fuse",
+  "virtiofs",
+]);
 const VOLATILE = new Set(["tmpfs", "ramfs"]);
 
 export interface FilesystemInfo {
@@ -61,7 +77,11 @@ export function filesystemOf(dir: string): FilesystemInfo {
 /** A note for people about transcripts on this filesystem, or undefined when nothing to say. */
 export function filesystemNote(type: string): { level: "ok" | "warn"; note: string } | undefined {
   if (VOLATILE.has(type)) return { level: "warn", note: "in memory: transcripts are lost on reboot" };
-  if (type === "overlay") return { level: "warn", note: "a container's own layer: transcripts go with the container; mount a volume at the state dir" };
+  if (type === "overlay")
+    return {
+      level: "warn",
+      note: "a container's own layer: transcripts go with the container; mount a volume at the state dir",
+    };
   if (NETWORK.has(type)) return { level: "ok", note: "network filesystem: workers on several hosts can share it" };
   return undefined;
 }

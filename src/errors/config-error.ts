@@ -13,11 +13,9 @@ export class ConfigError extends SwitchboardError {
 
   constructor(issues: ConfigIssue[], source?: string) {
     const where = source ? ` (${source})` : "";
-    super(
-      "invalid_config",
-      `Invalid config${where}:\n${issues.map((i) => `  ${i.path}: ${i.message}`).join("\n")}`,
-      { issues },
-    );
+    super("invalid_config", `Invalid config${where}:\n${issues.map((i) => `  ${i.path}: ${i.message}`).join("\n")}`, {
+      issues,
+    });
     this.issues = issues;
     this.source = source;
   }

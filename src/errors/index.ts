@@ -1,6 +1,6 @@
 export { SwitchboardError } from "./switchboard-error.js";
-export { HTTP_STATUS_BY_CODE, ERROR_CODES, httpStatusOf,  type ErrorCode } from "./codes.js";
-export { SCRIPT_ERRORS, fromScriptError, parseScriptError,   } from "./script-errors.js";
+export { HTTP_STATUS_BY_CODE, ERROR_CODES, httpStatusOf, type ErrorCode } from "./codes.js";
+export { SCRIPT_ERRORS, fromScriptError, parseScriptError } from "./script-errors.js";
 export { isRedisDown } from "./redis-down.js";
 export { ConfigError, type ConfigIssue } from "./config-error.js";
 export { ValidationError } from "./validation-error.js";
@@ -12,5 +12,11 @@ export {
   LabelConflictError,
   SessionConflictError,
 } from "./session-errors.js";
-export { StaleFenceError, RunNotFoundError, SendBlockedError, TranscriptLockError, TurnHandedBackError } from "./run-errors.js";
+export {
+  StaleFenceError,
+  RunNotFoundError,
+  SendBlockedError,
+  TranscriptLockError,
+  TurnHandedBackError,
+} from "./run-errors.js";
 export { PayloadTooLargeError } from "./payload-too-large.js";

@@ -6,7 +6,9 @@ import { SwitchboardError } from "./switchboard-error.js";
  */
 export class PayloadTooLargeError extends SwitchboardError {
   constructor(opts: { field?: string; sizeBytes?: number; limitBytes: number; bodyLimitBytes?: number }) {
-    const what = opts.field ? `${opts.field} is ${opts.sizeBytes ?? "over the limit of"} bytes` : "request body is too large";
+    const what = opts.field
+      ? `${opts.field} is ${opts.sizeBytes ?? "over the limit of"} bytes`
+      : "request body is too large";
     const limit = opts.field
       ? `the message limit is ${opts.limitBytes} bytes of UTF-8 text`
       : `the body limit is ${opts.bodyLimitBytes} bytes (messages may have up to ${opts.limitBytes} bytes of UTF-8 text)`;

@@ -5,7 +5,8 @@
  */
 import { SwitchboardError } from "./switchboard-error.js";
 
-const REDIS_DOWN = /ECONNREFUSED|ENOTFOUND|ETIMEDOUT|Connection is closed|Stream isn't writeable|max ?retries ?per ?request/i;
+const REDIS_DOWN =
+  /ECONNREFUSED|ENOTFOUND|ETIMEDOUT|Connection is closed|Stream isn't writeable|max ?retries ?per ?request/i;
 
 export function isRedisDown(err: unknown): boolean {
   if (err instanceof SwitchboardError || !(err instanceof Error)) return false;

@@ -39,6 +39,9 @@ export class TranscriptLockError extends SwitchboardError {
  */
 export class TurnHandedBackError extends SwitchboardError {
   constructor(sessionKey: string, runId: string) {
-    super("turn_handed_back", `Turn ${runId} of ${sessionKey} was handed back by a worker shutting down`, { sessionKey, runId });
+    super("turn_handed_back", `Turn ${runId} of ${sessionKey} was handed back by a worker shutting down`, {
+      sessionKey,
+      runId,
+    });
   }
 }

@@ -36,7 +36,8 @@ export const SCRIPT_ERRORS = {
   /** session-upsert in "create" mode: the entry exists. */
   ERR_EXISTS: (ctx) => new SwitchboardError("session_exists", `Session already exists: ${ctx.sessionKey}`),
   /** session-upsert: a lineage field would change; detail: the field. */
-  ERR_LINEAGE: (ctx, detail) => new SwitchboardError("lineage_immutable", `Session lineage cannot change (${detail}) for ${ctx.sessionKey}`),
+  ERR_LINEAGE: (ctx, detail) =>
+    new SwitchboardError("lineage_immutable", `Session lineage cannot change (${detail}) for ${ctx.sessionKey}`),
   /** session-upsert: the merged entry has no sessionId. */
   ERR_NO_SESSION_ID: (ctx) => new SwitchboardError("invalid_entry", `Session ${ctx.sessionKey} needs a sessionId`),
 } as const satisfies Record<string, ScriptErrorFactory>;

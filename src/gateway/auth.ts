@@ -13,7 +13,10 @@ export function createAuthHook(token: string | undefined) {
     const path = req.url.split("?")[0] ?? "";
     if (OPEN_PATHS.has(path)) return;
     if (tokenAccepted(req.headers.authorization, token)) return;
-    if (path.startsWith("/admin") || path.startsWith("/docs")) void reply.header("www-authenticate", 'Basic realm="switchboard"');
-    await reply.status(401).send({ ok: false, error: { code: "unauthorized", message: "missing or wrong bearer token" } });
+    if (path.startsWith("/admin") || path.startsWith("/docs"))
+      void reply.header("www-authenticate", 'Basic realm="switchboard"');
+    await reply
+      .status(401)
+      .send({ ok: false, error: { code: "unauthorized", message: "missing or wrong bearer token" } });
   };
 }

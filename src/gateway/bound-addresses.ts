@@ -8,6 +8,8 @@ import type { AddressInfo } from "node:net";
 /** `0.0.0.0:8787`, `[::1]:8787`, or a socket path: every address the server listens on, in order. */
 export function formatBoundAddresses(addresses: readonly (AddressInfo | string)[]): string {
   return addresses
-    .map((a) => (typeof a === "string" ? a : a.address.includes(":") ? `[${a.address}]:${a.port}` : `${a.address}:${a.port}`))
+    .map((a) =>
+      typeof a === "string" ? a : a.address.includes(":") ? `[${a.address}]:${a.port}` : `${a.address}:${a.port}`,
+    )
     .join(", ");
 }

@@ -22,7 +22,9 @@ export async function registerBullBoard(app: FastifyInstance, queues: Queues): P
   const serverAdapter = new FastifyAdapter();
   serverAdapter.setBasePath(BOARD_PATH);
   createBullBoard({
-    queues: Object.entries(queues).map(([name, q]) => new BullMQAdapter(q, { description: DESCRIPTIONS[name] ?? name })),
+    queues: Object.entries(queues).map(
+      ([name, q]) => new BullMQAdapter(q, { description: DESCRIPTIONS[name] ?? name }),
+    ),
     serverAdapter,
     options: { uiConfig: { boardTitle: "Switchboard" } },
   });

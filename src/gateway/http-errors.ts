@@ -23,7 +23,12 @@ export function httpErrorHandler(err: FastifyError | Error, req: FastifyRequest,
     void reply.status(413).send(errorBody(bodyTooLargeError(req)));
     return;
   }
-  if (fe.validation || fe.statusCode === 400 || fe.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE" || fe.code === "FST_ERR_CTP_EMPTY_JSON_BODY") {
+  if (
+    fe.validation ||
+    fe.statusCode === 400 ||
+    fe.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE" ||
+    fe.code === "FST_ERR_CTP_EMPTY_JSON_BODY"
+  ) {
     void reply.status(400).send({ ok: false, error: { code: "invalid_request", message: err.message, issues: [] } });
     return;
   }
@@ -36,5 +41,11 @@ export function httpErrorHandler(err: FastifyError | Error, req: FastifyRequest,
   req.log.error({ err }, "request failed");
   void reply
     .status(unavailable ? 503 : 500)
-    .send({ ok: false, error: { code: unavailable ? "unavailable" : "internal", message: unavailable ? "Redis is unavailable, try again" : err.message } });
+    .send({
+      ok: false,
+      error: {
+        code: unavailable ? "unavailable" : "internal",
+        message: unavailable ? "Redis is unavailable, try again" : err.message,
+      },
+    });
 }

@@ -16,7 +16,8 @@ export interface MessageText {
   text: string;
 }
 
-const obj = (v: unknown): Record<string, unknown> => (v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+const obj = (v: unknown): Record<string, unknown> =>
+  v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
 const texts = (o: Record<string, unknown>, prefix: string, names: string[]): MessageText[] =>
   names.flatMap((n) => (typeof o[n] === "string" ? [{ field: `${prefix}${n}`, text: o[n] as string }] : []));
 

@@ -18,7 +18,7 @@ import { registerToolsInvoke } from "./tools-invoke.js";
 import { wellFormedDeep } from "../text/well-formed.js";
 import { StorageFaults } from "../runs/storage-faults.js";
 
-export type ToolEndpoint = (name: string, body: unknown) => Promise<unknown>
+export type ToolEndpoint = (name: string, body: unknown) => Promise<unknown>;
 
 export interface GatewayOptions {
   /** Session tools behind POST /v1/tools/<name>. */
@@ -34,7 +34,10 @@ export interface Gateway {
 }
 
 export async function createGateway(svc: GatewayDeps, opts: GatewayOptions = {}): Promise<Gateway> {
-  const app = Fastify({ logger: opts.logger ? { level: process.env.LOG_LEVEL ?? "info" } : false, bodyLimit: requestBodyLimit(svc.config) });
+  const app = Fastify({
+    logger: opts.logger ? { level: process.env.LOG_LEVEL ?? "info" } : false,
+    bodyLimit: requestBodyLimit(svc.config),
+  });
   const rpc = createRpcMethods(svc);
 
   app.setErrorHandler(httpErrorHandler);
@@ -52,14 +55,24 @@ export async function createGateway(svc: GatewayDeps, opts: GatewayOptions = {})
   app.get("/healthz", async () => ({ ok: true }));
   app.get("/readyz", async (_req, reply) => {
     // Fail fast: a worker-style connection would queue the PING until Redis is back.
-    if (svc.redis.status !== "ready") return reply.status(503).send({ ok: false, redis: "down", error: `connection ${svc.redis.status}` });
+    if (svc.redis.status !== "ready")
+      return reply.status(503).send({ ok: false, redis: "down", error: `connection ${svc.redis.status}` });
     try {
       const fault = await Promise.race([
         svc.redis.ping().then(() => StorageFaults.current(svc.redis, svc.keys)),
         new Promise<never>((_, reject) => setTimeout(() => reject(new Error("ping timed out")), 1000).unref()),
       ]);
       // Workers report transcript storage refusing writes; turns are parked meanwhile.
-      if (fault) return reply.status(503).send({ ok: false, redis: "up", storage: "unhealthy", error: `${fault.code}: ${fault.message}`, since: new Date(fault.since).toISOString() });
+      if (fault)
+        return reply
+          .status(503)
+          .send({
+            ok: false,
+            redis: "up",
+            storage: "unhealthy",
+            error: `${fault.code}: ${fault.message}`,
+            since: new Date(fault.since).toISOString(),
+          });
       return { ok: true, redis: "up", storage: "ok" };
     } catch (err) {
       return reply.status(503).send({ ok: false, redis: "down", error: (err as Error).message });
@@ -70,7 +83,10 @@ export async function createGateway(svc: GatewayDeps, opts: GatewayOptions = {})
 
   app.post<{ Params: { method: string } }>("/v1/rpc/:method", async (req, reply) => {
     const handler = rpc[req.params.method];
-    if (!handler) return reply.status(404).send({ ok: false, error: { code: "not_found", message: `unknown method ${req.params.method}` } });
+    if (!handler)
+      return reply
+        .status(404)
+        .send({ ok: false, error: { code: "not_found", message: `unknown method ${req.params.method}` } });
     try {
       return { ok: true, result: await handler(req.body ?? {}) };
     } catch (err) {
@@ -83,13 +99,19 @@ export async function createGateway(svc: GatewayDeps, opts: GatewayOptions = {})
   });
 
   app.post<{ Params: { name: string } }>("/v1/tools/:name", async (req, reply) => {
-    if (!opts.tools) return reply.status(404).send({ ok: false, error: { code: "not_found", message: "session tools are not enabled" } });
+    if (!opts.tools)
+      return reply
+        .status(404)
+        .send({ ok: false, error: { code: "not_found", message: "session tools are not enabled" } });
     return await opts.tools(req.params.name, req.body);
   });
 
   app.get<{ Params: { id: string } }>("/v1/runs/:id", async (req, reply) => {
     const rec = await svc.runs.get(req.params.id);
-    if (!rec) return reply.status(404).send({ ok: false, error: { code: "run_not_found", message: `No run found: ${req.params.id}` } });
+    if (!rec)
+      return reply
+        .status(404)
+        .send({ ok: false, error: { code: "run_not_found", message: `No run found: ${req.params.id}` } });
     return rec;
   });
 
@@ -99,7 +121,11 @@ export async function createGateway(svc: GatewayDeps, opts: GatewayOptions = {})
     if (limit !== undefined && (!Number.isInteger(limit) || limit < 1)) {
       throw new SwitchboardError("invalid_request", "limit must be a positive integer");
     }
-    return await rpc["deliveries.list"]!({ ...(q.sessionKey ? { sessionKey: q.sessionKey } : {}), ...(q.channel ? { channel: q.channel } : {}), ...(limit ? { limit } : {}) });
+    return await rpc["deliveries.list"]!({
+      ...(q.sessionKey ? { sessionKey: q.sessionKey } : {}),
+      ...(q.channel ? { channel: q.channel } : {}),
+      ...(limit ? { limit } : {}),
+    });
   });
 
   registerToolsInvoke(app, svc, opts.tools); // OpenClaw's POST /tools/invoke

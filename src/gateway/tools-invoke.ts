@@ -43,22 +43,35 @@ export function registerToolsInvoke(app: FastifyInstance, svc: GatewayDeps, tool
   app.post("/tools/invoke", async (req, reply) => {
     const parsed = InvokeBody.safeParse(req.body ?? {});
     if (!parsed.success) {
-      return reply.status(400).send(fail("invalid_request", zodIssues(parsed.error).map((i) => `${i.path}: ${i.message}`).join("; ")));
+      return reply.status(400).send(
+        fail(
+          "invalid_request",
+          zodIssues(parsed.error)
+            .map((i) => `${i.path}: ${i.message}`)
+            .join("; "),
+        ),
+      );
     }
     const { tool, sessionKey, action } = parsed.data;
     if (!tools || !(TOOL_NAMES as readonly string[]).includes(tool)) {
       return reply.status(404).send(fail("not_found", `Tool not available: ${tool}`));
     }
     // As in OpenClaw, a tool the calling session's tool policy leaves out is "not available".
-    if (!(effectiveTools(svc.config, await sessionCaller(svc, sessionKey ?? "main")) as readonly string[]).includes(tool)) {
+    if (
+      !(effectiveTools(svc.config, await sessionCaller(svc, sessionKey ?? "main")) as readonly string[]).includes(tool)
+    ) {
       return reply.status(404).send(fail("not_found", `Tool not available: ${tool}`));
     }
-    const args = action !== undefined && TAKES_ACTION.has(tool) && parsed.data.args.action === undefined ? { ...parsed.data.args, action } : parsed.data.args;
+    const args =
+      action !== undefined && TAKES_ACTION.has(tool) && parsed.data.args.action === undefined
+        ? { ...parsed.data.args, action }
+        : parsed.data.args;
     try {
       const details = await tools(tool, { sessionKey: sessionKey ?? "main", args });
       return { ok: true, result: { content: [{ type: "text", text: JSON.stringify(details, null, 2) }], details } };
     } catch (err) {
-      if (err instanceof SwitchboardError && err.code !== "internal") return reply.status(400).send(fail(err.code, err.message));
+      if (err instanceof SwitchboardError && err.code !== "internal")
+        return reply.status(400).send(fail(err.code, err.message));
       throw err;
     }
   });
@@ -66,6 +79,7 @@ export function registerToolsInvoke(app: FastifyInstance, svc: GatewayDeps, tool
   app.route({
     method: ["GET", "PUT", "PATCH", "DELETE"],
     url: "/tools/invoke",
-    handler: async (_req, reply) => reply.status(405).header("allow", "POST").send(fail("method_not_allowed", "use POST")),
+    handler: async (_req, reply) =>
+      reply.status(405).header("allow", "POST").send(fail("method_not_allowed", "use POST")),
   });
 }

@@ -7,7 +7,15 @@ import type { TranscriptMessage } from "./transcript-types.js";
 import { normalizeAssistantText } from "./normalize-text.js";
 
 // The silent tokens and where they apply: one rule, in silent-reply.ts.
-export { REPLY_SKIP, ANNOUNCE_SKIP, NO_REPLY, isSilentToken, isReplySkip, isAnnounceSkip, isNoReply } from "./silent-reply.js";
+export {
+  REPLY_SKIP,
+  ANNOUNCE_SKIP,
+  NO_REPLY,
+  isSilentToken,
+  isReplySkip,
+  isAnnounceSkip,
+  isNoReply,
+} from "./silent-reply.js";
 
 /**
  * The raw text of a message: string content, or its text blocks joined with nothing in between
@@ -19,7 +27,8 @@ export function messageRawText(message: Pick<TranscriptMessage, "content">): str
   if (!Array.isArray(content)) return "";
   let out = "";
   for (const block of content) {
-    if (block && typeof block === "object" && block.type === "text" && typeof block.text === "string") out += block.text;
+    if (block && typeof block === "object" && block.type === "text" && typeof block.text === "string")
+      out += block.text;
   }
   return out;
 }

@@ -1,11 +1,9 @@
 /** Pure history sanitising for sessions_history and reply extraction (docs/concepts/tools.md, "sessions_history"). */
-export { redactSecrets, maskToken, REDACTION_PATTERN_NAMES,  } from "./redact.js";
+export { redactSecrets, maskToken, REDACTION_PATTERN_NAMES } from "./redact.js";
 export {
   normalizeAssistantText,
   findCodeRegions,
   isInsideCode,
-  
-  
 } from "./normalize-text.js";
 export {
   truncateText,
@@ -13,23 +11,16 @@ export {
   jsonBytes,
   capArrayByJsonBytes,
   TRUNCATION_SUFFIX,
-  
-  
 } from "./truncate.js";
 export {
   sanitizeHistory,
-  
   HISTORY_MAX_BYTES,
-  
   CHAT_HISTORY_OMITTED_TEXT,
   SESSIONS_HISTORY_OMITTED_TEXT,
   type SanitizeHistoryOptions,
-  
 } from "./sanitize-history.js";
 export {
   latestAssistantText,
-  
-  
   isSilentToken,
   isReplySkip,
   isAnnounceSkip,
@@ -38,4 +29,3 @@ export {
   ANNOUNCE_SKIP,
   NO_REPLY,
 } from "./extract-reply.js";
-;

@@ -223,9 +223,7 @@ function stripMinimaxToolCalls(text: string): string {
   }
   const withoutInvokes = out + text.slice(cursor);
   const code2 = findCodeRegions(withoutInvokes);
-  return withoutInvokes.replace(MINIMAX_WRAPPER_RE, (tag, offset: number) =>
-    isInsideCode(offset, code2) ? tag : "",
-  );
+  return withoutInvokes.replace(MINIMAX_WRAPPER_RE, (tag, offset: number) => (isInsideCode(offset, code2) ? tag : ""));
 }
 
 // ASCII `<|…|>` and full-width `<｜…｜>` (U+FF5C); bounded so a stray `<|` cannot scan far.

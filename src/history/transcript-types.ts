@@ -13,7 +13,12 @@ export const ToolCallBlockSchema = z.looseObject({
   name: z.string(),
   arguments: z.unknown(),
 });
-export const ContentBlockSchema = z.union([TextBlockSchema, ThinkingBlockSchema, ToolCallBlockSchema, z.looseObject({ type: z.string() })]);
+export const ContentBlockSchema = z.union([
+  TextBlockSchema,
+  ThinkingBlockSchema,
+  ToolCallBlockSchema,
+  z.looseObject({ type: z.string() }),
+]);
 
 export const ProvenanceSchema = z.looseObject({
   kind: z.enum(["external_user", "inter_session", "internal_system"]),

@@ -36,7 +36,11 @@ async function locateStores(stateDir: string, defaultAgentId: string, skips: Ski
     if (!(await exists(file))) continue;
     const agentId = d.name.toLowerCase();
     if (!isValidAgentId(agentId)) {
-      skips.push({ reason: "bad_agent_dir", source: file, detail: `agent directory ${JSON.stringify(d.name)} is not a valid agent id` });
+      skips.push({
+        reason: "bad_agent_dir",
+        source: file,
+        detail: `agent directory ${JSON.stringify(d.name)} is not a valid agent id`,
+      });
       continue;
     }
     found.push({ file, agentId });
@@ -75,7 +79,11 @@ function topicOf(file: string, sessionId: string): string | undefined {
  * to the sessions dir, or absolute but inside it; a path from another machine is tried by
  * its file name), else `<sessionId>.jsonl`, else the session's topic file.
  */
-async function resolveTranscript(dir: string, entry: Record<string, unknown>, names: Set<string>): Promise<string | undefined> {
+async function resolveTranscript(
+  dir: string,
+  entry: Record<string, unknown>,
+  names: Set<string>,
+): Promise<string | undefined> {
   const sessionFile = typeof entry.sessionFile === "string" ? entry.sessionFile.trim() : "";
   if (sessionFile) {
     const direct = await insideDir(dir, resolve(dir, sessionFile));
@@ -132,7 +140,14 @@ export async function scanJsonStores(stateDir: string, opts: { defaultAgentId: s
     if (!dirNames.has(dir)) dirNames.set(dir, new Set(await readdir(dir).catch(() => [])));
     const names = dirNames.get(dir)!;
     for (const [rawKey, entry] of Object.entries(parsed as Record<string, unknown>)) {
-      const src: SourceSession = { generation: "json", store: file, storeAgentId: agentId, rawKey, entry, fallbackUpdatedAt: Math.floor(mtime) };
+      const src: SourceSession = {
+        generation: "json",
+        store: file,
+        storeAgentId: agentId,
+        rawKey,
+        entry,
+        fallbackUpdatedAt: Math.floor(mtime),
+      };
       if (typeof entry === "object" && entry !== null && !Array.isArray(entry)) {
         const path = await resolveTranscript(dir, entry as Record<string, unknown>, names);
         if (path) {

@@ -65,7 +65,12 @@ function compact<T extends Obj>(o: T): Partial<T> {
 
 function deliveryContextOf(v: unknown): DeliveryContext | undefined {
   if (!isObj(v)) return undefined;
-  const dc = compact({ channel: str(v.channel), to: str(v.to), accountId: str(v.accountId), threadId: idStr(v.threadId) });
+  const dc = compact({
+    channel: str(v.channel),
+    to: str(v.to),
+    accountId: str(v.accountId),
+    threadId: idStr(v.threadId),
+  });
   return Object.keys(dc).length ? (dc as DeliveryContext) : undefined;
 }
 
@@ -117,7 +122,12 @@ export function mapOpenClawEntry(config: Config, src: SourceSession): MapResult 
   const sessionId = str(e.sessionId) ?? src.fallbackSessionId;
   if (sessionId === undefined) return skip(src, "bad_entry", "entry has no sessionId", key);
   if (!isSafeSessionId(sessionId)) {
-    return skip(src, "bad_session_id", `sessionId ${JSON.stringify(sessionId)} is not a safe file name ([a-z0-9][a-z0-9._-]{0,127})`, key);
+    return skip(
+      src,
+      "bad_session_id",
+      `sessionId ${JSON.stringify(sessionId)} is not a safe file name ([a-z0-9][a-z0-9._-]{0,127})`,
+      key,
+    );
   }
 
   const ident = identOf(config, key);
@@ -208,7 +218,12 @@ export function dedupeSessions(mapped: MappedSession[]): { kept: MappedSession[]
   for (const m of [...byKey.values()].sort((a, b) => (better(a, b) ? -1 : better(b, a) ? 1 : 0))) {
     const held = bySessionId.get(m.sessionId);
     if (held) {
-      skips.push({ reason: "duplicate_session_id", source: m.source.store, key: m.key, detail: `sessionId ${m.sessionId} already belongs to ${held.key}` });
+      skips.push({
+        reason: "duplicate_session_id",
+        source: m.source.store,
+        key: m.key,
+        detail: `sessionId ${m.sessionId} already belongs to ${held.key}`,
+      });
       continue;
     }
     bySessionId.set(m.sessionId, m);
@@ -219,7 +234,10 @@ export function dedupeSessions(mapped: MappedSession[]): { kept: MappedSession[]
 /** Why a transcript line was not turned into an entry (counted per reason in the summary). */
 export type LineSkip = "unparseable" | "not_an_entry" | "unreadable";
 
-export type LineResult = { kind: "entry"; entry: TranscriptEntry } | { kind: "header" } | { kind: "skip"; why: LineSkip; detail?: string };
+export type LineResult =
+  | { kind: "entry"; entry: TranscriptEntry }
+  | { kind: "header" }
+  | { kind: "skip"; why: LineSkip; detail?: string };
 
 /**
  * One transcript line → an entry keeping its original `id`. Lines without a string id (very
@@ -268,6 +286,10 @@ export function changedFields(existing: Record<string, unknown>, patch: SessionE
 
 function stableJson(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(stableJson).join(",")}]`;
-  if (isObj(v)) return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${stableJson(v[k])}`).join(",")}}`;
+  if (isObj(v))
+    return `{${Object.keys(v)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${stableJson(v[k])}`)
+      .join(",")}}`;
   return JSON.stringify(v) ?? "undefined";
 }

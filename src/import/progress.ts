@@ -15,11 +15,19 @@ function countsLine(c: ImportProgress["counts"]): string {
   return `created ${c.created}, updated ${c.updated}, unchanged ${c.unchanged}`;
 }
 
-export function createProgressReporter(stream: NodeJS.WriteStream = process.stderr, opts: { intervalMs?: number; label?: string } = {}): ProgressReporter {
+export function createProgressReporter(
+  stream: NodeJS.WriteStream = process.stderr,
+  opts: { intervalMs?: number; label?: string } = {},
+): ProgressReporter {
   const label = opts.label ?? "import";
   if (stream.isTTY) {
     const bar = new cliProgress.SingleBar(
-      { stream, format: `${label} [{bar}] {percentage}% | {value}/{total} sessions | {counts}`, hideCursor: true, clearOnComplete: false },
+      {
+        stream,
+        format: `${label} [{bar}] {percentage}% | {value}/{total} sessions | {counts}`,
+        hideCursor: true,
+        clearOnComplete: false,
+      },
       cliProgress.Presets.shades_classic,
     );
     let started = false;
@@ -72,8 +80,10 @@ export function formatImportSummary(r: ImportReport, examplesPerReason = 3): str
   if (byReason.size > 0) out.push("  skipped:");
   for (const [reason, list] of [...byReason].sort((a, b) => b[1].length - a[1].length)) {
     out.push(`    ${reason}: ${list.length}`);
-    for (const k of list.slice(0, examplesPerReason)) out.push(`      - ${k.key ? `${k.key} (${k.source})` : k.source}: ${k.detail}`);
-    if (list.length > examplesPerReason) out.push(`      … and ${list.length - examplesPerReason} more (--json lists all)`);
+    for (const k of list.slice(0, examplesPerReason))
+      out.push(`      - ${k.key ? `${k.key} (${k.source})` : k.source}: ${k.detail}`);
+    if (list.length > examplesPerReason)
+      out.push(`      … and ${list.length - examplesPerReason} more (--json lists all)`);
   }
   for (const w of r.warnings.slice(0, 10)) out.push(`  warning: ${w}`);
   if (r.warnings.length > 10) out.push(`  … and ${r.warnings.length - 10} more warnings (--json lists all)`);

@@ -14,7 +14,14 @@ import type { SessionStore } from "../storage/session-store.js";
 import type { TranscriptStore } from "../transcript/transcript-store.js";
 import type { TranscriptEntry } from "../history/transcript-types.js";
 import { scanJsonStores } from "./json-store.js";
-import { changedFields, dedupeSessions, mapOpenClawEntry, transcriptLineToEntry, type LineSkip, type MappedSession } from "./openclaw-entry.js";
+import {
+  changedFields,
+  dedupeSessions,
+  mapOpenClawEntry,
+  transcriptLineToEntry,
+  type LineSkip,
+  type MappedSession,
+} from "./openclaw-entry.js";
 import { scanSqliteStores } from "./sqlite-store.js";
 import type { RawTranscriptLine, Skip, SkipReason, StoreScan } from "./types.js";
 
@@ -71,7 +78,12 @@ export interface ImportReport {
 }
 
 /** Skips that are about files or whole stores, not about one session row. */
-const NOT_SESSION_SKIPS = new Set<SkipReason>(["orphan_transcript", "unreadable_store", "bad_agent_dir", "unreadable_transcript"]);
+const NOT_SESSION_SKIPS = new Set<SkipReason>([
+  "orphan_transcript",
+  "unreadable_store",
+  "bad_agent_dir",
+  "unreadable_transcript",
+]);
 
 /** Lines per append call: bounds memory and the size of one Redis membership check. */
 const APPEND_BATCH = 1000;
@@ -90,8 +102,20 @@ export async function importOpenClaw(targets: ImportTargets, opts: ImportOptions
       stateDir: opts.stateDir,
       dryRun,
       stores: { json: json.stores, sqlite: sqlite.stores },
-      sessions: { found: json.sessions.length + sqlite.sessions.length, created: 0, updated: 0, unchanged: 0, keptNewer: 0, skipped: 0 },
-      transcripts: { read: 0, linesWritten: 0, linesPresent: 0, linesSkipped: { unparseable: 0, not_an_entry: 0, unreadable: 0 } },
+      sessions: {
+        found: json.sessions.length + sqlite.sessions.length,
+        created: 0,
+        updated: 0,
+        unchanged: 0,
+        keptNewer: 0,
+        skipped: 0,
+      },
+      transcripts: {
+        read: 0,
+        linesWritten: 0,
+        linesPresent: 0,
+        linesSkipped: { unparseable: 0, not_an_entry: 0, unreadable: 0 },
+      },
       skipped: [...json.skips, ...sqlite.skips],
       warnings: [],
     };
@@ -129,16 +153,31 @@ async function runPool<T>(items: T[], concurrency: number, fn: (item: T) => Prom
   await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, items.length)) }, worker));
 }
 
-async function importOne(targets: ImportTargets, m: MappedSession, report: ImportReport, dryRun: boolean): Promise<void> {
+async function importOne(
+  targets: ImportTargets,
+  m: MappedSession,
+  report: ImportReport,
+  dryRun: boolean,
+): Promise<void> {
   const { sessions } = targets;
   const existing = await sessions.get(m.key);
   if (existing && existing.sessionId !== m.sessionId) {
-    report.skipped.push({ reason: "conflict", source: m.source.store, key: m.key, detail: `Switchboard already has ${m.key} with sessionId ${existing.sessionId} (import has ${m.sessionId})` });
+    report.skipped.push({
+      reason: "conflict",
+      source: m.source.store,
+      key: m.key,
+      detail: `Switchboard already has ${m.key} with sessionId ${existing.sessionId} (import has ${m.sessionId})`,
+    });
     return;
   }
   const holder = existing ? m.key : await sessions.keyForSessionId(m.sessionId);
   if (holder && holder !== m.key) {
-    report.skipped.push({ reason: "conflict", source: m.source.store, key: m.key, detail: `sessionId ${m.sessionId} already belongs to ${holder} in Switchboard` });
+    report.skipped.push({
+      reason: "conflict",
+      source: m.source.store,
+      key: m.key,
+      detail: `sessionId ${m.sessionId} already belongs to ${holder} in Switchboard`,
+    });
     return;
   }
 
@@ -147,7 +186,13 @@ async function importOne(targets: ImportTargets, m: MappedSession, report: Impor
 }
 
 /** Creates or updates the entry. False when the session was skipped (nothing else to do). */
-async function writeEntry(targets: ImportTargets, m: MappedSession, existing: SessionEntry | null, report: ImportReport, dryRun: boolean): Promise<boolean> {
+async function writeEntry(
+  targets: ImportTargets,
+  m: MappedSession,
+  existing: SessionEntry | null,
+  report: ImportReport,
+  dryRun: boolean,
+): Promise<boolean> {
   if (existing) {
     const changes = changedFields(existing as unknown as Record<string, unknown>, m.patch);
     if (Object.keys(changes).length === 0) {
@@ -170,7 +215,12 @@ async function writeEntry(targets: ImportTargets, m: MappedSession, existing: Se
       await upsertKeepingLabel(targets, m, m.patch, "create", report);
     } catch (err) {
       if (err instanceof SwitchboardError && err.code === "session_exists") {
-        report.skipped.push({ reason: "conflict", source: m.source.store, key: m.key, detail: "created in Switchboard while importing" });
+        report.skipped.push({
+          reason: "conflict",
+          source: m.source.store,
+          key: m.key,
+          detail: "created in Switchboard while importing",
+        });
         return false;
       }
       if (err instanceof SwitchboardError && err.code === "lineage_immutable") {
@@ -191,7 +241,12 @@ async function upsertKeepingLabel(
   mode: "create" | "update",
   report: ImportReport,
 ): Promise<void> {
-  const opts = { mode, activity: "preserve" as const, now: m.updatedAt, expectSessionId: mode === "update" ? m.sessionId : undefined };
+  const opts = {
+    mode,
+    activity: "preserve" as const,
+    now: m.updatedAt,
+    expectSessionId: mode === "update" ? m.sessionId : undefined,
+  };
   try {
     await targets.sessions.upsert(m.key, m.ident, patch, stripUndefined(opts));
   } catch (err) {
@@ -207,7 +262,12 @@ function stripUndefined<T extends Record<string, unknown>>(o: T): T {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 }
 
-async function importTranscript(targets: ImportTargets, m: MappedSession, report: ImportReport, dryRun: boolean): Promise<void> {
+async function importTranscript(
+  targets: ImportTargets,
+  m: MappedSession,
+  report: ImportReport,
+  dryRun: boolean,
+): Promise<void> {
   const source = m.source.transcript!;
   const { agentId } = m.ident;
   let batch: TranscriptEntry[] = [];
@@ -233,7 +293,12 @@ async function importTranscript(targets: ImportTargets, m: MappedSession, report
     try {
       next = await lines.next();
     } catch (err) {
-      report.skipped.push({ reason: "unreadable_transcript", source: source.describe, key: m.key, detail: (err as Error).message });
+      report.skipped.push({
+        reason: "unreadable_transcript",
+        source: source.describe,
+        key: m.key,
+        detail: (err as Error).message,
+      });
       await flush();
       return;
     }

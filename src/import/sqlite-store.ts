@@ -72,7 +72,11 @@ function eventText(row: Record<string, unknown>): RawTranscriptLine {
   const position = Number(row.seq);
   if (typeof row.event_json === "string") return { position, text: row.event_json };
   if (row.event_zstd instanceof Uint8Array) {
-    if (!zstdDecompress) return { position, unreadable: `row ${position} is zstd-compressed and this Node (${process.version}) cannot inflate zstd` };
+    if (!zstdDecompress)
+      return {
+        position,
+        unreadable: `row ${position} is zstd-compressed and this Node (${process.version}) cannot inflate zstd`,
+      };
     try {
       return { position, text: zstdDecompress(row.event_zstd).toString("utf8") };
     } catch (err) {
@@ -120,7 +124,11 @@ export async function scanSqliteStores(stateDir: string): Promise<StoreScan> {
     if (fileSize === undefined) continue;
     const agentId = d.name.toLowerCase();
     if (!isValidAgentId(agentId)) {
-      skips.push({ reason: "bad_agent_dir", source: file, detail: `agent directory ${JSON.stringify(d.name)} is not a valid agent id` });
+      skips.push({
+        reason: "bad_agent_dir",
+        source: file,
+        detail: `agent directory ${JSON.stringify(d.name)} is not a valid agent id`,
+      });
       continue;
     }
     let handle: OpenDb;
@@ -133,12 +141,18 @@ export async function scanSqliteStores(stateDir: string): Promise<StoreScan> {
     open.push(handle);
     const { db } = handle;
     if (!hasTable(db, "session_nodes")) {
-      skips.push({ reason: "unreadable_store", source: file, detail: "no session_nodes table (not an OpenClaw agent database?)" });
+      skips.push({
+        reason: "unreadable_store",
+        source: file,
+        detail: "no session_nodes table (not an OpenClaw agent database?)",
+      });
       continue;
     }
     stores.push(file);
     const withTranscripts = hasTable(db, "transcript_events");
-    const rows = db.all("SELECT session_key, current_session_id, entry_json, updated_at FROM session_nodes ORDER BY session_key") as Record<string, unknown>[];
+    const rows = db.all(
+      "SELECT session_key, current_session_id, entry_json, updated_at FROM session_nodes ORDER BY session_key",
+    ) as Record<string, unknown>[];
     for (const row of rows) {
       const rawKey = String(row.session_key);
       const sessionId = typeof row.current_session_id === "string" ? row.current_session_id : undefined;
@@ -146,11 +160,17 @@ export async function scanSqliteStores(stateDir: string): Promise<StoreScan> {
       try {
         entry = JSON.parse(String(row.entry_json));
       } catch {
-        skips.push({ reason: "bad_entry", source: `${file}#${rawKey}`, key: rawKey, detail: "entry_json is not valid JSON" });
+        skips.push({
+          reason: "bad_entry",
+          source: `${file}#${rawKey}`,
+          key: rawKey,
+          detail: "entry_json is not valid JSON",
+        });
         continue;
       }
       // The row's current_session_id names the transcript window: it wins over the JSON copy.
-      if (sessionId && typeof entry === "object" && entry !== null && !Array.isArray(entry)) entry = { ...entry, sessionId };
+      if (sessionId && typeof entry === "object" && entry !== null && !Array.isArray(entry))
+        entry = { ...entry, sessionId };
       sessions.push({
         generation: "sqlite",
         store: file,

@@ -24,7 +24,8 @@ export function stateDirOfStore(store: string, env: NodeJS.ProcessEnv = process.
   const path = expand(store.trim(), env);
   const parts = path.split(sep);
   const agentsAt = parts.lastIndexOf("agents");
-  if (agentsAt > 0 && parts.slice(agentsAt).some((p) => p.includes("{agentId}"))) return parts.slice(0, agentsAt).join(sep) || sep;
+  if (agentsAt > 0 && parts.slice(agentsAt).some((p) => p.includes("{agentId}")))
+    return parts.slice(0, agentsAt).join(sep) || sep;
   const templated = parts.findIndex((p) => p.includes("{agentId}"));
   return templated > 0 ? parts.slice(0, templated).join(sep) || sep : dirname(path);
 }
@@ -44,7 +45,8 @@ function configuredStore(env: NodeJS.ProcessEnv, baseDir: string): string | unde
 export function resolveOpenClawStateDir(arg: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
   if (arg) return expand(arg, env);
   let base = env.OPENCLAW_STATE_DIR ? expand(env.OPENCLAW_STATE_DIR, env) : expand("~/.openclaw", env);
-  if (!env.OPENCLAW_STATE_DIR && !existsSync(base) && existsSync(expand("~/.clawdbot", env))) base = expand("~/.clawdbot", env);
+  if (!env.OPENCLAW_STATE_DIR && !existsSync(base) && existsSync(expand("~/.clawdbot", env)))
+    base = expand("~/.clawdbot", env);
   const store = configuredStore(env, base);
   return store ? stateDirOfStore(store, env) : base;
 }

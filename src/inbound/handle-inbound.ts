@@ -84,7 +84,9 @@ export interface InboundDeps extends RunDeps {
 export async function handleInbound(svc: InboundDeps, body: unknown): Promise<InboundResult> {
   const msg = parseInbound(body);
   const { agentId, sessionKey } = resolveInboundSession(svc.config, msg);
-  const dedupKey = msg.messageId ? `${svc.keys.base}:inmsg:${msg.channel}:${msg.accountId ?? "default"}:${msg.messageId}` : undefined;
+  const dedupKey = msg.messageId
+    ? `${svc.keys.base}:inmsg:${msg.channel}:${msg.accountId ?? "default"}:${msg.messageId}`
+    : undefined;
   if (!dedupKey) return await handleResolved(svc, msg, agentId, sessionKey);
 
   // The run of a message with an id is derived from that id: an earlier attempt that queued the
@@ -105,10 +107,20 @@ export async function handleInbound(svc: InboundDeps, body: unknown): Promise<In
       const queued = await svc.runs.get(runId);
       if (queued) {
         await requestDrain(svc, sessionKey);
-        return { ok: true, agentId, sessionKey, ...(queued.sessionId ? { sessionId: queued.sessionId } : {}), runId, duplicate: true };
+        return {
+          ok: true,
+          agentId,
+          sessionKey,
+          ...(queued.sessionId ? { sessionId: queued.sessionId } : {}),
+          runId,
+          duplicate: true,
+        };
       }
       if (Date.now() > deadline) {
-        throw new SwitchboardError("unavailable", `message ${msg.messageId} is still being handled by another request; retry later`);
+        throw new SwitchboardError(
+          "unavailable",
+          `message ${msg.messageId} is still being handled by another request; retry later`,
+        );
       }
       await sleep(DEDUP_POLL_MS);
     }
@@ -119,7 +131,14 @@ export async function handleInbound(svc: InboundDeps, body: unknown): Promise<In
     const earlier = await svc.runs.get(runId);
     if (earlier) {
       await requestDrain(svc, sessionKey);
-      result = { ok: true, agentId, sessionKey, ...(earlier.sessionId ? { sessionId: earlier.sessionId } : {}), runId, duplicate: true };
+      result = {
+        ok: true,
+        agentId,
+        sessionKey,
+        ...(earlier.sessionId ? { sessionId: earlier.sessionId } : {}),
+        runId,
+        duplicate: true,
+      };
     } else {
       result = await handleResolved(svc, msg, agentId, sessionKey, runId);
     }
@@ -139,7 +158,13 @@ const DEDUP_WAIT_MS = 10_000;
 const DEDUP_POLL_MS = 20;
 const LUA_DIR = new URL("./lua/", import.meta.url);
 
-async function handleResolved(svc: InboundDeps, msg: InboundMessage, agentId: string, sessionKey: string, runId?: string): Promise<InboundResult> {
+async function handleResolved(
+  svc: InboundDeps,
+  msg: InboundMessage,
+  agentId: string,
+  sessionKey: string,
+  runId?: string,
+): Promise<InboundResult> {
   const { config } = svc;
   const now = msg.timestamp ?? Date.now();
   const ident = identOf(config, sessionKey);
@@ -151,14 +176,19 @@ async function handleResolved(svc: InboundDeps, msg: InboundMessage, agentId: st
 
   let entry = await svc.sessions.get(sessionKey);
   // The policy where this message arrived (its channel and chat type), with the session's override.
-  const sendPolicy = () => sessionSendPolicy(config, sessionKey, entry, { channel: msg.channel, chatType: msg.chatType });
+  const sendPolicy = () =>
+    sessionSendPolicy(config, sessionKey, entry, { channel: msg.channel, chatType: msg.chatType });
 
   // Metadata of where the session is reached: recorded without counting as activity.
   const meta: SessionEntryPatch = {
     channel: msg.channel,
     chatType: msg.chatType,
     ...(msg.groupId ? { groupId: msg.groupId } : {}),
-    ...(msg.groupSubject ? { subject: msg.groupSubject, displayName: msg.groupSubject } : msg.senderName && msg.chatType === "dm" ? { displayName: msg.senderName } : {}),
+    ...(msg.groupSubject
+      ? { subject: msg.groupSubject, displayName: msg.groupSubject }
+      : msg.senderName && msg.chatType === "dm"
+        ? { displayName: msg.senderName }
+        : {}),
     origin: {
       provider: msg.channel,
       chatType: msg.chatType,
@@ -167,7 +197,13 @@ async function handleResolved(svc: InboundDeps, msg: InboundMessage, agentId: st
       ...(msg.accountId ? { accountId: msg.accountId } : {}),
       ...(msg.threadId !== undefined ? { threadId: String(msg.threadId) } : {}),
       // A group is named by its subject, never by whoever happened to write last; a DM by its sender.
-      ...(msg.chatType === "dm" ? (msg.senderName ? { label: msg.senderName } : {}) : msg.groupSubject ? { label: msg.groupSubject } : {}),
+      ...(msg.chatType === "dm"
+        ? msg.senderName
+          ? { label: msg.senderName }
+          : {}
+        : msg.groupSubject
+          ? { label: msg.groupSubject }
+          : {}),
     },
     deliveryContext: route,
     lastChannel: route.channel,
@@ -183,7 +219,12 @@ async function handleResolved(svc: InboundDeps, msg: InboundMessage, agentId: st
       return { ...base, ...(entry ? { sessionId: entry.sessionId } : {}), command: "send", refused: "not_owner" };
     }
     if ("error" in command) throw new ValidationError(command.error);
-    entry = await svc.sessions.upsert(sessionKey, ident, { ...(entry ? {} : { sessionId: randomUUID() }), ...meta, sendPolicy: command.value }, { activity: "preserve", now });
+    entry = await svc.sessions.upsert(
+      sessionKey,
+      ident,
+      { ...(entry ? {} : { sessionId: randomUUID() }), ...meta, sendPolicy: command.value },
+      { activity: "preserve", now },
+    );
     const effective = sendPolicy();
     await reply(svc, sessionKey, route, `Send policy: ${command.value ?? `inherit (${effective})`}.`, "command");
     return { ...base, sessionId: entry.sessionId, command: "send", sendPolicy: command.value ?? "inherit" };
@@ -197,13 +238,21 @@ async function handleResolved(svc: InboundDeps, msg: InboundMessage, agentId: st
   if (command?.kind === "status") {
     const [depth, running] = await Promise.all([svc.inbox.depth(sessionKey), svc.inbox.hasInflight(sessionKey)]);
     const runtime = agentRuntime(config, agentId);
-    const text = statusCard(entry, { queueDepth: depth, running, sendPolicy: sendPolicy(), ...(runtime.kind === "openai" ? { model: runtime.model } : {}) });
+    const text = statusCard(entry, {
+      queueDepth: depth,
+      running,
+      sendPolicy: sendPolicy(),
+      ...(runtime.kind === "openai" ? { model: runtime.model } : {}),
+    });
     await reply(svc, sessionKey, route, text, "command");
     return { ...base, ...(entry ? { sessionId: entry.sessionId } : {}), command: "status", status: text };
   }
 
   if (command?.kind === "tools") {
-    const tools = effectiveTools(config, { ...(entry?.spawnDepth ? { spawnDepth: entry.spawnDepth } : {}), ...(entry?.subagentRole ? { subagentRole: entry.subagentRole } : {}) });
+    const tools = effectiveTools(config, {
+      ...(entry?.spawnDepth ? { spawnDepth: entry.spawnDepth } : {}),
+      ...(entry?.subagentRole ? { subagentRole: entry.subagentRole } : {}),
+    });
     const text = `Tools: ${tools.length ? tools.join(", ") : "none"}`;
     await reply(svc, sessionKey, route, text, "command");
     return { ...base, ...(entry ? { sessionId: entry.sessionId } : {}), command: "tools", status: text };
@@ -224,7 +273,13 @@ async function handleResolved(svc: InboundDeps, msg: InboundMessage, agentId: st
     // System events (heartbeats, cron and exec events) never reset a session, stale or not.
     const systemEvent = SYSTEM_EVENT_CHANNELS.has(msg.channel);
     const rotate = !entry || (!systemEvent && (trigger.triggered || !fresh?.fresh));
-    const resetReason = systemEvent ? undefined : trigger.triggered ? trigger.command : entry && fresh && !fresh.fresh ? fresh.staleReason : undefined;
+    const resetReason = systemEvent
+      ? undefined
+      : trigger.triggered
+        ? trigger.command
+        : entry && fresh && !fresh.fresh
+          ? fresh.staleReason
+          : undefined;
     let text = msg.text;
     // A message is activity: it ends the "untouched since a sweep/sessions.reset" state.
     const patch: SessionEntryPatch = { ...meta, updatedAt: now, resetAt: null };
@@ -237,7 +292,16 @@ async function handleResolved(svc: InboundDeps, msg: InboundMessage, agentId: st
       text = hint.rest.trim() ? hint.rest : greetingPrompt(now, policyFor(config, sessionKey, msg.channel).timezone);
     }
     const newSessionId = rotate ? randomUUID() : entry!.sessionId;
-    if (rotate) Object.assign(patch, entry ? { ...resetPatch(entry, newSessionId, resetReason ?? "new", trigger.triggered ? "explicit" : "stale"), ...meta } : { sessionId: newSessionId });
+    if (rotate)
+      Object.assign(
+        patch,
+        entry
+          ? {
+              ...resetPatch(entry, newSessionId, resetReason ?? "new", trigger.triggered ? "explicit" : "stale"),
+              ...meta,
+            }
+          : { sessionId: newSessionId },
+      );
     try {
       const next = await svc.sessions.upsert(sessionKey, ident, patch, {
         now,
@@ -274,7 +338,12 @@ async function handleResolved(svc: InboundDeps, msg: InboundMessage, agentId: st
   }
 }
 
-async function reply(svc: InboundDeps, sessionKey: string, route: ReturnType<typeof routeOf>, message: string, kind: string): Promise<void> {
+async function reply(
+  svc: InboundDeps,
+  sessionKey: string,
+  route: ReturnType<typeof routeOf>,
+  message: string,
+  kind: string,
+): Promise<void> {
   await enqueueDelivery(svc, { id: `cmd-${randomUUID()}`, sessionKey, route, message, kind });
 }
-

@@ -22,7 +22,8 @@ export interface ModelChoice {
 
 function entryOf(id: string, alias?: string): ModelCatalogEntry {
   const slash = id.indexOf("/");
-  const base = slash > 0 && slash < id.length - 1 ? { provider: id.slice(0, slash), model: id.slice(slash + 1) } : { model: id };
+  const base =
+    slash > 0 && slash < id.length - 1 ? { provider: id.slice(0, slash), model: id.slice(slash + 1) } : { model: id };
   return alias ? { ...base, alias } : base;
 }
 
@@ -30,9 +31,11 @@ const idOf = (e: ModelCatalogEntry): string => (e.provider ? `${e.provider}/${e.
 
 export function modelCatalog(config: Config): ModelCatalogEntry[] {
   const byId = new Map<string, ModelCatalogEntry>();
-  for (const [id, opts] of Object.entries(config.agents.defaults.models ?? {})) byId.set(id.toLowerCase(), entryOf(id, opts.alias));
+  for (const [id, opts] of Object.entries(config.agents.defaults.models ?? {}))
+    byId.set(id.toLowerCase(), entryOf(id, opts.alias));
   for (const a of [{ runtime: config.agents.defaults.runtime }, ...config.agents.list]) {
-    if (a.runtime?.kind === "openai" && !byId.has(a.runtime.model.toLowerCase())) byId.set(a.runtime.model.toLowerCase(), entryOf(a.runtime.model));
+    if (a.runtime?.kind === "openai" && !byId.has(a.runtime.model.toLowerCase()))
+      byId.set(a.runtime.model.toLowerCase(), entryOf(a.runtime.model));
   }
   return [...byId.values()];
 }
@@ -68,7 +71,9 @@ export function resolveModelChoice(remainder: string, catalog: readonly ModelCat
     if (only) return { choice: only, rest: afterFirst() };
   }
   if (first.length >= 6) {
-    const prefixed = unique(catalog.filter((e) => [idOf(e), e.model, e.alias ?? ""].some((s) => s.toLowerCase().startsWith(first))));
+    const prefixed = unique(
+      catalog.filter((e) => [idOf(e), e.model, e.alias ?? ""].some((s) => s.toLowerCase().startsWith(first))),
+    );
     if (prefixed) return { choice: prefixed, rest: afterFirst() };
   }
   return { rest: text };

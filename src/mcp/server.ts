@@ -66,7 +66,9 @@ export async function createSessionMcpServer(deps: SessionMcpDeps): Promise<McpS
       // for every door (parsing is idempotent).
       async (args: unknown) => {
         try {
-          return toCallToolResult(await deps.tools.call(name, await sessionCaller(deps.svc, deps.sessionKey), args ?? {}));
+          return toCallToolResult(
+            await deps.tools.call(name, await sessionCaller(deps.svc, deps.sessionKey), args ?? {}),
+          );
         } catch (err) {
           deps.log.warn({ err, tool: name }, "mcp tool call failed");
           const code = err instanceof SwitchboardError ? err.code : "internal";

@@ -52,7 +52,13 @@ const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 class BodyTooLarge extends Error {}
 
-function jsonRpcError(res: ServerResponse, status: number, code: number, message: string, extraHeaders: Record<string, string> = {}): void {
+function jsonRpcError(
+  res: ServerResponse,
+  status: number,
+  code: number,
+  message: string,
+  extraHeaders: Record<string, string> = {},
+): void {
   res.writeHead(status, { "content-type": "application/json", ...extraHeaders });
   res.end(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }));
 }
@@ -89,12 +95,15 @@ export async function serveHttp(factory: McpServerFactory, opts: HttpOptions): P
     const path = (req.url ?? "").split("?")[0];
     if (path !== MCP_PATH) return jsonRpcError(res, 404, -32601, `not found: MCP is served at ${MCP_PATH}`);
     if (opts.token && !tokenAccepted(req.headers.authorization, opts.token)) {
-      return jsonRpcError(res, 401, -32001, "missing or wrong bearer token", { "www-authenticate": 'Bearer realm="switchboard"' });
+      return jsonRpcError(res, 401, -32001, "missing or wrong bearer token", {
+        "www-authenticate": 'Bearer realm="switchboard"',
+      });
     }
     const header = req.headers["mcp-session-id"];
     const sessionId = Array.isArray(header) ? header[0] : header;
     const session = sessionId ? sessions.get(sessionId) : undefined;
-    if (sessionId && !session) return jsonRpcError(res, 404, -32001, `unknown MCP session ${sessionId} (start a new one with initialize)`);
+    if (sessionId && !session)
+      return jsonRpcError(res, 404, -32001, `unknown MCP session ${sessionId} (start a new one with initialize)`);
     if (req.method !== "POST") {
       if (!session) return jsonRpcError(res, 400, -32000, "Mcp-Session-Id header required");
       return await session.transport.handleRequest(req, res);
@@ -107,7 +116,8 @@ export async function serveHttp(factory: McpServerFactory, opts: HttpOptions): P
       return jsonRpcError(res, 400, -32700, `parse error: ${(err as Error).message}`);
     }
     if (session) return await session.transport.handleRequest(req, res, body);
-    if (!isInitializeRequest(body)) return jsonRpcError(res, 400, -32000, "no MCP session: send initialize first (without Mcp-Session-Id)");
+    if (!isInitializeRequest(body))
+      return jsonRpcError(res, 400, -32000, "no MCP session: send initialize first (without Mcp-Session-Id)");
     await startSession(req, res, body);
   };
 

@@ -31,7 +31,8 @@ export function createDeploymentRegistry(svc: DeploymentMetricsDeps): Registry {
   // One read of the stats hash per scrape, shared by the gauges that use it.
   let statsRead: { at: number; value: Promise<Record<string, string>> } | undefined;
   const stats = () => {
-    if (!statsRead || Date.now() - statsRead.at > 500) statsRead = { at: Date.now(), value: svc.redis.hgetall(svc.keys.stats()) };
+    if (!statsRead || Date.now() - statsRead.at > 500)
+      statsRead = { at: Date.now(), value: svc.redis.hgetall(svc.keys.stats()) };
     return statsRead.value;
   };
 
@@ -43,7 +44,8 @@ export function createDeploymentRegistry(svc: DeploymentMetricsDeps): Registry {
     async collect() {
       this.reset();
       const all = await Promise.all(queues.map(async (q) => [q.name, await q.getJobCounts()] as const));
-      for (const [queue, counts] of all) for (const [state, n] of Object.entries(counts)) this.set({ queue, state, deployment }, n);
+      for (const [queue, counts] of all)
+        for (const [state, n] of Object.entries(counts)) this.set({ queue, state, deployment }, n);
     },
   });
   for (const [name, which] of [
@@ -57,7 +59,9 @@ export function createDeploymentRegistry(svc: DeploymentMetricsDeps): Registry {
       registers,
       async collect() {
         this.reset();
-        const all = await Promise.all(queues.map(async (q) => [q.name, (await q.getMetrics(which)).meta.count] as const));
+        const all = await Promise.all(
+          queues.map(async (q) => [q.name, (await q.getMetrics(which)).meta.count] as const),
+        );
         for (const [queue, n] of all) this.inc({ queue, deployment }, n);
       },
     });

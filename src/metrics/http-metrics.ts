@@ -24,6 +24,9 @@ export const UNMATCHED_ROUTE = "(unmatched)";
 export function registerHttpMetrics(app: FastifyInstance): void {
   const h = httpHistogram();
   app.addHook("onResponse", async (req, reply) => {
-    h.observe({ method: req.method, route: req.routeOptions.url ?? UNMATCHED_ROUTE, status_code: String(reply.statusCode) }, reply.elapsedTime / 1000);
+    h.observe(
+      { method: req.method, route: req.routeOptions.url ?? UNMATCHED_ROUTE, status_code: String(reply.statusCode) },
+      reply.elapsedTime / 1000,
+    );
   });
 }

@@ -11,9 +11,22 @@ function outboundInstruments() {
   if (instruments) return instruments;
   const registers = [processRegistry()];
   instruments = {
-    deliveries: new Counter({ name: "switchboard_deliveries_total", help: "Delivery attempts by outcome (delivered, retry, failed, blocked, no_route)", labelNames: ["status"], registers }),
-    announceRetries: new Counter({ name: "switchboard_announce_retries_total", help: "Sub-agent announce attempts that failed and will be retried", registers }),
-    announceFailures: new Counter({ name: "switchboard_announce_failures_total", help: "Sub-agent announces given up after their last attempt", registers }),
+    deliveries: new Counter({
+      name: "switchboard_deliveries_total",
+      help: "Delivery attempts by outcome (delivered, retry, failed, blocked, no_route)",
+      labelNames: ["status"],
+      registers,
+    }),
+    announceRetries: new Counter({
+      name: "switchboard_announce_retries_total",
+      help: "Sub-agent announce attempts that failed and will be retried",
+      registers,
+    }),
+    announceFailures: new Counter({
+      name: "switchboard_announce_failures_total",
+      help: "Sub-agent announces given up after their last attempt",
+      registers,
+    }),
   };
   return instruments;
 }

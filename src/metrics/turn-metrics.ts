@@ -10,18 +10,49 @@ import { processRegistry } from "./registry.js";
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
 let instruments:
-  | { duration: Histogram<"status">; queueWait: Histogram; leaseWait: Histogram; runs: Counter<"status">; redeliveries: Counter }
+  | {
+      duration: Histogram<"status">;
+      queueWait: Histogram;
+      leaseWait: Histogram;
+      runs: Counter<"status">;
+      redeliveries: Counter;
+    }
   | undefined;
 
 function turnInstruments() {
   if (instruments) return instruments;
   const registers = [processRegistry()];
   instruments = {
-    duration: new Histogram({ name: "switchboard_turn_duration_seconds", help: "Turns run by this process, from turn begin to finish, by final status", labelNames: ["status"], buckets: SECONDS, registers }),
-    queueWait: new Histogram({ name: "switchboard_queue_wait_seconds", help: "Time from enqueue to turn begin (first attempts only)", buckets: SECONDS, registers }),
-    leaseWait: new Histogram({ name: "switchboard_lease_wait_seconds", help: "Time a drain waited for its session's lease (0 when it was free)", buckets: SECONDS, registers }),
-    runs: new Counter({ name: "switchboard_runs_total", help: "Runs finished by this process, by status", labelNames: ["status"], registers }),
-    redeliveries: new Counter({ name: "switchboard_redeliveries_total", help: "Turns begun again after an earlier attempt did not finish (a crash, a stall, a hand-back)", registers }),
+    duration: new Histogram({
+      name: "switchboard_turn_duration_seconds",
+      help: "Turns run by this process, from turn begin to finish, by final status",
+      labelNames: ["status"],
+      buckets: SECONDS,
+      registers,
+    }),
+    queueWait: new Histogram({
+      name: "switchboard_queue_wait_seconds",
+      help: "Time from enqueue to turn begin (first attempts only)",
+      buckets: SECONDS,
+      registers,
+    }),
+    leaseWait: new Histogram({
+      name: "switchboard_lease_wait_seconds",
+      help: "Time a drain waited for its session's lease (0 when it was free)",
+      buckets: SECONDS,
+      registers,
+    }),
+    runs: new Counter({
+      name: "switchboard_runs_total",
+      help: "Runs finished by this process, by status",
+      labelNames: ["status"],
+      registers,
+    }),
+    redeliveries: new Counter({
+      name: "switchboard_redeliveries_total",
+      help: "Turns begun again after an earlier attempt did not finish (a crash, a stall, a hand-back)",
+      registers,
+    }),
   };
   return instruments;
 }

@@ -147,7 +147,11 @@ export const JOBS = {
     name: "archive",
     queue: "maintenance",
     data: ArchiveDataSchema,
-    options: (d) => ({ jobId: `archive-${jobIdPart(d.sessionId)}-${d.kind}`, attempts: 20, backoff: exponential(1000) }),
+    options: (d) => ({
+      jobId: `archive-${jobIdPart(d.sessionId)}-${d.kind}`,
+      attempts: 20,
+      backoff: exponential(1000),
+    }),
   }),
   /** Rotate sessions gone stale (Job Scheduler, src/workers/maintenance.ts). */
   sweep: defineJob({
@@ -223,7 +227,12 @@ export type ContinuationKind = "a2aStep" | "subagentAnnounce";
  * outcome merged into `data`. Queue, id and retries are stored too (as before the table existed)
  * so a worker of the previous release adds the same job during a rolling restart.
  */
-export function continuationOf(kind: ContinuationKind, runId: string, data: Record<string, unknown>, config: Config): TurnContinuation {
+export function continuationOf(
+  kind: ContinuationKind,
+  runId: string,
+  data: Record<string, unknown>,
+  config: Config,
+): TurnContinuation {
   const def = JOBS[kind] as unknown as JobDef;
   const opts = def.options({ ...data, runId }, config);
   const backoff = opts.backoff as { delay?: number } | undefined;
@@ -240,7 +249,9 @@ export function continuationOf(kind: ContinuationKind, runId: string, data: Reco
 /** Thrown by a producer handing a job data that its schema refuses: a bug, said plainly. */
 export class InvalidJobDataError extends Error {
   constructor(kind: string, error: z.ZodError) {
-    super(`invalid ${kind} job data: ${error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ")}`);
+    super(
+      `invalid ${kind} job data: ${error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ")}`,
+    );
     this.name = "InvalidJobDataError";
   }
 }

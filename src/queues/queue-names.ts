@@ -13,7 +13,10 @@ export type QueueName = (typeof QUEUE_NAMES)[number];
 
 export function parseQueueList(csv: string | undefined): QueueName[] {
   if (!csv) return [...QUEUE_NAMES];
-  const names = csv.split(",").map((s) => s.trim()).filter(Boolean);
+  const names = csv
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
   const bad = names.filter((n) => !(QUEUE_NAMES as readonly string[]).includes(n));
   if (bad.length) throw new Error(`unknown queue(s): ${bad.join(", ")} (known: ${QUEUE_NAMES.join(", ")})`);
   return names as QueueName[];

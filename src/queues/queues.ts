@@ -10,7 +10,11 @@ export const DEFAULT_JOB_RETENTION = {
 
 export type Queues = Record<QueueName, Queue>;
 
-export function createQueues(connection: ConnectionOptions, keys: RedisKeys, onError?: (queue: string, err: Error) => void): Queues {
+export function createQueues(
+  connection: ConnectionOptions,
+  keys: RedisKeys,
+  onError?: (queue: string, err: Error) => void,
+): Queues {
   const out = {} as Queues;
   for (const name of QUEUE_NAMES) {
     const q = new Queue(name, { connection, prefix: keys.bullPrefix, defaultJobOptions: DEFAULT_JOB_RETENTION });

@@ -44,7 +44,12 @@ const CLEARED_ON_RESET: (keyof SessionEntry)[] = [
   "runtimeMs",
 ];
 
-export function resetPatch(old: SessionEntry, newSessionId: string, reason: string, kind: ResetKind = resetKindOf(reason)): SessionEntryPatch {
+export function resetPatch(
+  old: SessionEntry,
+  newSessionId: string,
+  reason: string,
+  kind: ResetKind = resetKindOf(reason),
+): SessionEntryPatch {
   const patch: SessionEntryPatch = { sessionId: newSessionId, previousSessionId: old.sessionId, resetReason: reason };
   for (const f of [...CLEARED_ON_RESET, ...CLEARED_BY_KIND[kind]]) (patch as Record<string, unknown>)[f] = null;
   return patch;
@@ -64,7 +69,10 @@ export interface RotationDeps {
   queues: Queues;
 }
 
-export async function enqueueArchive(svc: Pick<RotationDeps, "queues" | "config">, data: ArchiveJobData): Promise<void> {
+export async function enqueueArchive(
+  svc: Pick<RotationDeps, "queues" | "config">,
+  data: ArchiveJobData,
+): Promise<void> {
   await addJob(svc, "archive", data);
 }
 
@@ -94,19 +102,25 @@ export async function rotateSession(
   const newSessionId = randomUUID();
   let next: SessionEntry;
   try {
-    next = await svc.sessions.upsert(old.key, ident, { ...resetPatch(old, newSessionId, opts.reason), resetAt: now, ...(opts.extra ?? {}) }, {
-      expectSessionId: old.sessionId,
-      ...(opts.onlyIfUntouchedAndIdle ? { expectRev: old.rev, requireIdle: true } : {}),
-      activity: opts.activity ?? "touch",
-      now,
-      // Untouched (resetAt >= updatedAt) unless old activity lies after `now`: then it keeps its clock.
-      staleAt: now >= old.updatedAt ? null : staleAtFor(svc.config, old.key, old.updatedAt, old.channel),
-    });
+    next = await svc.sessions.upsert(
+      old.key,
+      ident,
+      { ...resetPatch(old, newSessionId, opts.reason), resetAt: now, ...(opts.extra ?? {}) },
+      {
+        expectSessionId: old.sessionId,
+        ...(opts.onlyIfUntouchedAndIdle ? { expectRev: old.rev, requireIdle: true } : {}),
+        activity: opts.activity ?? "touch",
+        now,
+        // Untouched (resetAt >= updatedAt) unless old activity lies after `now`: then it keeps its clock.
+        staleAt: now >= old.updatedAt ? null : staleAtFor(svc.config, old.key, old.updatedAt, old.channel),
+      },
+    );
   } catch (err) {
     const code = (err as { code?: string }).code;
     if (code === "session_conflict" || code === "session_busy") return null;
     throw err;
   }
-  if (opts.archive === "job") await enqueueArchive(svc, { sessionKey: old.key, agentId: ident.agentId, sessionId: old.sessionId, kind: "reset" });
+  if (opts.archive === "job")
+    await enqueueArchive(svc, { sessionKey: old.key, agentId: ident.agentId, sessionId: old.sessionId, kind: "reset" });
   return next;
 }

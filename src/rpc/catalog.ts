@@ -20,20 +20,50 @@ const DeliveriesListParams = z.strictObject({
 });
 
 export const RPC_CATALOG: Record<string, RpcMethodDoc> = {
-  "sessions.list": { summary: "List sessions, newest first (filters: agent, kinds, label, search, activity)", params: P.SessionsListParams },
+  "sessions.list": {
+    summary: "List sessions, newest first (filters: agent, kinds, label, search, activity)",
+    params: P.SessionsListParams,
+  },
   "sessions.resolve": { summary: "Find one session by key, sessionId or label", params: P.SessionsResolveParams },
-  "sessions.patch": { summary: "Change a session's settings (label, sendPolicy, model override, ...)", params: P.SessionsPatchParams },
-  "sessions.reset": { summary: "Start a new transcript for a session (stops its running turn)", params: P.SessionsResetParams },
-  "sessions.cleanup": { summary: "Prune idle sessions and cap each agent (session.maintenance); dryRun reports only", params: P.SessionsCleanupParams },
-  "sessions.delete": { summary: "Delete a session (not the main one) and archive its transcript", params: P.SessionsDeleteParams },
-  "chat.history": { summary: "A session's transcript messages, oldest first (operators' unsanitised view)", params: P.ChatHistoryParams },
-  agent: { summary: "Queue a turn for a session; answers its runId at once (wait with agent.wait)", params: P.AgentParams },
-  "agent.wait": { summary: "Wait for a run to finish and get its reply (any gateway can answer)", params: P.AgentWaitParams },
+  "sessions.patch": {
+    summary: "Change a session's settings (label, sendPolicy, model override, ...)",
+    params: P.SessionsPatchParams,
+  },
+  "sessions.reset": {
+    summary: "Start a new transcript for a session (stops its running turn)",
+    params: P.SessionsResetParams,
+  },
+  "sessions.cleanup": {
+    summary: "Prune idle sessions and cap each agent (session.maintenance); dryRun reports only",
+    params: P.SessionsCleanupParams,
+  },
+  "sessions.delete": {
+    summary: "Delete a session (not the main one) and archive its transcript",
+    params: P.SessionsDeleteParams,
+  },
+  "chat.history": {
+    summary: "A session's transcript messages, oldest first (operators' unsanitised view)",
+    params: P.ChatHistoryParams,
+  },
+  agent: {
+    summary: "Queue a turn for a session; answers its runId at once (wait with agent.wait)",
+    params: P.AgentParams,
+  },
+  "agent.wait": {
+    summary: "Wait for a run to finish and get its reply (any gateway can answer)",
+    params: P.AgentWaitParams,
+  },
   send: { summary: "Send a message out through a channel (recorded in deliveries)", params: P.SendParams },
   "deadletters.list": { summary: "Messages whose turn was given up after its retries", params: z.strictObject({}) },
-  "deadletters.replay": { summary: "Queue a dead letter's turn again (one runId, or all: true)", params: P.DeadLettersReplayParams },
+  "deadletters.replay": {
+    summary: "Queue a dead letter's turn again (one runId, or all: true)",
+    params: P.DeadLettersReplayParams,
+  },
   "deadletters.discard": { summary: "Drop a dead letter for good", params: P.DeadLettersDiscardParams },
-  "deliveries.list": { summary: "Outbound deliveries, newest first (filter by session or channel)", params: DeliveriesListParams },
+  "deliveries.list": {
+    summary: "Outbound deliveries, newest first (filter by session or channel)",
+    params: DeliveriesListParams,
+  },
 };
 
 /** The one-line description of `method` ("" when the catalog does not know it). */

@@ -11,7 +11,13 @@ import type { Logger } from "pino";
 import type { ToolDeps } from "../tools/tool-deps.js";
 import { defaultAgentId } from "../config/agents.js";
 import { zodIssues } from "../config/parse.js";
-import { RunNotFoundError, SendBlockedError, SessionNotFoundError, SwitchboardError, ValidationError } from "../errors/index.js";
+import {
+  RunNotFoundError,
+  SendBlockedError,
+  SessionNotFoundError,
+  SwitchboardError,
+  ValidationError,
+} from "../errors/index.js";
 import { DeliveryLog } from "../delivery/index.js";
 import { enqueueArchive, rotateSession } from "../rotation/rotate.js";
 import { identOf } from "../session/session-ident.js";
@@ -67,10 +73,17 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
         includeReserved: Boolean(p.includeGlobal || p.includeUnknown),
         ...(p.offset ? { offset: p.offset } : {}),
       });
-      const sessions = rows.filter((r) => (r.key !== "global" || p.includeGlobal) && (r.key !== "unknown" || p.includeUnknown));
+      const sessions = rows.filter(
+        (r) => (r.key !== "global" || p.includeGlobal) && (r.key !== "unknown" || p.includeUnknown),
+      );
       // A full page may have more behind it: tell the caller where the next one starts.
       const full = rows.length === (p.limit ?? 1000);
-      return { ts: Date.now(), count: sessions.length, sessions, ...(full ? { nextOffset: (p.offset ?? 0) + rows.length } : {}) };
+      return {
+        ts: Date.now(),
+        count: sessions.length,
+        sessions,
+        ...(full ? { nextOffset: (p.offset ?? 0) + rows.length } : {}),
+      };
     },
 
     "sessions.resolve": async (raw) => {
@@ -78,7 +91,8 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
       let key: string | null = null;
       if (p.key !== undefined) key = canon(p.key, p.agentId);
       else if (p.sessionId !== undefined) key = await svc.sessions.keyForSessionId(p.sessionId);
-      else if (p.label !== undefined) key = await svc.sessions.keyForLabel(p.agentId ?? defaultAgentId(svc.config), p.label);
+      else if (p.label !== undefined)
+        key = await svc.sessions.keyForLabel(p.agentId ?? defaultAgentId(svc.config), p.label);
       const entry = key ? await svc.sessions.get(key) : null;
       if (!entry || (p.spawnedBy && entry.spawnedBy !== canon(p.spawnedBy))) {
         const what = p.label !== undefined ? `with label: ${p.label}` : `${p.key ?? p.sessionId}`;
@@ -92,7 +106,10 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
       const key = canon(p.key);
       const { key: _k, model, ...rest } = p;
       const patch = { ...rest, ...(model !== undefined ? { modelOverride: model } : {}) };
-      const entry = await svc.sessions.upsert(key, identOf(svc.config, key), patch, { mode: "update", activity: "preserve" });
+      const entry = await svc.sessions.upsert(key, identOf(svc.config, key), patch, {
+        mode: "update",
+        activity: "preserve",
+      });
       return { key, entry };
     },
 
@@ -118,11 +135,13 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
       const p = parseParams(P.SessionsDeleteParams, raw, "sessions.delete");
       const key = canon(p.key);
       const { agentId, kind } = identOf(svc.config, key);
-      if (key === canon("main", agentId)) throw new SwitchboardError("forbidden", `Cannot delete the main session (${key}); use sessions.reset`);
+      if (key === canon("main", agentId))
+        throw new SwitchboardError("forbidden", `Cannot delete the main session (${key}); use sessions.reset`);
       const stopped = await stopSession(svc, key);
       const old = await svc.sessions.delete(key, agentId, kind);
       if (!old) throw new SessionNotFoundError(key);
-      if (p.deleteTranscript !== false) await enqueueArchive(svc, { sessionKey: key, agentId, sessionId: old.sessionId, kind: "deleted" });
+      if (p.deleteTranscript !== false)
+        await enqueueArchive(svc, { sessionKey: key, agentId, sessionId: old.sessionId, kind: "deleted" });
       return { key, deleted: true, stopped };
     },
 
@@ -131,7 +150,12 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
       const key = canon(p.sessionKey);
       const entry = await svc.sessions.get(key);
       if (!entry) return { sessionKey: key, messages: [] };
-      const messages = await svc.transcripts.messages(entry.agentId, entry.sessionId, p.limit ?? CHAT_HISTORY_DEFAULT, topicOpt(entry.key));
+      const messages = await svc.transcripts.messages(
+        entry.agentId,
+        entry.sessionId,
+        p.limit ?? CHAT_HISTORY_DEFAULT,
+        topicOpt(entry.key),
+      );
       return { sessionKey: key, sessionId: entry.sessionId, messages };
     },
 
@@ -193,7 +217,12 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
           known = entryCache(svc).set(key, res.changed);
           continue;
         }
-        return { runId: res.turn.runId, sessionKey: key, sessionId: entry.sessionId, ...(res.queued ? {} : { duplicate: true }) };
+        return {
+          runId: res.turn.runId,
+          sessionKey: key,
+          sessionId: entry.sessionId,
+          ...(res.queued ? {} : { duplicate: true }),
+        };
       }
     },
 
@@ -211,7 +240,12 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
         ...(record.error ? { error: record.error } : {}),
         // Not done because storage refuses writes: say why instead of a bare timeout.
         ...(!done && record.stalledReason ? { error: record.stalledReason } : {}),
-        ...(noWorker ? { error: "no worker is consuming the runs queue: the run waits until one starts (switchboard worker, or switchboard start)" } : {}),
+        ...(noWorker
+          ? {
+              error:
+                "no worker is consuming the runs queue: the run waits until one starts (switchboard worker, or switchboard start)",
+            }
+          : {}),
         ...(record.startedAt ? { startedAt: record.startedAt } : {}),
         ...(record.endedAt ? { endedAt: record.endedAt } : {}),
         ...(done ? {} : { runStatus: record.status }),
@@ -225,13 +259,20 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
         const entry = await svc.sessions.get(key);
         if (sessionSendPolicy(svc.config, key, entry) === "deny") throw new SendBlockedError(key);
       }
-      const id = p.idempotencyKey ? `send-${createHash("sha256").update(p.idempotencyKey).digest("hex").slice(0, 32)}` : `send-${randomUUID()}`;
+      const id = p.idempotencyKey
+        ? `send-${createHash("sha256").update(p.idempotencyKey).digest("hex").slice(0, 32)}`
+        : `send-${randomUUID()}`;
       await enqueueDelivery(svc, {
         id,
         sessionKey: key,
         kind: "send",
         message: p.message,
-        route: { channel: p.channel, ...(p.to ? { to: p.to } : {}), ...(p.accountId ? { accountId: p.accountId } : {}), ...(p.threadId !== undefined ? { threadId: String(p.threadId) } : {}) },
+        route: {
+          channel: p.channel,
+          ...(p.to ? { to: p.to } : {}),
+          ...(p.accountId ? { accountId: p.accountId } : {}),
+          ...(p.threadId !== undefined ? { threadId: String(p.threadId) } : {}),
+        },
       });
       return { id, status: "queued" };
     },
@@ -251,7 +292,8 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
 
     "deadletters.discard": async (raw) => {
       const p = parseParams(P.DeadLettersDiscardParams, raw, "deadletters.discard");
-      if (!(await svc.deadLetters.discard(p.runId))) throw new SwitchboardError("not_found", `No dead letter for run ${p.runId}`);
+      if (!(await svc.deadLetters.discard(p.runId)))
+        throw new SwitchboardError("not_found", `No dead letter for run ${p.runId}`);
       return { runId: p.runId, discarded: true };
     },
 

@@ -30,18 +30,28 @@ export const SessionsListParams = z.strictObject({
 });
 
 export const SessionsResolveParams = z
-  .strictObject({ key: key.optional(), sessionId: safeString("sessionId").max(512).optional(), label: label.optional(), agentId: agentId.optional(), spawnedBy: key.optional() })
+  .strictObject({
+    key: key.optional(),
+    sessionId: safeString("sessionId").max(512).optional(),
+    label: label.optional(),
+    agentId: agentId.optional(),
+    spawnedBy: key.optional(),
+  })
   .superRefine((p, ctx) => {
     const n = [p.key, p.sessionId, p.label].filter((v) => v !== undefined).length;
     if (n === 0) ctx.addIssue({ code: "custom", message: "Either key, sessionId, or label is required", path: [] });
-    if (n > 1) ctx.addIssue({ code: "custom", message: "Provide either key, sessionId, or label (not multiple)", path: [] });
+    if (n > 1)
+      ctx.addIssue({ code: "custom", message: "Provide either key, sessionId, or label (not multiple)", path: [] });
   });
 
 export const SessionsPatchParams = SessionPatchSchema.extend({ key });
 export const SessionsResetParams = z.strictObject({ key, reason: z.enum(["new", "reset"]).optional() });
 export const SessionsCleanupParams = z.strictObject({ dryRun: z.boolean().optional() });
 export const SessionsDeleteParams = z.strictObject({ key, deleteTranscript: z.boolean().optional() });
-export const ChatHistoryParams = z.strictObject({ sessionKey: key, limit: z.number().int().min(1).max(1000).optional() });
+export const ChatHistoryParams = z.strictObject({
+  sessionKey: key,
+  limit: z.number().int().min(1).max(1000).optional(),
+});
 
 export const AgentParams = z.strictObject({
   sessionKey: key.optional(),
@@ -60,7 +70,10 @@ export const AgentParams = z.strictObject({
   sessionTarget: z.enum(["isolated", "session"]).optional(),
 });
 
-export const AgentWaitParams = z.strictObject({ runId: safeString("runId").min(1).max(512), timeoutMs: z.number().int().min(0).max(600_000).optional() });
+export const AgentWaitParams = z.strictObject({
+  runId: safeString("runId").min(1).max(512),
+  timeoutMs: z.number().int().min(0).max(600_000).optional(),
+});
 
 export const SendParams = z.strictObject({
   sessionKey: key.optional(),

@@ -19,6 +19,12 @@ export async function enqueueContinuation(
   // workers of the previous release.
   const kind = jobKindByName(c.name);
   if (kind !== "a2aStep" && kind !== "subagentAnnounce") return;
-  const data = { ...c.data, runId: turn.runId, reply: result.reply ?? "", status: result.status, ...(result.error ? { error: result.error } : {}) };
+  const data = {
+    ...c.data,
+    runId: turn.runId,
+    reply: result.reply ?? "",
+    status: result.status,
+    ...(result.error ? { error: result.error } : {}),
+  };
   await addJob(svc, kind, data as never);
 }

@@ -8,14 +8,16 @@ import type { RunDeps } from "./run-deps.js";
 import type { Turn } from "./turn.js";
 import { addJob } from "../queues/jobs.js";
 
-;
-
 /**
  * Wake the session's drainer (its turns must already be in the inbox). The drain job is
  * deduplicated per session; sub-agent sessions drain on their own queue, whose global
  * concurrency caps sub-agent runs across the deployment (src/queues/jobs.ts).
  */
-export async function requestDrain(svc: Pick<RunDeps, "queues" | "config">, sessionKey: string, delayMs = 0): Promise<void> {
+export async function requestDrain(
+  svc: Pick<RunDeps, "queues" | "config">,
+  sessionKey: string,
+  delayMs = 0,
+): Promise<void> {
   await addJob(svc, "drain", { sessionKey }, delayMs > 0 ? { delay: delayMs } : {});
 }
 
@@ -30,7 +32,10 @@ export async function enqueueTurn(svc: Pick<RunDeps, "inbox" | "queues" | "confi
 }
 
 /** `enqueueTurn`, also saying whether this call queued the turn (false: its runId existed). */
-export async function enqueueTurnOnce(svc: Pick<RunDeps, "inbox" | "queues" | "config">, req: TurnRequest): Promise<{ turn: Turn; queued: boolean }> {
+export async function enqueueTurnOnce(
+  svc: Pick<RunDeps, "inbox" | "queues" | "config">,
+  req: TurnRequest,
+): Promise<{ turn: Turn; queued: boolean }> {
   return (await enqueueTurnIfEntry(svc, req, undefined)) as { turn: Turn; queued: boolean };
 }
 
@@ -40,7 +45,11 @@ export async function enqueueTurnOnce(svc: Pick<RunDeps, "inbox" | "queues" | "c
  * push itself (turn-push.lua). Otherwise nothing is queued and `changed` is the current entry
  * JSON (null: no session), for the caller to decide again.
  */
-export async function enqueueTurnIfEntry(svc: Pick<RunDeps, "inbox" | "queues" | "config">, req: TurnRequest, expectEntry: string | undefined): Promise<{ turn: Turn; queued: boolean } | { changed: string | null }> {
+export async function enqueueTurnIfEntry(
+  svc: Pick<RunDeps, "inbox" | "queues" | "config">,
+  req: TurnRequest,
+  expectEntry: string | undefined,
+): Promise<{ turn: Turn; queued: boolean } | { changed: string | null }> {
   const now = Date.now();
   const turn: Turn = { ...req, runId: req.runId ?? randomUUID(), enqueuedAt: now, messageTs: req.messageTs ?? now };
   const pushed = await svc.inbox.push(turn, expectEntry !== undefined ? { expectEntry } : {});

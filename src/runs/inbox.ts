@@ -8,7 +8,14 @@ import { luaCommand } from "../storage/lua-script.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
 import type { LeaseHandle, SessionLeases } from "./session-lease.js";
 import { serializeTurn, type Turn } from "./turn.js";
-import { RUN_RECORD_TTL_SECONDS, pendingWakeSuffix, recordFromPairs, type RawBegun, type RunRecord, type RunRecords } from "./run-records.js";
+import {
+  RUN_RECORD_TTL_SECONDS,
+  pendingWakeSuffix,
+  recordFromPairs,
+  type RawBegun,
+  type RunRecord,
+  type RunRecords,
+} from "./run-records.js";
 import type { SessionEntry } from "../session/session-entry.js";
 import type { DeadLetter } from "./dead-letters.js";
 import { luaSafeJson } from "../text/well-formed.js";
@@ -51,7 +58,10 @@ export class Inbox {
    * push happens only if the stored entry is still exactly that; otherwise nothing is queued and
    * `{ changed }` carries the current entry JSON (null: the session is gone).
    */
-  async push(turn: Turn, opts: { expectEntry?: string } = {}): Promise<"wake" | "queued" | "exists" | { changed: string | null }> {
+  async push(
+    turn: Turn,
+    opts: { expectEntry?: string } = {},
+  ): Promise<"wake" | "queued" | "exists" | { changed: string | null }> {
     const fields: Record<string, string> = {
       runId: turn.runId,
       sessionKey: turn.sessionKey,
@@ -64,16 +74,40 @@ export class Inbox {
       ...(turn.traceId ? { traceId: turn.traceId } : {}),
     };
     const res = await this.pushLua(
-      [this.keys.run(turn.runId), this.keys.inbox(turn.sessionKey), this.keys.inflight(turn.sessionKey), this.keys.pendingWakes(), this.keys.session(turn.sessionKey)],
-      [serializeTurn(turn), RUN_RECORD_TTL_SECONDS, Date.now(), pendingWakeMember(turn), opts.expectEntry ?? "", ...Object.entries(fields).flat()],
+      [
+        this.keys.run(turn.runId),
+        this.keys.inbox(turn.sessionKey),
+        this.keys.inflight(turn.sessionKey),
+        this.keys.pendingWakes(),
+        this.keys.session(turn.sessionKey),
+      ],
+      [
+        serializeTurn(turn),
+        RUN_RECORD_TTL_SECONDS,
+        Date.now(),
+        pendingWakeMember(turn),
+        opts.expectEntry ?? "",
+        ...Object.entries(fields).flat(),
+      ],
     );
     if (Array.isArray(res)) return { changed: (res[1] as string | null) ?? null };
     return res === 2 ? "wake" : res === 1 ? "queued" : "exists";
   }
 
   /** Sessions whose wake-up was pending for longer than `olderThanMs` (its pusher died before adding it). */
-  async overdueWakes(olderThanMs: number, limit: number, now = Date.now()): Promise<{ member: string; sessionKey: string }[]> {
-    const members = await this.redis.zrangebyscore(this.keys.pendingWakes(), "-inf", now - olderThanMs, "LIMIT", 0, limit);
+  async overdueWakes(
+    olderThanMs: number,
+    limit: number,
+    now = Date.now(),
+  ): Promise<{ member: string; sessionKey: string }[]> {
+    const members = await this.redis.zrangebyscore(
+      this.keys.pendingWakes(),
+      "-inf",
+      now - olderThanMs,
+      "LIMIT",
+      0,
+      limit,
+    );
     return members.map((member) => ({ member, sessionKey: member.slice(member.indexOf("|") + 1) }));
   }
 
@@ -89,10 +123,20 @@ export class Inbox {
   async acquireAndBegin(
     leases: SessionLeases,
     sessionKey: string,
-  ): Promise<{ acquired: false; retryInMs: number } | { acquired: true; lease: LeaseHandle; begun: BegunTurn | { corrupt: string } | null }> {
+  ): Promise<
+    | { acquired: false; retryInMs: number }
+    | { acquired: true; lease: LeaseHandle; begun: BegunTurn | { corrupt: string } | null }
+  > {
     const askedAt = Date.now();
     const [token, res] = (await this.leaseBeginLua(
-      [this.keys.lease(sessionKey), this.keys.fence(sessionKey), this.keys.inbox(sessionKey), this.keys.inflight(sessionKey), this.keys.session(sessionKey), this.keys.pendingWakes()],
+      [
+        this.keys.lease(sessionKey),
+        this.keys.fence(sessionKey),
+        this.keys.inbox(sessionKey),
+        this.keys.inflight(sessionKey),
+        this.keys.session(sessionKey),
+        this.keys.pendingWakes(),
+      ],
       [leases.ttl, this.keys.run(""), askedAt, pendingWakeSuffix(sessionKey)],
     )) as [number, RawBegun | number | false | null];
     if (!token) return { acquired: false, retryInMs: leases.retryIn(res as number) };
@@ -111,12 +155,27 @@ export class Inbox {
    * entry, all in one round trip. An entry that is not a readable turn comes back as
    * `{ corrupt }` (see discard).
    */
-  async begin(lease: LeaseHandle, opts: { releaseWhenEmpty?: boolean } = {}): Promise<BegunTurn | { corrupt: string } | null> {
+  async begin(
+    lease: LeaseHandle,
+    opts: { releaseWhenEmpty?: boolean } = {},
+  ): Promise<BegunTurn | { corrupt: string } | null> {
     let res: RawBegun | null;
     try {
       res = (await this.beginLua(
-        [lease.fenceKey, this.keys.inbox(lease.sessionKey), this.keys.inflight(lease.sessionKey), this.keys.session(lease.sessionKey), this.keys.pendingWakes()],
-        [lease.token, this.keys.run(""), Date.now(), opts.releaseWhenEmpty ? "1" : "0", pendingWakeSuffix(lease.sessionKey)],
+        [
+          lease.fenceKey,
+          this.keys.inbox(lease.sessionKey),
+          this.keys.inflight(lease.sessionKey),
+          this.keys.session(lease.sessionKey),
+          this.keys.pendingWakes(),
+        ],
+        [
+          lease.token,
+          this.keys.run(""),
+          Date.now(),
+          opts.releaseWhenEmpty ? "1" : "0",
+          pendingWakeSuffix(lease.sessionKey),
+        ],
       )) as RawBegun | null;
     } catch (err) {
       throw fromScriptError(err, lease);
@@ -125,7 +184,11 @@ export class Inbox {
   }
 
   /** A turn begun by a script (turn-begin, or a finish that began the next one), decoded. */
-  async fromRaw(res: RawBegun | null, lease: LeaseHandle, releasedWhenEmpty: boolean): Promise<BegunTurn | { corrupt: string } | null> {
+  async fromRaw(
+    res: RawBegun | null,
+    lease: LeaseHandle,
+    releasedWhenEmpty: boolean,
+  ): Promise<BegunTurn | { corrupt: string } | null> {
     if (res === null) {
       if (releasedWhenEmpty) lease.released();
       return null;

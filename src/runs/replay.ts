@@ -8,10 +8,17 @@ import { SwitchboardError } from "../errors/index.js";
 import { replayRunId } from "./dead-letters.js";
 import { enqueueTurn } from "./enqueue.js";
 
-export async function replayDeadLetter(svc: Pick<RunDeps, "deadLetters" | "sessions" | "inbox" | "queues" | "config">, runId: string): Promise<{ replayedAs: string; sessionKey: string }> {
+export async function replayDeadLetter(
+  svc: Pick<RunDeps, "deadLetters" | "sessions" | "inbox" | "queues" | "config">,
+  runId: string,
+): Promise<{ replayedAs: string; sessionKey: string }> {
   const letter = await svc.deadLetters.get(runId);
   if (!letter) throw new SwitchboardError("not_found", `No dead letter for run ${runId}`);
-  if (!letter.turn) throw new SwitchboardError("invalid_request", `Dead letter ${runId} holds no readable turn (${letter.kind}); discard it instead`);
+  if (!letter.turn)
+    throw new SwitchboardError(
+      "invalid_request",
+      `Dead letter ${runId} holds no readable turn (${letter.kind}); discard it instead`,
+    );
   const { archive: _archived, runId: _old, enqueuedAt: _at, ...turn } = letter.turn;
   const entry = await svc.sessions.get(turn.sessionKey);
   const queued = await enqueueTurn(svc, {

@@ -88,7 +88,13 @@ export class RunRecords {
    * terminal. `deadLetter` keeps the message as a dead letter in the same step; `notify` is the
    * record as it now stands, published with the notification so waiters need not read it back.
    */
-  async finish(lease: LeaseHandle, runId: string, status: TerminalStatus, fields: Record<string, string | number> = {}, opts: FinishOptions = {}): Promise<boolean> {
+  async finish(
+    lease: LeaseHandle,
+    runId: string,
+    status: TerminalStatus,
+    fields: Record<string, string | number> = {},
+    opts: FinishOptions = {},
+  ): Promise<boolean> {
     return (await this.runFinish(lease, runId, status, fields, opts, undefined)) === 1;
   }
 
@@ -104,7 +110,10 @@ export class RunRecords {
     fields: Record<string, string | number>,
     opts: FinishOptions & { releaseWhenEmpty: boolean },
   ): Promise<{ finished: boolean; next: RawBegun | null }> {
-    const [finished, next] = (await this.runFinish(lease, runId, status, fields, opts, opts.releaseWhenEmpty)) as [number, RawBegun | false | null];
+    const [finished, next] = (await this.runFinish(lease, runId, status, fields, opts, opts.releaseWhenEmpty)) as [
+      number,
+      RawBegun | false | null,
+    ];
     return { finished: finished === 1, next: next || null };
   }
 
@@ -118,9 +127,17 @@ export class RunRecords {
   ): Promise<unknown> {
     const all = { ...fields, status, endedAt: fields.endedAt ?? Date.now() };
     const flat = Object.entries(all).flatMap(([k, v]) => [k, String(v)]);
-    const notify = opts.notify ? luaSafeJson(decodeRecord({ ...encodeRecord(opts.notify), ...Object.fromEntries(Object.entries(all).map(([k, v]) => [k, String(v)])) })) : "";
+    const notify = opts.notify
+      ? luaSafeJson(
+          decodeRecord({
+            ...encodeRecord(opts.notify),
+            ...Object.fromEntries(Object.entries(all).map(([k, v]) => [k, String(v)])),
+          }),
+        )
+      : "";
     const keys = [lease.fenceKey, this.keys.run(runId), this.keys.inflight(lease.sessionKey), this.keys.deadLetters()];
-    if (beginNext !== undefined) keys.push(this.keys.inbox(lease.sessionKey), this.keys.session(lease.sessionKey), this.keys.pendingWakes());
+    if (beginNext !== undefined)
+      keys.push(this.keys.inbox(lease.sessionKey), this.keys.session(lease.sessionKey), this.keys.pendingWakes());
     try {
       return await this.finishLua(keys, [
         lease.token,
@@ -151,7 +168,6 @@ export class RunRecords {
     // Only on an existing record: never create a stray hash without a TTL.
     if (await this.redis.exists(key)) await this.redis.hset(key, "cancelRequested", reason);
   }
-
 
   /** Mark queued runs killed without a lease (they never reached a worker) and notify waiters. */
   async killQueued(runIds: string[], reason: string): Promise<void> {
@@ -198,11 +214,16 @@ export function recordFromPairs(pairs: string[]): RunRecord | null {
 }
 
 export function decodeRecord(h: Record<string, string>): RunRecord {
-  const rec: RunRecord = { runId: h.runId ?? "", sessionKey: h.sessionKey ?? "", status: (h.status ?? "queued") as RunStatus };
+  const rec: RunRecord = {
+    runId: h.runId ?? "",
+    sessionKey: h.sessionKey ?? "",
+    status: (h.status ?? "queued") as RunStatus,
+  };
   if (h.agentId) rec.agentId = h.agentId;
   if (h.sessionId) rec.sessionId = h.sessionId;
   if (h.step) rec.step = h.step;
-  if (h.reply !== undefined && ((h.resultSaved === "1" && (h.resultStatus ?? "ok") === "ok") || isTerminal(h.status))) rec.reply = h.reply;
+  if (h.reply !== undefined && ((h.resultSaved === "1" && (h.resultStatus ?? "ok") === "ok") || isTerminal(h.status)))
+    rec.reply = h.reply;
   if (h.error) rec.error = h.error;
   const createdAt = num(h.createdAt);
   if (createdAt !== undefined) rec.createdAt = createdAt;

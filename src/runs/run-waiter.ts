@@ -55,7 +55,10 @@ export class RunWaiter {
     // The timeout holds even while the subscription is not up yet (Redis away at start).
     let timer: NodeJS.Timeout | undefined;
     const subscribed = await Promise.race([
-      this.ready.then(() => true, () => false),
+      this.ready.then(
+        () => true,
+        () => false,
+      ),
       new Promise<boolean>((r) => (timer = setTimeout(() => r(false), Math.max(0, timeoutMs)))),
     ]);
     clearTimeout(timer);
@@ -94,14 +97,17 @@ export class RunWaiter {
       let set = this.waiters.get(runId);
       if (!set) this.waiters.set(runId, (set = new Set()));
       set.add(waiter);
-      this.records.get(runId).then((rec) => {
-        if (!rec) return finish(null, false);
-        seen = rec;
-        if (isTerminal(rec.status)) return finish(rec, false);
-        if (this.handingOver) return finish(rec, true);
-      }, (err: unknown) => {
-        if (settle()) reject(err);
-      });
+      this.records.get(runId).then(
+        (rec) => {
+          if (!rec) return finish(null, false);
+          seen = rec;
+          if (isTerminal(rec.status)) return finish(rec, false);
+          if (this.handingOver) return finish(rec, true);
+        },
+        (err: unknown) => {
+          if (settle()) reject(err);
+        },
+      );
     });
   }
 

@@ -48,7 +48,10 @@ export class SessionLeases {
   async tryAcquire(sessionKey: string): Promise<AcquireResult> {
     const leaseKey = this.keys.lease(sessionKey);
     const askedAt = Date.now();
-    const [token, pttl] = (await this.acquireLua([leaseKey, this.keys.fence(sessionKey)], [this.ttlMs])) as [number, number];
+    const [token, pttl] = (await this.acquireLua([leaseKey, this.keys.fence(sessionKey)], [this.ttlMs])) as [
+      number,
+      number,
+    ];
     if (!token) return { acquired: false, retryInMs: this.retryIn(pttl) };
     return { acquired: true, lease: this.holding(sessionKey, token, askedAt) };
   }
@@ -74,22 +77,25 @@ export class SessionLeases {
     const margin = Math.floor(this.ttlMs / 5);
     let confirmedAt = askedAt - margin;
     // Renew well before expiry; three chances per TTL ride out a slow Redis round trip.
-    const timer = setInterval(() => {
-      const sentAt = Date.now();
-      this.renewLua([leaseKey], [token, this.ttlMs]).then(
-        (ok) => {
-          if (ok === 1) confirmedAt = sentAt - margin;
-          if (ok !== 1) {
-            clearInterval(timer);
-            lost.abort(new Error(`lease on ${sessionKey} lost`));
-          }
-        },
-        () => {
-          // A failed renewal is not yet a lost lease: the next tick retries; if Redis stays
-          // away past the TTL the token no longer matches and every fenced write refuses.
-        },
-      );
-    }, Math.max(200, Math.floor(this.ttlMs / 3)));
+    const timer = setInterval(
+      () => {
+        const sentAt = Date.now();
+        this.renewLua([leaseKey], [token, this.ttlMs]).then(
+          (ok) => {
+            if (ok === 1) confirmedAt = sentAt - margin;
+            if (ok !== 1) {
+              clearInterval(timer);
+              lost.abort(new Error(`lease on ${sessionKey} lost`));
+            }
+          },
+          () => {
+            // A failed renewal is not yet a lost lease: the next tick retries; if Redis stays
+            // away past the TTL the token no longer matches and every fenced write refuses.
+          },
+        );
+      },
+      Math.max(200, Math.floor(this.ttlMs / 3)),
+    );
     timer.unref();
 
     let released = false;

@@ -7,15 +7,29 @@ import type { RunDeps } from "./run-deps.js";
 import { enqueueArchive } from "../rotation/rotate.js";
 import { enqueueContinuation } from "./continuation.js";
 
-export async function stopSession(svc: Pick<RunDeps, "inbox" | "runs" | "cancels" | "sessions" | "queues" | "config">, sessionKey: string, seen = new Set<string>(), opts: { cascade?: boolean } = {}): Promise<number> {
+export async function stopSession(
+  svc: Pick<RunDeps, "inbox" | "runs" | "cancels" | "sessions" | "queues" | "config">,
+  sessionKey: string,
+  seen = new Set<string>(),
+  opts: { cascade?: boolean } = {},
+): Promise<number> {
   if (seen.has(sessionKey)) return 0;
   seen.add(sessionKey);
   const dropped = await svc.inbox.drop(sessionKey);
-  await svc.runs.killQueued(dropped.map((t) => t.runId), "stopped");
+  await svc.runs.killQueued(
+    dropped.map((t) => t.runId),
+    "stopped",
+  );
   // What a dropped turn carried still happens: the transcript of a reset it belonged to is
   // archived, and a flow waiting on it (sessions_send) learns that it was killed.
   for (const turn of dropped) {
-    if (turn.archive) await enqueueArchive(svc, { sessionKey, agentId: turn.agentId, sessionId: turn.archive.sessionId, kind: turn.archive.kind });
+    if (turn.archive)
+      await enqueueArchive(svc, {
+        sessionKey,
+        agentId: turn.agentId,
+        sessionId: turn.archive.sessionId,
+        kind: turn.archive.kind,
+      });
     await enqueueContinuation(svc, turn, { status: "killed", error: "stopped" });
   }
   let count = dropped.length;

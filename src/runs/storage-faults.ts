@@ -66,7 +66,14 @@ export class StorageFaults {
       ? `transcript storage unavailable since ${new Date(since).toISOString()} (${fault.code}): gave up after ${Math.round((now - since) / 60_000)} min`
       : `transcript storage unavailable (${fault.code}: ${fault.message}); the run is parked and retried until ${until}`;
     const first = previous ? (JSON.parse(previous) as StorageFaultReport).since : now;
-    const report: StorageFaultReport = { code: fault.code, message: fault.message, since: first, host: hostname(), pid: process.pid, at: now };
+    const report: StorageFaultReport = {
+      code: fault.code,
+      message: fault.message,
+      since: first,
+      host: hostname(),
+      pid: process.pid,
+      at: now,
+    };
     await this.redis
       .multi()
       .hset(runKey, "stalledReason", reason)
@@ -74,7 +81,10 @@ export class StorageFaults {
       .exec();
     if (!this.faulty) {
       this.faulty = true;
-      this.log.error({ code: fault.code, err: fault.message, deadlineMinutes: this.deadlineMs / 60_000 }, "transcript storage is refusing writes: turns are parked and retried");
+      this.log.error(
+        { code: fault.code, err: fault.message, deadlineMinutes: this.deadlineMs / 60_000 },
+        "transcript storage is refusing writes: turns are parked and retried",
+      );
     }
     return { since, expired, reason };
   }

@@ -44,7 +44,8 @@ const PERMANENT_CODES: ReadonlySet<string> = new Set([
 export function classifyTurnFailure(err: unknown): TurnFailure {
   const message = errorMessage(err);
   if (err instanceof StaleFenceError) return { kind: "stale" };
-  if (err instanceof SwitchboardError) return PERMANENT_CODES.has(err.code) ? { kind: "permanent", message } : { kind: "transient", message };
+  if (err instanceof SwitchboardError)
+    return PERMANENT_CODES.has(err.code) ? { kind: "permanent", message } : { kind: "transient", message };
   const e = err as NodeJS.ErrnoException | undefined;
   // File system errors carry the syscall; a network error with the same code (EPERM from a
   // socket) is not storage.
@@ -52,10 +53,14 @@ export function classifyTurnFailure(err: unknown): TurnFailure {
     return { kind: "storage", code: e.code, message };
   }
   // Redis refused a command or a script failed on our data: the same call fails again.
-  if (e?.name === "ReplyError" && !/^(LOADING|BUSY|TRYAGAIN|CLUSTERDOWN|MASTERDOWN|READONLY|NOREPLICAS|MOVED|ASK)\b/.test(message)) {
+  if (
+    e?.name === "ReplyError" &&
+    !/^(LOADING|BUSY|TRYAGAIN|CLUSTERDOWN|MASTERDOWN|READONLY|NOREPLICAS|MOVED|ASK)\b/.test(message)
+  ) {
     return { kind: "permanent", message };
   }
-  if (err instanceof SyntaxError || err instanceof TypeError || err instanceof RangeError) return { kind: "permanent", message };
+  if (err instanceof SyntaxError || err instanceof TypeError || err instanceof RangeError)
+    return { kind: "permanent", message };
   return { kind: "transient", message };
 }
 

@@ -51,7 +51,7 @@ export interface Turn {
   replays?: number;
 }
 
-export {  isTerminal, type TerminalStatus, type RunStatus } from "./run-status.js";
+export { isTerminal, type TerminalStatus, type RunStatus } from "./run-status.js";
 
 /**
  * A turn as stored in the inbox and in-flight lists: JSON with well-formed strings (Lua's cjson

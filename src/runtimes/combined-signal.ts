@@ -23,7 +23,10 @@ export function combineSignals(sources: AbortSignal[], timeoutMs?: number): Comb
   });
   let timer: NodeJS.Timeout | undefined;
   if (timeoutMs !== undefined && timeoutMs > 0) {
-    timer = setTimeout(() => controller.abort(new DOMException("The operation was aborted due to timeout", "TimeoutError")), timeoutMs);
+    timer = setTimeout(
+      () => controller.abort(new DOMException("The operation was aborted due to timeout", "TimeoutError")),
+      timeoutMs,
+    );
     timer.unref?.();
   }
   return {

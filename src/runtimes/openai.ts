@@ -65,8 +65,6 @@ export class OpenAIRuntimeError extends Error {
 
 const SNIPPET_CHARS = 500;
 
-
-
 /** The text of a transcript message: a string, or its text blocks joined by newlines. */
 export function messageText(content: TranscriptMessage["content"]): string {
   if (typeof content === "string") return content;
@@ -100,7 +98,9 @@ export function buildChatMessages(
   input: Pick<RunInput, "extraSystemPrompt" | "text" | "interSession"> & { history: readonly TranscriptMessage[] },
 ): ChatMessage[] {
   const messages: ChatMessage[] = [];
-  const system = [cfg.systemPrompt, input.extraSystemPrompt].filter((s): s is string => typeof s === "string" && s.trim().length > 0);
+  const system = [cfg.systemPrompt, input.extraSystemPrompt].filter(
+    (s): s is string => typeof s === "string" && s.trim().length > 0,
+  );
   if (system.length > 0) messages.push({ role: "system", content: system.join("\n\n") });
   messages.push(...historyToChatMessages(input.history));
   messages.push({ role: "user", content: runtimePromptText(input) });
@@ -134,7 +134,8 @@ function parseArguments(raw: string): { args: Record<string, unknown> } | { erro
   } catch (err) {
     return { error: `invalid JSON in tool arguments: ${(err as Error).message}` };
   }
-  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) return { error: "tool arguments must be a JSON object" };
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed))
+    return { error: "tool arguments must be a JSON object" };
   return { args: parsed as Record<string, unknown> };
 }
 
@@ -164,7 +165,8 @@ export class OpenAIRuntime implements AgentRuntime {
     const name = this.cfg.apiKeyEnv;
     if (name === undefined) return "unused";
     const value = process.env[name];
-    if (value === undefined || value === "") throw new OpenAIRuntimeError(`openai runtime: environment variable ${name} (apiKeyEnv) is not set`);
+    if (value === undefined || value === "")
+      throw new OpenAIRuntimeError(`openai runtime: environment variable ${name} (apiKeyEnv) is not set`);
     return value;
   }
 
@@ -226,7 +228,10 @@ export class OpenAIRuntime implements AgentRuntime {
       }
       if (typeof completion.model === "string" && completion.model !== "") servedBy = completion.model;
       const message = completion.choices?.[0]?.message;
-      if (!message) throw new OpenAIRuntimeError(`openai runtime: ${safeUrl(this.cfg.baseUrl)}/chat/completions returned no choices`);
+      if (!message)
+        throw new OpenAIRuntimeError(
+          `openai runtime: ${safeUrl(this.cfg.baseUrl)}/chat/completions returned no choices`,
+        );
 
       const calls = (message.tool_calls ?? []).filter(
         (c): c is OpenAI.Chat.Completions.ChatCompletionMessageFunctionToolCall => c.type === "function",
@@ -241,7 +246,11 @@ export class OpenAIRuntime implements AgentRuntime {
       messages.push({
         role: "assistant",
         content: message.content ?? null,
-        tool_calls: calls.map((c) => ({ id: c.id, type: "function", function: { name: c.function.name, arguments: c.function.arguments } })),
+        tool_calls: calls.map((c) => ({
+          id: c.id,
+          type: "function",
+          function: { name: c.function.name, arguments: c.function.arguments },
+        })),
       });
       for (const call of calls) {
         throwIfAborted(signal);
@@ -254,7 +263,10 @@ export class OpenAIRuntime implements AgentRuntime {
         } else {
           args = parsed.args;
           try {
-            result = await untilAborted(Promise.resolve().then(() => invoker.call(name, args)), signal);
+            result = await untilAborted(
+              Promise.resolve().then(() => invoker.call(name, args)),
+              signal,
+            );
           } catch (err) {
             if (err instanceof RunAbortedError) throw err;
             if (signal.aborted) throw new RunAbortedError(signal.reason);
@@ -288,7 +300,8 @@ export class OpenAIRuntime implements AgentRuntime {
     } catch (err) {
       if (signal.aborted) throw new RunAbortedError(signal.reason);
       if (err instanceof APIUserAbortError) throw new RunAbortedError(err);
-      if (err instanceof APIConnectionTimeoutError) throw new OpenAIRuntimeError(`openai runtime: POST ${where} timed out`);
+      if (err instanceof APIConnectionTimeoutError)
+        throw new OpenAIRuntimeError(`openai runtime: POST ${where} timed out`);
       if (err instanceof APIConnectionError) {
         const cause = err.cause instanceof Error ? `: ${err.cause.message}` : "";
         throw new OpenAIRuntimeError(redact(`openai runtime: POST ${where} failed: connection error${cause}`, apiKey));
@@ -300,7 +313,10 @@ export class OpenAIRuntime implements AgentRuntime {
             : err.error !== undefined && err.error !== null
               ? encodeToolResult(err.error)
               : err.message.replace(/^\d{3}\s+/, "");
-        throw new OpenAIRuntimeError(redact(`openai runtime: POST ${where} failed with HTTP ${err.status}: ${snippet(detail)}`, apiKey), err.status);
+        throw new OpenAIRuntimeError(
+          redact(`openai runtime: POST ${where} failed with HTTP ${err.status}: ${snippet(detail)}`, apiKey),
+          err.status,
+        );
       }
       const msg = err instanceof Error ? err.message : String(err);
       throw new OpenAIRuntimeError(redact(`openai runtime: POST ${where} failed: ${snippet(msg)}`, apiKey));

@@ -43,7 +43,6 @@ interface TemplateContext {
 
 const PLACEHOLDER = /\{\{\s*([^{}]+?)\s*\}\}/g;
 
-
 /**
  * Resolves after `ms`, or rejects with RunAbortedError(signal.reason) as soon as `signal`
  * aborts. The timer is cleared on abort and the abort listener removed on completion, so
@@ -156,7 +155,9 @@ export class ScriptRuntime implements AgentRuntime {
         try {
           regex = new RegExp(rule.when.regex);
         } catch (err) {
-          throw new Error(`script rule #${i}: invalid regex ${JSON.stringify(rule.when.regex)}: ${(err as Error).message}`);
+          throw new Error(
+            `script rule #${i}: invalid regex ${JSON.stringify(rule.when.regex)}: ${(err as Error).message}`,
+          );
         }
       }
       return { rule, regex };
@@ -200,7 +201,10 @@ export class ScriptRuntime implements AgentRuntime {
       const args = renderDeep(tool.args ?? {}, ctx) as Record<string, unknown>;
       let result: unknown;
       try {
-        result = await untilAborted(Promise.resolve().then(() => input.tools.call(tool.name, args)), signal);
+        result = await untilAborted(
+          Promise.resolve().then(() => input.tools.call(tool.name, args)),
+          signal,
+        );
       } catch (err) {
         if (signal.aborted && !(err instanceof RunAbortedError)) throw new RunAbortedError(signal.reason);
         throw err;
@@ -209,7 +213,13 @@ export class ScriptRuntime implements AgentRuntime {
       ctx.toolResults.push(result);
       // sessions_yield ended the turn: no further tool, and the rule's reply is not said.
       const yielded = input.tools.yielded?.();
-      if (yielded) return { reply: "", toolCalls, yielded, ...(rule.usage ? { usage: { input: rule.usage.input, output: rule.usage.output } } : {}) };
+      if (yielded)
+        return {
+          reply: "",
+          toolCalls,
+          yielded,
+          ...(rule.usage ? { usage: { input: rule.usage.input, output: rule.usage.output } } : {}),
+        };
     }
     throwIfAborted(signal);
 

@@ -9,7 +9,11 @@ import { resolveResetPolicy, type ResetPolicy } from "./reset-policy.js";
 import type { SessionEntry } from "./session-entry.js";
 
 export function policyFor(config: Config, sessionKey: string, channel?: string): ResetPolicy {
-  return resolveResetPolicy(config, { sessionKey, ...(channel ? { channel } : {}), isThread: isThreadSessionKey(sessionKey) });
+  return resolveResetPolicy(config, {
+    sessionKey,
+    ...(channel ? { channel } : {}),
+    isThread: isThreadSessionKey(sessionKey),
+  });
 }
 
 /** Started by a sweep or `sessions.reset` and no message since: nothing to reset yet. */

@@ -99,7 +99,13 @@ export function nextDailyBoundary(now: number, atHour: number, timeZone?: string
  * The instant of `hour`:00 local time on the calendar date `year-month-day` in `timeZone`:
  * the first instant at which the local clock of that date reads hour:00 or later.
  */
-export function zonedDateHourToInstant(year: number, month: number, day: number, hour: number, timeZone: string): number {
+export function zonedDateHourToInstant(
+  year: number,
+  month: number,
+  day: number,
+  hour: number,
+  timeZone: string,
+): number {
   const wall = Date.UTC(year, month - 1, day, hour);
   const offsets = new Set<number>([
     offsetAt(wall - DAY_MS, timeZone),

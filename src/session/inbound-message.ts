@@ -23,7 +23,13 @@ function idString(what: string, max: number) {
 
 /** Channels send numeric ids as numbers (Telegram chat ids, thread ids); keys hold strings. */
 function idStringOrNumber(what: string, max: number) {
-  return z.union([idString(what, max), z.number().finite().transform((n) => String(n))]);
+  return z.union([
+    idString(what, max),
+    z
+      .number()
+      .finite()
+      .transform((n) => String(n)),
+  ]);
 }
 
 export const INBOUND_CHAT_TYPES = ["dm", "direct", "group", "channel"] as const;
@@ -46,7 +52,11 @@ export const InboundMessageSchema = z
     groupSubject: z.string().max(512).optional(),
     text: z.string().refine((s) => s.trim().length > 0, "text must not be empty"),
     messageId: idStringOrNumber("messageId", 256).optional(),
-    timestamp: z.number().int("must be an integer (ms since epoch)").positive("must be a positive ms timestamp").optional(),
+    timestamp: z
+      .number()
+      .int("must be an integer (ms since epoch)")
+      .positive("must be a positive ms timestamp")
+      .optional(),
     // Switchboard extra: which agent handles the message (default agent otherwise).
     agentId: z
       .string()

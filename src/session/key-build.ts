@@ -53,7 +53,9 @@ export function resolveIdentityLink(config: Config, channel: string, peerId: str
 
 /** `<base>:thread:<threadId lowercased>`; an empty thread id leaves the base unchanged. */
 export function threadSessionKey(baseSessionKey: string, threadId: string | number | null | undefined): string {
-  const id = String(threadId ?? "").trim().toLowerCase();
+  const id = String(threadId ?? "")
+    .trim()
+    .toLowerCase();
   return id ? `${baseSessionKey}:thread:${id}` : baseSessionKey;
 }
 
@@ -61,7 +63,10 @@ export function threadSessionKey(baseSessionKey: string, threadId: string | numb
 export function subagentSessionKey(agentId: string, uuid: string): string {
   const id = uuid.trim().toLowerCase();
   if (!id || id.includes(":")) {
-    throw new InvalidSessionKeyError(`agent:${agentId}:subagent:${uuid}`, "sub-agent id must be a non-empty segment without ':'");
+    throw new InvalidSessionKeyError(
+      `agent:${agentId}:subagent:${uuid}`,
+      "sub-agent id must be a non-empty segment without ':'",
+    );
   }
   return `agent:${assertAgentId(agentId)}:subagent:${id}`;
 }
@@ -79,11 +84,21 @@ function dmSessionKey(config: Config, agentId: string, channel: string, msg: Inb
   return `agent:${agentId}:dm:${peer}`;
 }
 
-function groupSessionKey(agentId: string, channel: string, kind: "group" | "channel", msg: InboundSessionInput): string {
+function groupSessionKey(
+  agentId: string,
+  channel: string,
+  kind: "group" | "channel",
+  msg: InboundSessionInput,
+): string {
   // Never the accountId: a group is the same conversation whichever bot account hears it.
-  const id = String(msg.groupId ?? "").trim().toLowerCase() || "unknown";
+  const id =
+    String(msg.groupId ?? "")
+      .trim()
+      .toLowerCase() || "unknown";
   const base = `agent:${agentId}:${channel}:${kind}:${id}`;
-  const threadId = String(msg.threadId ?? "").trim().toLowerCase();
+  const threadId = String(msg.threadId ?? "")
+    .trim()
+    .toLowerCase();
   // Telegram forum topics live inside the peer id (`<chatId>:topic:<n>`), not as a `:thread:` suffix.
   if (threadId && channel === "telegram" && kind === "group") return `${base}:topic:${threadId}`;
   return threadSessionKey(base, threadId);

@@ -61,7 +61,8 @@ export function canonicalSessionKey(config: Config, key: string, opts: Canonical
   if (unsafe) throw new ValidationError(unsafe, [{ path: "(root)", message: unsafe }]);
   const trimmed = key.trim();
   if (!trimmed) fail(key, "session key is empty");
-  if (trimmed.length > MAX_SESSION_KEY_LENGTH) fail(`${trimmed.slice(0, 80)}…`, `longer than ${MAX_SESSION_KEY_LENGTH} characters`);
+  if (trimmed.length > MAX_SESSION_KEY_LENGTH)
+    fail(`${trimmed.slice(0, 80)}…`, `longer than ${MAX_SESSION_KEY_LENGTH} characters`);
 
   const lower = trimmed.toLowerCase();
   if (lower === "global" || lower === "unknown") return lower;
@@ -102,7 +103,8 @@ export function canonicalSessionKey(config: Config, key: string, opts: Canonical
   const rest = canonicalizeRestSegments(segs).join(":");
   if (isMainRest(rest)) return mainOf(agentId);
   const out = `agent:${agentId}:${rest}`;
-  if (out.length > MAX_SESSION_KEY_LENGTH) fail(`${trimmed.slice(0, 80)}…`, `longer than ${MAX_SESSION_KEY_LENGTH} characters once canonical`);
+  if (out.length > MAX_SESSION_KEY_LENGTH)
+    fail(`${trimmed.slice(0, 80)}…`, `longer than ${MAX_SESSION_KEY_LENGTH} characters once canonical`);
   return out;
 }
 

@@ -35,7 +35,9 @@ export function normalizeChatType(value: string | null | undefined): "dm" | "gro
 /** Index of the first chat-kind marker (`dm`/`direct`/`group`/`channel`) that is followed by an id. */
 export function chatMarkerIndex(segs: readonly string[]): number {
   if (isNonChatRoot(segs[0])) return -1;
-  return segs.findIndex((s, i) => i < segs.length - 1 && (s === "dm" || s === "direct" || s === "group" || s === "channel"));
+  return segs.findIndex(
+    (s, i) => i < segs.length - 1 && (s === "dm" || s === "direct" || s === "group" || s === "channel"),
+  );
 }
 
 const LEGACY_WHATSAPP_GROUP_RE = /^[0-9]+(?:-[0-9]+)*@g\.us$/;
@@ -65,7 +67,11 @@ export function chatTypeFromKey(key: string | null | undefined): KeyChatType {
  * conversations (threads included) → group; else other. `opts.chatType` (from the session
  * entry) can mark a key group that does not say so itself.
  */
-export function sessionKindFromKey(config: Config, key: string, opts: { chatType?: string | undefined } = {}): SessionKind {
+export function sessionKindFromKey(
+  config: Config,
+  key: string,
+  opts: { chatType?: string | undefined } = {},
+): SessionKind {
   const lower = key.trim().toLowerCase();
   if (lower === "global") return "main";
   const rest = parseAgentSessionKey(lower)?.rest ?? lower;
@@ -75,7 +81,12 @@ export function sessionKindFromKey(config: Config, key: string, opts: { chatType
   if (rest.startsWith("node-") || rest.startsWith("node:")) return "node";
   const chatType = normalizeChatType(opts.chatType);
   if (chatType === "group" || chatType === "channel") return "group";
-  if (rest.startsWith("group:") || rest.startsWith("channel:") || rest.includes(":group:") || rest.includes(":channel:")) {
+  if (
+    rest.startsWith("group:") ||
+    rest.startsWith("channel:") ||
+    rest.includes(":group:") ||
+    rest.includes(":channel:")
+  ) {
     return "group";
   }
   return "other";

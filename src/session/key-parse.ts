@@ -43,7 +43,10 @@ export function classifySessionKeyShape(key: string | null | undefined): Session
  * parsed id is normalised (so the answer is always a safe id); canonical keys only ever carry
  * valid ids, so this only repairs junk that `canonicalSessionKey` would have refused.
  */
-export function agentIdFromSessionKey(key: string | null | undefined, fallbackAgentId: string = DEFAULT_AGENT_ID): string {
+export function agentIdFromSessionKey(
+  key: string | null | undefined,
+  fallbackAgentId: string = DEFAULT_AGENT_ID,
+): string {
   const parsed = parseAgentSessionKey(key);
   return parsed ? normalizeAgentId(parsed.agentId) : fallbackAgentId;
 }

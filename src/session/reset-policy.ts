@@ -61,8 +61,7 @@ export function resolveResetPolicy(config: Config, ctx: ResetPolicyContext): Res
   const hasExplicitReset = Boolean(base || session.resetByType);
   const legacyIdle = override ? undefined : session.idleMinutes;
 
-  const mode: ResetMode =
-    typeReset?.mode ?? base?.mode ?? (!hasExplicitReset && legacyIdle != null ? "idle" : "daily");
+  const mode: ResetMode = typeReset?.mode ?? base?.mode ?? (!hasExplicitReset && legacyIdle != null ? "idle" : "daily");
   if (mode === "off") return { mode: "off" };
 
   const idleRaw = typeReset?.idleMinutes ?? base?.idleMinutes ?? legacyIdle;
@@ -159,10 +158,7 @@ function findChannelOverride(
 }
 
 /** `dm` and `direct` are the same type; when both are configured `dm` (our canonical name) wins. */
-function pickTypeReset(
-  byType: Config["session"]["resetByType"],
-  type: ResetType,
-): ResetPolicyConfig | undefined {
+function pickTypeReset(byType: Config["session"]["resetByType"], type: ResetType): ResetPolicyConfig | undefined {
   if (!byType) return undefined;
   if (type === "dm") return byType.dm ?? byType.direct;
   return byType[type];

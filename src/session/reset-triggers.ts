@@ -53,7 +53,10 @@ export function commandTextOf(text: string, chatType: string): string {
  * with the rest as remainder; anything else (e.g. `/newer` for `/new`) does not match. When
  * several triggers match, the longest wins (so `/new` and `/new-chat` can coexist).
  */
-export function parseResetTrigger(text: string, triggers: readonly string[] = DEFAULT_RESET_TRIGGERS): ResetTriggerMatch {
+export function parseResetTrigger(
+  text: string,
+  triggers: readonly string[] = DEFAULT_RESET_TRIGGERS,
+): ResetTriggerMatch {
   const body = text.trim();
   if (!body) return { triggered: false };
   const ordered = triggers

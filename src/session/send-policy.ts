@@ -48,7 +48,9 @@ export function normalizeSendPolicyOverride(value: unknown): SendPolicyDecision 
     const word = value.trim().toLowerCase();
     if (Object.hasOwn(OVERRIDE_WORDS, word)) return OVERRIDE_WORDS[word] as SendPolicyDecision | null;
   }
-  throw new ValidationError(INVALID_SEND_POLICY_MESSAGE, [{ path: "sendPolicy", message: INVALID_SEND_POLICY_MESSAGE }]);
+  throw new ValidationError(INVALID_SEND_POLICY_MESSAGE, [
+    { path: "sendPolicy", message: INVALID_SEND_POLICY_MESSAGE },
+  ]);
 }
 
 /** A stored override; unreadable values are ignored (inherit) rather than failing every send. */
@@ -95,7 +97,12 @@ export function resolveSendPolicy(config: Config, ctx: SendPolicyContext): SendP
   const policy = config.session.sendPolicy;
   if (!policy) return "allow";
 
-  const channel = firstNonEmpty(ctx.channel, ctx.entry?.channel, ctx.entry?.lastChannel, channelFromKey(ctx.sessionKey))?.toLowerCase();
+  const channel = firstNonEmpty(
+    ctx.channel,
+    ctx.entry?.channel,
+    ctx.entry?.lastChannel,
+    channelFromKey(ctx.sessionKey),
+  )?.toLowerCase();
   const chatType = normalizeChatType(firstNonEmpty(ctx.chatType, ctx.entry?.chatType, chatTypeFromKey(ctx.sessionKey)));
   const raw = ctx.sessionKey.trim().toLowerCase();
   const stripped = stripAgentPrefix(raw);
@@ -113,5 +120,5 @@ export function resolveSendPolicy(config: Config, ctx: SendPolicyContext): SendP
     if (rule.action === "deny") return "deny";
     allowed = true;
   }
-  return allowed ? "allow" : policy.default ?? "allow";
+  return allowed ? "allow" : (policy.default ?? "allow");
 }

@@ -6,5 +6,8 @@ import type { SessionKind } from "./session-entry.js";
 
 /** Which indexes a session key lives in: fixed by the key itself. */
 export function identOf(config: Config, sessionKey: string): { agentId: string; kind: SessionKind } {
-  return { agentId: agentIdFromSessionKey(sessionKey, defaultAgentId(config)), kind: sessionKindFromKey(config, sessionKey) };
+  return {
+    agentId: agentIdFromSessionKey(sessionKey, defaultAgentId(config)),
+    kind: sessionKindFromKey(config, sessionKey),
+  };
 }

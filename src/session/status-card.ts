@@ -1,7 +1,10 @@
 /** The `/status` card (and session_status text): what a person wants to know at a glance. */
 import type { SessionEntry } from "./session-entry.js";
 
-export function statusCard(entry: SessionEntry | null, extra: { queueDepth: number; running: boolean; sendPolicy: string; model?: string }): string {
+export function statusCard(
+  entry: SessionEntry | null,
+  extra: { queueDepth: number; running: boolean; sendPolicy: string; model?: string },
+): string {
   if (!entry) return "Switchboard status\nNo session yet: the next message starts one.";
   const tokens = entry.totalTokens ?? 0;
   return [

@@ -17,7 +17,12 @@ export interface DeliveryRoute {
 export function storedRoute(sessionKey: string, entry: SessionEntry | null | undefined): DeliveryRoute | undefined {
   const dc = entry?.deliveryContext;
   if (dc?.channel) {
-    return { channel: dc.channel, ...(dc.to ? { to: dc.to } : {}), ...(dc.accountId ? { accountId: dc.accountId } : {}), ...(dc.threadId ? { threadId: dc.threadId } : {}) };
+    return {
+      channel: dc.channel,
+      ...(dc.to ? { to: dc.to } : {}),
+      ...(dc.accountId ? { accountId: dc.accountId } : {}),
+      ...(dc.threadId ? { threadId: dc.threadId } : {}),
+    };
   }
   if (entry?.lastChannel) {
     return {
@@ -28,5 +33,12 @@ export function storedRoute(sessionKey: string, entry: SessionEntry | null | und
     };
   }
   const fromKey = announceTargetFromKey(sessionKey);
-  return fromKey ? { channel: fromKey.channel, to: fromKey.to, ...(fromKey.accountId ? { accountId: fromKey.accountId } : {}), ...(fromKey.threadId ? { threadId: fromKey.threadId } : {}) } : undefined;
+  return fromKey
+    ? {
+        channel: fromKey.channel,
+        to: fromKey.to,
+        ...(fromKey.accountId ? { accountId: fromKey.accountId } : {}),
+        ...(fromKey.threadId ? { threadId: fromKey.threadId } : {}),
+      }
+    : undefined;
 }

@@ -17,7 +17,13 @@ export function sessionSendPolicy(
     ...(at.channel ? { channel: at.channel } : {}),
     ...(at.chatType ? { chatType: at.chatType } : {}),
     ...(entry
-      ? { entry: { ...(entry.sendPolicy ? { sendPolicy: entry.sendPolicy } : {}), ...(entry.channel ? { channel: entry.channel } : {}), ...(entry.chatType ? { chatType: entry.chatType } : {}) } }
+      ? {
+          entry: {
+            ...(entry.sendPolicy ? { sendPolicy: entry.sendPolicy } : {}),
+            ...(entry.channel ? { channel: entry.channel } : {}),
+            ...(entry.chatType ? { chatType: entry.chatType } : {}),
+          },
+        }
       : {}),
   });
 }

@@ -1,4 +1,2 @@
 export { RedisKeys } from "./redis-keys.js";
-export { SessionStore,    } from "./session-store.js";
-;
-;
+export { SessionStore } from "./session-store.js";

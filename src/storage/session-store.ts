@@ -172,22 +172,19 @@ export class SessionStore {
     const hasParent = typeof patch.spawnedBy === "string";
     const childKey = this.keys.childrenIndex(hasParent ? (patch.spawnedBy as string) : "");
     try {
-      const out = (await this.upsertLua(
-        this.upsertKeys(sessionKey, ident, childKey),
-        [
-          luaSafeJson(full),
-          now,
-          opts.activity ?? "touch",
-          staleArg,
-          opts.increment ? JSON.stringify(opts.increment) : "",
-          sessionKey,
-          opts.mode ?? "upsert",
-          opts.expectSessionId ?? "",
-          hasParent ? "1" : "",
-          opts.requireIdle ? "1" : "",
-          opts.expectRev !== undefined ? String(opts.expectRev) : "",
-        ],
-      )) as string;
+      const out = (await this.upsertLua(this.upsertKeys(sessionKey, ident, childKey), [
+        luaSafeJson(full),
+        now,
+        opts.activity ?? "touch",
+        staleArg,
+        opts.increment ? JSON.stringify(opts.increment) : "",
+        sessionKey,
+        opts.mode ?? "upsert",
+        opts.expectSessionId ?? "",
+        hasParent ? "1" : "",
+        opts.requireIdle ? "1" : "",
+        opts.expectRev !== undefined ? String(opts.expectRev) : "",
+      ])) as string;
       return JSON.parse(out) as SessionEntry;
     } catch (err) {
       throw fromScriptError(err, { sessionKey, label: String(patch.label) });
@@ -195,7 +192,11 @@ export class SessionStore {
   }
 
   /** The KEYS of session-upsert.lua: all under the `{prefix}` hash tag (one Cluster slot). */
-  upsertKeys(sessionKey: string, ident: { agentId: string; kind: SessionKind }, childKey = this.keys.childrenIndex("")): string[] {
+  upsertKeys(
+    sessionKey: string,
+    ident: { agentId: string; kind: SessionKind },
+    childKey = this.keys.childrenIndex(""),
+  ): string[] {
     return [
       this.keys.session(sessionKey),
       this.keys.updatedIndex(),
@@ -256,7 +257,10 @@ export class SessionStore {
       return entry && this.matches(entry, q, minScore) ? [entry] : [];
     }
     if (q.spawnedBy) {
-      const keys = (q.spawnedByDepth ?? 1) > 1 ? await this.descendantKeys(q.spawnedBy, q.spawnedByDepth) : await this.childKeys(q.spawnedBy);
+      const keys =
+        (q.spawnedByDepth ?? 1) > 1
+          ? await this.descendantKeys(q.spawnedBy, q.spawnedByDepth)
+          : await this.childKeys(q.spawnedBy);
       const entries = (await this.getMany(keys)).filter((e): e is SessionEntry => !!e && this.matches(e, q, minScore));
       return entries.sort((a, b) => b.updatedAt - a.updatedAt).slice(0, limit);
     }

@@ -50,12 +50,16 @@ export function formatTokens(n: number): string {
 }
 
 /** `Stats: runtime 1.2s • tokens 1.0k (in 12 / out 1.0k) • sessionKey … • sessionId … • transcript …` */
-export function statsLine(f: Pick<AnnounceFacts, "runtimeMs" | "usage" | "sessionId" | "transcriptPath"> & { sessionKey: string }): string {
+export function statsLine(
+  f: Pick<AnnounceFacts, "runtimeMs" | "usage" | "sessionId" | "transcriptPath"> & { sessionKey: string },
+): string {
   const parts: string[] = [];
   parts.push(`runtime ${f.runtimeMs !== undefined ? formatDuration(f.runtimeMs) : "n/a"}`);
   if (f.usage) {
     const total = f.usage.input + f.usage.output;
-    parts.push(`tokens ${formatTokens(total)} (in ${formatTokens(f.usage.input)} / out ${formatTokens(f.usage.output)})`);
+    parts.push(
+      `tokens ${formatTokens(total)} (in ${formatTokens(f.usage.input)} / out ${formatTokens(f.usage.output)})`,
+    );
   } else {
     parts.push("tokens n/a");
   }
@@ -72,9 +76,14 @@ function oneLine(s: string): string {
 function notes(f: AnnounceFacts): string {
   const n: string[] = [];
   if (f.run.label) n.push(`task: ${oneLine(f.run.task).slice(0, 200)}`);
-  if (f.status === "timeout" && f.run.runTimeoutSeconds) n.push(`stopped after runTimeoutSeconds=${f.run.runTimeoutSeconds}`);
+  if (f.status === "timeout" && f.run.runTimeoutSeconds)
+    n.push(`stopped after runTimeoutSeconds=${f.run.runTimeoutSeconds}`);
   if (f.status === "killed") n.push("stopped before it finished");
-  n.push(f.run.cleanup === "delete" ? "child session removed after this report (cleanup: delete)" : "child session kept (cleanup: keep)");
+  n.push(
+    f.run.cleanup === "delete"
+      ? "child session removed after this report (cleanup: delete)"
+      : "child session kept (cleanup: keep)",
+  );
   return n.join("; ");
 }
 

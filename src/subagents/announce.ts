@@ -56,7 +56,11 @@ export interface SubagentDeps extends Pick<RunDeps, "sessions" | "runs" | "inbox
   transcripts: TranscriptStore;
 }
 
-export function announceContinuation(svc: Pick<SubagentDeps, "config">, childKey: string, runId: string): TurnContinuation {
+export function announceContinuation(
+  svc: Pick<SubagentDeps, "config">,
+  childKey: string,
+  runId: string,
+): TurnContinuation {
   return continuationOf("subagentAnnounce", runId, { childKey }, svc.config);
 }
 
@@ -71,7 +75,8 @@ export function createSubagentProcessors(svc: SubagentDeps) {
     if (rec && !isTerminal(rec.status)) {
       // Added just before the run's finish: normally terminal within milliseconds.
       const waits = (d.terminalWaits ?? 0) + 1;
-      if (waits > MAX_TERMINAL_WAITS) throw new Error(`run ${d.runId} did not finish within ${MAX_TERMINAL_WAITS} checks`);
+      if (waits > MAX_TERMINAL_WAITS)
+        throw new Error(`run ${d.runId} did not finish within ${MAX_TERMINAL_WAITS} checks`);
       await job.updateData({ ...d, terminalWaits: waits });
       return await retryLater(job, token, Math.min(100 * waits, 5000));
     }
@@ -143,7 +148,9 @@ async function announceRun(
     result: frozen,
     ...(rec?.startedAt ? { runtimeMs: endedAt - rec.startedAt } : {}),
     ...(rec?.usage ? { usage: rec.usage } : {}),
-    ...(child ? { sessionId: child.sessionId, transcriptPath: svc.transcripts.path(child.agentId, child.sessionId) } : {}),
+    ...(child
+      ? { sessionId: child.sessionId, transcriptPath: svc.transcripts.path(child.agentId, child.sessionId) }
+      : {}),
     requesterIsSubagent,
   };
 
@@ -165,22 +172,41 @@ async function announceRun(
   if (route) {
     // Throws while the channel fails: this job is retried with backoff (announceAttempts).
     const message = announceBody(facts);
-    await deliverOnce(svc, { id: `subagent-announce-${run.runId}`, sessionKey: run.requesterSessionKey, route, message, kind: "subagent_announce" }, lastAttempt);
+    await deliverOnce(
+      svc,
+      {
+        id: `subagent-announce-${run.runId}`,
+        sessionKey: run.requesterSessionKey,
+        route,
+        message,
+        kind: "subagent_announce",
+      },
+      lastAttempt,
+    );
   }
   await registry.update(run.runId, { announce: "delivered" });
   await cleanup(svc, run);
   return { done: "announced", status, posted: Boolean(route) };
 }
 
-async function cleanup(svc: SubagentDeps, run: { runId: string; childSessionKey: string; cleanup: "delete" | "keep" }): Promise<void> {
+async function cleanup(
+  svc: SubagentDeps,
+  run: { runId: string; childSessionKey: string; cleanup: "delete" | "keep" },
+): Promise<void> {
   if (run.cleanup === "delete") {
     const entry = await svc.sessions.get(run.childSessionKey);
     if (entry) {
       // Removed first (no new turn can target it), then its transcript archived as `deleted`
       // by the maintenance queue, which waits for the session lease like any archive.
       await svc.sessions.delete(run.childSessionKey, entry.agentId, entry.kind);
-      await enqueueArchive(svc, { sessionKey: run.childSessionKey, agentId: entry.agentId, sessionId: entry.sessionId, kind: "deleted" });
+      await enqueueArchive(svc, {
+        sessionKey: run.childSessionKey,
+        agentId: entry.agentId,
+        sessionId: entry.sessionId,
+        kind: "deleted",
+      });
     }
   }
-  if (svc.config.agents.defaults.subagents.archiveAfterMinutes > 0) await addJob(svc, "subagentArchive", { runId: run.runId });
+  if (svc.config.agents.defaults.subagents.archiveAfterMinutes > 0)
+    await addJob(svc, "subagentArchive", { runId: run.runId });
 }

@@ -66,9 +66,17 @@ export class SubagentRegistry {
   }
 
   /** Registers once per runId within `maxActive`; see subagent-register.lua. */
-  async register(run: SubagentRun, maxActive: number): Promise<{ result: "registered" | "existing" | "limit"; active: number }> {
+  async register(
+    run: SubagentRun,
+    maxActive: number,
+  ): Promise<{ result: "registered" | "existing" | "limit"; active: number }> {
     const [code, active] = (await this.registerLua(
-      [this.recordKey(run.runId), this.requesterKey(run.requesterSessionKey), this.activeKey(run.requesterSessionKey), this.childKey(run.childSessionKey)],
+      [
+        this.recordKey(run.runId),
+        this.requesterKey(run.requesterSessionKey),
+        this.activeKey(run.requesterSessionKey),
+        this.childKey(run.childSessionKey),
+      ],
       [run.runId, run.createdAt, maxActive, REGISTRY_TTL_SECONDS, ...encode(run)],
     )) as [number, number];
     return { result: code === 1 ? "registered" : code === 0 ? "existing" : "limit", active };
@@ -120,7 +128,11 @@ export class SubagentRegistry {
 
   /** Drop a finished run from its requester's list (archiveAfterMinutes). */
   async archive(run: SubagentRun): Promise<void> {
-    await this.redis.multi().zrem(this.requesterKey(run.requesterSessionKey), run.runId).srem(this.activeKey(run.requesterSessionKey), run.runId).exec();
+    await this.redis
+      .multi()
+      .zrem(this.requesterKey(run.requesterSessionKey), run.runId)
+      .srem(this.activeKey(run.requesterSessionKey), run.runId)
+      .exec();
   }
 
   /**
@@ -171,12 +183,19 @@ export function decode(h: Record<string, string>): SubagentRun {
   };
   if (h.label) run.label = h.label;
   if (h.model) run.model = h.model;
-  const opt = { runTimeoutSeconds: num(h.runTimeoutSeconds), endedAt: num(h.endedAt), usageInput: num(h.usageInput), usageOutput: num(h.usageOutput), startedAt: num(h.startedAt) };
+  const opt = {
+    runTimeoutSeconds: num(h.runTimeoutSeconds),
+    endedAt: num(h.endedAt),
+    usageInput: num(h.usageInput),
+    usageOutput: num(h.usageOutput),
+    startedAt: num(h.startedAt),
+  };
   for (const [k, v] of Object.entries(opt)) if (v !== undefined) (run as unknown as Record<string, number>)[k] = v;
   if (h.error) run.error = h.error;
   if (h.frozenResult !== undefined) run.frozenResult = h.frozenResult;
   if (h.announceError) run.announceError = h.announceError;
-  if (h.suppressAnnounce === "steer-restart" || h.suppressAnnounce === "killed") run.suppressAnnounce = h.suppressAnnounce;
+  if (h.suppressAnnounce === "steer-restart" || h.suppressAnnounce === "killed")
+    run.suppressAnnounce = h.suppressAnnounce;
   if (h.replacedBy) run.replacedBy = h.replacedBy;
   return run;
 }

@@ -26,7 +26,13 @@ const PROFILES: Record<Config["tools"]["profile"], readonly SessionToolName[]> =
 };
 
 /** What a depth-1 orchestrator keeps (maxSpawnDepth >= 2). */
-export const ORCHESTRATOR_TOOLS: readonly SessionToolName[] = ["sessions_spawn", "subagents", "sessions_list", "sessions_history", "sessions_yield"];
+export const ORCHESTRATOR_TOOLS: readonly SessionToolName[] = [
+  "sessions_spawn",
+  "subagents",
+  "sessions_list",
+  "sessions_history",
+  "sessions_yield",
+];
 
 export interface ToolSubject {
   /** From the stored entry: 0 (or absent) for sessions nobody spawned. */

@@ -54,7 +54,14 @@ function stepRunId(afterRunId: string, kind: string): string {
   return uuidFrom(`a2a:${afterRunId}:${kind}`);
 }
 
-async function enqueueStep(svc: ToolDeps, state: A2AState, afterRunId: string, to: "requester" | "target", text: string, turnNo: number): Promise<boolean> {
+async function enqueueStep(
+  svc: ToolDeps,
+  state: A2AState,
+  afterRunId: string,
+  to: "requester" | "target",
+  text: string,
+  turnNo: number,
+): Promise<boolean> {
   const toKey = to === "requester" ? state.requesterKey : state.targetKey;
   const fromKey = to === "requester" ? state.targetKey : state.requesterKey;
   const entry = await svc.sessions.get(toKey);
@@ -72,7 +79,13 @@ async function enqueueStep(svc: ToolDeps, state: A2AState, afterRunId: string, t
     extraSystemPrompt: replyContext(state, turnNo, state.maxTurns, to),
     hop: state.hop + 1,
     traceId: state.traceId,
-    continuation: continuation(svc, runId, { ...state, turn: turnNo, phase: "after-reply", current: to, hop: state.hop + 1 }),
+    continuation: continuation(svc, runId, {
+      ...state,
+      turn: turnNo,
+      phase: "after-reply",
+      current: to,
+      hop: state.hop + 1,
+    }),
   });
   return true;
 }
@@ -101,7 +114,13 @@ async function deliverAnnounce(svc: ToolDeps, state: A2AState, runId: string, re
   const entry = await svc.sessions.get(state.targetKey);
   // No route at all is still recorded (as no_route on the "none" channel), never dropped.
   const route = storedRoute(state.targetKey, entry) ?? { channel: "none" };
-  await enqueueDelivery(svc, { id: `announce-${runId}`, sessionKey: state.targetKey, route, message: reply.trim(), kind: "announce" });
+  await enqueueDelivery(svc, {
+    id: `announce-${runId}`,
+    sessionKey: state.targetKey,
+    route,
+    message: reply.trim(),
+    kind: "announce",
+  });
 }
 
 /** What a phase handler gets: the step's data (reply cleaned for hand-off) and the flow's own state. */
@@ -171,7 +190,8 @@ async function afterReply({ svc, d, state, maxHops }: StepContext): Promise<Reco
     return { next: "announce", stoppedBy: stops(d.reply) ? "skip" : state.hop >= maxHops ? "hops" : "turns" };
   }
   const nextSide = d.current === "requester" ? "target" : "requester";
-  if (await enqueueStep(svc, state, d.runId, nextSide, d.reply, state.turn + 1)) return { next: `reply-${state.turn + 1}` };
+  if (await enqueueStep(svc, state, d.runId, nextSide, d.reply, state.turn + 1))
+    return { next: `reply-${state.turn + 1}` };
   await enqueueAnnounce(svc, state, d.runId);
   return { next: "announce", stoppedBy: "missing-session" };
 }
@@ -196,7 +216,8 @@ export function createA2AProcessor(svc: ToolDeps) {
       // Normally milliseconds (the run finishes right after adding this job); bounded so a run
       // that never finishes cannot keep this job polling forever.
       const waits = (d.terminalWaits ?? 0) + 1;
-      if (waits > MAX_TERMINAL_WAITS) throw new Error(`run ${d.runId} did not finish within ${MAX_TERMINAL_WAITS} checks`);
+      if (waits > MAX_TERMINAL_WAITS)
+        throw new Error(`run ${d.runId} did not finish within ${MAX_TERMINAL_WAITS} checks`);
       await job.updateData({ ...job.data, terminalWaits: waits });
       return await retryLater(job, token, Math.min(100 * waits, 5000));
     }
@@ -230,6 +251,10 @@ async function notifyRequesterOfFailure(svc: ToolDeps, state: A2AState, d: A2ASt
   });
 }
 
-export function primaryContinuation(svc: ToolDeps, runId: string, state: Omit<A2AState, "phase" | "turn">): TurnContinuation {
+export function primaryContinuation(
+  svc: ToolDeps,
+  runId: string,
+  state: Omit<A2AState, "phase" | "turn">,
+): TurnContinuation {
   return continuation(svc, runId, { ...state, phase: "after-primary", turn: 0 });
 }

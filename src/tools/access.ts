@@ -3,7 +3,13 @@ import type { ToolDeps } from "./tool-deps.js";
 import { defaultAgentId } from "../config/agents.js";
 import { agentIdFromSessionKey } from "../session/key-parse.js";
 import type { ToolCaller } from "./tool-context.js";
-import { checkVisibility, effectiveVisibility, type GuardAction, type GuardResult, type Visibility } from "./visibility.js";
+import {
+  checkVisibility,
+  effectiveVisibility,
+  type GuardAction,
+  type GuardResult,
+  type Visibility,
+} from "./visibility.js";
 
 export function visibilityOf(svc: ToolDeps, caller: ToolCaller): Visibility {
   return effectiveVisibility(svc.config, caller.sandboxed);
@@ -11,13 +17,23 @@ export function visibilityOf(svc: ToolDeps, caller: ToolCaller): Visibility {
 
 /** A sandboxed caller limited to what it spawned (docs/concepts/tools.md, "Visibility"). */
 export function restrictedToSpawned(svc: ToolDeps, caller: ToolCaller): boolean {
-  return caller.sandboxed && svc.config.agents.defaults.sandbox.sessionToolsVisibility === "spawned" && !caller.sessionKey.includes(":subagent:");
+  return (
+    caller.sandboxed &&
+    svc.config.agents.defaults.sandbox.sessionToolsVisibility === "spawned" &&
+    !caller.sessionKey.includes(":subagent:")
+  );
 }
 
-export async function guard(svc: ToolDeps, caller: ToolCaller, action: GuardAction, targetKey: string): Promise<GuardResult> {
+export async function guard(
+  svc: ToolDeps,
+  caller: ToolCaller,
+  action: GuardAction,
+  targetKey: string,
+): Promise<GuardResult> {
   const visibility = visibilityOf(svc, caller);
   // `tree` is the caller and all it spawned, at any depth (docs/concepts/subagents.md, Visibility).
-  const isDescendant = targetKey !== caller.sessionKey && (await svc.sessions.isDescendantOf(caller.sessionKey, targetKey));
+  const isDescendant =
+    targetKey !== caller.sessionKey && (await svc.sessions.isDescendantOf(caller.sessionKey, targetKey));
   return checkVisibility(svc.config, {
     action,
     visibility,

@@ -14,7 +14,10 @@ export type RefResolution = { ok: true; key: string } | { ok: false; status: "er
 
 export async function resolveSessionRef(svc: ToolDeps, caller: ToolCaller, input: string): Promise<RefResolution> {
   const raw = input.trim();
-  if (raw === "current" && !(await svc.sessions.get(canonicalSessionKey(svc.config, "current", { agentId: caller.agentId })))) {
+  if (
+    raw === "current" &&
+    !(await svc.sessions.get(canonicalSessionKey(svc.config, "current", { agentId: caller.agentId })))
+  ) {
     return { ok: true, key: caller.sessionKey };
   }
   // A sandboxed caller is not told whether a session it cannot see exists.

@@ -14,17 +14,26 @@ export const MAX_RUN_TIMEOUT_SECONDS = 172_800;
 const clampRunTimeout = (n: number): number => Math.min(n, MAX_RUN_TIMEOUT_SECONDS);
 import { MAX_MESSAGE_BYTES } from "../text/message-size.js";
 
-const count = (min: number) => z.number().min(min).transform((n) => Math.floor(n));
+const count = (min: number) =>
+  z
+    .number()
+    .min(min)
+    .transform((n) => Math.floor(n));
 
 export const SessionsListArgs = z.strictObject({
   kinds: z.array(z.string()).optional().describe("any of main, group, cron, hook, node, other"),
   limit: count(1).optional().describe("max rows (clamped to 200)"),
   activeMinutes: count(1).optional().describe("only sessions updated within N minutes"),
-  messageLimit: count(0).optional().describe("include the last N messages per session (max 20); tool results are left out"),
+  messageLimit: count(0)
+    .optional()
+    .describe("include the last N messages per session (max 20); tool results are left out"),
   label: safeString("label", "label").max(512).optional(),
   agentId: safeString("agentId").max(64).optional(),
   search: z.string().max(200).optional().describe("case-insensitive substring of key, label, name or sessionId"),
-  includeDerivedTitles: z.boolean().optional().describe("derive a title from the first user message when no name is set"),
+  includeDerivedTitles: z
+    .boolean()
+    .optional()
+    .describe("derive a title from the first user message when no name is set"),
   includeLastMessage: z.boolean().optional().describe("add a preview of the last message"),
 });
 
@@ -71,14 +80,24 @@ export function toolJsonSchema(schema: z.ZodType): Record<string, unknown> {
 export const SessionsSpawnArgs = z.strictObject({
   task: z.string().min(1).max(MAX_MESSAGE_BYTES).describe("what the sub-agent should do"),
   label: safeString("label", "label").min(1).max(512).optional().describe("short name, unique per agent"),
-  agentId: safeString("agentId").min(1).max(64).optional().describe("target agent (see agents_list); default: your own"),
+  agentId: safeString("agentId")
+    .min(1)
+    .max(64)
+    .optional()
+    .describe("target agent (see agents_list); default: your own"),
   model: z.string().min(1).max(200).optional(),
   thinking: z.string().min(1).max(32).optional(),
   // Clamped to the agent RPC's ceiling: a larger value cannot arm an abort timer and the child
   // turn would be given up at once (AbortSignal.timeout refuses more than 2^32-1 ms).
-  runTimeoutSeconds: count(0).transform(clampRunTimeout).optional().describe(`abort the child run after N seconds (0 = no limit, at most ${MAX_RUN_TIMEOUT_SECONDS})`),
+  runTimeoutSeconds: count(0)
+    .transform(clampRunTimeout)
+    .optional()
+    .describe(`abort the child run after N seconds (0 = no limit, at most ${MAX_RUN_TIMEOUT_SECONDS})`),
   timeoutSeconds: count(0).transform(clampRunTimeout).optional().describe("alias of runTimeoutSeconds"),
-  cleanup: z.enum(["delete", "keep"]).optional().describe("after the announce: delete the child session or keep it (default keep)"),
+  cleanup: z
+    .enum(["delete", "keep"])
+    .optional()
+    .describe("after the announce: delete the child session or keep it (default keep)"),
   context: z.enum(["isolated", "fork"]).optional().describe("fork: the child starts from a copy of your transcript"),
   sandbox: z.enum(["inherit", "require"]).optional(),
   thread: z.boolean().optional(),
@@ -94,13 +113,23 @@ export const SessionsYieldArgs = z.strictObject({
 
 export const SubagentsArgs = z.strictObject({
   action: z.enum(["list", "kill", "steer"]).optional().describe("default list"),
-  target: z.string().min(1).max(512).optional().describe("index, label, session key, runId prefix, 'last', or 'all' (kill)"),
+  target: z
+    .string()
+    .min(1)
+    .max(512)
+    .optional()
+    .describe("index, label, session key, runId prefix, 'last', or 'all' (kill)"),
   message: z.string().min(1).optional().describe("steer guidance (max 4000 chars)"),
-  recentMinutes: z.number().min(1).transform((n) => Math.min(1440, Math.floor(n))).optional(),
+  recentMinutes: z
+    .number()
+    .min(1)
+    .transform((n) => Math.min(1440, Math.floor(n)))
+    .optional(),
 });
 
 export const SUBAGENT_TOOL_DESCRIPTIONS = {
-  sessions_spawn: "Spawn a sub-agent session for a background task; returns at once, the result is announced to you when it ends.",
+  sessions_spawn:
+    "Spawn a sub-agent session for a background task; returns at once, the result is announced to you when it ends.",
   agents_list: "List the agent ids you may pass to sessions_spawn.",
   sessions_yield: "End your turn now; your next turn is the completion event of your sub-agents (no polling).",
   subagents: "List, steer or kill the sub-agents this session spawned.",

@@ -15,7 +15,10 @@ import type { ToolCaller } from "./tool-context.js";
  * The calling session: a key (canonicalised), or — as everywhere a key is accepted — the
  * sessionId of a stored session. A stored key always wins over an equal-looking sessionId.
  */
-export async function resolveCaller(svc: ToolDeps, raw: string): Promise<{ sessionKey: string; entry: SessionEntry | null }> {
+export async function resolveCaller(
+  svc: ToolDeps,
+  raw: string,
+): Promise<{ sessionKey: string; entry: SessionEntry | null }> {
   const sessionKey = canonicalSessionKey(svc.config, raw);
   const entry = await svc.sessions.get(sessionKey);
   if (entry || !shouldResolveSessionIdInput(raw.trim())) return { sessionKey, entry };

@@ -42,7 +42,9 @@ export interface SessionRow {
 /** cron/hook/node sessions talk on the internal channel; else the recorded one, else from the key. */
 export function deriveChannel(e: SessionEntry): string {
   if (e.kind === "cron" || e.kind === "hook" || e.kind === "node") return "internal";
-  return e.channel ?? e.origin?.provider ?? e.deliveryContext?.channel ?? e.lastChannel ?? channelFromKey(e.key) ?? "unknown";
+  return (
+    e.channel ?? e.origin?.provider ?? e.deliveryContext?.channel ?? e.lastChannel ?? channelFromKey(e.key) ?? "unknown"
+  );
 }
 
 const TITLE_MAX = 60;
@@ -74,7 +76,7 @@ export function toRow(config: Config, e: SessionEntry, requesterAgent: string, t
     ...opt("deliveryContext"),
     updatedAt: e.updatedAt,
     sessionId: e.sessionId,
-    ...(e.modelOverride ?? e.model ? { model: e.modelOverride ?? e.model } : {}),
+    ...((e.modelOverride ?? e.model) ? { model: e.modelOverride ?? e.model } : {}),
     ...opt("contextTokens"),
     totalTokens: e.totalTokens ?? 0,
     ...opt("thinkingLevel"),

@@ -27,18 +27,47 @@ export async function sessionStatus(svc: ToolDeps, caller: ToolCaller, rawArgs: 
   let changedModel = false;
   if (args.model) {
     const value = args.model.toLowerCase() === "default" ? null : args.model;
-    entry = await svc.sessions.upsert(ref.key, identOf(svc.config, ref.key), { modelOverride: value }, { activity: "preserve", mode: "update" });
+    entry = await svc.sessions.upsert(
+      ref.key,
+      identOf(svc.config, ref.key),
+      { modelOverride: value },
+      { activity: "preserve", mode: "update" },
+    );
     changedModel = true;
   }
   const [depth, running] = await Promise.all([svc.inbox.depth(ref.key), svc.inbox.hasInflight(ref.key)]);
   const runtime = agentRuntime(svc.config, entry.agentId);
-  const text = statusCard(entry, { queueDepth: depth, running, sendPolicy: sessionSendPolicy(svc.config, ref.key, entry), ...(runtime.kind === "openai" ? { model: runtime.model } : {}) });
+  const text = statusCard(entry, {
+    queueDepth: depth,
+    running,
+    sendPolicy: sessionSendPolicy(svc.config, ref.key, entry),
+    ...(runtime.kind === "openai" ? { model: runtime.model } : {}),
+  });
   const sessionKey = displaySessionKey(svc.config, ref.key, caller.agentId);
   // Running sub-agents of that session (docs/concepts/subagents.md).
-  const runningChildren = (await new SubagentRegistry(svc.redis, svc.keys).forRequester(ref.key, 50)).filter((r) => r.status === "running");
-  const subagents = runningChildren.map((r) => ({ runId: r.runId, sessionKey: r.childSessionKey, label: r.label ?? "", task: r.task.slice(0, 72), startedAt: r.startedAt ?? r.createdAt }));
+  const runningChildren = (await new SubagentRegistry(svc.redis, svc.keys).forRequester(ref.key, 50)).filter(
+    (r) => r.status === "running",
+  );
+  const subagents = runningChildren.map((r) => ({
+    runId: r.runId,
+    sessionKey: r.childSessionKey,
+    label: r.label ?? "",
+    task: r.task.slice(0, 72),
+    startedAt: r.startedAt ?? r.createdAt,
+  }));
   const fullText = subagents.length
     ? `${text}\n🤖 Subagents: ${subagents.length} running (${subagents.map((s) => s.label || s.sessionKey).join(", ")})`
     : text;
-  return { status: "ok", text: fullText, details: { ok: true, sessionKey, changedModel, statusText: fullText, model: entry.modelOverride ?? null, subagents } };
+  return {
+    status: "ok",
+    text: fullText,
+    details: {
+      ok: true,
+      sessionKey,
+      changedModel,
+      statusText: fullText,
+      model: entry.modelOverride ?? null,
+      subagents,
+    },
+  };
 }

@@ -26,7 +26,16 @@ export async function sessionsHistory(svc: ToolDeps, caller: ToolCaller, rawArgs
   if (!g.allowed) return { status: g.status, error: g.error };
   const entry = await svc.sessions.get(ref.key);
   const displayKey = displaySessionKey(svc.config, ref.key, caller.agentId);
-  if (!entry) return { sessionKey: displayKey, messages: [], truncated: false, droppedMessages: false, contentTruncated: false, contentRedacted: false, bytes: 2 };
+  if (!entry)
+    return {
+      sessionKey: displayKey,
+      messages: [],
+      truncated: false,
+      droppedMessages: false,
+      contentTruncated: false,
+      contentRedacted: false,
+      bytes: 2,
+    };
   const limit = Math.min(args.limit ?? DEFAULT_LIMIT, MAX_LIMIT);
   const messages = await svc.transcripts.messages(entry.agentId, entry.sessionId, limit, topicOpt(entry.key));
   const result = sanitizeHistory(messages, { includeTools: args.includeTools ?? false });

@@ -95,8 +95,13 @@ export async function sessionsList(svc: ToolDeps, caller: ToolCaller, rawArgs: u
     // With agent-to-agent off the agent index has none of them: the caller's cross-agent
     // descendants are added (the guard lets history/send/status reach them).
     const ownCrossAgent =
-      visibility === "all" && sameAgentOnly ? spawned.filter((e) => e.agentId !== caller.agentId && (!args.agentId || e.agentId === args.agentId)) : [];
-    const own = sameAgentOnly && agentId !== caller.agentId ? [] : await svc.sessions.list({ ...query, ...(agentId ? { agentId } : {}) });
+      visibility === "all" && sameAgentOnly
+        ? spawned.filter((e) => e.agentId !== caller.agentId && (!args.agentId || e.agentId === args.agentId))
+        : [];
+    const own =
+      sameAgentOnly && agentId !== caller.agentId
+        ? []
+        : await svc.sessions.list({ ...query, ...(agentId ? { agentId } : {}) });
     entries = [...own, ...ownCrossAgent];
   }
 
@@ -116,7 +121,9 @@ export async function sessionsList(svc: ToolDeps, caller: ToolCaller, rawArgs: u
     if (e.agentId !== caller.agentId && agentToAgentAllowed(svc.config, caller.agentId, e.agentId) !== "allowed") {
       if (!descendants.has(e.key) || visibility === "self") continue;
     }
-    rows.push(toRow(svc.config, e, caller.agentId, svc.transcripts.path(e.agentId, e.sessionId, transcriptTopicOf(e.key))));
+    rows.push(
+      toRow(svc.config, e, caller.agentId, svc.transcripts.path(e.agentId, e.sessionId, transcriptTopicOf(e.key))),
+    );
     if (rows.length >= limit) break;
   }
   rows.sort((a, b) => b.updatedAt - a.updatedAt);
@@ -128,7 +135,12 @@ export async function sessionsList(svc: ToolDeps, caller: ToolCaller, rawArgs: u
     const e = entries.find((x) => x.sessionId === row.sessionId) ?? byKey.get(row.key);
     if (!e) return;
     if (messageLimit > 0 || args.includeLastMessage) {
-      const recent = await svc.transcripts.messages(e.agentId, e.sessionId, Math.max(messageLimit, 1) * 3, topicOpt(e.key));
+      const recent = await svc.transcripts.messages(
+        e.agentId,
+        e.sessionId,
+        Math.max(messageLimit, 1) * 3,
+        topicOpt(e.key),
+      );
       const visible = recent.filter((m) => !isToolMessage(m));
       // Exactly sessions_history's view (reasoning stripped, credentials masked, sizes capped):
       // listing must not be a way around what reading a history hides.
@@ -138,7 +150,10 @@ export async function sessionsList(svc: ToolDeps, caller: ToolCaller, rawArgs: u
         if (last) row.lastMessage = messageRawText(last).replace(/\s+/g, " ").slice(0, 240);
       }
     }
-    const firstUser = args.includeDerivedTitles && !e.displayName && !e.subject ? await firstUserText(svc.transcripts.path(e.agentId, e.sessionId, transcriptTopicOf(e.key))) : undefined;
+    const firstUser =
+      args.includeDerivedTitles && !e.displayName && !e.subject
+        ? await firstUserText(svc.transcripts.path(e.agentId, e.sessionId, transcriptTopicOf(e.key)))
+        : undefined;
     row.title = deriveTitle(e, firstUser);
   });
   return { count: rows.length, sessions: rows };

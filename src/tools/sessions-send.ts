@@ -33,10 +33,18 @@ export const THREAD_TARGET_ERROR =
   "sessions_send cannot target a thread session for inter-agent coordination. Use the parent channel session key instead.";
 const LATE_FLAG_TTL_SECONDS = 7 * 24 * 3600;
 
-export async function sessionsSend(svc: ToolDeps, waiter: RunWaiter, caller: ToolCaller, rawArgs: unknown): Promise<ToolResult> {
+export async function sessionsSend(
+  svc: ToolDeps,
+  waiter: RunWaiter,
+  caller: ToolCaller,
+  rawArgs: unknown,
+): Promise<ToolResult> {
   // Called from a turn: the id follows from (calling run, call number), so a re-run of that
   // turn after a crash finds its earlier send instead of sending again. From HTTP: fresh.
-  const runId = caller.runId && caller.nextCallSeq ? uuidFrom(`${caller.runId}:sessions_send:${caller.nextCallSeq()}`) : randomUUID();
+  const runId =
+    caller.runId && caller.nextCallSeq
+      ? uuidFrom(`${caller.runId}:sessions_send:${caller.nextCallSeq()}`)
+      : randomUUID();
   const parsed = SessionsSendArgs.safeParse(rawArgs ?? {});
   if (!parsed.success) return argsError(parsed.error, { runId });
   const args = parsed.data;
@@ -47,13 +55,21 @@ export async function sessionsSend(svc: ToolDeps, waiter: RunWaiter, caller: Too
   if (args.label) {
     const agentId = args.agentId ?? caller.agentId;
     if (agentId !== caller.agentId) {
-      if (caller.sandboxed) return forbidden("Sandboxed sessions_send label lookup is limited to this agent", { runId });
+      if (caller.sandboxed)
+        return forbidden("Sandboxed sessions_send label lookup is limited to this agent", { runId });
       const a2a = agentToAgentAllowed(svc.config, caller.agentId, agentId);
-      if (a2a === "disabled") return forbidden("Agent-to-agent messaging is disabled. Set tools.agentToAgent.enabled=true to allow cross-agent sends.", { runId });
+      if (a2a === "disabled")
+        return forbidden(
+          "Agent-to-agent messaging is disabled. Set tools.agentToAgent.enabled=true to allow cross-agent sends.",
+          { runId },
+        );
       if (a2a === "denied") return forbidden("Agent-to-agent messaging denied by tools.agentToAgent.allow.", { runId });
     }
     const key = await svc.sessions.keyForLabel(agentId, args.label);
-    if (!key) return caller.sandboxed ? forbidden("Session not visible from this sandboxed agent session.", { runId }) : toolError(`No session found with label: ${args.label}`, { runId });
+    if (!key)
+      return caller.sandboxed
+        ? forbidden("Session not visible from this sandboxed agent session.", { runId })
+        : toolError(`No session found with label: ${args.label}`, { runId });
     targetKey = key;
   } else {
     const ref = await resolveSessionRef(svc, caller, args.sessionKey!);
@@ -62,17 +78,22 @@ export async function sessionsSend(svc: ToolDeps, waiter: RunWaiter, caller: Too
   }
   const displayKey = displaySessionKey(svc.config, targetKey, caller.agentId);
   // Tool-routed messages must never show up inside a human-facing thread.
-  if (parseThreadSuffix(targetKey).threadId !== undefined) return toolError(THREAD_TARGET_ERROR, { runId, sessionKey: displayKey });
+  if (parseThreadSuffix(targetKey).threadId !== undefined)
+    return toolError(THREAD_TARGET_ERROR, { runId, sessionKey: displayKey });
 
   const g = await guard(svc, caller, "send", targetKey);
   if (!g.allowed) return forbidden(g.error, { runId, sessionKey: displayKey });
   const maxHops = svc.config.session.agentToAgent.maxHops;
   if (caller.hop + 1 > maxHops) {
-    return forbidden(`Agent-to-agent hop limit reached (${maxHops}): this message chain has gone through too many sessions.`, { runId, sessionKey: displayKey });
+    return forbidden(
+      `Agent-to-agent hop limit reached (${maxHops}): this message chain has gone through too many sessions.`,
+      { runId, sessionKey: displayKey },
+    );
   }
   const target = await ensureSession(svc, targetKey);
   // A denied target is an error, not a visibility matter: OpenClaw answers it as its agent RPC fails.
-  if (sessionSendPolicy(svc.config, targetKey, target) === "deny") return toolError("send blocked by session policy", { runId, sessionKey: displayKey });
+  if (sessionSendPolicy(svc.config, targetKey, target) === "deny")
+    return toolError("send blocked by session policy", { runId, sessionKey: displayKey });
 
   const requester = await svc.sessions.get(caller.sessionKey);
   const parties = {
@@ -121,7 +142,13 @@ export async function sessionsSend(svc: ToolDeps, waiter: RunWaiter, caller: Too
     const status = (await markLate([svc.keys.run(runId), svc.keys.a2aLate(runId)], [LATE_FLAG_TTL_SECONDS])) as string;
     if (status === "late") {
       const why = record?.stalledReason ? ` (${record.stalledReason})` : "";
-      return { runId, status: "timeout", error: `No reply within ${timeoutSeconds}s${why}; the run continues and its reply will reach this session.`, sessionKey: displayKey, delivery };
+      return {
+        runId,
+        status: "timeout",
+        error: `No reply within ${timeoutSeconds}s${why}; the run continues and its reply will reach this session.`,
+        sessionKey: displayKey,
+        delivery,
+      };
     }
     const finished = await svc.runs.get(runId);
     return finishedResult(runId, displayKey, finished?.status ?? status, finished?.reply, finished?.error, delivery);
@@ -129,8 +156,20 @@ export async function sessionsSend(svc: ToolDeps, waiter: RunWaiter, caller: Too
   return finishedResult(runId, displayKey, record.status, record.reply, record.error, delivery);
 }
 
-function finishedResult(runId: string, sessionKey: string, status: string, reply: string | undefined, error: string | undefined, delivery: object): ToolResult {
+function finishedResult(
+  runId: string,
+  sessionKey: string,
+  status: string,
+  reply: string | undefined,
+  error: string | undefined,
+  delivery: object,
+): ToolResult {
   // The run record keeps the raw answer; what goes back to the calling agent is cleaned.
   if (status === "ok") return { runId, status: "ok", reply: sanitizeForHandoff(reply), sessionKey, delivery };
-  return { runId, status: "error", error: error ?? (status === "killed" ? "run was stopped" : status === "timeout" ? "run timed out" : "agent error"), sessionKey };
+  return {
+    runId,
+    status: "error",
+    error: error ?? (status === "killed" ? "run was stopped" : status === "timeout" ? "run timed out" : "agent error"),
+    sessionKey,
+  };
 }

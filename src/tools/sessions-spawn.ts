@@ -26,7 +26,8 @@ const FORK_MAX_ENTRIES = 500;
 export async function sessionsSpawn(svc: ToolDeps, caller: ToolCaller, rawArgs: unknown): Promise<ToolResult> {
   const raw = (rawArgs ?? {}) as Record<string, unknown>;
   // Delivery targets are refused by name before anything else (the agent may retry with sessions_send).
-  for (const key of rules.DELIVERY_PARAM_KEYS) if (typeof raw === "object" && key in raw) return toolError(rules.deliveryParamError(key));
+  for (const key of rules.DELIVERY_PARAM_KEYS)
+    if (typeof raw === "object" && key in raw) return toolError(rules.deliveryParamError(key));
   const parsed = SessionsSpawnArgs.safeParse(raw);
   if (!parsed.success) return argsError(parsed.error);
   const args = parsed.data;
@@ -36,7 +37,8 @@ export async function sessionsSpawn(svc: ToolDeps, caller: ToolCaller, rawArgs: 
   if (args.runtime === "acp") return toolError(rules.ACP_UNSUPPORTED_ERROR);
   // 1. agentId format, before anything is looked up.
   const requestedAgent = args.agentId?.trim().toLowerCase();
-  if (args.agentId !== undefined && !rules.isValidAgentId(requestedAgent ?? "")) return toolError(rules.invalidAgentIdError(args.agentId));
+  if (args.agentId !== undefined && !rules.isValidAgentId(requestedAgent ?? ""))
+    return toolError(rules.invalidAgentIdError(args.agentId));
   // 2. session mode needs a thread.
   if (args.mode === "session" && !args.thread) return toolError(rules.MODE_SESSION_ERROR);
   // 3. run timeout: param, else the configured default, else none.
@@ -51,7 +53,8 @@ export async function sessionsSpawn(svc: ToolDeps, caller: ToolCaller, rawArgs: 
   const active = await registry.activeCount(caller.sessionKey);
   if (active >= sa.maxChildrenPerAgent) return forbidden(rules.maxChildrenError(active, sa.maxChildrenPerAgent));
   // 6. explicit agentId when required.
-  if (!requestedAgent && rules.requireAgentIdFor(config, caller.agentId)) return forbidden(rules.REQUIRE_AGENT_ID_ERROR);
+  if (!requestedAgent && rules.requireAgentIdFor(config, caller.agentId))
+    return forbidden(rules.REQUIRE_AGENT_ID_ERROR);
   // 7. cross-agent allow list.
   const targetAgent = requestedAgent ?? caller.agentId;
   const allowed = rules.checkTargetAgent(config, caller.agentId, targetAgent);
@@ -59,7 +62,8 @@ export async function sessionsSpawn(svc: ToolDeps, caller: ToolCaller, rawArgs: 
 
   // 8. the child's key. Called from a turn, ids derive from (run, call number): a re-run of
   //    that turn after a crash finds the same child instead of spawning a second one.
-  const seed = caller.runId && caller.nextCallSeq ? `${caller.runId}:sessions_spawn:${caller.nextCallSeq()}` : undefined;
+  const seed =
+    caller.runId && caller.nextCallSeq ? `${caller.runId}:sessions_spawn:${caller.nextCallSeq()}` : undefined;
   const runId = seed ? uuidFrom(seed) : randomUUID();
   const childSessionKey = subagentSessionKey(targetAgent, seed ? uuidFrom(`${seed}:child`) : randomUUID());
   // 9. sandbox.
@@ -69,7 +73,8 @@ export async function sessionsSpawn(svc: ToolDeps, caller: ToolCaller, rawArgs: 
   // 10. model and thinking.
   const model = args.model ?? rules.subagentModelFor(config, targetAgent);
   const thinking = args.thinking ?? rules.subagentThinkingFor(config, targetAgent);
-  if (thinking && !(rules.THINKING_LEVELS as readonly string[]).includes(thinking.toLowerCase())) return toolError(rules.invalidThinkingError(thinking), { childSessionKey });
+  if (thinking && !(rules.THINKING_LEVELS as readonly string[]).includes(thinking.toLowerCase()))
+    return toolError(rules.invalidThinkingError(thinking), { childSessionKey });
   const badModel = model ? rules.invalidModelError(model) : undefined;
   if (badModel) return toolError(badModel, { childSessionKey });
   // 11. thread binding needs a channel plugin; Switchboard has none.
@@ -108,7 +113,16 @@ export async function sessionsSpawn(svc: ToolDeps, caller: ToolCaller, rawArgs: 
   }
   if (!child) return toolError("child session could not be created", { childSessionKey });
 
-  if (args.context === "fork" && requester) await forkTranscript(svc, requester.agentId, requester.sessionId, child.agentId, child.sessionId, runId, transcriptTopicOf(requester.key));
+  if (args.context === "fork" && requester)
+    await forkTranscript(
+      svc,
+      requester.agentId,
+      requester.sessionId,
+      child.agentId,
+      child.sessionId,
+      runId,
+      transcriptTopicOf(requester.key),
+    );
 
   // 13. the registry record, within the active-children limit (atomic with concurrent spawns).
   const reg = await registry.register(
@@ -160,12 +174,27 @@ export async function sessionsSpawn(svc: ToolDeps, caller: ToolCaller, rawArgs: 
 }
 
 /** Copy the requester's transcript into the child's, each line once (ids derived from the spawn). */
-async function forkTranscript(svc: ToolDeps, fromAgent: string, fromSessionId: string, toAgent: string, toSessionId: string, runId: string, fromTopic?: string): Promise<void> {
+async function forkTranscript(
+  svc: ToolDeps,
+  fromAgent: string,
+  fromSessionId: string,
+  toAgent: string,
+  toSessionId: string,
+  runId: string,
+  fromTopic?: string,
+): Promise<void> {
   // A requester in a Telegram forum topic has its transcript in the topic file.
-  const entries = await svc.transcripts.tail(fromAgent, fromSessionId, FORK_MAX_ENTRIES, fromTopic === undefined ? {} : { topicId: fromTopic });
+  const entries = await svc.transcripts.tail(
+    fromAgent,
+    fromSessionId,
+    FORK_MAX_ENTRIES,
+    fromTopic === undefined ? {} : { topicId: fromTopic },
+  );
   const copies: TranscriptEntry[] = entries
     .filter((e) => e.type === "message")
     .map((e) => ({ ...e, id: `fork:${runId.slice(0, 8)}:${e.id}` }));
-  await svc.transcripts.ensure(toAgent, toSessionId, { parentSession: svc.transcripts.path(fromAgent, fromSessionId, fromTopic) });
+  await svc.transcripts.ensure(toAgent, toSessionId, {
+    parentSession: svc.transcripts.path(fromAgent, fromSessionId, fromTopic),
+  });
   if (copies.length) await svc.transcripts.append(toAgent, toSessionId, copies);
 }

@@ -26,10 +26,18 @@ interface Listed {
 }
 
 /** A run is active while it runs or any of its descendants still does (it can still be killed). */
-async function listRuns(svc: ToolDeps, registry: SubagentRegistry, requester: string, recentMinutes: number, now: number): Promise<Listed & { pending: Map<string, number> }> {
+async function listRuns(
+  svc: ToolDeps,
+  registry: SubagentRegistry,
+  requester: string,
+  recentMinutes: number,
+  now: number,
+): Promise<Listed & { pending: Map<string, number> }> {
   const runs = await registry.forRequester(requester);
   const pending = new Map<string, number>();
-  for (const r of runs) if (r.status !== "running") pending.set(r.runId, (await runningDescendants(svc, registry, r.childSessionKey)).length);
+  for (const r of runs)
+    if (r.status !== "running")
+      pending.set(r.runId, (await runningDescendants(svc, registry, r.childSessionKey)).length);
   const isActive = (r: SubagentRun) => r.status === "running" || (pending.get(r.runId) ?? 0) > 0;
   const active = runs.filter(isActive);
   const recent = runs.filter((r) => !isActive(r) && (r.endedAt ?? 0) >= now - recentMinutes * 60_000);
@@ -98,13 +106,24 @@ export async function subagentsTool(svc: ToolDeps, caller: ToolCaller, rawArgs: 
   if (callerIsSubagent && caller.subagentRole !== "orchestrator") return forbidden(LEAF_CONTROL_ERROR, { action });
   const registry = new SubagentRegistry(svc.redis, svc.keys);
   const now = Date.now();
-  const { active, recent, pending } = await listRuns(svc, registry, caller.sessionKey, args.recentMinutes ?? DEFAULT_RECENT_MINUTES, now);
+  const { active, recent, pending } = await listRuns(
+    svc,
+    registry,
+    caller.sessionKey,
+    args.recentMinutes ?? DEFAULT_RECENT_MINUTES,
+    now,
+  );
   const ordered = [...active, ...recent];
 
   if (action === "list") {
     const items = ordered.map((r, i) => item(r, i + 1, now, pending.get(r.runId) ?? 0));
     const text = items.length
-      ? items.map((i) => `${i.index}. ${i.label || i.task} [${i.status}${i.status === "running" ? "" : `, announce ${i.announce}`}] ${i.sessionKey}`).join("\n")
+      ? items
+          .map(
+            (i) =>
+              `${i.index}. ${i.label || i.task} [${i.status}${i.status === "running" ? "" : `, announce ${i.announce}`}] ${i.sessionKey}`,
+          )
+          .join("\n")
       : "no subagents.";
     return {
       status: "ok",
@@ -128,7 +147,15 @@ export async function subagentsTool(svc: ToolDeps, caller: ToolCaller, rawArgs: 
       if (!r.ok) return toolError(r.error, { action, target: t });
       if (!active.includes(r.run)) {
         const label = r.run.label || r.run.childSessionKey;
-        return { status: "done", action, target: t, runId: r.run.runId, sessionKey: r.run.childSessionKey, label, text: `${label} is already finished.` };
+        return {
+          status: "done",
+          action,
+          target: t,
+          runId: r.run.runId,
+          sessionKey: r.run.childSessionKey,
+          label,
+          text: `${label} is already finished.`,
+        };
       }
       targets.push(r.run);
     }
@@ -156,20 +183,34 @@ export async function subagentsTool(svc: ToolDeps, caller: ToolCaller, rawArgs: 
   // steer
   const message = args.message ?? "";
   if (!message.trim()) return toolError("Missing steer message.", { action });
-  if (message.length > STEER_MAX_CHARS) return toolError(`Message too long (${message.length} chars, max ${STEER_MAX_CHARS}).`, { action });
+  if (message.length > STEER_MAX_CHARS)
+    return toolError(`Message too long (${message.length} chars, max ${STEER_MAX_CHARS}).`, { action });
   const r = resolveTarget(args.target, ordered);
   if (!r.ok) return toolError(r.error, { action });
   const prev = r.run;
   if (prev.childSessionKey === caller.sessionKey) return forbidden("Subagents cannot steer themselves.", { action });
   const label = prev.label || prev.childSessionKey;
-  if (prev.status !== "running") return { status: "done", action, runId: prev.runId, sessionKey: prev.childSessionKey, label, text: `${label} is already finished.` };
+  if (prev.status !== "running")
+    return {
+      status: "done",
+      action,
+      runId: prev.runId,
+      sessionKey: prev.childSessionKey,
+      label,
+      text: `${label} is already finished.`,
+    };
   const rateKey = `${svc.keys.base}:sa:steer:${caller.sessionKey}:${prev.childSessionKey}`;
   if (!(await svc.redis.set(rateKey, "1", "PX", STEER_INTERVAL_MS, "NX"))) {
-    return { status: "rate_limited", action, error: "Steer rate limit exceeded. Wait a moment before sending another steer." };
+    return {
+      status: "rate_limited",
+      action,
+      error: "Steer rate limit exceeded. Wait a moment before sending another steer.",
+    };
   }
   const child = await svc.sessions.get(prev.childSessionKey);
   if (!child) return toolError(`Unknown subagent session: ${prev.childSessionKey}`, { action });
-  const seed = caller.runId && caller.nextCallSeq ? `${caller.runId}:subagents.steer:${caller.nextCallSeq()}` : undefined;
+  const seed =
+    caller.runId && caller.nextCallSeq ? `${caller.runId}:subagents.steer:${caller.nextCallSeq()}` : undefined;
   const runId = seed ? uuidFrom(seed) : randomUUID();
   const next: SubagentRun = { ...prev, runId, createdAt: Date.now(), status: "running", announce: "pending" };
   delete next.endedAt;
@@ -190,7 +231,16 @@ export async function subagentsTool(svc: ToolDeps, caller: ToolCaller, rawArgs: 
     ...(prev.runTimeoutSeconds ? { runTimeoutSeconds: prev.runTimeoutSeconds } : {}),
     continuation: announceContinuation(svc, prev.childSessionKey, runId),
   });
-  return { status: "accepted", action, mode: "restart", runId, sessionKey: prev.childSessionKey, sessionId: child.sessionId, label, text: `steered ${label}.` };
+  return {
+    status: "accepted",
+    action,
+    mode: "restart",
+    runId,
+    sessionKey: prev.childSessionKey,
+    sessionId: child.sessionId,
+    label,
+    text: `steered ${label}.`,
+  };
 }
 
 /** Mark the run and every running descendant run as killed-not-announced; returns the descendants. */

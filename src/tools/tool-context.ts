@@ -31,5 +31,10 @@ export function toolError(error: string, extra: Record<string, unknown> = {}): T
 
 /** Invalid tool arguments, every problem as `path: message`, as a tool result (not a throw). */
 export function argsError(error: z.ZodError, extra: Record<string, unknown> = {}): ToolResult {
-  return toolError(zodIssues(error).map((i) => `${i.path}: ${i.message}`).join("; "), extra);
+  return toolError(
+    zodIssues(error)
+      .map((i) => `${i.path}: ${i.message}`)
+      .join("; "),
+    extra,
+  );
 }

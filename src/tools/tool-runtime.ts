@@ -70,7 +70,6 @@ const ToolRequestSchema = z.strictObject({
 });
 
 export function createToolRuntime(svc: ToolDeps): ToolRuntime {
-
   const call = async (name: string, caller: ToolCaller, args: unknown): Promise<ToolResult> => {
     // Tool profiles: a tool outside the session's list answers `forbidden` (docs/concepts/subagents.md).
     if ((TOOL_NAMES as string[]).includes(name) && !(effectiveTools(svc.config, caller) as string[]).includes(name)) {
@@ -98,7 +97,11 @@ export function createToolRuntime(svc: ToolDeps): ToolRuntime {
     }
   };
 
-  const definitions = TOOL_NAMES.map((name) => ({ name, description: TOOL_DESCRIPTION_TEXT[name], parameters: toolJsonSchema(TOOL_SCHEMAS[name]) }));
+  const definitions = TOOL_NAMES.map((name) => ({
+    name,
+    description: TOOL_DESCRIPTION_TEXT[name],
+    parameters: toolJsonSchema(TOOL_SCHEMAS[name]),
+  }));
   const subagentJobs = createSubagentProcessors(svc);
   const a2a = createA2AProcessor(svc);
   // The announce queue carries both flows; each job names its own.
@@ -130,7 +133,10 @@ export function createToolRuntime(svc: ToolDeps): ToolRuntime {
         definitions: () => definitions.filter((d) => allowed.has(d.name)),
         // After sessions_yield the turn is over: runtimes stop calling tools (they check
         // `yielded`); one that does not is refused anything else in this turn.
-        call: async (name, args) => (yielded !== undefined ? { status: "error", error: `turn yielded: ${yielded}` } : await call(name, caller, args)),
+        call: async (name, args) =>
+          yielded !== undefined
+            ? { status: "error", error: `turn yielded: ${yielded}` }
+            : await call(name, caller, args),
         yielded: () => (yielded !== undefined ? { message: yielded } : undefined),
       };
       return invoker;
@@ -138,8 +144,13 @@ export function createToolRuntime(svc: ToolDeps): ToolRuntime {
     endpoint: async (name, body) => {
       const parsed = ToolRequestSchema.safeParse(body ?? {});
       if (!parsed.success) throw ValidationError.fromIssues("invalid tool request", zodIssues(parsed.error));
-      if (!(TOOL_NAMES as string[]).includes(name)) throw new ValidationError(`unknown tool ${name} (known: ${TOOL_NAMES.join(", ")})`);
-      return await call(name, await sessionCaller(svc, parsed.data.sessionKey, parsed.data.sandboxed), parsed.data.args);
+      if (!(TOOL_NAMES as string[]).includes(name))
+        throw new ValidationError(`unknown tool ${name} (known: ${TOOL_NAMES.join(", ")})`);
+      return await call(
+        name,
+        await sessionCaller(svc, parsed.data.sessionKey, parsed.data.sandboxed),
+        parsed.data.args,
+      );
     },
     processors: { announce: announceProcessor as Processor },
   };

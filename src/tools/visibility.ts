@@ -41,12 +41,22 @@ export function effectiveVisibility(config: Config, sandboxed: boolean): Visibil
 function patternMatches(pattern: string, agentId: string): boolean {
   if (pattern === "*") return true;
   if (!pattern.includes("*")) return pattern === agentId;
-  const re = new RegExp(`^${pattern.split("*").map((p) => p.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join(".*")}$`, "i");
+  const re = new RegExp(
+    `^${pattern
+      .split("*")
+      .map((p) => p.replace(/[.+?^${}()|[\]\\]/g, "\\$&"))
+      .join(".*")}$`,
+    "i",
+  );
   return re.test(agentId);
 }
 
 /** Same agent always; else enabled and both ends match an allow pattern (empty list = all). */
-export function agentToAgentAllowed(config: Config, requesterAgent: string, targetAgent: string): "same" | "allowed" | "disabled" | "denied" {
+export function agentToAgentAllowed(
+  config: Config,
+  requesterAgent: string,
+  targetAgent: string,
+): "same" | "allowed" | "disabled" | "denied" {
   if (requesterAgent === targetAgent) return "same";
   const a2a = config.tools.agentToAgent;
   if (!a2a.enabled) return "disabled";
@@ -72,7 +82,11 @@ export function checkVisibility(config: Config, g: GuardInput): GuardResult {
     // (#55983); `agent` means the caller's agent only, `self` the caller only.
     if (g.isDescendant && (g.visibility === "tree" || g.visibility === "all")) return { allowed: true };
     if (g.visibility !== "all") {
-      return { allowed: false, status: "forbidden", error: `${label} visibility is restricted. Set tools.sessions.visibility=all to allow cross-agent access.` };
+      return {
+        allowed: false,
+        status: "forbidden",
+        error: `${label} visibility is restricted. Set tools.sessions.visibility=all to allow cross-agent access.`,
+      };
     }
     const a2a = agentToAgentAllowed(config, g.requesterAgent, g.targetAgent);
     if (a2a === "disabled") return { allowed: false, status: "forbidden", error: A2A_DISABLED[g.action] };
@@ -81,10 +95,18 @@ export function checkVisibility(config: Config, g: GuardInput): GuardResult {
   }
   if (g.targetKey === g.requesterKey) return { allowed: true };
   if (g.visibility === "self") {
-    return { allowed: false, status: "forbidden", error: `${label} visibility is restricted to the current session (tools.sessions.visibility=self).` };
+    return {
+      allowed: false,
+      status: "forbidden",
+      error: `${label} visibility is restricted to the current session (tools.sessions.visibility=self).`,
+    };
   }
   if (g.visibility === "tree" && !g.isDescendant) {
-    return { allowed: false, status: "forbidden", error: `${label} visibility is restricted to the current session tree (tools.sessions.visibility=tree).` };
+    return {
+      allowed: false,
+      status: "forbidden",
+      error: `${label} visibility is restricted to the current session tree (tools.sessions.visibility=tree).`,
+    };
   }
   return { allowed: true };
 }

@@ -100,7 +100,11 @@ export async function syncDir(dir: string): Promise<void> {
  * completed here. `wx` makes creation exclusive even if a lock was lost. Returns true if this
  * call wrote the header.
  */
-export async function createWithHeader(file: string, sessionId: string, parentSession: string | undefined): Promise<boolean> {
+export async function createWithHeader(
+  file: string,
+  sessionId: string,
+  parentSession: string | undefined,
+): Promise<boolean> {
   if (await nonEmpty(file)) return false;
   const line = Buffer.from(headerLine(sessionId, parentSession), "utf8");
   await mkdir(dirname(file), { recursive: true, mode: 0o700 });

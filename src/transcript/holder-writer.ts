@@ -69,7 +69,13 @@ export class HolderWriter {
    * Append `entries` (already missing from the file: see linesOfRun) in one write. The file is
    * created with its header when new. Throws the file system's error (nothing left behind).
    */
-  async write(agentId: string, sessionId: string, entries: TranscriptEntry[], topicId?: string | number, holder?: number): Promise<void> {
+  async write(
+    agentId: string,
+    sessionId: string,
+    entries: TranscriptEntry[],
+    topicId?: string | number,
+    holder?: number,
+  ): Promise<void> {
     if (entries.length === 0) return;
     const file = this.path(agentId, sessionId, topicId);
     const body = entries.map((e) => `${JSON.stringify(e)}\n`).join("");
@@ -114,7 +120,12 @@ export class HolderWriter {
    * first. Only the holder writes, so the run's lines are the last ones: reading stops at the
    * first older line.
    */
-  async linesOfRun(agentId: string, sessionId: string, runId: string, topicId?: string | number): Promise<TranscriptEntry[]> {
+  async linesOfRun(
+    agentId: string,
+    sessionId: string,
+    runId: string,
+    topicId?: string | number,
+  ): Promise<TranscriptEntry[]> {
     const file = this.path(agentId, sessionId, topicId);
     await this.flushFile(file);
     const { entries } = await readTail(file, 10_000, { stopAt: (e) => e.runId !== runId });
@@ -154,7 +165,15 @@ export class HolderWriter {
       return again;
     }
     // size -1: not checked yet, so the first write looks for a torn tail.
-    const f: OpenFile = { fh, dirty: false, lastUse: Date.now(), chain: Promise.resolve(), size: -1, ino: st.ino, dev: st.dev };
+    const f: OpenFile = {
+      fh,
+      dirty: false,
+      lastUse: Date.now(),
+      chain: Promise.resolve(),
+      size: -1,
+      ino: st.ino,
+      dev: st.dev,
+    };
     this.files.set(file, f);
     return f;
   }

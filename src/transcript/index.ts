@@ -4,38 +4,15 @@
  */
 export * from "../history/transcript-types.js";
 export {
-  
-  
-  
-  
-  
-  
-  
-  
   transcriptPath,
   archivePath,
-  
 } from "./paths.js";
 export {
-  
-  
   readTail,
-  
-  
-  
   readAllEntries,
   readHeader,
-  
-  
-  
 } from "./tail-reader.js";
 export {
   TranscriptStore,
   transcriptKeys,
-  
-  
-  
-  
-  
-  
 } from "./transcript-store.js";

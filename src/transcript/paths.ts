@@ -30,7 +30,8 @@ export function assertAgentId(agentId: unknown): asserts agentId is string {
 }
 
 export function assertSessionId(sessionId: unknown): asserts sessionId is string {
-  if (typeof sessionId !== "string" || !SESSION_ID_RE.test(sessionId)) throw new InvalidSessionIdError(String(sessionId));
+  if (typeof sessionId !== "string" || !SESSION_ID_RE.test(sessionId))
+    throw new InvalidSessionIdError(String(sessionId));
 }
 
 /**
@@ -67,7 +68,12 @@ export function sessionsDir(storageDir: string, agentId: string): string {
  * The transcript path for one session (or one of its topics). Throws InvalidAgentIdError,
  * InvalidSessionIdError or ValidationError (topic) without touching the file system.
  */
-export function transcriptPath(storageDir: string, agentId: string, sessionId: string, topicId?: string | number): string {
+export function transcriptPath(
+  storageDir: string,
+  agentId: string,
+  sessionId: string,
+  topicId?: string | number,
+): string {
   const dir = sessionsDir(storageDir, agentId);
   const name = transcriptFileName(sessionId, topicId);
   const file = resolve(dir, name);

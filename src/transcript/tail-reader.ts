@@ -59,7 +59,9 @@ function parseObjectLine(line: Buffer | string): Record<string, unknown> | undef
   } catch {
     return undefined;
   }
-  return value !== null && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  return value !== null && typeof value === "object" && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
 }
 
 /**
@@ -78,7 +80,11 @@ export async function readTail(file: string, limit: number, opts: TailReadOption
 }
 
 /** `readTail(...).entries`. */
-export async function readLastEntries(file: string, limit: number, opts: TailReadOptions = {}): Promise<TranscriptEntry[]> {
+export async function readLastEntries(
+  file: string,
+  limit: number,
+  opts: TailReadOptions = {},
+): Promise<TranscriptEntry[]> {
   return (await readTail(file, limit, opts)).entries;
 }
 
@@ -193,7 +199,10 @@ export async function* scanLines(
 }
 
 /** Stream every entry (oldest first, first occurrence of an id wins). Missing file → []. */
-export async function* iterateEntries(file: string, opts: { chunkSize?: number } = {}): AsyncGenerator<TranscriptEntry> {
+export async function* iterateEntries(
+  file: string,
+  opts: { chunkSize?: number } = {},
+): AsyncGenerator<TranscriptEntry> {
   const fh = await openIfExists(file);
   if (!fh) return;
   try {

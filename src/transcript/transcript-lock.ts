@@ -84,7 +84,13 @@ export class TranscriptLock {
    * fence, the session lease's token is still `fence.token`. Throws TranscriptLockError when
    * the lock expired, StaleFenceError for a stale fence.
    */
-  async guard(lockKey: string, token: string, file: string, sessionId: string, fence: Fence | undefined): Promise<void> {
+  async guard(
+    lockKey: string,
+    token: string,
+    file: string,
+    sessionId: string,
+    fence: Fence | undefined,
+  ): Promise<void> {
     const [code, current] = fence
       ? ((await this.lua.guard([lockKey, fence.key], [token, this.ttlMs, fence.token])) as GuardReply)
       : ((await this.lua.guard([lockKey], [token, this.ttlMs])) as GuardReply);
@@ -116,7 +122,10 @@ export class TranscriptLock {
   private async acquire(keys: LockKeys, token: string, file: string): Promise<void> {
     const started = Date.now();
     for (;;) {
-      const place = (await this.lua.acquire([keys.lock, keys.queue, keys.heartbeats], [token, this.ttlMs, WAITER_STALE_MS])) as number;
+      const place = (await this.lua.acquire(
+        [keys.lock, keys.queue, keys.heartbeats],
+        [token, this.ttlMs, WAITER_STALE_MS],
+      )) as number;
       if (place < 0) return;
       const waited = Date.now() - started;
       if (waited >= this.waitMs) {

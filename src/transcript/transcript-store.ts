@@ -25,13 +25,7 @@ import { open, rename, type FileHandle } from "node:fs/promises";
 import type { RedisClient } from "../storage/redis-client.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
 import { ValidationError } from "../errors/index.js";
-import {
-  archivePath,
-  transcriptFileName,
-  transcriptPath,
-  transcriptRelativePath,
-  type ArchiveKind,
-} from "./paths.js";
+import { archivePath, transcriptFileName, transcriptPath, transcriptRelativePath, type ArchiveKind } from "./paths.js";
 import { readLastEntries, scanLines } from "./tail-reader.js";
 import { appendOrUndo, createWithHeader, cutTornTail, exists, nonEmpty } from "./file-ops.js";
 import { TRANSCRIPT_LUA_DIR, TranscriptLock, type Fence, type LockKeys } from "./transcript-lock.js";
@@ -107,7 +101,11 @@ export class TranscriptStore {
     this.redis = opts.redis;
     this.keyLayout = opts.keys;
     this.storageDir = opts.storageDir;
-    this.lock = new TranscriptLock(opts.redis, opts.lockTtlMs ?? DEFAULT_LOCK_TTL_MS, opts.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS);
+    this.lock = new TranscriptLock(
+      opts.redis,
+      opts.lockTtlMs ?? DEFAULT_LOCK_TTL_MS,
+      opts.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS,
+    );
     this.commit = luaCommand(opts.redis, TRANSCRIPT_LUA_DIR, "txcommit");
   }
 
@@ -124,7 +122,11 @@ export class TranscriptStore {
    * Create the transcript with its header line, exactly once however many processes race.
    * A file that already has content is left alone without taking the lock.
    */
-  async ensure(agentId: string, sessionId: string, opts: EnsureOptions = {}): Promise<{ path: string; created: boolean }> {
+  async ensure(
+    agentId: string,
+    sessionId: string,
+    opts: EnsureOptions = {},
+  ): Promise<{ path: string; created: boolean }> {
     const file = this.path(agentId, sessionId, opts.topicId);
     if (await nonEmpty(file)) return { path: file, created: false };
     const keys = this.keys(sessionId, opts.topicId);
@@ -138,7 +140,12 @@ export class TranscriptStore {
    * a string id/type, StaleFenceError for a stale fence (nothing written), TranscriptLockError
    * when the lock cannot be had (or was lost before writing; nothing written).
    */
-  async append(agentId: string, sessionId: string, entries: TranscriptEntry[], opts: AppendOptions = {}): Promise<AppendResult> {
+  async append(
+    agentId: string,
+    sessionId: string,
+    entries: TranscriptEntry[],
+    opts: AppendOptions = {},
+  ): Promise<AppendResult> {
     const file = this.path(agentId, sessionId, opts.topicId);
     const rel = transcriptRelativePath(agentId, sessionId, opts.topicId);
     const keys = this.keys(sessionId, opts.topicId);
@@ -156,7 +163,10 @@ export class TranscriptStore {
         const size = await cutTornTail(fh, (await fh.stat()).size, sessionId);
         const indexChanged = await this.reconcile(fh, size, keys, rel);
 
-        const present = await this.membership(keys.ids, batch.map((b) => b.id));
+        const present = await this.membership(
+          keys.ids,
+          batch.map((b) => b.id),
+        );
         const fresh = batch.filter((_, i) => !present[i]);
         const skipped = entries.length - fresh.length;
 
@@ -170,7 +180,10 @@ export class TranscriptStore {
         await appendOrUndo(fh, buf, size, true);
         // The new size is computed, not fstat'ed: had our lock expired and another writer
         // appended meanwhile, fstat would also count its bytes, whose ids we did not index.
-        await this.commit([keys.lock, keys.index, keys.ids], [token, size + buf.length, rel, ...fresh.map((b) => b.id)]);
+        await this.commit(
+          [keys.lock, keys.index, keys.ids],
+          [token, size + buf.length, rel, ...fresh.map((b) => b.id)],
+        );
         return { written: fresh.length, skipped };
       } finally {
         await fh.close();
@@ -187,7 +200,12 @@ export class TranscriptStore {
    * The `message` objects of the last `limit` `type:"message"` entries, oldest first: exactly
    * what `chat.history` returns (the operators' view, README "HTTP API"). Use `tail` when entry ids are needed.
    */
-  async messages(agentId: string, sessionId: string, limit: number, opts: TopicOption = {}): Promise<TranscriptMessage[]> {
+  async messages(
+    agentId: string,
+    sessionId: string,
+    limit: number,
+    opts: TopicOption = {},
+  ): Promise<TranscriptMessage[]> {
     const entries = await readLastEntries(this.path(agentId, sessionId, opts.topicId), limit, {
       filter: (e) => e.type === "message" && typeof e.message === "object" && e.message !== null,
     });
@@ -278,7 +296,9 @@ function uniqueBatch(entries: TranscriptEntry[]): { id: string; line: string }[]
   const out: { id: string; line: string }[] = [];
   entries.forEach((e, i) => {
     if (e === null || typeof e !== "object" || typeof e.id !== "string" || e.id === "") {
-      throw new ValidationError(`Transcript entry ${i} has no id`, [{ path: `entries.${i}.id`, message: "required string" }]);
+      throw new ValidationError(`Transcript entry ${i} has no id`, [
+        { path: `entries.${i}.id`, message: "required string" },
+      ]);
     }
     if (typeof e.type !== "string" || e.type === "session") {
       throw new ValidationError(`Transcript entry ${i} has an invalid type`, [

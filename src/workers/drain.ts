@@ -51,17 +51,43 @@ type TurnStep = { status: string; next?: NextTurn } | { parkMs: number } | { han
  * that follows it runs them on another worker), and a turn handed back mid-run sends this job
  * back to the queue with the lease released, so another worker takes over at once.
  */
-export function createDrainProcessor(svc: WorkerDeps, executor: TurnExecutor, stopping: AbortSignal = new AbortController().signal) {
+export function createDrainProcessor(
+  svc: WorkerDeps,
+  executor: TurnExecutor,
+  stopping: AbortSignal = new AbortController().signal,
+) {
   /** End a turn that will not be retried: `error` on its record, its message dead-lettered. */
-  async function giveUp(lease: LeaseHandle, job: Job<DrainData>, turn: Turn, kind: DeadLetter["kind"], reason: string): Promise<void> {
-    const letter: DeadLetter = { runId: turn.runId, sessionKey: turn.sessionKey, reason, kind, failedAt: Date.now(), replays: turn.replays ?? 0, turn };
+  async function giveUp(
+    lease: LeaseHandle,
+    job: Job<DrainData>,
+    turn: Turn,
+    kind: DeadLetter["kind"],
+    reason: string,
+  ): Promise<void> {
+    const letter: DeadLetter = {
+      runId: turn.runId,
+      sessionKey: turn.sessionKey,
+      reason,
+      kind,
+      failedAt: Date.now(),
+      replays: turn.replays ?? 0,
+      turn,
+    };
     await svc.runs.finish(lease, turn.runId, "error", { error: reason }, { deadLetter: letter });
     await svc.redis.hincrby(svc.keys.stats(), kind === "storage" ? "runs_storage_deadline" : "runs_poisoned", 1);
-    svc.log.error({ sessionKey: turn.sessionKey, runId: turn.runId, kind, reason }, "turn given up; message kept as a dead letter");
+    svc.log.error(
+      { sessionKey: turn.sessionKey, runId: turn.runId, kind, reason },
+      "turn given up; message kept as a dead letter",
+    );
     await job.log(`run ${turn.runId} given up (${kind}): ${reason}`).catch(() => 0);
   }
 
-  async function runTurn(lease: LeaseHandle, job: Job<DrainData>, begun: BegunTurn, beginNext: () => boolean): Promise<TurnStep> {
+  async function runTurn(
+    lease: LeaseHandle,
+    job: Job<DrainData>,
+    begun: BegunTurn,
+    beginNext: () => boolean,
+  ): Promise<TurnStep> {
     const { turn } = begun;
     try {
       const outcome = await executor.execute(begun, lease, beginNext);
@@ -103,7 +129,8 @@ export function createDrainProcessor(svc: WorkerDeps, executor: TurnExecutor, st
     if (!acquired.acquired) {
       // Another holder is still inside its lease (or a crashed one has not expired yet).
       const waits = (job.data.leaseWaits ?? 0) + 1;
-      if (waits > MAX_LEASE_WAITS) throw new Error(`session ${sessionKey} lease stayed busy through ${MAX_LEASE_WAITS} waits`);
+      if (waits > MAX_LEASE_WAITS)
+        throw new Error(`session ${sessionKey} lease stayed busy through ${MAX_LEASE_WAITS} waits`);
       await job.updateData({ ...job.data, leaseWaits: waits, leaseWaitSince: job.data.leaseWaitSince ?? Date.now() });
       return await retryLater(job, token, Math.min(acquired.retryInMs + 20, LEASE_POLL_MS));
     }
@@ -161,11 +188,16 @@ export function createDrainProcessor(svc: WorkerDeps, executor: TurnExecutor, st
     }
     if (parkMs !== undefined) {
       // Parked: the turn stays in-flight (first in line) and this same job comes back later.
-      await job.updateData({ ...job.data, storageRetries: (job.data.storageRetries ?? 0) + 1, leaseWaitSince: undefined });
+      await job.updateData({
+        ...job.data,
+        storageRetries: (job.data.storageRetries ?? 0) + 1,
+        leaseWaitSince: undefined,
+      });
       return await retryLater(job, token, parkMs);
     }
     // Yielded with work left: chain another drain (stored as the dedup follow-up while we are active).
-    if (runs.length >= MAX_TURNS_PER_DRAIN && (await svc.inbox.depth(sessionKey)) > 0) await requestDrain(svc, sessionKey);
+    if (runs.length >= MAX_TURNS_PER_DRAIN && (await svc.inbox.depth(sessionKey)) > 0)
+      await requestDrain(svc, sessionKey);
     return { ran: runs.length, runs };
   };
 }
@@ -173,7 +205,15 @@ export function createDrainProcessor(svc: WorkerDeps, executor: TurnExecutor, st
 async function discardCorrupt(svc: WorkerDeps, lease: LeaseHandle, job: Job<DrainData>, raw: string): Promise<void> {
   const id = `corrupt-${createHash("sha256").update(raw).digest("hex").slice(0, 24)}`;
   const reason = "the queued turn is not readable (corrupt entry)";
-  await svc.inbox.discard(lease, raw, { runId: id, sessionKey: lease.sessionKey, reason, kind: "corrupt", failedAt: Date.now(), replays: 0, raw });
+  await svc.inbox.discard(lease, raw, {
+    runId: id,
+    sessionKey: lease.sessionKey,
+    reason,
+    kind: "corrupt",
+    failedAt: Date.now(),
+    replays: 0,
+    raw,
+  });
   await svc.redis.hincrby(svc.keys.stats(), "runs_poisoned", 1);
   svc.log.error({ sessionKey: lease.sessionKey, id }, "corrupt turn moved to the dead letters");
   await job.log(`corrupt in-flight entry moved to dead letter ${id}`).catch(() => 0);

@@ -51,7 +51,12 @@ export async function sweepOnce(svc: WorkerDeps, now = Date.now()): Promise<Swee
     const f = freshnessOf(svc.config, entry, now);
     if (f.fresh) {
       // Policy changed or the session was touched after it was indexed: index its new instant.
-      await svc.sessions.upsert(key, identOf(svc.config, key), {}, { activity: "preserve", staleAt: entryStaleAt(svc.config, entry) });
+      await svc.sessions.upsert(
+        key,
+        identOf(svc.config, key),
+        {},
+        { activity: "preserve", staleAt: entryStaleAt(svc.config, entry) },
+      );
       result.rescheduled++;
       continue;
     }
@@ -59,7 +64,13 @@ export async function sweepOnce(svc: WorkerDeps, now = Date.now()): Promise<Swee
     // write (and reply) into the retired session after its archive. So the rotation is refused,
     // atomically, unless the session is idle and unchanged since it was read; a busy one stays
     // due and a later sweep looks again once it is quiet.
-    const rotated = await rotateSession(svc, entry, { reason: f.staleReason ?? "daily", now, archive: "job", activity: "preserve", onlyIfUntouchedAndIdle: true });
+    const rotated = await rotateSession(svc, entry, {
+      reason: f.staleReason ?? "daily",
+      now,
+      archive: "job",
+      activity: "preserve",
+      onlyIfUntouchedAndIdle: true,
+    });
     if (rotated) result.rotated++;
     else result.busy++;
   }
@@ -84,7 +95,11 @@ export async function rearmOverdueWakes(svc: WorkerDeps, now = Date.now()): Prom
     await requestDrain(svc, w.sessionKey);
     await svc.inbox.clearWake(w.member);
   }
-  if (overdue.length) svc.log.warn({ sessions: overdue.length }, "re-armed drains whose wake-up was not taken within 10 s (lost, or workers busy)");
+  if (overdue.length)
+    svc.log.warn(
+      { sessions: overdue.length },
+      "re-armed drains whose wake-up was not taken within 10 s (lost, or workers busy)",
+    );
   return overdue.length;
 }
 
@@ -123,4 +138,3 @@ export async function ensureSweepScheduler(svc: WorkerDeps): Promise<void> {
     { name: JOBS.sweep.name, data: {}, opts: JOBS.sweep.options({}, svc.config) },
   );
 }
-

@@ -40,7 +40,14 @@ async function candidates(svc: PruneDeps, now: number, batch: number): Promise<C
   const m = svc.config.session.maintenance!;
   const out: Candidate[] = [];
   const seen = new Set<string>();
-  const stale = await svc.redis.zrangebyscore(svc.keys.updatedIndex(), "-inf", `(${now - m.pruneAfterMs}`, "LIMIT", 0, batch);
+  const stale = await svc.redis.zrangebyscore(
+    svc.keys.updatedIndex(),
+    "-inf",
+    `(${now - m.pruneAfterMs}`,
+    "LIMIT",
+    0,
+    batch,
+  );
   for (const key of stale) {
     seen.add(key);
     out.push({ key, reason: "pruned" });
@@ -80,7 +87,10 @@ export async function pruneOnce(svc: PruneDeps, opts: { dryRun?: boolean; now?: 
     report[c.reason].push(c.key);
   }
   if (dryRun && report.pruned.length + report.capped.length > 0) {
-    svc.log.warn({ pruned: report.pruned.length, capped: report.capped.length }, "session.maintenance (warn mode): sessions that enforce mode would remove");
+    svc.log.warn(
+      { pruned: report.pruned.length, capped: report.capped.length },
+      "session.maintenance (warn mode): sessions that enforce mode would remove",
+    );
   }
   return report;
 }

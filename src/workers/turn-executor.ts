@@ -83,7 +83,8 @@ export class RunningTurns {
    * executor ends it with TurnHandedBackError instead of an outcome. Returns how many.
    */
   handBackAll(): number {
-    for (const [sessionKey, cur] of this.bySession) cur.controller.abort(new TurnHandedBackError(sessionKey, cur.runId));
+    for (const [sessionKey, cur] of this.bySession)
+      cur.controller.abort(new TurnHandedBackError(sessionKey, cur.runId));
     return this.bySession.size;
   }
   get size(): number {
@@ -105,31 +106,81 @@ function entry(id: string, runId: string, message: TranscriptMessage, ts: number
 }
 
 /** The transcript lines of a turn's result (tool calls, then the reply or the error), ids fixed by runId. */
-function resultEntries(turn: Turn, outcome: TurnOutcome, output: RunOutput | undefined, now: number): TranscriptEntry[] {
+function resultEntries(
+  turn: Turn,
+  outcome: TurnOutcome,
+  output: RunOutput | undefined,
+  now: number,
+): TranscriptEntry[] {
   const lines: TranscriptEntry[] = [];
   (output?.toolCalls ?? []).forEach((call, i) => {
     const callId = `call_${turn.runId.slice(0, 8)}_${i}`;
     lines.push(
-      entry(`${turn.runId}:t${i}`, turn.runId, { role: "assistant", content: [{ type: "toolCall", id: callId, name: call.name, arguments: call.args }], timestamp: now }, now),
-      entry(`${turn.runId}:r${i}`, turn.runId, { role: "toolResult", toolCallId: callId, toolName: call.name, content: [{ type: "text", text: JSON.stringify(call.result) }], isError: false, timestamp: now }, now),
+      entry(
+        `${turn.runId}:t${i}`,
+        turn.runId,
+        {
+          role: "assistant",
+          content: [{ type: "toolCall", id: callId, name: call.name, arguments: call.args }],
+          timestamp: now,
+        },
+        now,
+      ),
+      entry(
+        `${turn.runId}:r${i}`,
+        turn.runId,
+        {
+          role: "toolResult",
+          toolCallId: callId,
+          toolName: call.name,
+          content: [{ type: "text", text: JSON.stringify(call.result) }],
+          isError: false,
+          timestamp: now,
+        },
+        now,
+      ),
     );
   });
   if (outcome.status === "ok" && output?.yielded) {
     lines.push(...yieldedEntries(turn.runId, output, now));
   } else if (outcome.status === "ok") {
     lines.push(
-      entry(`${turn.runId}:a`, turn.runId, {
-        role: "assistant",
-        content: [{ type: "text", text: outcome.reply ?? "" }],
-        timestamp: now,
-        stopReason: "stop",
-        ...(output?.model ? { model: output.model } : {}),
-        ...(output?.usage ? { usage: { input: output.usage.input, output: output.usage.output, totalTokens: output.usage.input + output.usage.output } } : {}),
-      }, now),
+      entry(
+        `${turn.runId}:a`,
+        turn.runId,
+        {
+          role: "assistant",
+          content: [{ type: "text", text: outcome.reply ?? "" }],
+          timestamp: now,
+          stopReason: "stop",
+          ...(output?.model ? { model: output.model } : {}),
+          ...(output?.usage
+            ? {
+                usage: {
+                  input: output.usage.input,
+                  output: output.usage.output,
+                  totalTokens: output.usage.input + output.usage.output,
+                },
+              }
+            : {}),
+        },
+        now,
+      ),
     );
   } else {
     lines.push(
-      entry(`${turn.runId}:a`, turn.runId, { role: "assistant", content: [], timestamp: now, stopReason: outcome.status === "error" ? "error" : "aborted", errorMessage: outcome.error }, now),
+      entry(
+        `${turn.runId}:a`,
+        turn.runId,
+        {
+          role: "assistant",
+          content: [],
+          timestamp: now,
+          stopReason: outcome.status === "error" ? "error" : "aborted",
+          errorMessage: outcome.error,
+        },
+        now,
+      ),
     );
   }
   return lines;
@@ -144,21 +195,37 @@ function yieldedEntries(runId: string, output: RunOutput, now: number): Transcri
   const message = output.yielded?.message ?? "";
   const ts = new Date(now).toISOString();
   return [
-    entry(`${runId}:a`, runId, {
-      role: "assistant",
-      content: [{ type: "text", text: "" }],
-      timestamp: now,
-      stopReason: "aborted",
-      ...(output.model ? { model: output.model } : {}),
-      ...(output.usage ? { usage: { input: output.usage.input, output: output.usage.output, totalTokens: output.usage.input + output.usage.output } } : {}),
-    }, now),
+    entry(
+      `${runId}:a`,
+      runId,
+      {
+        role: "assistant",
+        content: [{ type: "text", text: "" }],
+        timestamp: now,
+        stopReason: "aborted",
+        ...(output.model ? { model: output.model } : {}),
+        ...(output.usage
+          ? {
+              usage: {
+                input: output.usage.input,
+                output: output.usage.output,
+                totalTokens: output.usage.input + output.usage.output,
+              },
+            }
+          : {}),
+      },
+      now,
+    ),
     {
       type: "custom",
       id: `${runId}:y`,
       runId,
       timestamp: ts,
       customType: "openclaw.sessions_yield",
-      data: { message, note: `${message}\n\n[Context: The previous turn ended intentionally via sessions_yield while waiting for a follow-up event.]` },
+      data: {
+        message,
+        note: `${message}\n\n[Context: The previous turn ended intentionally via sessions_yield while waiting for a follow-up event.]`,
+      },
     },
   ];
 }
@@ -183,7 +250,10 @@ interface Recovered {
 /** The outcome an earlier attempt saved on the record (a parked turn). */
 function savedResult(record: RunRecord): Recovered {
   const status = record.resultStatus ?? "ok";
-  const outcome: TurnOutcome = status === "ok" ? { status, reply: record.reply ?? "" } : { status, ...(record.resultError ? { error: record.resultError } : {}) };
+  const outcome: TurnOutcome =
+    status === "ok"
+      ? { status, reply: record.reply ?? "" }
+      : { status, ...(record.resultError ? { error: record.resultError } : {}) };
   const output = savedOutput(record.resultOutput, outcome.reply);
   return { outcome, ...(output ? { output } : {}), at: record.resultAt ?? Date.now() };
 }
@@ -194,7 +264,9 @@ function savedResult(record: RunRecord): Recovered {
  */
 export function outcomeFromLines(runId: string, lines: TranscriptEntry[]): Recovered | null {
   const final = lines.find((l) => l.id === `${runId}:a`);
-  const msg = final?.message as (TranscriptMessage & { errorMessage?: string; usage?: { input: number; output: number } }) | undefined;
+  const msg = final?.message as
+    | (TranscriptMessage & { errorMessage?: string; usage?: { input: number; output: number } })
+    | undefined;
   if (!final || !msg) return null;
   const at = Date.parse(final.timestamp ?? "") || Date.now();
   const toolCalls = lines
@@ -203,9 +275,17 @@ export function outcomeFromLines(runId: string, lines: TranscriptEntry[]): Recov
       const call = (l.message?.content as { name: string; arguments: Record<string, unknown> }[] | undefined)?.[0];
       const res = lines.find((r) => r.id === l.id.replace(/:t(\d+)$/, ":r$1"));
       const text = (res?.message?.content as { text?: string }[] | undefined)?.[0]?.text;
-      return { name: call?.name ?? "", args: call?.arguments ?? {}, result: text === undefined ? null : safeParse(text) };
+      return {
+        name: call?.name ?? "",
+        args: call?.arguments ?? {},
+        result: text === undefined ? null : safeParse(text),
+      };
     });
-  const extra = { ...(toolCalls.length ? { toolCalls } : {}), ...(msg.model ? { model: msg.model } : {}), ...(msg.usage ? { usage: { input: msg.usage.input, output: msg.usage.output } } : {}) };
+  const extra = {
+    ...(toolCalls.length ? { toolCalls } : {}),
+    ...(msg.model ? { model: msg.model } : {}),
+    ...(msg.usage ? { usage: { input: msg.usage.input, output: msg.usage.output } } : {}),
+  };
   // A yielded turn (its `:y` note is written with its `:a` line): ok, no reply.
   const yieldNote = lines.find((l) => l.id === `${runId}:y`);
   if (yieldNote) {
@@ -213,12 +293,20 @@ export function outcomeFromLines(runId: string, lines: TranscriptEntry[]): Recov
     return { outcome: { status: "ok", reply: "" }, output: { reply: "", ...extra, yielded }, at };
   }
   if (msg.stopReason === "stop") {
-    const reply = (msg.content as { type: string; text?: string }[]).filter((b) => b.type === "text").map((b) => b.text ?? "").join("");
+    const reply = (msg.content as { type: string; text?: string }[])
+      .filter((b) => b.type === "text")
+      .map((b) => b.text ?? "")
+      .join("");
     return { outcome: { status: "ok", reply }, output: { reply, ...extra }, at };
   }
   const error = msg.errorMessage;
-  const status: TerminalStatus = msg.stopReason === "error" ? "error" : error === "run timed out" ? "timeout" : "killed";
-  return { outcome: { status, ...(error ? { error } : {}) }, ...(Object.keys(extra).length ? { output: { reply: "", ...extra } } : {}), at };
+  const status: TerminalStatus =
+    msg.stopReason === "error" ? "error" : error === "run timed out" ? "timeout" : "killed";
+  return {
+    outcome: { status, ...(error ? { error } : {}) },
+    ...(Object.keys(extra).length ? { output: { reply: "", ...extra } } : {}),
+    at,
+  };
 }
 
 function safeParse(text: string): unknown {
@@ -243,7 +331,9 @@ function resultFields(outcome: TurnOutcome, output: RunOutput | undefined): Reco
 async function historyBefore(svc: WorkerDeps, turn: Turn, limit: number): Promise<TranscriptMessage[]> {
   const entries = await svc.transcripts.tail(turn.agentId, turn.sessionId, limit + 8, topicOpt(turn.sessionKey));
   return entries
-    .filter((e) => e.type === "message" && e.runId !== turn.runId && typeof e.message === "object" && e.message !== null)
+    .filter(
+      (e) => e.type === "message" && e.runId !== turn.runId && typeof e.message === "object" && e.message !== null,
+    )
     .slice(-limit)
     .map((e) => e.message as TranscriptMessage);
 }
@@ -271,7 +361,11 @@ export class TurnExecutor {
    * the lease when there is none), handed back as `next` for the drain to run. A function is
    * asked at the finish (a worker that started shutting down meanwhile begins nothing more).
    */
-  async execute(begun: BegunTurn, lease: LeaseHandle, beginNext: boolean | (() => boolean) = false): Promise<TurnOutcome & { next?: NextTurn }> {
+  async execute(
+    begun: BegunTurn,
+    lease: LeaseHandle,
+    beginNext: boolean | (() => boolean) = false,
+  ): Promise<TurnOutcome & { next?: NextTurn }> {
     const { turn } = begun;
     // Registered before the record's cancel flag is looked at: a /stop either finds this turn
     // registered (its broadcast aborts it) or flagged the record before turn-begin read it.
@@ -283,7 +377,12 @@ export class TurnExecutor {
     }
   }
 
-  private async executeRegistered({ turn, record, entry }: BegunTurn, lease: LeaseHandle, controller: AbortController, beginNext: boolean | (() => boolean)): Promise<TurnOutcome & { next?: NextTurn }> {
+  private async executeRegistered(
+    { turn, record, entry }: BegunTurn,
+    lease: LeaseHandle,
+    controller: AbortController,
+    beginNext: boolean | (() => boolean),
+  ): Promise<TurnOutcome & { next?: NextTurn }> {
     const { svc } = this;
     if (record?.cancelRequested) controller.abort(new Error(`run ${record.cancelRequested}`));
     if (record && isTerminal(record.status)) {
@@ -295,7 +394,13 @@ export class TurnExecutor {
     const topic = transcriptTopicOf(turn.sessionKey);
     if (turn.archive) {
       await this.writer.release(turn.agentId, turn.archive.sessionId, topic);
-      await svc.transcripts.archive(turn.agentId, turn.archive.sessionId, turn.archive.kind, new Date(), topicOpt(turn.sessionKey));
+      await svc.transcripts.archive(
+        turn.agentId,
+        turn.archive.sessionId,
+        turn.archive.kind,
+        new Date(),
+        topicOpt(turn.sessionKey),
+      );
     }
 
     // A re-run finds what an earlier attempt left: its lines at the end of the transcript.
@@ -317,10 +422,14 @@ export class TurnExecutor {
 
     const have = new Set(written.map((e) => e.id));
     // Stored with credentials masked (the runtime got the text as sent); ids are unchanged, so the filter holds.
-    const lines = redactTranscriptEntries([userEntry(turn), ...resultEntries(turn, outcome, output, resultAt)], svc.config.transcripts.redactSecrets).filter((e) => !have.has(e.id));
+    const lines = redactTranscriptEntries(
+      [userEntry(turn), ...resultEntries(turn, outcome, output, resultAt)],
+      svc.config.transcripts.redactSecrets,
+    ).filter((e) => !have.has(e.id));
     if (lines.length) {
       // The file cannot check the fence: write only while the lease is surely still ours.
-      if (lease.lost.aborted || Date.now() >= lease.heldUntil()) throw new StaleFenceError(turn.sessionKey, lease.token, null);
+      if (lease.lost.aborted || Date.now() >= lease.heldUntil())
+        throw new StaleFenceError(turn.sessionKey, lease.token, null);
       try {
         await this.writer.write(turn.agentId, turn.sessionId, lines, topic, lease.token);
       } catch (err) {
@@ -333,20 +442,40 @@ export class TurnExecutor {
     await this.enqueueFollowUps(turn, outcome);
     const notify = record ? { notify: record } : {};
     if (!(typeof beginNext === "function" ? beginNext() : beginNext)) {
-      const finishedNow = await svc.runs.finish(lease, turn.runId, outcome.status, resultFields(outcome, output), notify);
+      const finishedNow = await svc.runs.finish(
+        lease,
+        turn.runId,
+        outcome.status,
+        resultFields(outcome, output),
+        notify,
+      );
       if (finishedNow) await this.updateSessionAfterRun(turn, entry, outcome, output);
       return outcome;
     }
-    const { finished, next } = await svc.runs.finishAndBegin(lease, turn.runId, outcome.status, resultFields(outcome, output), { ...notify, releaseWhenEmpty: true });
+    const { finished, next } = await svc.runs.finishAndBegin(
+      lease,
+      turn.runId,
+      outcome.status,
+      resultFields(outcome, output),
+      { ...notify, releaseWhenEmpty: true },
+    );
     // The next turn is begun (or the lease released): decode it first so a failure below cannot lose the release.
     const begunNext = await svc.inbox.fromRaw(next, lease, true);
     if (finished) await this.updateSessionAfterRun(turn, entry, outcome, output);
     return { ...outcome, next: begunNext };
   }
 
-  private async runRuntime(turn: Turn, entryNow: SessionEntry | null, lease: LeaseHandle, controller: AbortController): Promise<{ outcome: TurnOutcome; output?: RunOutput }> {
+  private async runRuntime(
+    turn: Turn,
+    entryNow: SessionEntry | null,
+    lease: LeaseHandle,
+    controller: AbortController,
+  ): Promise<{ outcome: TurnOutcome; output?: RunOutput }> {
     const { svc } = this;
-    const combined = combineSignals([controller.signal, lease.lost], turn.runTimeoutSeconds && turn.runTimeoutSeconds > 0 ? turn.runTimeoutSeconds * 1000 : undefined);
+    const combined = combineSignals(
+      [controller.signal, lease.lost],
+      turn.runTimeoutSeconds && turn.runTimeoutSeconds > 0 ? turn.runTimeoutSeconds * 1000 : undefined,
+    );
     const { signal } = combined;
     try {
       const runtime = createRuntime(agentRuntime(svc.config, turn.agentId));
@@ -357,7 +486,12 @@ export class TurnExecutor {
         sandboxed: entryNow?.sandboxed ?? isAgentSandboxed(svc.config, turn.agentId),
         hop: turn.hop ?? 0,
         ...(turn.traceId ? { traceId: turn.traceId } : {}),
-        ...(entryNow?.spawnDepth ? { spawnDepth: entryNow.spawnDepth, ...(entryNow.subagentRole ? { subagentRole: entryNow.subagentRole } : {}) } : {}),
+        ...(entryNow?.spawnDepth
+          ? {
+              spawnDepth: entryNow.spawnDepth,
+              ...(entryNow.subagentRole ? { subagentRole: entryNow.subagentRole } : {}),
+            }
+          : {}),
       });
       const output = await runtime.run({
         runId: turn.runId,
@@ -389,7 +523,12 @@ export class TurnExecutor {
       if (err instanceof RunAbortedError || signal.aborted) {
         const reason = signal.reason as Error | undefined;
         const timedOut = reason?.name === "TimeoutError";
-        return { outcome: { status: timedOut ? "timeout" : "killed", error: timedOut ? "run timed out" : (reason?.message ?? "killed") } };
+        return {
+          outcome: {
+            status: timedOut ? "timeout" : "killed",
+            error: timedOut ? "run timed out" : (reason?.message ?? "killed"),
+          },
+        };
       }
       if (err instanceof StaleFenceError) throw err;
       return { outcome: { status: "error", error: wellFormed((err as Error)?.message ?? String(err)) } };
@@ -402,7 +541,13 @@ export class TurnExecutor {
    * Save the outcome on the run record before any transcript line is written: from here on a
    * re-run reuses it instead of running the runtime again (its tools, its cost).
    */
-  private async saveResult(turn: Turn, lease: LeaseHandle, outcome: TurnOutcome, output: RunOutput | undefined, at: number): Promise<void> {
+  private async saveResult(
+    turn: Turn,
+    lease: LeaseHandle,
+    outcome: TurnOutcome,
+    output: RunOutput | undefined,
+    at: number,
+  ): Promise<void> {
     const extra = {
       ...(output?.toolCalls?.length ? { toolCalls: output.toolCalls } : {}),
       ...(output?.model ? { model: output.model } : {}),
@@ -415,7 +560,9 @@ export class TurnExecutor {
       resultAt: at,
       // Tool arguments and results are masked like the transcript lines built from them, so
       // no credential sits on the record either (transcripts.redactSecrets).
-      ...(Object.keys(extra).length ? { resultOutput: luaSafeJson(this.svc.config.transcripts.redactSecrets ? redactValue(extra) : extra) } : {}),
+      ...(Object.keys(extra).length
+        ? { resultOutput: luaSafeJson(this.svc.config.transcripts.redactSecrets ? redactValue(extra) : extra) }
+        : {}),
       ...(outcome.error ? { resultError: outcome.error } : {}),
       // Only a successful run has a reply; a killed/failed/timed-out one must not report `reply: ""`.
       ...(outcome.status === "ok" ? { reply: outcome.reply ?? "" } : {}),
@@ -431,7 +578,13 @@ export class TurnExecutor {
     const { svc } = this;
     const reply = sanitizeForHandoff(outcome.reply);
     if (outcome.status === "ok" && turn.deliver && !isSilentReply("channel", reply)) {
-      await enqueueDelivery(svc, { id: `reply-${turn.runId}`, sessionKey: turn.sessionKey, route: turn.deliver, message: reply.trim(), kind: "reply" });
+      await enqueueDelivery(svc, {
+        id: `reply-${turn.runId}`,
+        sessionKey: turn.sessionKey,
+        route: turn.deliver,
+        message: reply.trim(),
+        kind: "reply",
+      });
     }
     await enqueueContinuation(svc, turn, outcome);
   }
@@ -440,7 +593,12 @@ export class TurnExecutor {
    * Session bookkeeping after a run (aborted flag, model, token counters). Skipped when nothing
    * would change, which is every plain turn after a session's first: no round trip.
    */
-  private async updateSessionAfterRun(turn: Turn, entry: SessionEntry | null, outcome: TurnOutcome, output: RunOutput | undefined): Promise<void> {
+  private async updateSessionAfterRun(
+    turn: Turn,
+    entry: SessionEntry | null,
+    outcome: TurnOutcome,
+    output: RunOutput | undefined,
+  ): Promise<void> {
     if (!entry || entry.sessionId !== turn.sessionId) return; // rotated meanwhile: stats belong to the old one
     const aborted = outcome.status === "killed" || outcome.status === "timeout";
     const modelChanged = output?.model !== undefined && output.model !== entry.model;
@@ -453,7 +611,13 @@ export class TurnExecutor {
         // Run bookkeeping is not user activity: freshness stays driven by message times.
         activity: "preserve",
         ...(output?.usage
-          ? { increment: { inputTokens: output.usage.input, outputTokens: output.usage.output, totalTokens: output.usage.input + output.usage.output } }
+          ? {
+              increment: {
+                inputTokens: output.usage.input,
+                outputTokens: output.usage.output,
+                totalTokens: output.usage.input + output.usage.output,
+              },
+            }
           : {}),
       },
     );

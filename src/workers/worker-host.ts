@@ -70,14 +70,16 @@ export async function startWorkerHost(svc: WorkerDeps, opts: WorkerHostOptions):
 
   // Jobs being processed here: once none is, a close that still hangs is stuck on Redis.
   let activeJobs = 0;
-  const counted = (p: Processor): Processor => async (job, token, signal) => {
-    activeJobs++;
-    try {
-      return await p(job, token, signal);
-    } finally {
-      activeJobs--;
-    }
-  };
+  const counted =
+    (p: Processor): Processor =>
+    async (job, token, signal) => {
+      activeJobs++;
+      try {
+        return await p(job, token, signal);
+      } finally {
+        activeJobs--;
+      }
+    };
   const { workers: w } = svc.config;
   const workers: Worker[] = [];
   for (const name of opts.queues) {
@@ -112,7 +114,8 @@ export async function startWorkerHost(svc: WorkerDeps, opts: WorkerHostOptions):
     await ensurePruneScheduler(svc);
   }
   // Stored on the queue in Redis: one limit for every worker of the deployment.
-  if (opts.queues.includes("subagents")) await svc.queues.subagents.setGlobalConcurrency(svc.config.agents.defaults.subagents.maxConcurrent);
+  if (opts.queues.includes("subagents"))
+    await svc.queues.subagents.setGlobalConcurrency(svc.config.agents.defaults.subagents.maxConcurrent);
   await Promise.all(workers.map((wk) => wk.waitUntilReady()));
   svc.log.info({ queues: opts.queues, concurrency: opts.concurrency ?? w.concurrency }, "workers started");
 
@@ -133,7 +136,8 @@ export async function startWorkerHost(svc: WorkerDeps, opts: WorkerHostOptions):
         const handed = running.handBackAll();
         svc.log.warn({ graceMs, turns: handed }, "shutdown grace over: handing running turns back");
         // A runtime that ignores its abort keeps its job: it stalls and is retried elsewhere.
-        if (!(await within(jobsDone, HAND_BACK_TIMEOUT_MS))) svc.log.warn({ jobs: activeJobs }, "jobs did not return in time; leaving them to stall");
+        if (!(await within(jobsDone, HAND_BACK_TIMEOUT_MS)))
+          svc.log.warn({ jobs: activeJobs }, "jobs did not return in time; leaving them to stall");
       }
       idle.cancel();
       await within(finished, CLOSE_SETTLE_MS);

@@ -78,11 +78,18 @@ async function finalRuns(client: GatewayClient, sent: SentMessage[]): Promise<Ma
     await Promise.all(
       runIds.slice(i, i + 100).map(async (runId) => {
         for (;;) {
-          const out = await client.call(WAIT_PATH, { runId, timeoutMs: 10_000 }, { preferred: 0, attemptTimeoutMs: 15_000, deadlineMs: 30_000 });
+          const out = await client.call(
+            WAIT_PATH,
+            { runId, timeoutMs: 10_000 },
+            { preferred: 0, attemptTimeoutMs: 15_000, deadlineMs: 30_000 },
+          );
           const r = out.body?.result;
-          if (out.status === 200 && out.body.ok && r.status !== "timeout") return void finals.set(runId, { status: r.status, reply: r.reply, endedAt: r.endedAt });
-          if (out.status !== undefined && !(out.status === 200 && out.body.ok)) return void finals.set(runId, `${out.status} ${JSON.stringify(out.body)}`);
-          if (Date.now() > deadline) return void finals.set(runId, `not finished: ${JSON.stringify(out.body ?? out.failures)}`);
+          if (out.status === 200 && out.body.ok && r.status !== "timeout")
+            return void finals.set(runId, { status: r.status, reply: r.reply, endedAt: r.endedAt });
+          if (out.status !== undefined && !(out.status === 200 && out.body.ok))
+            return void finals.set(runId, `${out.status} ${JSON.stringify(out.body)}`);
+          if (Date.now() > deadline)
+            return void finals.set(runId, `not finished: ${JSON.stringify(out.body ?? out.failures)}`);
         }
       }),
     );
@@ -97,8 +104,12 @@ async function leftovers(c: ChaosCluster, sent: SentMessage[]): Promise<string[]
   try {
     const problems: string[] = [];
     for (const sessionKey of new Set(sent.map((m) => m.sessionKey).filter((k): k is string => Boolean(k)))) {
-      const [queued, inflight] = await Promise.all([redis.llen(keys.inbox(sessionKey)), redis.llen(keys.inflight(sessionKey))]);
-      if (queued || inflight) problems.push(`${sessionKey}: ${queued} queued, ${inflight} in flight after every run finished`);
+      const [queued, inflight] = await Promise.all([
+        redis.llen(keys.inbox(sessionKey)),
+        redis.llen(keys.inflight(sessionKey)),
+      ]);
+      if (queued || inflight)
+        problems.push(`${sessionKey}: ${queued} queued, ${inflight} in flight after every run finished`);
     }
     return problems;
   } finally {
@@ -111,7 +122,11 @@ describe("chaos", () => {
     `${SESSIONS * MESSAGES_PER_SESSION} messages over ${SESSIONS} sessions through worker kills, a Redis restart and a gateway kill: nothing lost, doubled or reordered`,
     async () => {
       const t0 = Date.now();
-      const rules = DELAY_BUCKETS_MS.map((delayMs, i) => ({ when: { contains: `~d${i}~` }, delayMs, reply: "re: {{text}}" }));
+      const rules = DELAY_BUCKETS_MS.map((delayMs, i) => ({
+        when: { contains: `~d${i}~` },
+        delayMs,
+        reply: "re: {{text}}",
+      }));
       const c = (cluster = await ChaosCluster.start(
         (url) => testConfig(scriptConfig(rules, { workers: { ...FAST_WORKERS } }), url),
         WORKERS,
@@ -122,13 +137,25 @@ describe("chaos", () => {
       const startAt = Date.now() + 200;
       const sessions = Array.from({ length: SESSIONS }, (_, i) =>
         runSessionClient(
-          { index: i, path: i % 2 === 0 ? "inbound" : "agent", messages: MESSAGES_PER_SESSION, startAt, windowMs: WINDOW_MS, waitChance: WAIT_CHANCE, sendDeadlineMs: 60_000 },
+          {
+            index: i,
+            path: i % 2 === 0 ? "inbound" : "agent",
+            messages: MESSAGES_PER_SESSION,
+            startAt,
+            windowMs: WINDOW_MS,
+            waitChance: WAIT_CHANCE,
+            sendDeadlineMs: 60_000,
+          },
           client,
           seededRandom(SEED + 1 + i),
           log,
         ),
       );
-      await Promise.all([...sessions, workerChaos(c, seededRandom(SEED - 1), startAt), infraChaos(c, client, seededRandom(SEED - 2), startAt)]);
+      await Promise.all([
+        ...sessions,
+        workerChaos(c, seededRandom(SEED - 1), startAt),
+        infraChaos(c, client, seededRandom(SEED - 2), startAt),
+      ]);
       const sendsDoneAt = Date.now();
 
       const finals = await finalRuns(client, log.messages);
@@ -170,6 +197,6 @@ describe("chaos", () => {
       expect(waitsFailedOver).toBeGreaterThan(0);
       expect(waitsAnswered + waitsTimedOut).toBe(log.waits.length);
     },
-    (120_000 + 2 * WINDOW_MS),
+    120_000 + 2 * WINDOW_MS,
   );
 });

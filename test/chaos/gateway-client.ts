@@ -51,7 +51,14 @@ export class GatewayClient {
       const reason = await this.attempt(gateway, path, body, opts.attemptTimeoutMs);
       if (typeof reason !== "string") {
         if (attempt > 1) this.retriedCalls.set(path, (this.retriedCalls.get(path) ?? 0) + 1);
-        return { status: reason.status, body: reason.body, attempts: attempt, failures, gateway, answeredAttemptAt: sentAt };
+        return {
+          status: reason.status,
+          body: reason.body,
+          attempts: attempt,
+          failures,
+          gateway,
+          answeredAttemptAt: sentAt,
+        };
       }
       failures.push(reason);
       if (Date.now() > deadline) return { attempts: attempt, failures };
@@ -62,7 +69,12 @@ export class GatewayClient {
   }
 
   /** One HTTP attempt: the answer, or why there was none. */
-  private async attempt(gateway: number, path: string, body: unknown, timeoutMs: number): Promise<{ status: number; body: any } | string> {
+  private async attempt(
+    gateway: number,
+    path: string,
+    body: unknown,
+    timeoutMs: number,
+  ): Promise<{ status: number; body: any } | string> {
     const slot = `${gateway} ${path}`;
     this.inFlight.set(slot, this.pending(gateway, path) + 1);
     try {

@@ -83,7 +83,12 @@ export function expectedReply(text: string): string {
   return `re: ${text}`;
 }
 
-export async function runSessionClient(plan: SessionPlan, client: GatewayClient, rnd: Random, log: ChaosLog): Promise<void> {
+export async function runSessionClient(
+  plan: SessionPlan,
+  client: GatewayClient,
+  rnd: Random,
+  log: ChaosLog,
+): Promise<void> {
   const sendVia = plan.index % 2;
   for (let seq = 0; seq < plan.messages; seq++) {
     const at = plan.startAt + ((seq + rnd.next()) * plan.windowMs) / plan.messages;
@@ -97,16 +102,28 @@ export async function runSessionClient(plan: SessionPlan, client: GatewayClient,
   }
 }
 
-async function send(plan: SessionPlan, seq: number, text: string, gateway: number, client: GatewayClient, log: ChaosLog): Promise<SentMessage> {
+async function send(
+  plan: SessionPlan,
+  seq: number,
+  text: string,
+  gateway: number,
+  client: GatewayClient,
+  log: ChaosLog,
+): Promise<SentMessage> {
   const key = `m-${plan.index}-${seq}`;
   const [path, body] =
     plan.path === "inbound"
       ? ["/v1/inbound", { channel: "telegram", chatType: "dm", from: `chaos-${plan.index}`, text, messageId: key }]
       : ["/v1/rpc/agent", { sessionKey: `chaos-${plan.index}`, message: text, idempotencyKey: key }];
-  const out = await client.call(path, body, { preferred: gateway, attemptTimeoutMs: SEND_ATTEMPT_TIMEOUT_MS, deadlineMs: plan.sendDeadlineMs });
+  const out = await client.call(path, body, {
+    preferred: gateway,
+    attemptTimeoutMs: SEND_ATTEMPT_TIMEOUT_MS,
+    deadlineMs: plan.sendDeadlineMs,
+  });
   const base: SentMessage = { session: plan.index, seq, text, acked: false, attempts: out.attempts, duplicate: false };
   if (out.status === undefined) return base; // never answered: unacknowledged, may be missing
-  const ok = plan.path === "inbound" ? out.status === 202 && out.body?.ok === true : out.status === 200 && out.body?.ok === true;
+  const ok =
+    plan.path === "inbound" ? out.status === 202 && out.body?.ok === true : out.status === 200 && out.body?.ok === true;
   if (!ok) {
     log.problems.push(`send s${plan.index}#${seq} via ${path}: ${out.status} ${JSON.stringify(out.body)}`);
     return base;
@@ -122,8 +139,21 @@ async function send(plan: SessionPlan, seq: number, text: string, gateway: numbe
   };
 }
 
-async function waitOnce(session: number, seq: number, runId: string, text: string, timeoutMs: number, gateway: number, client: GatewayClient, log: ChaosLog): Promise<void> {
-  const out = await client.call("/v1/rpc/agent.wait", { runId, timeoutMs }, { preferred: gateway, attemptTimeoutMs: timeoutMs + 5000, deadlineMs: 60_000 });
+async function waitOnce(
+  session: number,
+  seq: number,
+  runId: string,
+  text: string,
+  timeoutMs: number,
+  gateway: number,
+  client: GatewayClient,
+  log: ChaosLog,
+): Promise<void> {
+  const out = await client.call(
+    "/v1/rpc/agent.wait",
+    { runId, timeoutMs },
+    { preferred: gateway, attemptTimeoutMs: timeoutMs + 5000, deadlineMs: 60_000 },
+  );
   const where = `wait s${session}#${seq} (${runId})`;
   if (out.status === undefined) {
     log.problems.push(`${where}: never answered (${out.failures.join(", ")})`);

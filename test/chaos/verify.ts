@@ -47,7 +47,8 @@ export function checkTranscript(session: number, sent: SentMessage[], lines: Tra
       i++;
     }
   }
-  for (const m of sent) if (m.acked && !seen.has(m.text)) problems.push(`${where}: acknowledged #${m.seq} lost (not in the transcript)`);
+  for (const m of sent)
+    if (m.acked && !seen.has(m.text)) problems.push(`${where}: acknowledged #${m.seq} lost (not in the transcript)`);
   return problems;
 }
 
@@ -57,8 +58,10 @@ export function checkRuns(sent: SentMessage[], finals: Map<string, FinalRun | st
   for (const m of sent) {
     if (!m.acked || !m.runId) continue;
     const f = finals.get(m.runId);
-    if (typeof f === "string" || !f) problems.push(`run of s${m.session}#${m.seq} (${m.runId}): ${f ?? "never looked up"}`);
-    else if (f.status !== "ok" || f.reply !== expectedReply(m.text)) problems.push(`run of s${m.session}#${m.seq} (${m.runId}) ended ${JSON.stringify(f)}`);
+    if (typeof f === "string" || !f)
+      problems.push(`run of s${m.session}#${m.seq} (${m.runId}): ${f ?? "never looked up"}`);
+    else if (f.status !== "ok" || f.reply !== expectedReply(m.text))
+      problems.push(`run of s${m.session}#${m.seq} (${m.runId}) ended ${JSON.stringify(f)}`);
   }
   return problems;
 }
@@ -74,7 +77,9 @@ export function checkTimedOutWaits(waits: WaitRecord[], finals: Map<string, Fina
     const f = finals.get(w.runId);
     if (typeof f !== "object") problems.push(`timed-out wait s${w.session}#${w.seq}: its run never finished (${f})`);
     else if (f.endedAt !== undefined && f.endedAt < w.sentAt) {
-      problems.push(`wait s${w.session}#${w.seq} said timeout but its run had ended ${w.sentAt - f.endedAt} ms before the wait was sent`);
+      problems.push(
+        `wait s${w.session}#${w.seq} said timeout but its run had ended ${w.sentAt - f.endedAt} ms before the wait was sent`,
+      );
     }
   }
   return problems;

@@ -24,14 +24,19 @@ const failedAssets: string[] = [];
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) {
-    throw new Error(`Chromium not found at ${CHROMIUM}: install it with \`apt-get update && apt-get install -y chromium\` (the CI script does this)`);
+    throw new Error(
+      `Chromium not found at ${CHROMIUM}: install it with \`apt-get update && apt-get install -y chromium\` (the CI script does this)`,
+    );
   }
   rmSync(SCREENSHOT, { force: true }); // never pass on a stale screenshot
   sys = await startTestSystem({ gateway: { auth: { token: TOKEN } } });
 
   // Two inbound DMs: each completes a run job and a reply delivery job (no adapter: no_route).
   const runIds: string[] = [];
-  for (const [from, text] of [["111", "hello board"], ["222", "second message"]] as const) {
+  for (const [from, text] of [
+    ["111", "hello board"],
+    ["222", "second message"],
+  ] as const) {
     const res = await sys.post("/v1/inbound", { channel: "telegram", chatType: "dm", from, text });
     expect(res.status).toBe(202);
     runIds.push(res.body.runId);
@@ -45,9 +50,19 @@ beforeAll(async () => {
 
   browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--disable-component-update", "--no-first-run", "--disable-sync"],
+    args: [
+      "--no-sandbox",
+      "--disable-background-networking",
+      "--disable-gpu",
+      "--disable-component-update",
+      "--no-first-run",
+      "--disable-sync",
+    ],
   });
-  context = await browser.newContext({ httpCredentials: { username: "ops", password: TOKEN }, viewport: { width: 1400, height: 900 } });
+  context = await browser.newContext({
+    httpCredentials: { username: "ops", password: TOKEN },
+    viewport: { width: 1400, height: 900 },
+  });
   page = await context.newPage();
   page.on("pageerror", (err) => pageErrors.push(err.message));
   page.on("response", (res) => {
@@ -68,7 +83,9 @@ describe("Bull Board in headless Chromium", () => {
       expect(res.status, path).toBe(401);
       expect(res.headers.get("www-authenticate"), path).toMatch(/^Basic /);
     }
-    const wrong = await fetch(`${sys.url}/admin/queues`, { headers: { authorization: `Basic ${Buffer.from("ops:wrong").toString("base64")}` } });
+    const wrong = await fetch(`${sys.url}/admin/queues`, {
+      headers: { authorization: `Basic ${Buffer.from("ops:wrong").toString("base64")}` },
+    });
     expect(wrong.status).toBe(401);
     // A browser without credentials is refused too: headless Chromium answers the Basic
     // challenge by giving up (ERR_INVALID_AUTH_CREDENTIALS), and its request API sees the 401.
@@ -93,7 +110,9 @@ describe("Bull Board in headless Chromium", () => {
     expect(res?.status()).toBe(200);
     // One overview card per queue, each linking to its queue page (not just the sidebar entry).
     const cards = page.locator('[class*="queueCard"]');
-    await expect.poll(async () => await cards.count(), { timeout: 15_000, message: "four queue cards on the overview" }).toBe(QUEUE_NAMES.length);
+    await expect
+      .poll(async () => await cards.count(), { timeout: 15_000, message: "four queue cards on the overview" })
+      .toBe(QUEUE_NAMES.length);
     for (const name of QUEUE_NAMES) {
       const link = cards.locator(`a[href="/admin/queues/queue/${name}"]`);
       expect(await link.count(), `card for queue ${name}`).toBe(1);
@@ -118,12 +137,19 @@ describe("Bull Board in headless Chromium", () => {
     // One job card per completed job: a link "#<id> drain" to the job's page.
     for (const id of completedIds) {
       const card = page.locator(`a[href="/admin/queues/queue/runs/${id}?status=completed"]`);
-      await expect.poll(async () => (await card.count()) > 0 && (await card.first().innerText()).replace(/\s+/g, " "), { timeout: 15_000, message: `completed job ${id} listed` }).toBe(`#${id} drain`);
+      await expect
+        .poll(async () => (await card.count()) > 0 && (await card.first().innerText()).replace(/\s+/g, " "), {
+          timeout: 15_000,
+          message: `completed job ${id} listed`,
+        })
+        .toBe(`#${id} drain`);
     }
     const listed = await page.locator('a[href^="/admin/queues/queue/runs/"][href$="?status=completed"]').count();
     expect(listed).toBe(completedIds.length);
     // The board's own API agrees (absolute path: the page URL has no trailing slash).
-    const api = (await page.evaluate(async () => (await fetch("/admin/queues/api/queues?activeQueue=runs&status=completed&page=1&jobsPerPage=50")).json())) as {
+    const api = (await page.evaluate(async () =>
+      (await fetch("/admin/queues/api/queues?activeQueue=runs&status=completed&page=1&jobsPerPage=50")).json(),
+    )) as {
       queues: { name: string; counts: Record<string, number>; jobs: { id: string; finishedOn?: number }[] }[];
     };
     const runs = api.queues.find((q) => q.name === "runs")!;

@@ -15,7 +15,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServices } from "../../src/app/services.js";
 import { parseConfig, type ConfigInput } from "../../src/config/index.js";
 import { configFingerprint } from "../../src/deployment/fingerprint.js";
-import { HEARTBEAT_EVERY_MS, listProcesses, REGISTRY_TTL_MS, type ProcessRecord } from "../../src/deployment/process-registry.js";
+import {
+  HEARTBEAT_EVERY_MS,
+  listProcesses,
+  REGISTRY_TTL_MS,
+  type ProcessRecord,
+} from "../../src/deployment/process-registry.js";
 import { createRpcMethods } from "../../src/rpc/methods.js";
 import { REGISTRY_KEYS } from "../../src/storage/redis-keys.js";
 import { cliEnv, runCli, show } from "../helpers/cli-run.js";
@@ -45,13 +50,22 @@ interface Deployment {
   input: ConfigInput;
 }
 
-const SCRIPTED = { agents: { list: [{ id: "main", runtime: { kind: "script" as const, rules: [{ reply: "the deployment's agent" }] } }] } };
+const SCRIPTED = {
+  agents: {
+    list: [{ id: "main", runtime: { kind: "script" as const, rules: [{ reply: "the deployment's agent" }] } }],
+  },
+};
 
 function deployment(extra: ConfigInput = {}, prefix = uniquePrefix("ops")): Deployment {
   const d = tempDir("sb-ops");
   dirs.push(d);
   const state = extra.storage?.dir ?? join(d.dir, "state");
-  const input: ConfigInput = { ...extra, redis: { url: redis.url, prefix }, storage: { ...(extra.storage ?? {}), dir: state }, gateway: { port: 0, ...(extra.gateway ?? {}) } };
+  const input: ConfigInput = {
+    ...extra,
+    redis: { url: redis.url, prefix },
+    storage: { ...(extra.storage ?? {}), dir: state },
+    gateway: { port: 0, ...(extra.gateway ?? {}) },
+  };
   const file = join(d.dir, `switchboard-${prefix}.json5`);
   writeFileSync(file, JSON.stringify(input, null, 2));
   return { file, prefix, state, input, env: cliEnv({ HOME: d.dir, SWITCHBOARD_STATE_DIR: state }) };
@@ -79,14 +93,25 @@ describe("deployment identity", () => {
 
   it("start names the Redis it uses and that no other Switchboard process shares it", async () => {
     start = await spawn(["start", "--config", a.file], a);
-    expect(start.output()).toContain(`switchboard start uses redis ${redis.url}, prefix "${a.prefix}": no other Switchboard process uses it\n`);
+    expect(start.output()).toContain(
+      `switchboard start uses redis ${redis.url}, prefix "${a.prefix}": no other Switchboard process uses it\n`,
+    );
     const mine = (await registered()).filter((r) => r.prefix === a.prefix);
-    expect(mine).toEqual([expect.objectContaining({ role: "start", pid: start.child.pid, forced: false, fingerprint: configFingerprint(parseConfig(a.input)) })]);
+    expect(mine).toEqual([
+      expect.objectContaining({
+        role: "start",
+        pid: start.child.pid,
+        forced: false,
+        fingerprint: configFingerprint(parseConfig(a.input)),
+      }),
+    ]);
   }, 30_000);
 
   it("a worker with the same agents joins and says whom it shares Redis with", async () => {
     const w = await spawn(["worker", "--config", a.file], a);
-    expect(w.output()).toContain(`prefix "${a.prefix}": SHARED with 1 other Switchboard process: 1 start on prefix "${a.prefix}" (this deployment)\n`);
+    expect(w.output()).toContain(
+      `prefix "${a.prefix}": SHARED with 1 other Switchboard process: 1 start on prefix "${a.prefix}" (this deployment)\n`,
+    );
     await w.stop();
     expect(w.child.exitCode).toBe(0);
     // A clean stop leaves the registry at once (a killed process expires after the TTL).
@@ -97,9 +122,13 @@ describe("deployment identity", () => {
     const b = sibling(a, { agents: { list: [{ id: "main" }, { id: "helper" }] } });
     const r = await runCli(["worker", "--config", b.file], b.env);
     expect(r.code, show(r)).toBe(1);
-    expect(r.stderr).toContain(`error [deployment_mismatch]: this config's agents/runtimes differ from the running deployment (prefix "${a.prefix}": start pid ${start.child.pid} on `);
+    expect(r.stderr).toContain(
+      `error [deployment_mismatch]: this config's agents/runtimes differ from the running deployment (prefix "${a.prefix}": start pid ${start.child.pid} on `,
+    );
     expect(r.stderr).toContain('  - agent "helper": configured here, not in the deployment\n');
-    expect(r.stderr).toMatch(/ {2}- agent "main": runtime here echo \[[0-9a-f]+\], deployment script \(1 rule\) \[[0-9a-f]+\]\n/);
+    expect(r.stderr).toMatch(
+      / {2}- agent "main": runtime here echo \[[0-9a-f]+\], deployment script \(1 rule\) \[[0-9a-f]+\]\n/,
+    );
     expect(r.stderr).toContain("--force");
     expect(r.stderr).not.toContain("ready");
     // Every message is answered by the deployment's agent, never by an echo from the refused one.
@@ -122,7 +151,11 @@ describe("deployment identity", () => {
   it("another prefix is another deployment: not refused, and named as sharing the Redis", async () => {
     const c = deployment({ agents: { list: [{ id: "other" }] } });
     const w = await spawn(["worker", "--config", c.file], c);
-    expect(w.output()).toMatch(new RegExp(`SHARED with \\d+ other Switchboard process(es)?: .*1 start on prefix "${a.prefix}" \\(another deployment\\)`));
+    expect(w.output()).toMatch(
+      new RegExp(
+        `SHARED with \\d+ other Switchboard process(es)?: .*1 start on prefix "${a.prefix}" \\(another deployment\\)`,
+      ),
+    );
     await w.stop();
   }, 30_000);
 
@@ -132,24 +165,37 @@ describe("deployment identity", () => {
       expect(r.code, show(r)).toBe(0);
       const lines = r.stdout.trimEnd().split("\n");
       expect(lines[0]).toBe(`ok    config     ${a.file}`);
-      expect(r.stdout).toMatch(new RegExp(`^ok {4}redis {6}${redis.url.replace(/[/.]/g, "\\$&")}: Redis \\d+\\.\\d+\\.\\d+, ping \\d+ ms, maxmemory-policy noeviction$`, "m"));
-      expect(r.stdout).toMatch(new RegExp(`^ok {4}storage {4}${a.state.replace(/[/.]/g, "\\$&")} writable, \\S+, .* free of `, "m"));
+      expect(r.stdout).toMatch(
+        new RegExp(
+          `^ok {4}redis {6}${redis.url.replace(/[/.]/g, "\\$&")}: Redis \\d+\\.\\d+\\.\\d+, ping \\d+ ms, maxmemory-policy noeviction$`,
+          "m",
+        ),
+      );
+      expect(r.stdout).toMatch(
+        new RegExp(`^ok {4}storage {4}${a.state.replace(/[/.]/g, "\\$&")} writable, \\S+, .* free of `, "m"),
+      );
       expect(r.stdout).toMatch(/^ok {4}queues {5}runs 1 worker, 0 waiting, 0 failed; /m);
       expect(r.stdout).toContain(`ok    processes  prefix "${a.prefix}": 1 start`);
-      expect(r.stdout).toMatch(/^ok {4}clock {6}this host is \d+ ms (ahead of|behind) Redis; registered processes within \d+ ms of it$/m);
+      expect(r.stdout).toMatch(
+        /^ok {4}clock {6}this host is \d+ ms (ahead of|behind) Redis; registered processes within \d+ ms of it$/m,
+      );
       expect(r.stdout).toMatch(/^ok {4}gateway {4}http:\/\/127\.0\.0\.1:\d+ ready$/m);
       expect(lines.at(-1)).toBe("healthy");
       const json = await runCli(["doctor", "--json", "--config", a.file], a.env);
       const parsed = JSON.parse(json.stdout) as { healthy: boolean; findings: { check: string; level: string }[] };
       expect(parsed.healthy).toBe(true);
-      expect(new Set(parsed.findings.map((f) => f.check))).toEqual(new Set(["config", "redis", "storage", "queues", "processes", "clock", "gateway"]));
+      expect(new Set(parsed.findings.map((f) => f.check))).toEqual(
+        new Set(["config", "redis", "storage", "queues", "processes", "clock", "gateway"]),
+      );
       expect(parsed.findings.every((f) => f.level === "ok")).toBe(true);
     }, 30_000);
 
     it("--alive: exit 0 while a process of that role on this host heartbeats", async () => {
       const r = await runCli(["doctor", "--alive", "worker", "--config", a.file], a.env);
       expect(r.code, show(r)).toBe(0);
-      expect(r.stdout).toMatch(new RegExp(`^ok {4}alive {2}start pid ${start.child.pid} on \\S+: heartbeat \\d+ s ago\\nhealthy\\n$`));
+      expect(r.stdout).toMatch(
+        new RegExp(`^ok {4}alive {2}start pid ${start.child.pid} on \\S+: heartbeat \\d+ s ago\\nhealthy\\n$`),
+      );
       const bad = await runCli(["doctor", "--alive", "bogus", "--config", a.file], a.env);
       expect(bad.code).toBe(1);
       expect(bad.stderr).toContain("--alive must be one of worker, gateway, start, any");
@@ -157,18 +203,34 @@ describe("deployment identity", () => {
 
     it("a process whose clock is off fails the clock check, naming it", async () => {
       const far: ProcessRecord = {
-        id: "far-host:4242:test", role: "worker", host: "far-host", pid: 4242, version: "0.1.0", prefix: a.prefix,
-        fingerprint: configFingerprint(parseConfig(a.input)), forced: false, startedAt: Date.now(), skewMs: 5000,
+        id: "far-host:4242:test",
+        role: "worker",
+        host: "far-host",
+        pid: 4242,
+        version: "0.1.0",
+        prefix: a.prefix,
+        fingerprint: configFingerprint(parseConfig(a.input)),
+        forced: false,
+        startedAt: Date.now(),
+        skewMs: 5000,
       };
       // Registered exactly as that process's heartbeat would: record + expiry on Redis's clock.
       const [s] = await admin.time();
-      await admin.multi().hset(REGISTRY_KEYS.records, far.id, JSON.stringify(far)).zadd(REGISTRY_KEYS.expiries, Number(s) * 1000 + REGISTRY_TTL_MS, far.id).exec();
+      await admin
+        .multi()
+        .hset(REGISTRY_KEYS.records, far.id, JSON.stringify(far))
+        .zadd(REGISTRY_KEYS.expiries, Number(s) * 1000 + REGISTRY_TTL_MS, far.id)
+        .exec();
       try {
         const r = await runCli(["doctor", "--config", a.file], a.env);
         expect(r.code, show(r)).toBe(1);
-        expect(r.stdout).toContain("FAIL  clock      worker pid 4242 on far-host is 5000 ms ahead of Redis (over 1000 ms)\n");
+        expect(r.stdout).toContain(
+          "FAIL  clock      worker pid 4242 on far-host is 5000 ms ahead of Redis (over 1000 ms)\n",
+        );
         expect(r.stdout).toContain("→ synchronise the clocks (NTP");
-        expect(r.stdout.trimEnd().split("\n").at(-1)).toBe("unhealthy: clock: worker pid 4242 on far-host is 5000 ms ahead of Redis (over 1000 ms)");
+        expect(r.stdout.trimEnd().split("\n").at(-1)).toBe(
+          "unhealthy: clock: worker pid 4242 on far-host is 5000 ms ahead of Redis (over 1000 ms)",
+        );
       } finally {
         await admin.multi().hdel(REGISTRY_KEYS.records, far.id).zrem(REGISTRY_KEYS.expiries, far.id).exec();
       }
@@ -181,7 +243,9 @@ describe("deployment identity", () => {
       const r = await runCli(["doctor", "--config", d.file], d.env);
       expect(r.code, show(r)).toBe(1);
       expect(r.stdout).toMatch(/^FAIL {2}storage {4}\S+\/not-a-dir\/state is not writable: ENOTDIR/m);
-      expect(r.stdout).toContain("FAIL  queues     no worker consumes the runs queue: messages are queued but no turn runs\n");
+      expect(r.stdout).toContain(
+        "FAIL  queues     no worker consumes the runs queue: messages are queued but no turn runs\n",
+      );
       expect(r.stdout).toContain("→ start one: switchboard worker (or switchboard start)");
       const last = r.stdout.trimEnd().split("\n").at(-1)!;
       expect(last).toMatch(/^unhealthy: storage: .*not writable.*; queues: no worker consumes the runs queue/);
@@ -191,7 +255,9 @@ describe("deployment identity", () => {
       const d = deployment();
       const r = await runCli(["doctor"], { ...d.env, REDIS_URL: "redis://127.0.0.1:1" });
       expect(r.code, show(r)).toBe(1);
-      expect(r.stdout).toMatch(/^FAIL {2}redis {4}redis:\/\/127\.0\.0\.1:1 does not answer \(.*ECONNREFUSED.*\)\n +→ start Redis, or set REDIS_URL \/ redis\.url in /m);
+      expect(r.stdout).toMatch(
+        /^FAIL {2}redis {4}redis:\/\/127\.0\.0\.1:1 does not answer \(.*ECONNREFUSED.*\)\n +→ start Redis, or set REDIS_URL \/ redis\.url in /m,
+      );
       expect(r.stdout).toMatch(/^ok {4}storage /m);
     }, 30_000);
   });
@@ -213,7 +279,10 @@ describe("start prints each line once", () => {
     expect(count(/ready/), s.output()).toBe(1);
     expect(count(/uses redis/)).toBe(1);
     expect(count(/commands\.native/)).toBe(1);
-    expect(lines.filter((l) => lines.indexOf(l) !== lines.lastIndexOf(l)), "no line printed twice").toEqual([]);
+    expect(
+      lines.filter((l) => lines.indexOf(l) !== lines.lastIndexOf(l)),
+      "no line printed twice",
+    ).toEqual([]);
   }, 30_000);
 });
 
@@ -223,7 +292,9 @@ describe("errors that say what to do", () => {
   it("send with no worker running: the timeout says no worker consumes the runs queue", async () => {
     const r = await runCli(["send", "main", "anyone there?", "--wait", "1", "--config", d.file], d.env);
     expect(r.code, show(r)).toBe(2);
-    expect(r.stderr).toMatch(/^run [0-9a-f-]+: timeout: no worker is consuming the runs queue: the run waits until one starts \(switchboard worker, or switchboard start\)\n$/);
+    expect(r.stderr).toMatch(
+      /^run [0-9a-f-]+: timeout: no worker is consuming the runs queue: the run waits until one starts \(switchboard worker, or switchboard start\)\n$/,
+    );
   });
 
   it("a config error names the file; a bad SWITCHBOARD_PORT names the variable", async () => {
@@ -231,10 +302,14 @@ describe("errors that say what to do", () => {
     writeFileSync(bad, "{ gatway: { port: 1 } }");
     const r = await runCli(["sessions", "--config", bad], d.env);
     expect(r.code, show(r)).toBe(1);
-    expect(r.stderr).toBe(`error [invalid_config]: config file ${bad}:\n  gatway: unknown key (did you mean "gateway"?)\n`);
+    expect(r.stderr).toBe(
+      `error [invalid_config]: config file ${bad}:\n  gatway: unknown key (did you mean "gateway"?)\n`,
+    );
     const port = await runCli(["sessions", "--config", d.file], { ...d.env, SWITCHBOARD_PORT: "abc" });
     expect(port.code, show(port)).toBe(1);
-    expect(port.stderr).toBe(`error [invalid_config]: config file ${d.file}:\n  SWITCHBOARD_PORT: must be a port number 0-65535 (got "abc"; it sets gateway.port)\n`);
+    expect(port.stderr).toBe(
+      `error [invalid_config]: config file ${d.file}:\n  SWITCHBOARD_PORT: must be a port number 0-65535 (got "abc"; it sets gateway.port)\n`,
+    );
   });
 
   it("a gateway that does not answer at --url, a Redis that does not answer: what to start or fix", async () => {
@@ -247,7 +322,9 @@ describe("errors that say what to do", () => {
     const rd = await runCli(["sessions"], { ...d.env, REDIS_URL: "redis://127.0.0.1:1" });
     expect(rd.code, show(rd)).toBe(1);
     const line = rd.stderr.split("\n").find((l) => l.startsWith("error"));
-    expect(line).toMatch(/^error \[redis_unavailable\]: Redis does not answer at redis:\/\/127\.0\.0\.1:1 \(connect ECONNREFUSED 127\.0\.0\.1:1\)\. Start Redis .*REDIS_URL or redis\.url/);
+    expect(line).toMatch(
+      /^error \[redis_unavailable\]: Redis does not answer at redis:\/\/127\.0\.0\.1:1 \(connect ECONNREFUSED 127\.0\.0\.1:1\)\. Start Redis .*REDIS_URL or redis\.url/,
+    );
   });
 });
 
@@ -259,7 +336,9 @@ describe("output into a pipe that closes early", () => {
     const svc = createServices(parseConfig(d.input), { role: "cli" });
     const rpc = createRpcMethods(svc);
     for (let i = 0; i < 1200; i += 100) {
-      await Promise.all(Array.from({ length: 100 }, (_, j) => rpc.agent!({ sessionKey: `reader-${i + j}`, message: "x" })));
+      await Promise.all(
+        Array.from({ length: 100 }, (_, j) => rpc.agent!({ sessionKey: `reader-${i + j}`, message: "x" })),
+      );
     }
     await svc.close();
   }, 60_000);
@@ -272,7 +351,11 @@ describe("output into a pipe that closes early", () => {
     ] as const) {
       const script = `set -o pipefail; "$NODE" "$CLI" ${cmd} --config "$CFG" 2>"$ERR" | ${reader}; echo "exit $?"; cat "$ERR"`;
       const err = join(d.state, "..", "stderr.txt");
-      const res = spawnSync("bash", ["-c", script], { env: { ...d.env, NODE: process.execPath, CLI, CFG: d.file, ERR: err }, encoding: "utf8", timeout: 30_000 });
+      const res = spawnSync("bash", ["-c", script], {
+        env: { ...d.env, NODE: process.execPath, CLI, CFG: d.file, ERR: err },
+        encoding: "utf8",
+        timeout: 30_000,
+      });
       const out = res.stdout.split("\n");
       expect(out.slice(0, lines), `${cmd} | ${reader}`).toHaveLength(lines);
       if (lines) expect(out[0]).toMatch(/^key +kind +channel +updated +sessionId +tokens$/);
@@ -312,5 +395,7 @@ it("a killed process's record expires by itself; doctor --alive then fails", asy
   expect(Date.now() - killedAt).toBeGreaterThan(REGISTRY_TTL_MS - HEARTBEAT_EVERY_MS - 1000);
   const r = await runCli(["doctor", "--alive", "worker", "--config", d.file], d.env);
   expect(r.code, show(r)).toBe(1);
-  expect(r.stdout).toMatch(new RegExp(`^FAIL {2}alive {2}no switchboard worker process of prefix "${d.prefix}" registered from host \\S+`));
+  expect(r.stdout).toMatch(
+    new RegExp(`^FAIL {2}alive {2}no switchboard worker process of prefix "${d.prefix}" registered from host \\S+`),
+  );
 }, 40_000);

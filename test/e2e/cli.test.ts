@@ -17,7 +17,6 @@ import { cliEnv, runCli, show, type CliResult } from "../helpers/cli-run.js";
 
 const FIXTURES = join(ROOT, "test/fixtures");
 
-
 // One deployment for the HTTP and direct cases: the test Redis, a fresh prefix, a temp state dir.
 const home = tempDir("sb-cli-home");
 const state = tempDir("sb-cli-state");
@@ -103,7 +102,9 @@ describe("switchboard start + operator commands over HTTP", () => {
     const r = await runCli(["status", "--config", configFile], env);
     expect(r.code, show(r)).toBe(0);
     expect(r.stdout).toContain(`Gateway: up at ${runtime.gatewayUrl}\n`);
-    expect(r.stdout).toMatch(new RegExp(`^Redis: +up \\(${testRedisUrl().replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}, \\d+ ms\\)$`, "m"));
+    expect(r.stdout).toMatch(
+      new RegExp(`^Redis: +up \\(${testRedisUrl().replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}, \\d+ ms\\)$`, "m"),
+    );
     expect(r.stdout).toMatch(/^Workers: [1-9]\d*$/m);
     // Aligned tables: a header, a rule of dashes as wide as each column, numbers aligned right.
     const lines = r.stdout.split("\n");
@@ -161,7 +162,9 @@ describe("without a gateway: directly against Redis", () => {
     expect(sessions.code, show(sessions)).toBe(0);
     expect(sessions.stderr).toBe("");
     expect(history.stderr).toBe("");
-    expect((JSON.parse(sessions.stdout) as { sessions: { key: string }[] }).sessions.map((s) => s.key)).toEqual(["agent:main:main"]);
+    expect((JSON.parse(sessions.stdout) as { sessions: { key: string }[] }).sessions.map((s) => s.key)).toEqual([
+      "agent:main:main",
+    ]);
     expect(history.code, show(history)).toBe(0);
     expect(history.stdout).toMatch(/\] user: hi\n.*\] assistant: echo: hi\n$/);
     // Proof that nothing answered over HTTP: status reports the gateway down but Redis up.
@@ -197,7 +200,11 @@ describe("without a gateway: directly against Redis", () => {
 
 describe("Redis down", () => {
   it("sessions and history exit 1 with one clear error line, status says DOWN; no stack dumps", async () => {
-    const dead = cliEnv({ HOME: home.dir, SWITCHBOARD_STATE_DIR: join(cfgDir.dir, "dead-state"), REDIS_URL: "redis://127.0.0.1:1" });
+    const dead = cliEnv({
+      HOME: home.dir,
+      SWITCHBOARD_STATE_DIR: join(cfgDir.dir, "dead-state"),
+      REDIS_URL: "redis://127.0.0.1:1",
+    });
     const [sessions, history, status] = await Promise.all([
       runCli(["sessions", "--json"], dead),
       runCli(["history", "main"], dead),
@@ -208,7 +215,9 @@ describe("Redis down", () => {
     for (const r of [sessions, history]) {
       expect(r.code, show(r)).toBe(1);
       expect(r.stdout).toBe("");
-      expect(plain(r), show(r)).toEqual([expect.stringMatching(/^error \[redis_unavailable\]: Redis does not answer at redis:\/\/127\.0\.0\.1:1 /)]);
+      expect(plain(r), show(r)).toEqual([
+        expect.stringMatching(/^error \[redis_unavailable\]: Redis does not answer at redis:\/\/127\.0\.0\.1:1 /),
+      ]);
     }
     expect(status.code, show(status)).toBe(1);
     expect(status.stdout).toMatch(/^Gateway: not reachable\nRedis: +DOWN \(redis:\/\/127\.0\.0\.1:1: /);
@@ -240,7 +249,13 @@ describe("switchboard config validate", () => {
 
   it("an OpenClaw config is valid; keys that change nothing here are listed as warnings", async () => {
     const file = join(cfgDir.dir, "openclaw.json5");
-    writeFileSync(file, JSON.stringify({ session: { store: "~/.openclaw/agents/{agentId}/sessions/sessions.json", resetTrigers: undefined }, commands: { native: "auto", ownerAllowFrom: ["telegram:1"] } }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        session: { store: "~/.openclaw/agents/{agentId}/sessions/sessions.json", resetTrigers: undefined },
+        commands: { native: "auto", ownerAllowFrom: ["telegram:1"] },
+      }),
+    );
     const r = await runCli(["config", "validate", file], env);
     expect(r.code, show(r)).toBe(0);
     expect(r.stdout).toContain("valid");
@@ -299,7 +314,12 @@ describe("embedded Redis", () => {
     r.disconnect();
     await until(() => readdirSync(embedded.dataDir).length > 0, 5000); // AOF dir written under the state dir
     await embedded.stop();
-    const after = new Redis(embedded.url, { maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: true, connectTimeout: 1000 });
+    const after = new Redis(embedded.url, {
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+      lazyConnect: true,
+      connectTimeout: 1000,
+    });
     after.on("error", () => {});
     await expect(after.connect()).rejects.toThrow();
     after.disconnect();
@@ -312,7 +332,9 @@ describe("embedded Redis", () => {
    * where nothing listens on 6379. Everything that talks to it runs in that namespace too.
    */
   it("start with no redis URL configured starts its own redis-server when nothing answers", async () => {
-    const unshareArgs = [["-rn"], ["-n"]].find((a) => spawnSync("unshare", [...a, "sh", "-c", "ip link set lo up"], { stdio: "ignore" }).status === 0);
+    const unshareArgs = [["-rn"], ["-n"]].find(
+      (a) => spawnSync("unshare", [...a, "sh", "-c", "ip link set lo up"], { stdio: "ignore" }).status === 0,
+    );
     if (!unshareArgs) {
       throw new Error(
         "this test needs a private network namespace to hide the machine's Redis on 6379 without stopping it: " +
@@ -350,7 +372,16 @@ PORT=$("$NODE" -e 'console.log(new URL(require(process.argv[1]).redisUrl).port)'
     const started = Date.now();
     const res = spawnSync("unshare", [...unshareArgs, "bash", "-c", script], {
       cwd: ROOT,
-      env: cliEnv({ HOME: dir.dir, SWITCHBOARD_STATE_DIR: stateDir, LOG_LEVEL: "info", NODE: process.execPath, CLI, CFG: cfg, OUT: out, STATE: stateDir }),
+      env: cliEnv({
+        HOME: dir.dir,
+        SWITCHBOARD_STATE_DIR: stateDir,
+        LOG_LEVEL: "info",
+        NODE: process.execPath,
+        CLI,
+        CFG: cfg,
+        OUT: out,
+        STATE: stateDir,
+      }),
       encoding: "utf8",
       timeout: 45_000,
     });
@@ -381,7 +412,10 @@ PORT=$("$NODE" -e 'console.log(new URL(require(process.argv[1]).redisUrl).port)'
     expect(read("send.code").trim(), read("send.out")).toBe("0");
     expect(read("send.out")).toBe("echo: hi-embedded\n");
     expect(read("status.code").trim(), read("status.err")).toBe("0");
-    const status = JSON.parse(read("status.json")) as { gateway: { reachable: boolean; url: string }; redis: { url: string; up: boolean } };
+    const status = JSON.parse(read("status.json")) as {
+      gateway: { reachable: boolean; url: string };
+      redis: { url: string; up: boolean };
+    };
     expect(status.gateway).toEqual({ url: runtime.gatewayUrl, reachable: true });
     expect(status.redis).toMatchObject({ url: runtime.redisUrl, up: true });
     // Data under the state dir; clean stop: exit 0, runtime file gone, redis-server stopped.
@@ -398,7 +432,10 @@ PORT=$("$NODE" -e 'console.log(new URL(require(process.argv[1]).redisUrl).port)'
     cleanups.push(dir.cleanup);
     const cfg = join(dir.dir, "switchboard.json5");
     writeFileSync(cfg, JSON.stringify({ redis: { url: "redis://127.0.0.1:1" }, gateway: { port: 0 } }));
-    const r = await runCli(["start", "--config", cfg], cliEnv({ HOME: dir.dir, SWITCHBOARD_STATE_DIR: join(dir.dir, "state") }));
+    const r = await runCli(
+      ["start", "--config", cfg],
+      cliEnv({ HOME: dir.dir, SWITCHBOARD_STATE_DIR: join(dir.dir, "state") }),
+    );
     expect(r.code, show(r)).toBe(1);
     expect(r.stderr).toContain("Redis does not answer at redis://127.0.0.1:1");
     expect(existsSync(join(dir.dir, "state", "redis"))).toBe(false);

@@ -21,7 +21,10 @@ beforeAll(async () => {
   const demo = JSON5.parse(readFileSync(join(ROOT, "examples/subagents.json5"), "utf8")) as Record<string, unknown>;
   const { dir } = tempDir("sb-demo-sa");
   configFile = join(dir, "subagents.json5");
-  writeFileSync(configFile, JSON.stringify({ ...demo, redis: { url: testRedisUrl(), prefix: uniquePrefix("demosa") }, gateway: { port: 0 } }));
+  writeFileSync(
+    configFile,
+    JSON.stringify({ ...demo, redis: { url: testRedisUrl(), prefix: uniquePrefix("demosa") }, gateway: { port: 0 } }),
+  );
   env = { SWITCHBOARD_STATE_DIR: join(dir, "state"), HOME: dir, LOG_LEVEL: "warn" };
   start = await spawnSwitchboard(["start", "--config", configFile], env);
 });
@@ -30,7 +33,10 @@ afterAll(async () => {
 });
 
 async function cli(...args: string[]): Promise<string> {
-  const { stdout } = await run(process.execPath, [CLI, ...args, "--config", configFile], { cwd: ROOT, env: { ...process.env, ...env } });
+  const { stdout } = await run(process.execPath, [CLI, ...args, "--config", configFile], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+  });
   return stdout;
 }
 
@@ -39,12 +45,20 @@ describe("examples/subagents.json5 with switchboard start", () => {
     expect((await cli("send", "main", "research tides", "--wait", "15")).trim()).toBe(
       "Main: two researchers are on it (accepted, accepted). Their results will follow.",
     );
-    const history = await until(async () => {
-      const h = await cli("history", "main");
-      return (h.match(/researcher reports/g) ?? []).length >= 2 ? h : undefined;
-    }, 20_000, 200);
-    expect(history).toContain("Main: the history researcher reports: the history of tides: three sources agree, one disagrees.");
-    expect(history).toContain("Main: the economics researcher reports: the economics of tides: three sources agree, one disagrees.");
+    const history = await until(
+      async () => {
+        const h = await cli("history", "main");
+        return (h.match(/researcher reports/g) ?? []).length >= 2 ? h : undefined;
+      },
+      20_000,
+      200,
+    );
+    expect(history).toContain(
+      "Main: the history researcher reports: the history of tides: three sources agree, one disagrees.",
+    );
+    expect(history).toContain(
+      "Main: the economics researcher reports: the economics of tides: three sources agree, one disagrees.",
+    );
     expect(history!.match(/the history researcher reports/g)).toHaveLength(1);
   }, 60_000);
 });

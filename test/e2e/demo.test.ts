@@ -21,7 +21,10 @@ beforeAll(async () => {
   const demo = JSON5.parse(readFileSync(join(ROOT, "examples/two-agents.json5"), "utf8")) as Record<string, unknown>;
   const { dir } = tempDir("sb-demo");
   configFile = join(dir, "two-agents.json5");
-  writeFileSync(configFile, JSON.stringify({ ...demo, redis: { url: testRedisUrl(), prefix: uniquePrefix("demo") }, gateway: { port: 0 } }));
+  writeFileSync(
+    configFile,
+    JSON.stringify({ ...demo, redis: { url: testRedisUrl(), prefix: uniquePrefix("demo") }, gateway: { port: 0 } }),
+  );
   env = { SWITCHBOARD_STATE_DIR: join(dir, "state"), HOME: dir, LOG_LEVEL: "warn" };
   start = await spawnSwitchboard(["start", "--config", configFile], env);
 });
@@ -30,7 +33,10 @@ afterAll(async () => {
 });
 
 async function cli(...args: string[]): Promise<string> {
-  const { stdout } = await run(process.execPath, [CLI, ...args, "--config", configFile], { cwd: ROOT, env: { ...process.env, ...env } });
+  const { stdout } = await run(process.execPath, [CLI, ...args, "--config", configFile], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+  });
   return stdout;
 }
 
@@ -42,7 +48,9 @@ describe("examples/two-agents.json5 with switchboard start", () => {
     // The reply-back loop and the announce step run after the send returned.
     const bob = await until(async () => {
       const out = await cli("history", "agent:bob:main");
-      return out.includes("Agent-to-agent announce step.") && out.includes("Bob: I answered a question from Alice.") ? out : "";
+      return out.includes("Agent-to-agent announce step.") && out.includes("Bob: I answered a question from Alice.")
+        ? out
+        : "";
     }, 15_000);
     expect(bob).toContain("user ← agent:alice:main: what is the plan");
     expect(bob).toContain("assistant: The plan for 'what is the plan': ship on Friday, review on Monday.");

@@ -15,7 +15,16 @@ import { ORCHESTRATOR_TOOLS } from "../../src/subagents/tool-policy.js";
 import { toolJsonSchema } from "../../src/tools/schemas.js";
 import { TOOL_NAMES, TOOL_SCHEMAS } from "../../src/tools/tool-runtime.js";
 import { chat, scriptAgent, queuesQuiet, tool, toolsConfig } from "../fixtures/tools-support.js";
-import { CLI, ROOT, spawnSwitchboard, startTestSystem, until, writeConfigFile, type ChildHandle, type TestSystem } from "../helpers/system.js";
+import {
+  CLI,
+  ROOT,
+  spawnSwitchboard,
+  startTestSystem,
+  until,
+  writeConfigFile,
+  type ChildHandle,
+  type TestSystem,
+} from "../helpers/system.js";
 
 const MAIN = "agent:main:main";
 const BOB = "agent:bob:main";
@@ -31,7 +40,8 @@ let configFile: string;
 /** Environment for the server process: nothing inherited that could point it elsewhere. */
 function childEnv(): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !/^(SWITCHBOARD_|REDIS_URL$)/.test(k)) env[k] = v;
+  for (const [k, v] of Object.entries(process.env))
+    if (v !== undefined && !/^(SWITCHBOARD_|REDIS_URL$)/.test(k)) env[k] = v;
   return { ...env, LOG_LEVEL: "warn" };
 }
 
@@ -54,7 +64,11 @@ async function connected(transport: StdioClientTransport | StreamableHTTPClientT
   return client;
 }
 
-async function callTool(client: Client, name: string, args: Record<string, unknown>): Promise<{ result: CallToolResult; body: any }> {
+async function callTool(
+  client: Client,
+  name: string,
+  args: Record<string, unknown>,
+): Promise<{ result: CallToolResult; body: any }> {
   const result = (await client.callTool({ name, arguments: args }, undefined, { timeout: 30_000 })) as CallToolResult;
   const text = result.content.find((c) => c.type === "text");
   const body = text?.type === "text" ? JSON.parse(text.text) : undefined;
@@ -78,14 +92,26 @@ async function sameAsToolDoor(client: Client, tag: string): Promise<void> {
   expect(keys).not.toContain(GUEST);
 
   // sessions_send: waits for bob's worker and returns its reply, as the door does.
-  const sent = await callTool(client, "sessions_send", { sessionKey: BOB, message: `hello from ${tag}`, timeoutSeconds: 20 });
+  const sent = await callTool(client, "sessions_send", {
+    sessionKey: BOB,
+    message: `hello from ${tag}`,
+    timeoutSeconds: 20,
+  });
   expect(sent.result.isError).toBeFalsy();
   expect(sent.body).toMatchObject({ status: "ok", reply: `bob: hello from ${tag}`, sessionKey: BOB });
-  const doorSent = await tool(sys, "sessions_send", MAIN, { sessionKey: BOB, message: `door ${tag}`, timeoutSeconds: 20 });
+  const doorSent = await tool(sys, "sessions_send", MAIN, {
+    sessionKey: BOB,
+    message: `door ${tag}`,
+    timeoutSeconds: 20,
+  });
   expect(Object.keys(sent.body).sort()).toEqual(Object.keys(doorSent).sort());
   expect(doorSent).toMatchObject({ status: "ok", reply: `bob: door ${tag}`, sessionKey: BOB });
   // The run the MCP call started is a real run of this deployment, finished with that reply.
-  expect((await sys.get(`/v1/runs/${sent.body.runId}`)).body).toMatchObject({ status: "ok", reply: `bob: hello from ${tag}`, sessionKey: BOB });
+  expect((await sys.get(`/v1/runs/${sent.body.runId}`)).body).toMatchObject({
+    status: "ok",
+    reply: `bob: hello from ${tag}`,
+    sessionKey: BOB,
+  });
 
   // sessions_history: the same sanitised transcript as the door, with the message sent above.
   await queuesQuiet(sys);
@@ -98,11 +124,19 @@ async function sameAsToolDoor(client: Client, tag: string): Promise<void> {
   expect(denied.result.isError).toBe(true);
   expect(denied.body).toEqual(await tool(sys, "sessions_history", MAIN, { sessionKey: GUEST }));
   expect(denied.body).toMatchObject({ status: "forbidden", error: FORBIDDEN_HISTORY });
-  const deniedSend = await callTool(client, "sessions_send", { sessionKey: GUEST, message: "let me in", timeoutSeconds: 5 });
+  const deniedSend = await callTool(client, "sessions_send", {
+    sessionKey: GUEST,
+    message: "let me in",
+    timeoutSeconds: 5,
+  });
   expect(deniedSend.result.isError).toBe(true);
   expect(deniedSend.body).toMatchObject({ status: "forbidden", error: FORBIDDEN_SEND });
   // Every send gets a fresh runId, even a refused one; the rest is the door's answer.
-  const { runId: doorRunId, ...doorDenied } = await tool(sys, "sessions_send", MAIN, { sessionKey: GUEST, message: "let me in", timeoutSeconds: 5 });
+  const { runId: doorRunId, ...doorDenied } = await tool(sys, "sessions_send", MAIN, {
+    sessionKey: GUEST,
+    message: "let me in",
+    timeoutSeconds: 5,
+  });
   const { runId, ...mcpDenied } = deniedSend.body;
   expect(mcpDenied).toEqual(doorDenied);
   expect(runId).not.toBe(doorRunId);
@@ -127,7 +161,11 @@ beforeAll(async () => {
   await chat(sys, "bob", "2", "hi bob");
   await chat(sys, "guest", "3", "hi guest");
   // A depth-1 orchestrator sub-agent: its profile keeps only the tools that manage children.
-  await sys.svc.sessions.upsert(ORCHESTRATOR, { agentId: "main", kind: "other" }, { sessionId: randomUUID(), spawnedBy: MAIN, spawnDepth: 1, subagentRole: "orchestrator" });
+  await sys.svc.sessions.upsert(
+    ORCHESTRATOR,
+    { agentId: "main", kind: "other" },
+    { sessionId: randomUUID(), spawnedBy: MAIN, spawnDepth: 1, subagentRole: "orchestrator" },
+  );
   configFile = writeConfigFile(sys.config);
 }, 60_000);
 
@@ -149,7 +187,11 @@ describe("switchboard mcp over stdio", () => {
         expect(schema, t.name).toEqual(toolJsonSchema(TOOL_SCHEMAS[t.name as keyof typeof TOOL_SCHEMAS]));
         expect(t.description, t.name).toBeTruthy();
       }
-      expect(tools.find((t) => t.name === "sessions_send")!.inputSchema).toMatchObject({ type: "object", required: ["message"], additionalProperties: false });
+      expect(tools.find((t) => t.name === "sessions_send")!.inputSchema).toMatchObject({
+        type: "object",
+        required: ["message"],
+        additionalProperties: false,
+      });
 
       await sameAsToolDoor(client, "stdio");
 
@@ -157,7 +199,6 @@ describe("switchboard mcp over stdio", () => {
       const bad = (await client.callTool({ name: "sessions_history", arguments: { limit: 3 } })) as CallToolResult;
       expect(bad.isError).toBe(true);
       expect(JSON.stringify(bad.content)).toMatch(/sessionKey/);
-
     } finally {
       await client.close();
     }
@@ -169,9 +210,14 @@ describe("switchboard mcp over stdio", () => {
     const client = await connected(transport);
     try {
       const { tools } = await client.listTools();
-      expect(tools.map((t) => t.name)).toEqual(TOOL_NAMES.filter((n) => (ORCHESTRATOR_TOOLS as readonly string[]).includes(n)));
+      expect(tools.map((t) => t.name)).toEqual(
+        TOOL_NAMES.filter((n) => (ORCHESTRATOR_TOOLS as readonly string[]).includes(n)),
+      );
       expect(tools.map((t) => t.name)).not.toContain("sessions_send");
-      const refused = (await client.callTool({ name: "sessions_send", arguments: { sessionKey: BOB, message: "x" } })) as CallToolResult;
+      const refused = (await client.callTool({
+        name: "sessions_send",
+        arguments: { sessionKey: BOB, message: "x" },
+      })) as CallToolResult;
       expect(refused.isError).toBe(true);
       expect(JSON.stringify(refused.content)).toMatch(/sessions_send/);
       // Listed tools act as that session: it sees its own tree.
@@ -183,14 +229,23 @@ describe("switchboard mcp over stdio", () => {
   }, 60_000);
 
   it("writes nothing but JSON-RPC to stdout and exits 0 when the client closes stdin", async () => {
-    const child = spawn(process.execPath, [CLI, "mcp", "--session", MAIN, "--config", configFile], { cwd: ROOT, env: childEnv(), stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [CLI, "mcp", "--session", MAIN, "--config", configFile], {
+      cwd: ROOT,
+      env: childEnv(),
+      stdio: ["pipe", "pipe", "pipe"],
+    });
     let out = "";
     let err = "";
     child.stdout.on("data", (d) => (out += d));
     child.stderr.on("data", (d) => (err += d));
     const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
     const send = (msg: unknown) => child.stdin.write(`${JSON.stringify(msg)}\n`);
-    send({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } } });
+    send({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } },
+    });
     send({ jsonrpc: "2.0", method: "notifications/initialized" });
     send({ jsonrpc: "2.0", id: 2, method: "tools/list" });
     send({ jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "session_status", arguments: {} } });
@@ -224,13 +279,18 @@ describe("switchboard mcp over streamable HTTP", () => {
   });
 
   it("answers as the HTTP tool door, with the gateway token", async () => {
-    const transport = new StreamableHTTPClientTransport(url, { requestInit: { headers: { authorization: `Bearer ${TOKEN}` } } });
+    const transport = new StreamableHTTPClientTransport(url, {
+      requestInit: { headers: { authorization: `Bearer ${TOKEN}` } },
+    });
     const client = await connected(transport);
     try {
       expect(transport.sessionId).toBeTruthy();
       const { tools } = await client.listTools();
       expect(tools.map((t) => t.name).sort()).toEqual([...TOOL_NAMES].sort());
-      const { $schema: _ignored, ...schema } = tools.find((t) => t.name === "sessions_history")!.inputSchema as Record<string, unknown>;
+      const { $schema: _ignored, ...schema } = tools.find((t) => t.name === "sessions_history")!.inputSchema as Record<
+        string,
+        unknown
+      >;
       expect(schema).toEqual(toolJsonSchema(TOOL_SCHEMAS.sessions_history));
       await sameAsToolDoor(client, "http");
       await transport.terminateSession();
@@ -240,16 +300,33 @@ describe("switchboard mcp over streamable HTTP", () => {
   }, 90_000);
 
   it("refuses requests without the token, without a session, and off /mcp", async () => {
-    const init = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } } };
+    const init = {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } },
+    };
     const headers = { "content-type": "application/json", accept: "application/json, text/event-stream" };
     const noToken = await fetch(url, { method: "POST", headers, body: JSON.stringify(init) });
     expect(noToken.status).toBe(401);
     const auth = { ...headers, authorization: `Bearer ${TOKEN}` };
-    const noSession = await fetch(url, { method: "POST", headers: auth, body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" }) });
+    const noSession = await fetch(url, {
+      method: "POST",
+      headers: auth,
+      body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" }),
+    });
     expect(noSession.status).toBe(400);
-    const unknownSession = await fetch(url, { method: "POST", headers: { ...auth, "mcp-session-id": randomUUID() }, body: JSON.stringify({ jsonrpc: "2.0", id: 3, method: "tools/list" }) });
+    const unknownSession = await fetch(url, {
+      method: "POST",
+      headers: { ...auth, "mcp-session-id": randomUUID() },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 3, method: "tools/list" }),
+    });
     expect(unknownSession.status).toBe(404);
-    const elsewhere = await fetch(new URL("/v1/tools/sessions_list", url), { method: "POST", headers: auth, body: "{}" });
+    const elsewhere = await fetch(new URL("/v1/tools/sessions_list", url), {
+      method: "POST",
+      headers: auth,
+      body: "{}",
+    });
     expect(elsewhere.status).toBe(404);
   });
 });
@@ -275,7 +352,11 @@ describe("switchboard mcp: sub-agents", () => {
         const r = await callTool(client, "subagents", { action: "list" });
         return r.body.recent?.[0]?.announce === "delivered" ? r.body : undefined;
       });
-      expect(subagents.recent[0]).toMatchObject({ sessionKey: spawned.body.childSessionKey, label: "mcp-child", status: "ok" });
+      expect(subagents.recent[0]).toMatchObject({
+        sessionKey: spawned.body.childSessionKey,
+        label: "mcp-child",
+        status: "ok",
+      });
       expect(subagents).toEqual(await tool(sys, "subagents", MAIN, { action: "list" }));
     } finally {
       await client.close();

@@ -92,14 +92,24 @@ export async function getRun(sys: TestSystem, runId: string): Promise<RunRecordB
 
 /** Until the run's record says `running` (a worker has started the turn). */
 export async function waitRunning(sys: TestSystem, runId: string, timeoutMs = 15_000): Promise<void> {
-  await settle(async () => (await getRun(sys, runId)).status === "running", { what: `run ${runId} running`, timeoutMs, stepMs: 25 });
+  await settle(async () => (await getRun(sys, runId)).status === "running", {
+    what: `run ${runId} running`,
+    timeoutMs,
+    stepMs: 25,
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
 // Tools, sessions, history, deliveries
 
 /** POST /v1/tools/<name> as `caller`; always HTTP 200 for a well-formed body. */
-export async function tool(sys: TestSystem, name: string, caller: string, args: Record<string, unknown>, extra: { sandboxed?: boolean } = {}): Promise<any> {
+export async function tool(
+  sys: TestSystem,
+  name: string,
+  caller: string,
+  args: Record<string, unknown>,
+  extra: { sandboxed?: boolean } = {},
+): Promise<any> {
   const r = await sys.post(`/v1/tools/${name}`, { sessionKey: caller, args, ...extra });
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   return r.body;

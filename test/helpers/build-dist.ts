@@ -18,8 +18,11 @@ function newestMtime(dir: string): number {
 
 export function ensureBuilt(root: string): void {
   const marker = join(root, "dist/src/index.js");
-  const srcNewest = Math.max(...["src", "bin", "bench"].filter((d) => existsSync(join(root, d))).map((d) => newestMtime(join(root, d))));
-  if (existsSync(marker) && statSync(marker).mtimeMs >= srcNewest && newestMtime(join(root, "dist")) >= srcNewest) return;
+  const srcNewest = Math.max(
+    ...["src", "bin", "bench"].filter((d) => existsSync(join(root, d))).map((d) => newestMtime(join(root, d))),
+  );
+  if (existsSync(marker) && statSync(marker).mtimeMs >= srcNewest && newestMtime(join(root, "dist")) >= srcNewest)
+    return;
   execFileSync("npx", ["tsc", "-p", "tsconfig.build.json"], { cwd: root, stdio: "inherit" });
   execFileSync("node", ["scripts/copy-lua.mjs"], { cwd: root, stdio: "inherit" });
 }

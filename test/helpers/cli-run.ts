@@ -14,7 +14,16 @@ export interface CliResult {
 /** Environment for CLI children: nothing inherited that could point them elsewhere. */
 export function cliEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: "warn" };
-  for (const k of ["REDIS_URL", "SWITCHBOARD_URL", "SWITCHBOARD_TOKEN", "SWITCHBOARD_CONFIG", "SWITCHBOARD_PORT", "SWITCHBOARD_STATE_DIR", "CI"]) delete env[k];
+  for (const k of [
+    "REDIS_URL",
+    "SWITCHBOARD_URL",
+    "SWITCHBOARD_TOKEN",
+    "SWITCHBOARD_CONFIG",
+    "SWITCHBOARD_PORT",
+    "SWITCHBOARD_STATE_DIR",
+    "CI",
+  ])
+    delete env[k];
   return { ...env, ...extra };
 }
 
@@ -27,7 +36,11 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 20_00
     child.stderr.on("data", (d) => (stderr += d));
     const timer = setTimeout(() => {
       child.kill("SIGKILL");
-      reject(new Error(`switchboard ${args.join(" ")} did not exit within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+      reject(
+        new Error(
+          `switchboard ${args.join(" ")} did not exit within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`,
+        ),
+      );
     }, timeoutMs);
     child.once("error", reject);
     child.once("close", (code) => {

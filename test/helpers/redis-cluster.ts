@@ -57,7 +57,14 @@ export interface PrivateCluster {
 }
 
 async function command(port: number, fn: (r: Redis) => Promise<string>): Promise<string> {
-  const r = new Redis({ port, host: "127.0.0.1", lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+  const r = new Redis({
+    port,
+    host: "127.0.0.1",
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: false,
+    retryStrategy: () => null,
+  });
   r.on("error", () => {});
   try {
     await r.connect();
@@ -100,9 +107,28 @@ export async function startPrivateCluster(masters = 3): Promise<PrivateCluster> 
       const child = spawn(
         "redis-server",
         [
-          "--port", String(port), "--bind", "127.0.0.1", "--dir", dir,
-          "--cluster-enabled", "yes", "--cluster-config-file", join(dir, "nodes.conf"), "--cluster-node-timeout", "2000",
-          "--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction", "--daemonize", "no", "--loglevel", "warning",
+          "--port",
+          String(port),
+          "--bind",
+          "127.0.0.1",
+          "--dir",
+          dir,
+          "--cluster-enabled",
+          "yes",
+          "--cluster-config-file",
+          join(dir, "nodes.conf"),
+          "--cluster-node-timeout",
+          "2000",
+          "--save",
+          "",
+          "--appendonly",
+          "no",
+          "--maxmemory-policy",
+          "noeviction",
+          "--daemonize",
+          "no",
+          "--loglevel",
+          "warning",
         ],
         { stdio: "ignore" },
       );
@@ -110,17 +136,27 @@ export async function startPrivateCluster(masters = 3): Promise<PrivateCluster> 
       const url = `redis://127.0.0.1:${port}`;
       nodes.push({ port, url, client: () => new Redis(url, { maxRetriesPerRequest: null }) });
     }
-    for (const n of nodes) await untilTrue(`node ${n.port} did not answer PING`, async () => (await command(n.port, (r) => r.ping())) === "PONG", 10_000);
+    for (const n of nodes)
+      await untilTrue(
+        `node ${n.port} did not answer PING`,
+        async () => (await command(n.port, (r) => r.ping())) === "PONG",
+        10_000,
+      );
 
     const create = spawnSync(
       "redis-cli",
       ["--cluster", "create", ...nodes.map((n) => `127.0.0.1:${n.port}`), "--cluster-replicas", "0", "--cluster-yes"],
       { encoding: "utf8", timeout: 30_000 },
     );
-    if (create.status !== 0) throw new Error(`redis-cli --cluster create failed (${create.status}):\n${create.stdout}\n${create.stderr}`);
+    if (create.status !== 0)
+      throw new Error(`redis-cli --cluster create failed (${create.status}):\n${create.stdout}\n${create.stderr}`);
     // Every node must see the whole slot map as served before clients connect.
     for (const n of nodes) {
-      await untilTrue(`node ${n.port} did not reach cluster_state:ok`, async () => /cluster_state:ok/.test(await command(n.port, (r) => r.cluster("INFO"))), 20_000);
+      await untilTrue(
+        `node ${n.port} did not reach cluster_state:ok`,
+        async () => /cluster_state:ok/.test(await command(n.port, (r) => r.cluster("INFO"))),
+        20_000,
+      );
     }
   } catch (err) {
     await cleanup();

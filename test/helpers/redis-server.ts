@@ -45,7 +45,12 @@ export interface PrivateRedis {
 async function waitForPing(url: string, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+    const r = new Redis(url, {
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+      retryStrategy: () => null,
+    });
     r.on("error", () => {});
     try {
       await r.connect();
@@ -76,9 +81,24 @@ export async function startPrivateRedis(opts: PrivateRedisOptions = {}): Promise
   const url = `redis://127.0.0.1:${port}`;
   let child: ChildProcess | undefined;
   const args = [
-    "--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "",
-    "--appendonly", opts.appendonly ? "yes" : "no", "--appendfsync", opts.appendfsync ?? "everysec",
-    "--maxmemory-policy", "noeviction", "--daemonize", "no", "--loglevel", "warning",
+    "--port",
+    String(port),
+    "--bind",
+    "127.0.0.1",
+    "--dir",
+    dir,
+    "--save",
+    "",
+    "--appendonly",
+    opts.appendonly ? "yes" : "no",
+    "--appendfsync",
+    opts.appendfsync ?? "everysec",
+    "--maxmemory-policy",
+    "noeviction",
+    "--daemonize",
+    "no",
+    "--loglevel",
+    "warning",
   ];
   const handle: PrivateRedis = {
     url,

@@ -33,7 +33,10 @@ export async function settle<T>(condition: () => Promise<T> | T, opts: SettleOpt
       last = { error };
     }
     if (Date.now() >= deadline) {
-      const seen = "error" in last ? `last error: ${(last.error as Error)?.message ?? String(last.error)}` : `last value: ${describe(last.value)}`;
+      const seen =
+        "error" in last
+          ? `last error: ${(last.error as Error)?.message ?? String(last.error)}`
+          : `last value: ${describe(last.value)}`;
       throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} (${seen})`);
     }
     await sleep(stepMs);

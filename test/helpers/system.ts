@@ -26,7 +26,12 @@ export interface TestSystem extends SwitchboardSystem {
   rpc(method: string, params?: unknown): Promise<any>;
 }
 
-export async function httpJson(method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
+export async function httpJson(
+  method: string,
+  url: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: any }> {
   const res = await fetch(url, {
     method,
     headers: { ...(body !== undefined ? { "content-type": "application/json" } : {}), ...headers },
@@ -44,22 +49,29 @@ export async function httpJson(method: string, url: string, body?: unknown, head
 
 function withHttp(sys: SwitchboardSystem, config: Config): TestSystem {
   const url = sys.url!;
-  const auth: Record<string, string> = config.gateway.auth.token ? { authorization: `Bearer ${config.gateway.auth.token}` } : {};
+  const auth: Record<string, string> = config.gateway.auth.token
+    ? { authorization: `Bearer ${config.gateway.auth.token}` }
+    : {};
   return Object.assign(sys, {
     config,
     url,
-    post: (path: string, body: unknown, headers: Record<string, string> = auth) => httpJson("POST", url + path, body, headers),
+    post: (path: string, body: unknown, headers: Record<string, string> = auth) =>
+      httpJson("POST", url + path, body, headers),
     get: (path: string, headers: Record<string, string> = auth) => httpJson("GET", url + path, undefined, headers),
     rpc: async (method: string, params: unknown = {}) => {
       const r = await httpJson("POST", `${url}/v1/rpc/${method}`, params, auth);
-      if (r.status !== 200 || !r.body.ok) throw new Error(`rpc ${method} failed: ${r.status} ${JSON.stringify(r.body)}`);
+      if (r.status !== 200 || !r.body.ok)
+        throw new Error(`rpc ${method} failed: ${r.status} ${JSON.stringify(r.body)}`);
       return r.body.result;
     },
   }) as TestSystem;
 }
 
 /** Gateway (port 0) + workers in this process, on a fresh prefix and storage dir. */
-export async function startTestSystem(overrides: ConfigInput = {}, opts: SystemOptions = { gateway: true, workers: {} }): Promise<TestSystem> {
+export async function startTestSystem(
+  overrides: ConfigInput = {},
+  opts: SystemOptions = { gateway: true, workers: {} },
+): Promise<TestSystem> {
   const config = testConfig({ ...overrides, gateway: { port: 0, ...(overrides.gateway ?? {}) } });
   const sys = await startSystem(config, { logger: false, ...opts });
   return withHttp(sys, config);
@@ -108,7 +120,8 @@ export async function spawnSwitchboard(
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const deadline = Date.now() + readyTimeoutMs;
   while (!/ready/.test(out)) {
-    if (child.exitCode !== null) throw new Error(`switchboard ${args.join(" ")} exited early (${child.exitCode}):\n${out}`);
+    if (child.exitCode !== null)
+      throw new Error(`switchboard ${args.join(" ")} exited early (${child.exitCode}):\n${out}`);
     if (Date.now() > deadline) {
       child.kill("SIGKILL");
       throw new Error(`switchboard ${args.join(" ")} not ready in ${readyTimeoutMs} ms:\n${out}`);

@@ -41,7 +41,9 @@ describe("agent RPC with a cached session entry", () => {
     expect(third.record).toMatchObject({ sessionId: reset.entry.sessionId, status: "ok" });
     const history = await a.rpc("chat.history", { sessionKey: key });
     expect(history.sessionId).toBe(reset.entry.sessionId);
-    expect(history.messages.filter((m: { role: string }) => m.role === "user").map((m: { content: unknown }) => m.content)).toEqual(["three"]);
+    expect(
+      history.messages.filter((m: { role: string }) => m.role === "user").map((m: { content: unknown }) => m.content),
+    ).toEqual(["three"]);
   });
 
   it("a send policy set to deny through another gateway refuses the next turn", async () => {

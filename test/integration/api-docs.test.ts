@@ -65,14 +65,18 @@ describe("GET /openapi.json", () => {
         for (const [status, res] of Object.entries<any>(op.responses)) {
           expect(status, `${m} ${path}`).toMatch(/^([1-5]\d\d|default)$/);
           expect(typeof res.description, `${m} ${path} ${status}`).toBe("string");
-          for (const media of Object.values<any>(res.content ?? {})) expect(media.schema, `${m} ${path} ${status}`).toBeTypeOf("object");
+          for (const media of Object.values<any>(res.content ?? {}))
+            expect(media.schema, `${m} ${path} ${status}`).toBeTypeOf("object");
         }
         if (op.requestBody) {
           for (const media of Object.values<any>(op.requestBody.content)) expect(media.schema).toBeTypeOf("object");
         }
         // Every {param} of the template is declared as a path parameter.
         for (const [, name] of path.matchAll(/\{([^}]+)\}/g)) {
-          expect(op.parameters?.some((p: any) => p.in === "path" && p.name === name && p.required === true), `${path} declares ${name}`).toBe(true);
+          expect(
+            op.parameters?.some((p: any) => p.in === "path" && p.name === name && p.required === true),
+            `${path} declares ${name}`,
+          ).toBe(true);
         }
         for (const p of op.parameters ?? []) {
           expect(["path", "query", "header", "cookie"]).toContain(p.in);
@@ -82,7 +86,8 @@ describe("GET /openapi.json", () => {
           expect(operationIds.has(op.operationId), op.operationId).toBe(false);
           operationIds.add(op.operationId);
         }
-        for (const req of op.security ?? doc.security) for (const scheme of Object.keys(req)) expect(doc.components.securitySchemes[scheme]).toBeTruthy();
+        for (const req of op.security ?? doc.security)
+          for (const scheme of Object.keys(req)) expect(doc.components.securitySchemes[scheme]).toBeTruthy();
       }
     }
     const all = refs(doc);
@@ -119,7 +124,9 @@ describe("GET /openapi.json", () => {
       expect(schema.required).toEqual(expect.arrayContaining(["sessionKey", "args"]));
       expect(schema.properties.args.type, name).toBe("object");
     }
-    const send: any = resolve(doc.paths["/v1/tools/sessions_send"].post.requestBody.content["application/json"].schema.$ref);
+    const send: any = resolve(
+      doc.paths["/v1/tools/sessions_send"].post.requestBody.content["application/json"].schema.$ref,
+    );
     expect(send.properties.args.required).toContain("message");
   });
 
@@ -171,19 +178,26 @@ describe("/docs", () => {
     const refused = await fetch(`${sys.url}/docs`);
     expect(refused.status).toBe(401);
     expect(refused.headers.get("www-authenticate")).toMatch(/^Basic/);
-    const basic = await fetch(`${sys.url}/docs`, { headers: { authorization: `Basic ${Buffer.from(`me:${TOKEN}`).toString("base64")}` } });
+    const basic = await fetch(`${sys.url}/docs`, {
+      headers: { authorization: `Basic ${Buffer.from(`me:${TOKEN}`).toString("base64")}` },
+    });
     expect(basic.status).toBe(200);
   });
 });
 
 describe("switchboard call --list", () => {
   it("prints every RPC method with a one-line description, without a gateway or Redis", async () => {
-    const { stdout } = await promisify(execFile)(process.execPath, [CLI, "call", "--list"], { cwd: ROOT, env: { ...process.env, SWITCHBOARD_URL: "http://127.0.0.1:1" } });
+    const { stdout } = await promisify(execFile)(process.execPath, [CLI, "call", "--list"], {
+      cwd: ROOT,
+      env: { ...process.env, SWITCHBOARD_URL: "http://127.0.0.1:1" },
+    });
     const lines = stdout.trim().split("\n");
     const served = Object.keys(sys.gateway!.rpc).sort();
     expect(lines.map((l) => l.split(/\s+/)[0])).toEqual(served);
     for (const line of lines) expect(line.split(/\s{2,}/)[1]?.length, line).toBeGreaterThan(10);
-    const json = JSON.parse((await promisify(execFile)(process.execPath, [CLI, "call", "--list", "--json"], { cwd: ROOT })).stdout);
+    const json = JSON.parse(
+      (await promisify(execFile)(process.execPath, [CLI, "call", "--list", "--json"], { cwd: ROOT })).stdout,
+    );
     expect(json.map((m: { method: string }) => m.method)).toEqual(served);
   });
 });

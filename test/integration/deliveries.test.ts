@@ -79,26 +79,46 @@ afterAll(async () => {
   await new Promise<void>((resolve) => server.close(() => resolve()));
 });
 
-
 describe("webhook channel", () => {
   it("a reply to an inbound message on `tg` is POSTed to the webhook and recorded as delivered", async () => {
     const res = await inbound(sys, { channel: "tg", chatType: "dm", from: "u1", text: "hi there" });
     expect(res.sessionKey).toBe("agent:main:tg:dm:u1");
     const d = await finalDelivery(sys, res.sessionKey);
-    expect(d).toMatchObject({ status: "delivered", attempts: 1, channel: "tg", to: "u1", message: "echo: hi there", sessionKey: res.sessionKey });
+    expect(d).toMatchObject({
+      status: "delivered",
+      attempts: 1,
+      channel: "tg",
+      to: "u1",
+      message: "echo: hi there",
+      sessionKey: res.sessionKey,
+    });
     expect(typeof d.id).toBe("string");
     expect(d.ts).toBeGreaterThan(Date.now() - 60_000);
 
     const posted = hits.filter((h) => h.body.sessionKey === res.sessionKey);
     expect(posted).toHaveLength(1);
     expect(posted[0]!.path).toBe("/ok");
-    expect(posted[0]!.body).toMatchObject({ message: "echo: hi there", to: "u1", sessionKey: res.sessionKey, channel: "tg", id: d.id });
+    expect(posted[0]!.body).toMatchObject({
+      message: "echo: hi there",
+      to: "u1",
+      sessionKey: res.sessionKey,
+      channel: "tg",
+      id: d.id,
+    });
     expect(posted[0]!.headers["content-type"]).toContain("application/json");
     expect(posted[0]!.headers["idempotency-key"]).toBe(d.id);
   });
 
   it("a group reply goes to the group, with accountId and threadId", async () => {
-    const res = await inbound(sys, { channel: "tg", accountId: "bot9", chatType: "group", from: "u2", groupId: "g77", threadId: 3, text: "in thread" });
+    const res = await inbound(sys, {
+      channel: "tg",
+      accountId: "bot9",
+      chatType: "group",
+      from: "u2",
+      groupId: "g77",
+      threadId: 3,
+      text: "in thread",
+    });
     const d = await finalDelivery(sys, res.sessionKey);
     expect(d).toMatchObject({ status: "delivered", to: "g77", channel: "tg" });
     const posted = hits.find((h) => h.body.sessionKey === res.sessionKey)!;
@@ -114,7 +134,9 @@ describe("webhook channel", () => {
     const d = await finalDelivery(sys, res.sessionKey);
     expect(d.message).toBe("echo: speak");
     expect(await deliveries(sys, { sessionKey: res.sessionKey })).toHaveLength(1);
-    expect(hits.filter((h) => h.body.sessionKey === res.sessionKey).map((h) => h.body.message)).toEqual(["echo: speak"]);
+    expect(hits.filter((h) => h.body.sessionKey === res.sessionKey).map((h) => h.body.message)).toEqual([
+      "echo: speak",
+    ]);
   });
 
   it("a webhook failing twice then succeeding → delivered with attempts 3", async () => {
@@ -175,7 +197,10 @@ describe("send RPC and GET /v1/deliveries filters", () => {
       const r = await sys.rpc("send", { sessionKey: key, channel, to: "filter", message });
       expect(r.status).toBe("queued");
       sent.push(r.id);
-      await settle(async () => (await deliveries(sys, { sessionKey: key })).find((d) => d.id === r.id && d.status !== "pending"), { what: "delivery of the send finished", timeoutMs: 10_000 });
+      await settle(
+        async () => (await deliveries(sys, { sessionKey: key })).find((d) => d.id === r.id && d.status !== "pending"),
+        { what: "delivery of the send finished", timeoutMs: 10_000 },
+      );
       const last = Math.max(...(await deliveries(sys, { sessionKey: key })).map((d) => d.ts));
       await settle(() => Date.now() > last, { what: "the clock past the last delivery's timestamp (distinct ms)" });
     }
@@ -207,9 +232,24 @@ describe("send RPC and GET /v1/deliveries filters", () => {
 
   it("send with the same idempotencyKey twice delivers once", async () => {
     const key = "agent:main:tg:dm:idem";
-    const a = await sys.rpc("send", { sessionKey: key, channel: "tg", to: "idem", message: "just once", idempotencyKey: "send-1" });
-    await settle(async () => (await deliveries(sys, { sessionKey: key })).find((d) => d.status === "delivered"), { what: "the send delivered", timeoutMs: 10_000 });
-    const b = await sys.rpc("send", { sessionKey: key, channel: "tg", to: "idem", message: "just once", idempotencyKey: "send-1" });
+    const a = await sys.rpc("send", {
+      sessionKey: key,
+      channel: "tg",
+      to: "idem",
+      message: "just once",
+      idempotencyKey: "send-1",
+    });
+    await settle(async () => (await deliveries(sys, { sessionKey: key })).find((d) => d.status === "delivered"), {
+      what: "the send delivered",
+      timeoutMs: 10_000,
+    });
+    const b = await sys.rpc("send", {
+      sessionKey: key,
+      channel: "tg",
+      to: "idem",
+      message: "just once",
+      idempotencyKey: "send-1",
+    });
     expect(b.id).toBe(a.id);
     await quietPeriod(200, "the repeated send delivers nothing more");
     expect(await deliveries(sys, { sessionKey: key })).toHaveLength(1);
@@ -221,7 +261,12 @@ describe("send RPC and GET /v1/deliveries filters", () => {
     await finalDelivery(sys, res.sessionKey);
     await sys.rpc("sessions.patch", { key: res.sessionKey, sendPolicy: "deny" });
 
-    const refused = await sys.post("/v1/rpc/send", { sessionKey: res.sessionKey, channel: "tg", to: "u8", message: "psst" });
+    const refused = await sys.post("/v1/rpc/send", {
+      sessionKey: res.sessionKey,
+      channel: "tg",
+      to: "u8",
+      message: "psst",
+    });
     expect(refused.body.ok).toBe(false);
     expect(refused.body.error.message).toBe("send blocked by session policy");
     await quietPeriod(100, "the refused send is never delivered");
@@ -229,8 +274,15 @@ describe("send RPC and GET /v1/deliveries filters", () => {
 
     await sys.rpc("sessions.patch", { key: res.sessionKey, sendPolicy: null });
     const ok = await sys.rpc("send", { sessionKey: res.sessionKey, channel: "tg", to: "u8", message: "now ok" });
-    await settle(async () => (await deliveries(sys, { sessionKey: res.sessionKey })).find((d) => d.id === ok.id && d.status === "delivered"), { what: "the allowed send delivered", timeoutMs: 10_000 });
-    expect(hits.filter((h) => h.body.sessionKey === res.sessionKey).map((h) => h.body.message)).toEqual(["echo: hello", "now ok"]);
+    await settle(
+      async () =>
+        (await deliveries(sys, { sessionKey: res.sessionKey })).find((d) => d.id === ok.id && d.status === "delivered"),
+      { what: "the allowed send delivered", timeoutMs: 10_000 },
+    );
+    expect(hits.filter((h) => h.body.sessionKey === res.sessionKey).map((h) => h.body.message)).toEqual([
+      "echo: hello",
+      "now ok",
+    ]);
   });
 
   it("send RPC validation: channel and message are required", async () => {
@@ -248,13 +300,30 @@ describe("delivery records after a crash", () => {
     const id = `half-made-${Date.now()}`;
     // What the old two-step open left behind when killed between its steps.
     await sys.svc.redis.hset(sys.svc.keys.delivery(id), "id", id);
-    await log.open({ id, sessionKey: "agent:main:halfmade", kind: "reply", message: "hello again", channel: "tg", to: "42" });
+    await log.open({
+      id,
+      sessionKey: "agent:main:halfmade",
+      kind: "reply",
+      message: "hello again",
+      channel: "tg",
+      to: "42",
+    });
     await log.attempt(id, "delivered");
     const listed = await log.list({ sessionKey: "agent:main:halfmade" });
     expect(listed).toHaveLength(1);
     expect(listed[0]).toMatchObject({ id, kind: "reply", message: "hello again", status: "delivered", attempts: 1 });
     // Opening again (a second retry) changes nothing: status and attempts stay.
-    await log.open({ id, sessionKey: "agent:main:halfmade", kind: "reply", message: "hello again", channel: "tg", to: "42" });
-    expect((await log.list({ sessionKey: "agent:main:halfmade" }))[0]).toMatchObject({ status: "delivered", attempts: 1 });
+    await log.open({
+      id,
+      sessionKey: "agent:main:halfmade",
+      kind: "reply",
+      message: "hello again",
+      channel: "tg",
+      to: "42",
+    });
+    expect((await log.list({ sessionKey: "agent:main:halfmade" }))[0]).toMatchObject({
+      status: "delivered",
+      attempts: 1,
+    });
   });
 });

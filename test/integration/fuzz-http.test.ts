@@ -40,7 +40,10 @@ const PEERS = ["p0", "p1", "p2", "p3", "p4", "p5"];
 
 let sys: TestSystem;
 let world: FuzzWorld;
-const protoBefore = { object: Object.getOwnPropertyNames(Object.prototype).sort(), array: Object.getOwnPropertyNames(Array.prototype).sort() };
+const protoBefore = {
+  object: Object.getOwnPropertyNames(Object.prototype).sort(),
+  array: Object.getOwnPropertyNames(Array.prototype).sort(),
+};
 const passwdBefore = existsSync("/etc/passwd") ? statSync("/etc/passwd").mtimeMs : undefined;
 
 beforeAll(async () => {
@@ -54,7 +57,19 @@ beforeAll(async () => {
   });
   world = {
     peers: PEERS,
-    sessionRefs: [...PEERS.map((p) => `agent:main:web:dm:${p}`), "main", "current", "global", "unknown", "agent:main:main", "MAIN", "agent:ops:main", "cron:job-1", "hook:x", "web:dm:p0"],
+    sessionRefs: [
+      ...PEERS.map((p) => `agent:main:web:dm:${p}`),
+      "main",
+      "current",
+      "global",
+      "unknown",
+      "agent:main:main",
+      "MAIN",
+      "agent:ops:main",
+      "cron:job-1",
+      "hook:x",
+      "web:dm:p0",
+    ],
     marker,
     outsideDir,
     rpcMethods: Object.keys(sys.gateway!.rpc),
@@ -88,7 +103,12 @@ async function send(req: FuzzRequest): Promise<Sent> {
 }
 
 function describeRequest(s: Sent): string {
-  const body = s.req.body === undefined ? "" : s.req.body.length > 600 ? `${s.req.body.slice(0, 600)}… (${s.req.body.length} chars)` : s.req.body;
+  const body =
+    s.req.body === undefined
+      ? ""
+      : s.req.body.length > 600
+        ? `${s.req.body.slice(0, 600)}… (${s.req.body.length} chars)`
+        : s.req.body;
   return `${s.req.method} ${s.req.path.slice(0, 300)} ${body}\n  → ${s.status} ${s.text.slice(0, 400)}`;
 }
 
@@ -107,46 +127,56 @@ describe("HTTP fuzz (fast-check)", () => {
   let total = 0;
   let accepted = 0;
 
-  it(`answers ${RUNS} fuzzed requests on every endpoint without a 5xx`, async () => {
-    const { request } = arbitraries(world);
-    const started = Date.now();
-    // fc.check rather than fc.assert: the failing batch can hold megabytes of generated JSON,
-    // so the error shows the seed and the 5xx requests (shortened), which is what reproduces it.
-    const out = await fc.check(
-      fc.asyncProperty(fc.array(request, { minLength: BATCH, maxLength: BATCH }), async (batch) => {
-        const results = await Promise.all(batch.map(send));
-        for (const r of results) {
-          total++;
-          if (r.status < 300 && r.text.startsWith('{"ok":true')) accepted++;
-          counts.set(r.req.endpoint, (counts.get(r.req.endpoint) ?? 0) + 1);
-          statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
-        }
-        const bad = results.filter((r) => r.status >= 500);
-        if (bad.length) throw new Error(`${bad.length} request(s) answered 5xx:\n${bad.map(describeRequest).join("\n")}`);
-      }),
-      { numRuns: Math.ceil(RUNS / BATCH), ...(SEED !== undefined ? { seed: SEED } : {}), endOnFailure: true },
-    );
-    if (out.failed) {
-      throw new Error(`fuzz failed (replay with FUZZ_SEED=${out.seed} FUZZ_RUNS=${RUNS}): ${(out.errorInstance as Error | undefined)?.message ?? "no error"}`);
-    }
-    const seconds = ((Date.now() - started) / 1000).toFixed(1);
-    console.info(`fuzz: ${total} requests in ${seconds}s, ${accepted} accepted; statuses ${JSON.stringify(Object.fromEntries(statuses))}`);
+  it(
+    `answers ${RUNS} fuzzed requests on every endpoint without a 5xx`,
+    async () => {
+      const { request } = arbitraries(world);
+      const started = Date.now();
+      // fc.check rather than fc.assert: the failing batch can hold megabytes of generated JSON,
+      // so the error shows the seed and the 5xx requests (shortened), which is what reproduces it.
+      const out = await fc.check(
+        fc.asyncProperty(fc.array(request, { minLength: BATCH, maxLength: BATCH }), async (batch) => {
+          const results = await Promise.all(batch.map(send));
+          for (const r of results) {
+            total++;
+            if (r.status < 300 && r.text.startsWith('{"ok":true')) accepted++;
+            counts.set(r.req.endpoint, (counts.get(r.req.endpoint) ?? 0) + 1);
+            statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
+          }
+          const bad = results.filter((r) => r.status >= 500);
+          if (bad.length)
+            throw new Error(`${bad.length} request(s) answered 5xx:\n${bad.map(describeRequest).join("\n")}`);
+        }),
+        { numRuns: Math.ceil(RUNS / BATCH), ...(SEED !== undefined ? { seed: SEED } : {}), endOnFailure: true },
+      );
+      if (out.failed) {
+        throw new Error(
+          `fuzz failed (replay with FUZZ_SEED=${out.seed} FUZZ_RUNS=${RUNS}): ${(out.errorInstance as Error | undefined)?.message ?? "no error"}`,
+        );
+      }
+      const seconds = ((Date.now() - started) / 1000).toFixed(1);
+      console.info(
+        `fuzz: ${total} requests in ${seconds}s, ${accepted} accepted; statuses ${JSON.stringify(Object.fromEntries(statuses))}`,
+      );
 
-    expect(total).toBeGreaterThanOrEqual(RUNS);
-    // Every endpoint really was fuzzed, each RPC method and tool by name.
-    const expected = [
-      "POST /v1/inbound",
-      ...world.rpcMethods.map((m) => `POST /v1/rpc/${m}`),
-      ...world.toolNames.map((t) => `POST /v1/tools/${t}`),
-      "GET /v1/runs/:id",
-      "GET /v1/deliveries",
-    ];
-    const floor = Math.max(1, Math.floor(RUNS / 500));
-    for (const e of expected) expect(counts.get(e) ?? 0, `${e} fuzzed ${counts.get(e) ?? 0} times`).toBeGreaterThanOrEqual(floor);
-    // Enough got through validation for the workers to have had real work.
-    expect(statuses.get(202) ?? 0).toBeGreaterThan(RUNS / 50);
-    expect(accepted).toBeGreaterThan(RUNS / 10);
-  }, Math.max(240_000, RUNS * 12));
+      expect(total).toBeGreaterThanOrEqual(RUNS);
+      // Every endpoint really was fuzzed, each RPC method and tool by name.
+      const expected = [
+        "POST /v1/inbound",
+        ...world.rpcMethods.map((m) => `POST /v1/rpc/${m}`),
+        ...world.toolNames.map((t) => `POST /v1/tools/${t}`),
+        "GET /v1/runs/:id",
+        "GET /v1/deliveries",
+      ];
+      const floor = Math.max(1, Math.floor(RUNS / 500));
+      for (const e of expected)
+        expect(counts.get(e) ?? 0, `${e} fuzzed ${counts.get(e) ?? 0} times`).toBeGreaterThanOrEqual(floor);
+      // Enough got through validation for the workers to have had real work.
+      expect(statuses.get(202) ?? 0).toBeGreaterThan(RUNS / 50);
+      expect(accepted).toBeGreaterThan(RUNS / 10);
+    },
+    Math.max(240_000, RUNS * 12),
+  );
 
   it("answers 404 for RPC method names that are Object.prototype members (found by this fuzz)", async () => {
     for (const name of ["hasOwnProperty", "constructor", "__proto__", "toString", "valueOf", "isPrototypeOf"]) {
@@ -165,7 +195,8 @@ describe("HTTP fuzz (fast-check)", () => {
   });
 
   it("leaves no session wedged: a canary to every fuzzed session, and to one just sent a lone surrogate, is answered", async () => {
-    const inbound = (from: string, text: string) => sys.post("/v1/inbound", { channel: "web", chatType: "dm", from, text });
+    const inbound = (from: string, text: string) =>
+      sys.post("/v1/inbound", { channel: "web", chatType: "dm", from, text });
 
     // The issue's repro: a lone surrogate used to make the finish script fail and loop forever.
     const poison = await inbound("surrogate", "hello \ud83d");
@@ -212,7 +243,13 @@ describe("HTTP fuzz (fast-check)", () => {
     // The fuzzing did write there (transcripts), so the walk above checked something.
     expect(walk(storageDir).some((p) => p.endsWith(".jsonl"))).toBe(true);
     // Where the traversal strings aimed: the marker exists nowhere.
-    const aimed = new Set<string>([join(root, marker), join("/tmp", marker), join("/", marker), join("/etc", marker), join(dirname(fuzzRoot), marker)]);
+    const aimed = new Set<string>([
+      join(root, marker),
+      join("/tmp", marker),
+      join("/", marker),
+      join("/etc", marker),
+      join(dirname(fuzzRoot), marker),
+    ]);
     for (const t of traversalStrings(world)) if (t.startsWith("/")) aimed.add(t.split("\u0000")[0]!);
     for (const p of aimed) if (p.includes(marker)) expect(existsSync(p), p).toBe(false);
     expect(readdirSync(root).filter((n) => n.includes(marker))).toEqual([]);

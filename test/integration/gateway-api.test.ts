@@ -93,10 +93,14 @@ describe("auth", () => {
     expect(none.status).toBe(401);
     expect(none.headers.get("www-authenticate")).toMatch(/^Basic /);
     await none.text();
-    const wrong = await fetch(`${sys.url}/admin/queues`, { headers: { authorization: `Basic ${Buffer.from("admin:nope-nope-nope").toString("base64")}` } });
+    const wrong = await fetch(`${sys.url}/admin/queues`, {
+      headers: { authorization: `Basic ${Buffer.from("admin:nope-nope-nope").toString("base64")}` },
+    });
     expect(wrong.status).toBe(401);
     await wrong.text();
-    const basic = await fetch(`${sys.url}/admin/queues`, { headers: { authorization: `Basic ${Buffer.from(`admin:${TOKEN}`).toString("base64")}` } });
+    const basic = await fetch(`${sys.url}/admin/queues`, {
+      headers: { authorization: `Basic ${Buffer.from(`admin:${TOKEN}`).toString("base64")}` },
+    });
     expect(basic.status).toBe(200);
     expect(await basic.text()).toMatch(/<html/i);
     const api = await fetch(`${sys.url}/admin/queues/api/queues`, { headers: AUTH });
@@ -122,7 +126,12 @@ describe("probes, metrics and run records", () => {
     const r = await runAgent("agent:main:runrec", "hello");
     const rec = await httpJson("GET", `${sys.url}/v1/runs/${r.runId}`, undefined, AUTH);
     expect(rec.status).toBe(200);
-    expect(rec.body).toMatchObject({ runId: r.runId, sessionKey: "agent:main:runrec", status: "ok", reply: "echo: hello" });
+    expect(rec.body).toMatchObject({
+      runId: r.runId,
+      sessionKey: "agent:main:runrec",
+      status: "ok",
+      reply: "echo: hello",
+    });
     expect(rec.body.startedAt).toBeLessThanOrEqual(rec.body.endedAt);
     const missing = await httpJson("GET", `${sys.url}/v1/runs/00000000-0000-4000-8000-000000000000`, undefined, AUTH);
     expect(missing.status).toBe(404);
@@ -162,7 +171,11 @@ describe("sessions.* RPC", () => {
     const upper = await sys.rpc("sessions.resolve", { key: "AGENT:MAIN:RESOLVE-ME" });
     expect(upper.key).toBe("agent:main:resolve-me");
 
-    for (const params of [{ key: "agent:main:nobody" }, { sessionId: "5b0e7b4e-0000-4000-8000-000000000000" }, { label: "no-such-label" }]) {
+    for (const params of [
+      { key: "agent:main:nobody" },
+      { sessionId: "5b0e7b4e-0000-4000-8000-000000000000" },
+      { label: "no-such-label" },
+    ]) {
       const miss = await rpcRaw("sessions.resolve", params);
       expect(miss.status).toBe(200);
       expect(miss.body).toMatchObject({ ok: false, error: { code: "session_not_found" } });
@@ -194,7 +207,9 @@ describe("sessions.* RPC", () => {
     const bad = await rpcRaw("sessions.patch", { key: "agent:main:patch-a", sendPolicy: "maybe" });
     expect(bad.status).toBe(400);
     expect(bad.body.error.code).toBe("invalid_request");
-    expect(bad.body.error.issues).toEqual(expect.arrayContaining([{ path: "sendPolicy", message: 'invalid sendPolicy (use "allow"|"deny")' }]));
+    expect(bad.body.error.issues).toEqual(
+      expect.arrayContaining([{ path: "sendPolicy", message: 'invalid sendPolicy (use "allow"|"deny")' }]),
+    );
 
     const upper = await sys.rpc("sessions.patch", { key: "agent:main:patch-a", sendPolicy: "DENY" });
     expect(upper.entry.sendPolicy).toBe("deny");
@@ -217,7 +232,12 @@ describe("sessions.* RPC", () => {
     expect(reset.key).toBe(key);
     expect(reset.previousSessionId).toBe(r.sessionId);
     expect(reset.sessionId).not.toBe(r.sessionId);
-    expect(reset.entry).toMatchObject({ sessionId: reset.sessionId, label: "resettable", sendPolicy: "allow", resetReason: "reset" });
+    expect(reset.entry).toMatchObject({
+      sessionId: reset.sessionId,
+      label: "resettable",
+      sendPolicy: "allow",
+      resetReason: "reset",
+    });
 
     await until(() => files().some((f) => f.startsWith(`${r.sessionId}.jsonl.reset.`)), 10_000);
     expect(files()).not.toContain(`${r.sessionId}.jsonl`);
@@ -279,7 +299,14 @@ describe("chat.history, agent, agent.wait", () => {
     const key = "agent:main:history";
     for (const m of ["one", "two", "three"]) await runAgent(key, m);
     const all = await sys.rpc("chat.history", { sessionKey: key });
-    expect(all.messages.map((m: { role: string }) => m.role)).toEqual(["user", "assistant", "user", "assistant", "user", "assistant"]);
+    expect(all.messages.map((m: { role: string }) => m.role)).toEqual([
+      "user",
+      "assistant",
+      "user",
+      "assistant",
+      "user",
+      "assistant",
+    ]);
     const last2 = await sys.rpc("chat.history", { sessionKey: key, limit: 2 });
     expect(last2.messages).toHaveLength(2);
     expect(last2.messages[0]).toMatchObject({ role: "user", content: "three" });
@@ -307,7 +334,9 @@ describe("chat.history, agent, agent.wait", () => {
 
   it("agent with the same idempotencyKey concurrently starts one run", async () => {
     const key = "agent:main:idem-burst";
-    const results = await Promise.all(Array.from({ length: 20 }, () => sys.rpc("agent", { sessionKey: key, message: "burst", idempotencyKey: "k-b" })));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, () => sys.rpc("agent", { sessionKey: key, message: "burst", idempotencyKey: "k-b" })),
+    );
     expect(new Set(results.map((r) => r.runId)).size).toBe(1);
     expect(results.filter((r) => !r.duplicate)).toHaveLength(1);
     await sys.rpc("agent.wait", { runId: results[0].runId, timeoutMs: 10_000 });

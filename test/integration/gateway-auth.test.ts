@@ -30,7 +30,13 @@ function getWithAuth(path: string, authorization: string | undefined): Promise<n
   const url = new URL(sys.url + path);
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: url.hostname, port: url.port, path: url.pathname + url.search, method: "GET", headers: authorization === undefined ? {} : { authorization } },
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname + url.search,
+        method: "GET",
+        headers: authorization === undefined ? {} : { authorization },
+      },
       (res) => {
         res.resume();
         res.on("end", () => resolve(res.statusCode ?? 0));
@@ -97,14 +103,20 @@ describe("presentedToken", () => {
     expect(presentedToken(`Basic ${b64("u:a:b")}`)).toBe("a:b");
   });
   it("is undefined for anything malformed", () => {
-    for (const h of [undefined, "", " ", "Bearer", `Bearer a b`, `Basic ${b64("nocolon")}`, "Basic %%%%"]) expect(presentedToken(h)).toBeUndefined();
+    for (const h of [undefined, "", " ", "Bearer", `Bearer a b`, `Basic ${b64("nocolon")}`, "Basic %%%%"])
+      expect(presentedToken(h)).toBeUndefined();
   });
 });
 
 describe("start-up log", () => {
   it("formats IPv4, IPv6 and socket addresses", () => {
     expect(formatBoundAddresses([{ address: "0.0.0.0", family: "IPv4", port: 8787 }])).toBe("0.0.0.0:8787");
-    expect(formatBoundAddresses([{ address: "::1", family: "IPv6", port: 1 }, { address: "127.0.0.1", family: "IPv4", port: 1 }])).toBe("[::1]:1, 127.0.0.1:1");
+    expect(
+      formatBoundAddresses([
+        { address: "::1", family: "IPv6", port: 1 },
+        { address: "127.0.0.1", family: "IPv4", port: 1 },
+      ]),
+    ).toBe("[::1]:1, 127.0.0.1:1");
     expect(formatBoundAddresses(["/tmp/sb.sock"])).toBe("/tmp/sb.sock");
   });
 
@@ -117,7 +129,10 @@ describe("start-up log", () => {
     });
     const child = await spawnSwitchboard(["gateway", "--config", file]);
     try {
-      const line = child.output().split("\n").find((l) => l.startsWith("switchboard gateway ready:"));
+      const line = child
+        .output()
+        .split("\n")
+        .find((l) => l.startsWith("switchboard gateway ready:"));
       expect(line, child.output()).toBeDefined();
       const m = /listening on 0\.0\.0\.0:(\d+) at http:\/\/127\.0\.0\.1:(\d+)/.exec(line!);
       expect(m, line).not.toBeNull();

@@ -9,8 +9,27 @@ import { once } from "node:events";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ConfigInput } from "../../src/config/index.js";
 import type { SystemOptions } from "../../src/app/system.js";
-import { spawnSwitchboard, startTestSystem, until, writeConfigFile, type ChildHandle, type TestSystem } from "../helpers/system.js";
-import { conversation, expectTranscript, getRun, httpJson, inbound, readTranscript, scriptConfig, spawnGateway, timedWait, waitRunning, type Inbound } from "../fixtures/runs-support.js";
+import {
+  spawnSwitchboard,
+  startTestSystem,
+  until,
+  writeConfigFile,
+  type ChildHandle,
+  type TestSystem,
+} from "../helpers/system.js";
+import {
+  conversation,
+  expectTranscript,
+  getRun,
+  httpJson,
+  inbound,
+  readTranscript,
+  scriptConfig,
+  spawnGateway,
+  timedWait,
+  waitRunning,
+  type Inbound,
+} from "../fixtures/runs-support.js";
 import { metricsUrlOf, scrape, valueOf } from "../helpers/prometheus.js";
 import { pace } from "../helpers/settle.js";
 
@@ -22,7 +41,11 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c().catch(() => {});
 });
 
-async function deployment(slowMs: number, workers: ConfigInput["workers"] = {}, opts: SystemOptions = { gateway: true, workers: false }): Promise<TestSystem> {
+async function deployment(
+  slowMs: number,
+  workers: ConfigInput["workers"] = {},
+  opts: SystemOptions = { gateway: true, workers: false },
+): Promise<TestSystem> {
   const sys = await startTestSystem(
     scriptConfig(
       [
@@ -66,7 +89,6 @@ async function sigterm(p: ChildHandle): Promise<{ code: number | null; ms: numbe
   await exited;
   return { code: p.child.exitCode, ms: Date.now() - t0 };
 }
-
 
 /** Every job done (a drain completes just after its last turn's record is published): none failed, none left active. */
 async function expectNoFailedOrStalledJobs(sys: TestSystem): Promise<void> {
@@ -166,7 +188,9 @@ describe("graceful shutdown: workers", () => {
     const sys = await deployment(2000, { shutdownGraceMs: 400 });
     const pool = [await worker(sys), await worker(sys), await worker(sys)];
     const senders = ["u1", "u2", "u3", "u4", "u5"];
-    const sent = new Map<string, { first?: Inbound; texts: string[]; runIds: string[] }>(senders.map((s) => [s, { texts: [], runIds: [] }]));
+    const sent = new Map<string, { first?: Inbound; texts: string[]; runIds: string[] }>(
+      senders.map((s) => [s, { texts: [], runIds: [] }]),
+    );
     let flowing = true;
     let n = 0;
     const producer = (async () => {
@@ -199,7 +223,8 @@ describe("graceful shutdown: workers", () => {
     await producer;
 
     for (const [from, s] of sent) {
-      for (const runId of s.runIds) expect((await timedWait(sys, runId, 30_000)).result, `${from} ${runId}`).toMatchObject({ status: "ok" });
+      for (const runId of s.runIds)
+        expect((await timedWait(sys, runId, 30_000)).result, `${from} ${runId}`).toMatchObject({ status: "ok" });
       const replies = s.texts.map((t) => [t, t.startsWith("slow") ? `done: ${t}` : `re: ${t}`] as [string, string]);
       expectTranscript(sys, s.first!, replies);
     }
@@ -215,7 +240,10 @@ describe("graceful shutdown: workers", () => {
     let redelivered = 0;
     for (const w of pool) redelivered += valueOf(await scrape(metricsUrlOf(w)), "switchboard_redeliveries_total");
     expect(redelivered).toBeLessThanOrEqual(rerun.length);
-    await until(async () => (await sys.svc.queues.delivery.getJobCounts("active", "waiting", "delayed")).active === 0, 10_000);
+    await until(
+      async () => (await sys.svc.queues.delivery.getJobCounts("active", "waiting", "delayed")).active === 0,
+      10_000,
+    );
     await expectNoFailedOrStalledJobs(sys);
   }, 150_000);
 });
@@ -234,7 +262,11 @@ describe("graceful shutdown: gateway", () => {
     const before = await subscribers();
     const waits = [0, 1, 2].map(() => {
       const t0 = Date.now();
-      return httpJson("POST", `${g.url}/v1/rpc/agent.wait`, { runId: slow.runId, timeoutMs: 30_000 }).then((r) => ({ ...r, at: Date.now(), t0 }));
+      return httpJson("POST", `${g.url}/v1/rpc/agent.wait`, { runId: slow.runId, timeoutMs: 30_000 }).then((r) => ({
+        ...r,
+        at: Date.now(),
+        t0,
+      }));
     });
     // G subscribes to run completions with its first wait.
     await until(async () => (await subscribers()) > before, 10_000, 20);

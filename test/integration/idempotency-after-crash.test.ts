@@ -49,11 +49,20 @@ describe("idempotent sends after a crash mid-send", () => {
     const retry = await sys.post("/v1/inbound", body);
     expect(retry.status).toBe(202);
     expect(retry.body.runId).toMatch(/^[0-9a-f-]{36}$/);
-    expect((await timedWait(sys, retry.body.runId, 10_000)).result).toMatchObject({ status: "ok", reply: "re: after the crash" });
+    expect((await timedWait(sys, retry.body.runId, 10_000)).result).toMatchObject({
+      status: "ok",
+      reply: "re: after the crash",
+    });
   }, 30_000);
 
   it("inbound: a pending claim whose turn was already queued answers with that run at once", async () => {
-    const body = { channel: "telegram", chatType: "dm", from: "crashy2", text: "queued then crashed", messageId: "tg-crash-2" };
+    const body = {
+      channel: "telegram",
+      chatType: "dm",
+      from: "crashy2",
+      text: "queued then crashed",
+      messageId: "tg-crash-2",
+    };
     const a = await sys.post("/v1/inbound", body);
     expect(a.status).toBe(202);
     // As if the gateway died after queueing the turn, before recording its answer.

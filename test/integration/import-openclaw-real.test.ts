@@ -45,13 +45,20 @@ function openClawEvents(): Map<string, { agentId: string; sessionId: string; eve
   const out = new Map<string, { agentId: string; sessionId: string; events: Record<string, unknown>[] }>();
   for (const agentId of readdirSync(join(stateDir, "agents"))) {
     // A WAL-mode database opens in WebAssembly only with exclusive locking (no shared memory).
-    const db = new sqlite.Database(join(stateDir, "agents", agentId, "agent", "openclaw-agent.sqlite"), { fileMustExist: true });
+    const db = new sqlite.Database(join(stateDir, "agents", agentId, "agent", "openclaw-agent.sqlite"), {
+      fileMustExist: true,
+    });
     try {
       db.exec("PRAGMA locking_mode=EXCLUSIVE");
-      for (const row of db.all("SELECT session_key, current_session_id FROM session_nodes") as { session_key: string; current_session_id: string }[]) {
-        const events = (db.all("SELECT event_json FROM transcript_events WHERE session_id = ? ORDER BY seq", [row.current_session_id]) as { event_json: string }[]).map(
-          (r) => JSON.parse(r.event_json) as Record<string, unknown>,
-        );
+      for (const row of db.all("SELECT session_key, current_session_id FROM session_nodes") as {
+        session_key: string;
+        current_session_id: string;
+      }[]) {
+        const events = (
+          db.all("SELECT event_json FROM transcript_events WHERE session_id = ? ORDER BY seq", [
+            row.current_session_id,
+          ]) as { event_json: string }[]
+        ).map((r) => JSON.parse(r.event_json) as Record<string, unknown>);
         out.set(row.session_key, { agentId, sessionId: row.current_session_id, events });
       }
     } finally {
@@ -72,7 +79,11 @@ beforeAll(() => {
     config,
     redis,
     sessions: new SessionStore(redis, config.redis.prefix),
-    transcripts: new TranscriptStore({ redis, keys: new RedisKeys(config.redis.prefix), storageDir: config.storage.dir }),
+    transcripts: new TranscriptStore({
+      redis,
+      keys: new RedisKeys(config.redis.prefix),
+      storageDir: config.storage.dir,
+    }),
   };
 });
 
@@ -107,7 +118,10 @@ describe("import openclaw: state written by the real OpenClaw 2026.9.6", () => {
       const entry = await targets.sessions.get(key);
       expect(entry, key).toMatchObject({ sessionId: s.sessionId, agentId: s.agentId });
       const file = readFileSync(transcriptPath(config.storage.dir, s.agentId, s.sessionId), "utf8");
-      const [head, ...rest] = file.trimEnd().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+      const [head, ...rest] = file
+        .trimEnd()
+        .split("\n")
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
       expect(head).toMatchObject({ type: "session", id: s.sessionId });
       // OpenClaw's own header row (seq 0) is replaced by Switchboard's; every other event is kept as is.
       expect(s.events[0]).toMatchObject({ type: "session", id: s.sessionId });

@@ -33,7 +33,11 @@ beforeAll(() => {
     config,
     redis,
     sessions: new SessionStore(redis, config.redis.prefix),
-    transcripts: new TranscriptStore({ redis, keys: new RedisKeys(config.redis.prefix), storageDir: config.storage.dir }),
+    transcripts: new TranscriptStore({
+      redis,
+      keys: new RedisKeys(config.redis.prefix),
+      storageDir: config.storage.dir,
+    }),
   };
 });
 
@@ -78,7 +82,11 @@ describe("import openclaw: generated state dir, both generations", () => {
 
   it(`imports ${TOTAL} sessions, then a second run changes nothing`, async () => {
     const progress: ImportProgress[] = [];
-    const first = await importOpenClaw(targets, { stateDir: gen.dir, concurrency: 16, onProgress: (p) => progress.push({ ...p }) });
+    const first = await importOpenClaw(targets, {
+      stateDir: gen.dir,
+      concurrency: 16,
+      onProgress: (p) => progress.push({ ...p }),
+    });
 
     expect(first.stores.json).toHaveLength(2);
     expect(first.stores.sqlite).toHaveLength(2);
@@ -102,13 +110,21 @@ describe("import openclaw: generated state dir, both generations", () => {
       const entry = await targets.sessions.get(s.key);
       expect(entry, s.key).toMatchObject({ key: s.key, agentId: s.agentId, sessionId: s.sessionId, rev: 1 });
       const text = readFileSync(transcriptPath(config.storage.dir, s.agentId, s.sessionId), "utf8");
-      const [head, ...rest] = text.trimEnd().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+      const [head, ...rest] = text
+        .trimEnd()
+        .split("\n")
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
       expect(head).toMatchObject({ type: "session", id: s.sessionId });
       expect(rest).toEqual(s.lines);
     }
     // Legacy shapes landed on canonical keys with Switchboard's field names.
     const legacyDm = gen.sessions[2]!; // bare `<channel>:dm:User2` with provider/lastProvider
-    expect(await targets.sessions.get(legacyDm.key)).toMatchObject({ chatType: "dm", channel: "slack", lastChannel: "slack", lastTo: "user2" });
+    expect(await targets.sessions.get(legacyDm.key)).toMatchObject({
+      chatType: "dm",
+      channel: "slack",
+      lastChannel: "slack",
+      lastTo: "user2",
+    });
     const topic = gen.sessions[4]!;
     expect(await targets.sessions.get(topic.key)).toMatchObject({ topicId: "4" });
 

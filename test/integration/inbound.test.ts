@@ -75,15 +75,29 @@ describe("session keys through POST /v1/inbound", () => {
     const cases: [Record<string, unknown>, string][] = [
       [{ channel: "tg", chatType: "dm", from: "Alice", text: "hi" }, "agent:main:tg:dm:alice"],
       [{ channel: "tg", chatType: "direct", from: "alice2", text: "hi" }, "agent:main:tg:dm:alice2"],
-      [{ channel: "discord", chatType: "group", from: "u1", groupId: "G-1", text: "hi" }, "agent:main:discord:group:g-1"],
+      [
+        { channel: "discord", chatType: "group", from: "u1", groupId: "G-1", text: "hi" },
+        "agent:main:discord:group:g-1",
+      ],
       [{ channel: "slack", chatType: "channel", from: "u1", groupId: "C9", text: "hi" }, "agent:main:slack:channel:c9"],
-      [{ channel: "telegram", chatType: "group", from: "u1", groupId: -100123, threadId: 7, text: "hi" }, "agent:main:telegram:group:-100123:topic:7"],
-      [{ channel: "discord", chatType: "group", from: "u1", groupId: "g-1", threadId: "T9", text: "hi" }, "agent:main:discord:group:g-1:thread:t9"],
+      [
+        { channel: "telegram", chatType: "group", from: "u1", groupId: -100123, threadId: 7, text: "hi" },
+        "agent:main:telegram:group:-100123:topic:7",
+      ],
+      [
+        { channel: "discord", chatType: "group", from: "u1", groupId: "g-1", threadId: "T9", text: "hi" },
+        "agent:main:discord:group:g-1:thread:t9",
+      ],
       [{ channel: "tg", chatType: "dm", from: "bob", threadId: "x1", text: "hi" }, "agent:main:tg:dm:bob:thread:x1"],
     ];
     for (const [body, key] of cases) {
       const res = await inbound(sys, body);
-      expect(res, JSON.stringify(body)).toMatchObject({ ok: true, agentId: "main", sessionKey: key, isNewSession: true });
+      expect(res, JSON.stringify(body)).toMatchObject({
+        ok: true,
+        agentId: "main",
+        sessionKey: key,
+        isNewSession: true,
+      });
       expect(typeof res.runId).toBe("string");
       expect((await entryOf(sys, key)).sessionId).toBe(res.sessionId);
     }
@@ -94,21 +108,33 @@ describe("session keys through POST /v1/inbound", () => {
     const perPeer = await gatewayOnly({ dmScope: "per-peer", identityLinks: { alice: ["telegram:123"] } });
     const perAcct = await gatewayOnly({ dmScope: "per-account-channel-peer" });
 
-    expect((await inbound(main, { channel: "telegram", chatType: "dm", from: "123", text: "x" })).sessionKey).toBe("agent:main:main");
-    expect((await inbound(main, { channel: "discord", chatType: "dm", from: "999", text: "x" })).sessionKey).toBe("agent:main:main");
-
-    expect((await inbound(perPeer, { channel: "telegram", chatType: "dm", from: "123", text: "x" })).sessionKey).toBe("agent:main:dm:alice");
-    expect((await inbound(perPeer, { channel: "discord", chatType: "dm", from: "123", text: "x" })).sessionKey).toBe("agent:main:dm:123");
-    expect((await inbound(perPeer, { channel: "discord", chatType: "dm", from: "U7", text: "x" })).sessionKey).toBe("agent:main:dm:u7");
-
-    expect((await inbound(perAcct, { channel: "tg", chatType: "dm", from: "u1", accountId: "Bot2", text: "x" })).sessionKey).toBe(
-      "agent:main:tg:bot2:dm:u1",
+    expect((await inbound(main, { channel: "telegram", chatType: "dm", from: "123", text: "x" })).sessionKey).toBe(
+      "agent:main:main",
     );
-    expect((await inbound(perAcct, { channel: "tg", chatType: "dm", from: "u1", text: "x" })).sessionKey).toBe("agent:main:tg:default:dm:u1");
+    expect((await inbound(main, { channel: "discord", chatType: "dm", from: "999", text: "x" })).sessionKey).toBe(
+      "agent:main:main",
+    );
+
+    expect((await inbound(perPeer, { channel: "telegram", chatType: "dm", from: "123", text: "x" })).sessionKey).toBe(
+      "agent:main:dm:alice",
+    );
+    expect((await inbound(perPeer, { channel: "discord", chatType: "dm", from: "123", text: "x" })).sessionKey).toBe(
+      "agent:main:dm:123",
+    );
+    expect((await inbound(perPeer, { channel: "discord", chatType: "dm", from: "U7", text: "x" })).sessionKey).toBe(
+      "agent:main:dm:u7",
+    );
+
+    expect(
+      (await inbound(perAcct, { channel: "tg", chatType: "dm", from: "u1", accountId: "Bot2", text: "x" })).sessionKey,
+    ).toBe("agent:main:tg:bot2:dm:u1");
+    expect((await inbound(perAcct, { channel: "tg", chatType: "dm", from: "u1", text: "x" })).sessionKey).toBe(
+      "agent:main:tg:default:dm:u1",
+    );
     // a group is keyed by its group whatever the dmScope
-    expect((await inbound(main, { channel: "tg", chatType: "group", from: "u1", groupId: "g", text: "x" })).sessionKey).toBe(
-      "agent:main:tg:group:g",
-    );
+    expect(
+      (await inbound(main, { channel: "tg", chatType: "group", from: "u1", groupId: "g", text: "x" })).sessionKey,
+    ).toBe("agent:main:tg:group:g");
   });
 });
 
@@ -144,30 +170,72 @@ describe("freshness at the message timestamp", () => {
   it("idle mode (resetByChannel idle 30 min): 29 min gap reuses, 31 min gap starts a new session (idle)", async () => {
     const T = Date.UTC(2031, 5, 1, 12);
     const a = await inbound(sys, { channel: "idlechan", chatType: "dm", from: "idler", text: "one", timestamp: T });
-    const b = await inbound(sys, { channel: "idlechan", chatType: "dm", from: "idler", text: "two", timestamp: T + 29 * MIN });
+    const b = await inbound(sys, {
+      channel: "idlechan",
+      chatType: "dm",
+      from: "idler",
+      text: "two",
+      timestamp: T + 29 * MIN,
+    });
     expect(b).toMatchObject({ isNewSession: false, sessionId: a.sessionId });
     // Idle-only: crossing 04:00 does not reset (29 min after the last message).
-    const c = await inbound(sys, { channel: "idlechan", chatType: "dm", from: "idler", text: "three", timestamp: T + 58 * MIN });
+    const c = await inbound(sys, {
+      channel: "idlechan",
+      chatType: "dm",
+      from: "idler",
+      text: "three",
+      timestamp: T + 58 * MIN,
+    });
     expect(c).toMatchObject({ isNewSession: false, sessionId: a.sessionId });
-    const d = await inbound(sys, { channel: "idlechan", chatType: "dm", from: "idler", text: "four", timestamp: T + 58 * MIN + 31 * MIN });
+    const d = await inbound(sys, {
+      channel: "idlechan",
+      chatType: "dm",
+      from: "idler",
+      text: "four",
+      timestamp: T + 58 * MIN + 31 * MIN,
+    });
     expect(d).toMatchObject({ isNewSession: true, resetReason: "idle" });
     expect(d.sessionId).not.toBe(a.sessionId);
   });
 
   it("idle mode does not reset at the daily boundary", async () => {
     const D = Date.UTC(2031, 5, 10);
-    const a = await inbound(sys, { channel: "idlechan", chatType: "dm", from: "nightowl", text: "one", timestamp: D + 3 * HOUR + 50 * MIN });
-    const b = await inbound(sys, { channel: "idlechan", chatType: "dm", from: "nightowl", text: "two", timestamp: D + 4 * HOUR + 10 * MIN });
+    const a = await inbound(sys, {
+      channel: "idlechan",
+      chatType: "dm",
+      from: "nightowl",
+      text: "one",
+      timestamp: D + 3 * HOUR + 50 * MIN,
+    });
+    const b = await inbound(sys, {
+      channel: "idlechan",
+      chatType: "dm",
+      from: "nightowl",
+      text: "two",
+      timestamp: D + 4 * HOUR + 10 * MIN,
+    });
     expect(b).toMatchObject({ isNewSession: false, sessionId: a.sessionId });
   });
 
   it('mode "off" never resets by time', async () => {
     const T = Date.UTC(2031, 6, 1, 12);
     const a = await inbound(sys, { channel: "offchan", chatType: "dm", from: "forever", text: "one", timestamp: T });
-    const b = await inbound(sys, { channel: "offchan", chatType: "dm", from: "forever", text: "two", timestamp: T + 40 * DAY });
+    const b = await inbound(sys, {
+      channel: "offchan",
+      chatType: "dm",
+      from: "forever",
+      text: "two",
+      timestamp: T + 40 * DAY,
+    });
     expect(b).toMatchObject({ isNewSession: false, sessionId: a.sessionId });
     // explicit triggers still work
-    const c = await inbound(sys, { channel: "offchan", chatType: "dm", from: "forever", text: "/new", timestamp: T + 41 * DAY });
+    const c = await inbound(sys, {
+      channel: "offchan",
+      chatType: "dm",
+      from: "forever",
+      text: "/new",
+      timestamp: T + 41 * DAY,
+    });
     expect(c).toMatchObject({ isNewSession: true, resetReason: "new" });
   });
 });
@@ -264,27 +332,56 @@ describe("/send, /status and sendPolicy", () => {
 
   it("a config sendPolicy rule denies its channel + chatType only", async () => {
     const g = await inbound(sys, { channel: "quietchan", chatType: "group", from: "u1", groupId: "room", text: "hi" });
-    expect(g).toEqual({ ok: true, agentId: "main", sessionKey: "agent:main:quietchan:group:room", blocked: "send_policy_deny" });
+    expect(g).toEqual({
+      ok: true,
+      agentId: "main",
+      sessionKey: "agent:main:quietchan:group:room",
+      blocked: "send_policy_deny",
+    });
     expect(await history(sys, "agent:main:quietchan:group:room")).toEqual([]);
 
     const d = await inbound(sys, { channel: "quietchan", chatType: "dm", from: "u1", text: "hi" });
     expect(d.blocked).toBeUndefined();
     expect((await waitRun(sys, d.runId)).status).toBe("ok");
-    const other = await inbound(sys, { channel: "loudchan", chatType: "group", from: "u1", groupId: "room", text: "hi" });
+    const other = await inbound(sys, {
+      channel: "loudchan",
+      chatType: "group",
+      from: "u1",
+      groupId: "room",
+      text: "hi",
+    });
     expect(other.blocked).toBeUndefined();
     await waitRun(sys, other.runId);
 
     // chatType "direct" in a rule is the same as dm
     const hushed = await inbound(sys, { channel: "hushchan", chatType: "dm", from: "u1", text: "hi" });
     expect(hushed.blocked).toBe("send_policy_deny");
-    const hushGroup = await inbound(sys, { channel: "hushchan", chatType: "group", from: "u1", groupId: "r", text: "hi" });
+    const hushGroup = await inbound(sys, {
+      channel: "hushchan",
+      chatType: "group",
+      from: "u1",
+      groupId: "r",
+      text: "hi",
+    });
     expect(hushGroup.blocked).toBeUndefined();
     await waitRun(sys, hushGroup.runId);
 
     // a session override beats the config rule
-    const on = await inbound(sys, { channel: "quietchan", chatType: "group", from: "u1", groupId: "room", text: "/send on" });
+    const on = await inbound(sys, {
+      channel: "quietchan",
+      chatType: "group",
+      from: "u1",
+      groupId: "room",
+      text: "/send on",
+    });
     expect(on).toMatchObject({ command: "send", sendPolicy: "allow" });
-    const allowed = await inbound(sys, { channel: "quietchan", chatType: "group", from: "u1", groupId: "room", text: "now?" });
+    const allowed = await inbound(sys, {
+      channel: "quietchan",
+      chatType: "group",
+      from: "u1",
+      groupId: "room",
+      text: "now?",
+    });
     expect(allowed.blocked).toBeUndefined();
     expect((await waitRun(sys, allowed.runId)).reply).toBe("echo: now?");
   });
@@ -293,7 +390,12 @@ describe("/send, /status and sendPolicy", () => {
     const first = await inbound(sys, dm("statuser", "hi"));
     await waitRun(sys, first.runId);
     const res = await inbound(sys, dm("statuser", "/status"));
-    expect(res).toMatchObject({ ok: true, command: "status", sessionKey: first.sessionKey, sessionId: first.sessionId });
+    expect(res).toMatchObject({
+      ok: true,
+      command: "status",
+      sessionKey: first.sessionKey,
+      sessionId: first.sessionId,
+    });
     expect(res.runId).toBeUndefined();
     expect(res.status).toContain("Switchboard status");
     expect(res.status).toContain(first.sessionKey);
@@ -465,9 +567,22 @@ describe("recorded route", () => {
     });
     expect(entry.lastThreadId).toBeUndefined();
 
-    const d = await inbound(sys, { channel: "tg", chatType: "dm", from: "u43", senderName: "Vic", threadId: 5, text: "hi" });
+    const d = await inbound(sys, {
+      channel: "tg",
+      chatType: "dm",
+      from: "u43",
+      senderName: "Vic",
+      threadId: 5,
+      text: "hi",
+    });
     const de = await entryOf(sys, d.sessionKey);
-    expect(de).toMatchObject({ lastChannel: "tg", lastTo: "u43", lastThreadId: "5", displayName: "Vic", deliveryContext: { channel: "tg", to: "u43", threadId: "5" } });
+    expect(de).toMatchObject({
+      lastChannel: "tg",
+      lastTo: "u43",
+      lastThreadId: "5",
+      displayName: "Vic",
+      deliveryContext: { channel: "tg", to: "u43", threadId: "5" },
+    });
     // resolvable by sessionId too
     expect((await sys.rpc("sessions.resolve", { sessionId: d.sessionId })).key).toBe(d.sessionKey);
   });

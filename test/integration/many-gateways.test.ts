@@ -29,7 +29,12 @@ async function rpc(base: string, method: string, params: unknown): Promise<any> 
 }
 
 /** An inbound DM to `agentId` from `peer` (dmScope per-peer: one session per peer). */
-async function inbound(base: string, agentId: string, peer: string, text: string): Promise<{ runId: string; sessionKey: string }> {
+async function inbound(
+  base: string,
+  agentId: string,
+  peer: string,
+  text: string,
+): Promise<{ runId: string; sessionKey: string }> {
   const r = await httpJson("POST", `${base}/v1/inbound`, { channel: "tg", chatType: "dm", from: peer, text, agentId });
   if (r.status !== 202) throw new Error(`inbound on ${base}: ${r.status} ${JSON.stringify(r.body)}`);
   return r.body;
@@ -70,28 +75,44 @@ afterAll(async () => {
 describe("two gateways, three workers, one Redis", () => {
   it("a sessions_send wait on gateway A is answered when the run finishes on a worker", async () => {
     const targets = await Promise.all([1, 2, 3, 4].map((i) => inbound(B, "bob", `peer-${i}`, `hi ${i}`)));
-    for (const t of targets) expect((await rpc(B, "agent.wait", { runId: t.runId, timeoutMs: 15_000 })).status).toBe("ok");
+    for (const t of targets)
+      expect((await rpc(B, "agent.wait", { runId: t.runId, timeoutMs: 15_000 })).status).toBe("ok");
     const t0 = Date.now();
     const answers = await Promise.all(
       targets.map((t, i) =>
-        httpJson("POST", `${A}/v1/tools/sessions_send`, { sessionKey: ALICE, args: { sessionKey: t.sessionKey, message: `slow question ${i}`, timeoutSeconds: 20 } }),
+        httpJson("POST", `${A}/v1/tools/sessions_send`, {
+          sessionKey: ALICE,
+          args: { sessionKey: t.sessionKey, message: `slow question ${i}`, timeoutSeconds: 20 },
+        }),
       ),
     );
     const elapsed = Date.now() - t0;
     answers.forEach((a, i) => {
       expect(a.status, JSON.stringify(a.body)).toBe(200);
-      expect(a.body).toMatchObject({ status: "ok", reply: `bob slow: slow question ${i}`, sessionKey: targets[i]!.sessionKey });
+      expect(a.body).toMatchObject({
+        status: "ok",
+        reply: `bob slow: slow question ${i}`,
+        sessionKey: targets[i]!.sessionKey,
+      });
     });
     // It really waited for the turns (they take SLOW_MS), and they ran side by side on the workers.
     expect(elapsed).toBeGreaterThanOrEqual(SLOW_MS - 50);
     expect(elapsed).toBeLessThan(4 * SLOW_MS);
     // The run records agree, whichever gateway is asked.
-    for (const a of answers) expect((await httpJson("GET", `${B}/v1/runs/${a.body.runId}`)).body).toMatchObject({ status: "ok", reply: a.body.reply });
+    for (const a of answers)
+      expect((await httpJson("GET", `${B}/v1/runs/${a.body.runId}`)).body).toMatchObject({
+        status: "ok",
+        reply: a.body.reply,
+      });
   }, 60_000);
 
   it("gateway A killed while clients wait in agent.wait: they retry on B and get their own results", async () => {
     const N = 8;
-    const runs = await Promise.all(Array.from({ length: N }, (_, i) => rpc(A, "agent", { sessionKey: `agent:bob:failover-${i}`, message: `slow job ${i}` })));
+    const runs = await Promise.all(
+      Array.from({ length: N }, (_, i) =>
+        rpc(A, "agent", { sessionKey: `agent:bob:failover-${i}`, message: `slow job ${i}` }),
+      ),
+    );
     const attempts: string[][] = runs.map(() => []);
     // A client that waits on A and, when A goes away mid-wait, asks B the same question.
     const waits = runs.map(async (r, i) => {
@@ -106,7 +127,9 @@ describe("two gateways, three workers, one Redis", () => {
     });
     // Every run is executing on some worker, with its wait pending on A: now A dies.
     await until(async () => {
-      const states = await Promise.all(runs.map(async (r) => (await httpJson("GET", `${B}/v1/runs/${r.runId}`)).body.status));
+      const states = await Promise.all(
+        runs.map(async (r) => (await httpJson("GET", `${B}/v1/runs/${r.runId}`)).body.status),
+      );
       return states.every((s) => s === "running");
     }, 15_000);
     const killedAt = Date.now();

@@ -37,7 +37,13 @@ function expectTooLarge(r: { status: number; body: any }, field: string) {
   expect(r.status).toBe(413);
   expect(r.body).toEqual({
     ok: false,
-    error: { code: "payload_too_large", message: expect.stringContaining(`${LIMIT} bytes`), limitBytes: LIMIT, field, sizeBytes: 2049 },
+    error: {
+      code: "payload_too_large",
+      message: expect.stringContaining(`${LIMIT} bytes`),
+      limitBytes: LIMIT,
+      field,
+      sizeBytes: 2049,
+    },
   });
 }
 
@@ -60,21 +66,41 @@ describe("a message over the limit: 413 with the limit, at every door", () => {
   });
 
   it("POST /v1/tools/sessions_send (args.message) and sessions_spawn (args.task)", async () => {
-    expectTooLarge(await sys.post("/v1/tools/sessions_send", { sessionKey: "main", args: { sessionKey: "limits", message: OVER, timeoutSeconds: 0 } }), "args.message");
-    expectTooLarge(await sys.post("/v1/tools/sessions_spawn", { sessionKey: "main", args: { task: OVER } }), "args.task");
+    expectTooLarge(
+      await sys.post("/v1/tools/sessions_send", {
+        sessionKey: "main",
+        args: { sessionKey: "limits", message: OVER, timeoutSeconds: 0 },
+      }),
+      "args.message",
+    );
+    expectTooLarge(
+      await sys.post("/v1/tools/sessions_spawn", { sessionKey: "main", args: { task: OVER } }),
+      "args.task",
+    );
     // Within the limit the tool's own answer comes back (the old 100 KB schema cap no longer undercuts the limit).
-    const ok = await sys.post("/v1/tools/sessions_send", { sessionKey: "main", args: { sessionKey: "limits", message: WITHIN, timeoutSeconds: 0 } });
+    const ok = await sys.post("/v1/tools/sessions_send", {
+      sessionKey: "main",
+      args: { sessionKey: "limits", message: WITHIN, timeoutSeconds: 0 },
+    });
     expect(ok.status).toBe(200);
     expect(ok.body.status).toBe("accepted");
   });
 
   it("POST /v1/chat/completions (the last user message), in OpenAI's shape", async () => {
     const client = new OpenAI({ baseURL: `${sys.url}/v1`, apiKey: "unused", maxRetries: 0 });
-    const err = await client.chat.completions.create({ model: "main", messages: [{ role: "user", content: OVER }] }).catch((e) => e);
+    const err = await client.chat.completions
+      .create({ model: "main", messages: [{ role: "user", content: OVER }] })
+      .catch((e) => e);
     expect(err).toBeInstanceOf(OpenAI.APIError);
     expect(err.status).toBe(413);
     expect(err.code).toBe("payload_too_large");
-    expect(err.error).toMatchObject({ type: "invalid_request_error", code: "payload_too_large", limitBytes: LIMIT, field: "messages[0].content", sizeBytes: 2049 });
+    expect(err.error).toMatchObject({
+      type: "invalid_request_error",
+      code: "payload_too_large",
+      limitBytes: LIMIT,
+      field: "messages[0].content",
+      sizeBytes: 2049,
+    });
     const ok = await client.chat.completions.create({ model: "main", messages: [{ role: "user", content: WITHIN }] });
     expect(ok.choices[0]!.message.content).toBe("ok");
   });
@@ -92,7 +118,12 @@ describe("a body over the body limit: the same 413, naming both limits", () => {
       expect(r.status, path).toBe(413);
       expect(r.body, path).toEqual({
         ok: false,
-        error: { code: "payload_too_large", message: expect.stringContaining(`${BODY_LIMIT} bytes`), limitBytes: LIMIT, bodyLimitBytes: BODY_LIMIT },
+        error: {
+          code: "payload_too_large",
+          message: expect.stringContaining(`${BODY_LIMIT} bytes`),
+          limitBytes: LIMIT,
+          bodyLimitBytes: BODY_LIMIT,
+        },
       });
     }
   });
@@ -101,11 +132,22 @@ describe("a body over the body limit: the same 413, naming both limits", () => {
     // History beyond the message limit but within the door's body limit is fine: it is not sent on.
     const history = [{ role: "assistant" as const, content: "y".repeat(4000) }];
     const client = new OpenAI({ baseURL: `${sys.url}/v1`, apiKey: "unused", maxRetries: 0 });
-    const ok = await client.chat.completions.create({ model: "main", messages: [...history, { role: "user", content: "short" }] });
+    const ok = await client.chat.completions.create({
+      model: "main",
+      messages: [...history, { role: "user", content: "short" }],
+    });
     expect(ok.choices[0]!.message.content).toBe("ok");
-    const r = await httpJson("POST", `${sys.url}/v1/chat/completions`, { model: "main", messages: [{ role: "user", content: "z".repeat(OPENAI_BODY_LIMIT) }] });
+    const r = await httpJson("POST", `${sys.url}/v1/chat/completions`, {
+      model: "main",
+      messages: [{ role: "user", content: "z".repeat(OPENAI_BODY_LIMIT) }],
+    });
     expect(r.status).toBe(413);
-    expect(r.body.error).toMatchObject({ type: "invalid_request_error", code: "payload_too_large", limitBytes: LIMIT, bodyLimitBytes: OPENAI_BODY_LIMIT });
+    expect(r.body.error).toMatchObject({
+      type: "invalid_request_error",
+      code: "payload_too_large",
+      limitBytes: LIMIT,
+      bodyLimitBytes: OPENAI_BODY_LIMIT,
+    });
   });
 });
 

@@ -27,7 +27,10 @@ function expectValidExposition(e: Exposition): void {
 
 describe("metrics", () => {
   it("a worker's port counts the turns it ran; the gateway shows HTTP latency by route and the deployment", async () => {
-    const sys: TestSystem = await startTestSystem(scriptConfig([{ delayMs: TURN_MS, reply: "re: {{text}}" }], { workers: { metricsPort: 0 } }), { gateway: true, workers: false });
+    const sys: TestSystem = await startTestSystem(
+      scriptConfig([{ delayMs: TURN_MS, reply: "re: {{text}}" }], { workers: { metricsPort: 0 } }),
+      { gateway: true, workers: false },
+    );
     cleanups.push(() => sys.close());
     const worker = await spawnWorker(sys.config);
     cleanups.push(() => worker.stop());
@@ -40,7 +43,8 @@ describe("metrics", () => {
 
     const senders = ["alice", "bob", "carol"];
     const sent = [];
-    for (let round = 1; round <= 2; round++) for (const from of senders) sent.push(await inbound(sys, from, `${from}-${round}`));
+    for (let round = 1; round <= 2; round++)
+      for (const from of senders) sent.push(await inbound(sys, from, `${from}-${round}`));
     for (const s of sent) expect((await timedWait(sys, s.runId, 15_000)).result).toMatchObject({ status: "ok" });
     const turns = sent.length;
 
@@ -48,7 +52,10 @@ describe("metrics", () => {
     // wait until the worker has counted them all, then check the exact numbers.
     const w = await until(async () => {
       const e = await scrape(workerMetrics);
-      return valueOf(e, "switchboard_deliveries_total", { status: "delivered" }) >= turns && valueOf(e, "switchboard_runs_total") >= turns ? e : null;
+      return valueOf(e, "switchboard_deliveries_total", { status: "delivered" }) >= turns &&
+        valueOf(e, "switchboard_runs_total") >= turns
+        ? e
+        : null;
     }).then((e) => e!);
     expectValidExposition(w);
     // Every turn once: the duration histogram's count is the number of turns run.
@@ -84,7 +91,8 @@ describe("metrics", () => {
     expect((await sys.get("/no/such/route")).status).toBe(404);
     const g = parseExposition(String((await sys.get("/metrics")).body));
     expectValidExposition(g);
-    const http = (labels: Record<string, string>) => valueOf(g, "switchboard_http_request_duration_seconds_count", labels);
+    const http = (labels: Record<string, string>) =>
+      valueOf(g, "switchboard_http_request_duration_seconds_count", labels);
     expect(http({ method: "POST", route: "/v1/inbound", status_code: "202" })).toBe(turns);
     expect(http({ method: "POST", route: "/v1/rpc/:method", status_code: "200" })).toBe(turns);
     expect(http({ method: "GET", route: "/v1/runs/:id", status_code: "200" })).toBe(2);
@@ -109,9 +117,15 @@ describe("metrics", () => {
     expect(samplesOf(g, "switchboard_turn_duration_seconds_count")).toEqual([]);
 
     // The example Grafana dashboard queries only series these processes serve.
-    const dashboard = JSON.parse(readFileSync(join(ROOT, "examples/grafana-dashboard.json"), "utf8")) as { panels: { targets: { expr: string }[] }[] };
+    const dashboard = JSON.parse(readFileSync(join(ROOT, "examples/grafana-dashboard.json"), "utf8")) as {
+      panels: { targets: { expr: string }[] }[];
+    };
     const served = new Set([...w.samples, ...g.samples].map((x) => x.name));
-    const queried = new Set(dashboard.panels.flatMap((p) => p.targets.flatMap((t) => t.expr.match(/\b(?:switchboard|bullmq|process|nodejs)_[a-z_]+/g) ?? [])));
+    const queried = new Set(
+      dashboard.panels.flatMap((p) =>
+        p.targets.flatMap((t) => t.expr.match(/\b(?:switchboard|bullmq|process|nodejs)_[a-z_]+/g) ?? []),
+      ),
+    );
     expect(queried.size).toBeGreaterThan(10);
     for (const name of queried) expect(served.has(name), name).toBe(true);
   }, 60_000);

@@ -30,7 +30,12 @@ beforeAll(async () => {
       },
       list: [{ id: "main", default: true }, { id: "ops" }],
     },
-    session: { sendPolicy: { rules: [{ action: "deny", match: { rawKeyPrefix: "agent:main:openai-user:blocked" } }], default: "allow" } },
+    session: {
+      sendPolicy: {
+        rules: [{ action: "deny", match: { rawKeyPrefix: "agent:main:openai-user:blocked" } }],
+        default: "allow",
+      },
+    },
   });
   client = new OpenAI({ baseURL: `${sys.url}/v1`, apiKey: TOKEN, maxRetries: 0, timeout: 20_000 });
 });
@@ -44,7 +49,9 @@ async function userTexts(sessionKey: string): Promise<string[]> {
   const { messages } = await sys.rpc("chat.history", { sessionKey });
   return (messages as { role: string; content: unknown }[])
     .filter((m) => m.role === "user")
-    .map((m) => (typeof m.content === "string" ? m.content : (m.content as { text?: string }[]).map((p) => p.text ?? "").join("")));
+    .map((m) =>
+      typeof m.content === "string" ? m.content : (m.content as { text?: string }[]).map((p) => p.text ?? "").join(""),
+    );
 }
 
 describe("POST /v1/chat/completions, non-streaming", () => {
@@ -80,10 +87,20 @@ describe("POST /v1/chat/completions, non-streaming", () => {
     const r = await client.chat.completions.create({
       model: "main",
       user: "parts",
-      messages: [{ role: "user", content: [{ type: "text", text: "line one" }, { type: "text", text: "line two" }] }],
+      messages: [
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "line one" },
+            { type: "text", text: "line two" },
+          ],
+        },
+      ],
     });
     expect(r.choices[0]!.message.content).toBe("main|agent:main:openai-user:parts|line one\nline two");
-    const err = await client.chat.completions.create({ model: "main", messages: [{ role: "system", content: "only a system prompt" }] }).catch((e) => e);
+    const err = await client.chat.completions
+      .create({ model: "main", messages: [{ role: "system", content: "only a system prompt" }] })
+      .catch((e) => e);
     expect(err).toBeInstanceOf(OpenAI.BadRequestError);
     expect(err.status).toBe(400);
     expect(err.type).toBe("invalid_request_error");
@@ -91,7 +108,9 @@ describe("POST /v1/chat/completions, non-streaming", () => {
   });
 
   it("a failed run answers 500 with the run's error", async () => {
-    const err = await client.chat.completions.create({ model: "main", user: "failing", messages: [{ role: "user", content: "boom" }] }).catch((e) => e);
+    const err = await client.chat.completions
+      .create({ model: "main", user: "failing", messages: [{ role: "user", content: "boom" }] })
+      .catch((e) => e);
     expect(err).toBeInstanceOf(OpenAI.InternalServerError);
     expect(err.code).toBe("run_error");
     expect(err.message).toMatch(/kaboom/);
@@ -131,12 +150,22 @@ describe("streaming", () => {
     expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
     const events = (await res.text()).split("\n\n").filter(Boolean);
     expect(events.at(-1)).toBe("data: [DONE]");
-    const payloads = events.slice(0, -1).filter((e) => e.startsWith("data: ")).map((e) => JSON.parse(e.slice(6)));
-    expect(payloads.map((p) => p.choices[0].delta.content ?? "").join("")).toMatch(/^ops\|agent:ops:openai:[0-9a-f-]{36}\|raw$/);
+    const payloads = events
+      .slice(0, -1)
+      .filter((e) => e.startsWith("data: "))
+      .map((e) => JSON.parse(e.slice(6)));
+    expect(payloads.map((p) => p.choices[0].delta.content ?? "").join("")).toMatch(
+      /^ops\|agent:ops:openai:[0-9a-f-]{36}\|raw$/,
+    );
   });
 
   it("a failed run ends the stream with an error event the client raises", async () => {
-    const stream = await client.chat.completions.create({ model: "main", user: "failing-stream", stream: true, messages: [{ role: "user", content: "boom" }] });
+    const stream = await client.chat.completions.create({
+      model: "main",
+      user: "failing-stream",
+      stream: true,
+      messages: [{ role: "user", content: "boom" }],
+    });
     const err = await (async () => {
       for await (const _c of stream) {
         // drain
@@ -158,22 +187,36 @@ describe("model aliases", () => {
     ["openclaw/ops", "ops"],
     ["agent:ops", "ops"],
   ])("%s talks to agent %s", async (model, agentId) => {
-    const r = await client.chat.completions.create({ model, user: "alias-check", messages: [{ role: "user", content: "who" }] });
+    const r = await client.chat.completions.create({
+      model,
+      user: "alias-check",
+      messages: [{ role: "user", content: "who" }],
+    });
     expect(r.choices[0]!.message.content).toBe(`${agentId}|agent:${agentId}:openai-user:alias-check|who`);
     expect(r.model).toBe(model);
   });
 
   it("an agent-id header picks the agent over the model (Switchboard's and OpenClaw's names)", async () => {
     for (const header of ["x-switchboard-agent-id", "x-openclaw-agent-id"]) {
-      const r = await client.chat.completions.create({ model: "main", user: "by-header", messages: [{ role: "user", content: "h" }] }, { headers: { [header]: "ops" } });
+      const r = await client.chat.completions.create(
+        { model: "main", user: "by-header", messages: [{ role: "user", content: "h" }] },
+        { headers: { [header]: "ops" } },
+      );
       expect(r.choices[0]!.message.content, header).toBe("ops|agent:ops:openai-user:by-header|h");
     }
-    const err = await client.chat.completions.create({ model: "main", messages: [{ role: "user", content: "h" }] }, { headers: { "x-openclaw-agent-id": "nobody" } }).catch((e) => e);
+    const err = await client.chat.completions
+      .create(
+        { model: "main", messages: [{ role: "user", content: "h" }] },
+        { headers: { "x-openclaw-agent-id": "nobody" } },
+      )
+      .catch((e) => e);
     expect(err).toBeInstanceOf(OpenAI.NotFoundError);
   });
 
   it("an unknown model is a 404 model_not_found", async () => {
-    const err = await client.chat.completions.create({ model: "gpt-4o", messages: [{ role: "user", content: "hi" }] }).catch((e) => e);
+    const err = await client.chat.completions
+      .create({ model: "gpt-4o", messages: [{ role: "user", content: "hi" }] })
+      .catch((e) => e);
     expect(err).toBeInstanceOf(OpenAI.NotFoundError);
     expect(err.code).toBe("model_not_found");
     expect(err.param).toBe("model");
@@ -191,13 +234,25 @@ describe("model aliases", () => {
 
 describe("which session", () => {
   it("the same user talks to the same session, in order; no user means a new session per request", async () => {
-    await client.chat.completions.create({ model: "main", user: "Bob", messages: [{ role: "user", content: "first" }] });
-    await client.chat.completions.create({ model: "main", user: "Bob", messages: [{ role: "user", content: "second" }] });
+    await client.chat.completions.create({
+      model: "main",
+      user: "Bob",
+      messages: [{ role: "user", content: "first" }],
+    });
+    await client.chat.completions.create({
+      model: "main",
+      user: "Bob",
+      messages: [{ role: "user", content: "second" }],
+    });
     // Keys are canonical (lowercase), like every key entering Switchboard.
     expect(await userTexts("agent:main:openai-user:bob")).toEqual(["first", "second"]);
 
-    const a = await client.chat.completions.create({ model: "main", messages: [{ role: "user", content: "anon" }] }).withResponse();
-    const b = await client.chat.completions.create({ model: "main", messages: [{ role: "user", content: "anon" }] }).withResponse();
+    const a = await client.chat.completions
+      .create({ model: "main", messages: [{ role: "user", content: "anon" }] })
+      .withResponse();
+    const b = await client.chat.completions
+      .create({ model: "main", messages: [{ role: "user", content: "anon" }] })
+      .withResponse();
     const ka = a.response.headers.get("x-switchboard-session-key")!;
     const kb = b.response.headers.get("x-switchboard-session-key")!;
     expect(ka).toMatch(/^agent:main:openai:[0-9a-f-]{36}$/);
@@ -242,31 +297,59 @@ describe("which session", () => {
 describe("auth and policy", () => {
   it("refuses a wrong or missing token with 401 in OpenAI's shape", async () => {
     const bad = new OpenAI({ baseURL: `${sys.url}/v1`, apiKey: "wrong-token-000000", maxRetries: 0 });
-    const err = await bad.chat.completions.create({ model: "main", messages: [{ role: "user", content: "hi" }] }).catch((e) => e);
+    const err = await bad.chat.completions
+      .create({ model: "main", messages: [{ role: "user", content: "hi" }] })
+      .catch((e) => e);
     expect(err).toBeInstanceOf(OpenAI.AuthenticationError);
     expect(err.code).toBe("unauthorized");
     await expect(bad.models.list()).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
-    const raw = await httpJson("POST", `${sys.url}/v1/chat/completions`, { model: "main", messages: [{ role: "user", content: "hi" }] }, {});
+    const raw = await httpJson(
+      "POST",
+      `${sys.url}/v1/chat/completions`,
+      { model: "main", messages: [{ role: "user", content: "hi" }] },
+      {},
+    );
     expect(raw.status).toBe(401);
-    expect(raw.body).toEqual({ error: { message: expect.any(String), type: "authentication_error", param: null, code: "unauthorized" } });
+    expect(raw.body).toEqual({
+      error: { message: expect.any(String), type: "authentication_error", param: null, code: "unauthorized" },
+    });
     // Nothing ran for the refused requests.
-    expect((await sys.rpc("sessions.list", { search: "openai" })).sessions.every((s: { key: string }) => !s.key.includes("wrong"))).toBe(true);
+    expect(
+      (await sys.rpc("sessions.list", { search: "openai" })).sessions.every(
+        (s: { key: string }) => !s.key.includes("wrong"),
+      ),
+    ).toBe(true);
   });
 
   it("a sendPolicy deny answers 403 send_blocked and runs nothing", async () => {
-    const err = await client.chat.completions.create({ model: "main", user: "blocked-1", messages: [{ role: "user", content: "let me in" }] }).catch((e) => e);
+    const err = await client.chat.completions
+      .create({ model: "main", user: "blocked-1", messages: [{ role: "user", content: "let me in" }] })
+      .catch((e) => e);
     expect(err).toBeInstanceOf(OpenAI.PermissionDeniedError);
     expect(err.code).toBe("send_blocked");
     expect(await userTexts("agent:main:openai-user:blocked-1")).toEqual([]);
     // The same session through the RPC door is refused the same way.
-    const rpc = await httpJson("POST", `${sys.url}/v1/rpc/agent`, { sessionKey: "agent:main:openai-user:blocked-1", message: "x" }, { authorization: `Bearer ${TOKEN}` });
+    const rpc = await httpJson(
+      "POST",
+      `${sys.url}/v1/rpc/agent`,
+      { sessionKey: "agent:main:openai-user:blocked-1", message: "x" },
+      { authorization: `Bearer ${TOKEN}` },
+    );
     expect(rpc.body.error.code).toBe("send_blocked");
     // A per-session override applies too.
-    await client.chat.completions.create({ model: "main", user: "later-blocked", messages: [{ role: "user", content: "one" }] });
+    await client.chat.completions.create({
+      model: "main",
+      user: "later-blocked",
+      messages: [{ role: "user", content: "one" }],
+    });
     await sys.rpc("sessions.patch", { key: "agent:main:openai-user:later-blocked", sendPolicy: "deny" });
-    await expect(client.chat.completions.create({ model: "main", user: "later-blocked", messages: [{ role: "user", content: "two" }] })).rejects.toBeInstanceOf(
-      OpenAI.PermissionDeniedError,
-    );
+    await expect(
+      client.chat.completions.create({
+        model: "main",
+        user: "later-blocked",
+        messages: [{ role: "user", content: "two" }],
+      }),
+    ).rejects.toBeInstanceOf(OpenAI.PermissionDeniedError);
     expect(await userTexts("agent:main:openai-user:later-blocked")).toEqual(["one"]);
   });
 });

@@ -95,13 +95,19 @@ class FakeChatServer {
   }
 }
 
-function completion(message: Record<string, unknown>, usage?: { prompt_tokens: number; completion_tokens: number }, finish = "stop"): unknown {
+function completion(
+  message: Record<string, unknown>,
+  usage?: { prompt_tokens: number; completion_tokens: number },
+  finish = "stop",
+): unknown {
   return {
     id: `chatcmpl-${Math.random().toString(36).slice(2)}`,
     object: "chat.completion",
     created: Math.floor(Date.now() / 1000),
     model: "test-model-2026",
-    choices: [{ index: 0, message: { role: "assistant", content: null, ...message }, finish_reason: finish, logprobs: null }],
+    choices: [
+      { index: 0, message: { role: "assistant", content: null, ...message }, finish_reason: finish, logprobs: null },
+    ],
     ...(usage ? { usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } } : {}),
   };
 }
@@ -119,7 +125,11 @@ const TOOL_DEFS = [
   {
     name: "sessions_send",
     description: "Send a message to another session.",
-    parameters: { type: "object", properties: { sessionKey: { type: "string" }, message: { type: "string" } }, required: ["message"] },
+    parameters: {
+      type: "object",
+      properties: { sessionKey: { type: "string" }, message: { type: "string" } },
+      required: ["message"],
+    },
   },
 ];
 
@@ -213,14 +223,23 @@ describe("openai runtime against a local chat-completions server", () => {
         body: completion(
           {
             tool_calls: [
-              { id: "call_1", type: "function", function: { name: "sessions_list", arguments: '{"limit":5,"kinds":["main"]}' } },
+              {
+                id: "call_1",
+                type: "function",
+                function: { name: "sessions_list", arguments: '{"limit":5,"kinds":["main"]}' },
+              },
             ],
           },
           { prompt_tokens: 100, completion_tokens: 12 },
           "tool_calls",
         ),
       }),
-      () => ({ body: completion({ content: "There is 1 session: agent:main:main." }, { prompt_tokens: 140, completion_tokens: 9 }) }),
+      () => ({
+        body: completion(
+          { content: "There is 1 session: agent:main:main." },
+          { prompt_tokens: 140, completion_tokens: 9 },
+        ),
+      }),
     );
 
     const out = await new OpenAIRuntime(config()).run(runInput(tools));
@@ -238,17 +257,25 @@ describe("openai runtime against a local chat-completions server", () => {
     const expectedPrefix = [
       {
         role: "system",
-        content: "You are a switchboard test agent.\n\nAgent-to-agent message context:\nAgent 1 (requester) session: agent:ops:main.",
+        content:
+          "You are a switchboard test agent.\n\nAgent-to-agent message context:\nAgent 1 (requester) session: agent:ops:main.",
       },
       { role: "user", content: "hello" },
       { role: "assistant", content: "hi there" },
-      { role: "user", content: "[Inter-session message] sourceSession=agent:ops:main sourceTool=sessions_send isUser=false\nstatus please" },
+      {
+        role: "user",
+        content:
+          "[Inter-session message] sourceSession=agent:ops:main sourceTool=sessions_send isUser=false\nstatus please",
+      },
       { role: "assistant", content: "all good" },
       { role: "user", content: "which sessions exist?" },
     ];
     expect(first.body.messages).toEqual(expectedPrefix);
     expect(first.body.tools).toEqual(
-      TOOL_DEFS.map((d) => ({ type: "function", function: { name: d.name, description: d.description, parameters: d.parameters } })),
+      TOOL_DEFS.map((d) => ({
+        type: "function",
+        function: { name: d.name, description: d.description, parameters: d.parameters },
+      })),
     );
     expect(first.body.tool_choice).toBeUndefined();
 
@@ -260,7 +287,13 @@ describe("openai runtime against a local chat-completions server", () => {
       {
         role: "assistant",
         content: null,
-        tool_calls: [{ id: "call_1", type: "function", function: { name: "sessions_list", arguments: '{"limit":5,"kinds":["main"]}' } }],
+        tool_calls: [
+          {
+            id: "call_1",
+            type: "function",
+            function: { name: "sessions_list", arguments: '{"limit":5,"kinds":["main"]}' },
+          },
+        ],
       },
       { role: "tool", tool_call_id: "call_1", content: JSON.stringify(sessionsResult) },
     ]);
@@ -269,7 +302,9 @@ describe("openai runtime against a local chat-completions server", () => {
     expect(out.reply).toBe("There is 1 session: agent:main:main.");
     expect(out.usage).toEqual({ input: 240, output: 21 });
     expect(out.model).toBe("test-model-2026");
-    expect(out.toolCalls).toEqual([{ name: "sessions_list", args: { limit: 5, kinds: ["main"] }, result: sessionsResult }]);
+    expect(out.toolCalls).toEqual([
+      { name: "sessions_list", args: { limit: 5, kinds: ["main"] }, result: sessionsResult },
+    ]);
   });
 
   it("an inter-session turn reaches the model marked isUser=false, with its source session and run", async () => {
@@ -278,14 +313,20 @@ describe("openai runtime against a local chat-completions server", () => {
       runInput(new RecordingTools(() => ({})), {
         text: "deploy finished",
         provenance: "inter_session",
-        interSession: { kind: "inter_session", sourceSessionKey: "agent:ops:main", sourceTool: "sessions_send", sourceRunId: "run-42" },
+        interSession: {
+          kind: "inter_session",
+          sourceSessionKey: "agent:ops:main",
+          sourceTool: "sessions_send",
+          sourceRunId: "run-42",
+        },
       }),
     );
     expect(out.reply).toBe("noted");
     const sent = (server.requests[0] as RecordedRequest).body.messages as { role: string; content: string }[];
     expect(sent.at(-1)).toEqual({
       role: "user",
-      content: "[Inter-session message] sourceSession=agent:ops:main sourceTool=sessions_send sourceRunId=run-42 isUser=false\ndeploy finished",
+      content:
+        "[Inter-session message] sourceSession=agent:ops:main sourceTool=sessions_send sourceRunId=run-42 isUser=false\ndeploy finished",
     });
   });
 
@@ -309,7 +350,9 @@ describe("openai runtime against a local chat-completions server", () => {
     const tools = new RecordingTools((_name, args) => ({ status: "ok", echoed: args }));
     const toolCall = (id: string) => ({
       body: completion(
-        { tool_calls: [{ id, type: "function", function: { name: "sessions_send", arguments: '{"message":"again"}' } }] },
+        {
+          tool_calls: [{ id, type: "function", function: { name: "sessions_send", arguments: '{"message":"again"}' } }],
+        },
         { prompt_tokens: 10, completion_tokens: 1 },
         "tool_calls",
       ),
@@ -339,7 +382,11 @@ describe("openai runtime against a local chat-completions server", () => {
         body: completion(
           {
             tool_calls: [
-              { id: "a", type: "function", function: { name: "sessions_send", arguments: '{"sessionKey":"agent:x:main","message":"hi"}' } },
+              {
+                id: "a",
+                type: "function",
+                function: { name: "sessions_send", arguments: '{"sessionKey":"agent:x:main","message":"hi"}' },
+              },
               { id: "b", type: "function", function: { name: "sessions_list", arguments: "{not json" } },
             ],
           },
@@ -352,19 +399,24 @@ describe("openai runtime against a local chat-completions server", () => {
     const out = await new OpenAIRuntime(config()).run(runInput(tools));
     expect(out.reply).toBe("could not reach it");
     expect(tools.calls).toEqual([{ name: "sessions_send", args: { sessionKey: "agent:x:main", message: "hi" } }]);
-    const toolMessages = (server.requests[1]!.body.messages as { role: string; tool_call_id?: string; content: string }[]).filter(
-      (m) => m.role === "tool",
-    );
+    const toolMessages = (
+      server.requests[1]!.body.messages as { role: string; tool_call_id?: string; content: string }[]
+    ).filter((m) => m.role === "tool");
     expect(toolMessages.map((m) => m.tool_call_id)).toEqual(["a", "b"]);
     expect(JSON.parse(toolMessages[0]!.content)).toEqual({ status: "error", error: "target session not visible" });
-    expect(JSON.parse(toolMessages[1]!.content)).toMatchObject({ status: "error", error: expect.stringContaining("invalid JSON") });
+    expect(JSON.parse(toolMessages[1]!.content)).toMatchObject({
+      status: "error",
+      error: expect.stringContaining("invalid JSON"),
+    });
     expect(out.toolCalls?.map((c) => c.name)).toEqual(["sessions_send", "sessions_list"]);
   });
 
   it("an HTTP 500 becomes a clear error with status and body snippet, without the key, and is not retried", async () => {
     server.script((req) => ({
       status: 500,
-      body: { error: { message: `upstream exploded (auth was ${String(req.headers.authorization)})`, type: "server_error" } },
+      body: {
+        error: { message: `upstream exploded (auth was ${String(req.headers.authorization)})`, type: "server_error" },
+      },
     }));
     const err = await new OpenAIRuntime(config())
       .run(runInput(new RecordingTools(() => null)))
@@ -391,7 +443,7 @@ describe("openai runtime against a local chat-completions server", () => {
     expect((err502 as Error).message).toMatch(/HTTP 502: <html>bad gateway from proxy<\/html>$/);
     const err404 = await rt.run(runInput(new RecordingTools(() => null))).catch((e: unknown) => e);
     expect((err404 as OpenAIRuntimeError).status).toBe(404);
-    expect((err404 as Error).message).toContain("HTTP 404: {\"detail\":\"model 'test-model' not found\"}");
+    expect((err404 as Error).message).toContain('HTTP 404: {"detail":"model \'test-model\' not found"}');
   });
 
   it("a configured but unset apiKeyEnv is an error naming the variable, before any request", async () => {
@@ -410,7 +462,11 @@ describe("openai runtime against a local chat-completions server", () => {
     const started = performance.now();
     const p = new OpenAIRuntime(config()).run(runInput(new RecordingTools(() => null), { signal: ac.signal }));
     // Abort once the server has the request in hand.
-    await settle(() => server.requests.length > 0, { what: "the model server to have the request", timeoutMs: 3_000, stepMs: 10 });
+    await settle(() => server.requests.length > 0, {
+      what: "the model server to have the request",
+      timeoutMs: 3_000,
+      stepMs: 10,
+    });
     expect(server.requests).toHaveLength(1);
     ac.abort(reason);
     const err = await p.catch((e: unknown) => e);
@@ -419,7 +475,11 @@ describe("openai runtime against a local chat-completions server", () => {
     expect((err as RunAbortedError).reason).toBe(reason);
     expect(elapsed).toBeLessThan(1_500);
     // The server sees the client go away instead of answering 5 s later.
-    await settle(() => server.abandoned.length > 0, { what: "the model server to see the client go away", timeoutMs: 2_000, stepMs: 10 });
+    await settle(() => server.abandoned.length > 0, {
+      what: "the model server to see the client go away",
+      timeoutMs: 2_000,
+      stepMs: 10,
+    });
     expect(server.abandoned).toHaveLength(1);
   });
 
@@ -428,7 +488,11 @@ describe("openai runtime against a local chat-completions server", () => {
     const tools = new RecordingTools(() => new Promise(() => undefined));
     server.script(() => ({
       body: completion(
-        { tool_calls: [{ id: "c", type: "function", function: { name: "sessions_send", arguments: '{"message":"x"}' } }] },
+        {
+          tool_calls: [
+            { id: "c", type: "function", function: { name: "sessions_send", arguments: '{"message":"x"}' } },
+          ],
+        },
         undefined,
         "tool_calls",
       ),
@@ -451,7 +515,11 @@ describe("openai runtime against a local chat-completions server", () => {
       yielded = { message: "waiting for the researchers" };
       return { status: "yielded", message: yielded.message };
     });
-    const tools: ToolInvoker = { definitions: () => recording.definitions(), call: (n, a) => recording.call(n, a), yielded: () => yielded };
+    const tools: ToolInvoker = {
+      definitions: () => recording.definitions(),
+      call: (n, a) => recording.call(n, a),
+      yielded: () => yielded,
+    };
     server.script(
       () => ({
         body: completion(
@@ -459,7 +527,11 @@ describe("openai runtime against a local chat-completions server", () => {
             content: "I will wait.",
             tool_calls: [
               { id: "a", type: "function", function: { name: "sessions_list", arguments: "{}" } },
-              { id: "b", type: "function", function: { name: "sessions_yield", arguments: '{"message":"waiting for the researchers"}' } },
+              {
+                id: "b",
+                type: "function",
+                function: { name: "sessions_yield", arguments: '{"message":"waiting for the researchers"}' },
+              },
               { id: "c", type: "function", function: { name: "sessions_send", arguments: '{"message":"too late"}' } },
             ],
           },
@@ -472,7 +544,11 @@ describe("openai runtime against a local chat-completions server", () => {
     const out = await new OpenAIRuntime(config()).run(runInput(tools));
     expect(server.requests).toHaveLength(1);
     expect(recording.calls.map((c) => c.name)).toEqual(["sessions_list", "sessions_yield"]);
-    expect(out).toMatchObject({ reply: "", yielded: { message: "waiting for the researchers" }, usage: { input: 7, output: 3 } });
+    expect(out).toMatchObject({
+      reply: "",
+      yielded: { message: "waiting for the researchers" },
+      usage: { input: 7, output: 3 },
+    });
     expect(out.toolCalls?.map((c) => c.name)).toEqual(["sessions_list", "sessions_yield"]);
   });
 });

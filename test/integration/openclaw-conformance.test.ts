@@ -9,11 +9,23 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestSystem, until, type TestSystem } from "../helpers/system.js";
 import { sessionsCommand } from "../../src/cli/commands/sessions.js";
-import { chat, deliveries, isInterSessionUser, scriptAgent, queuesQuiet, textOf, tool, toolsConfig, transcript, type Msg } from "../fixtures/tools-support.js";
+import {
+  chat,
+  deliveries,
+  isInterSessionUser,
+  scriptAgent,
+  queuesQuiet,
+  textOf,
+  tool,
+  toolsConfig,
+  transcript,
+  type Msg,
+} from "../fixtures/tools-support.js";
 
 const ALICE = "agent:alice:main";
 const BOB = "agent:bob:main";
-const THREAD_ERROR = "sessions_send cannot target a thread session for inter-agent coordination. Use the parent channel session key instead.";
+const THREAD_ERROR =
+  "sessions_send cannot target a thread session for inter-agent coordination. Use the parent channel session key instead.";
 
 let sys: TestSystem;
 
@@ -35,14 +47,9 @@ beforeAll(async () => {
       agents: {
         defaults: { models: { "anthropic/claude-opus-4": { alias: "opus" }, "minimax/m2.7": {} } },
         list: [
-          scriptAgent(
-            "alice",
-            [
-              { when: { step: "reply" }, reply: "REPLY_SKIP" },
-              { reply: "alice: {{text}}" },
-            ],
-            { default: true },
-          ),
+          scriptAgent("alice", [{ when: { step: "reply" }, reply: "REPLY_SKIP" }, { reply: "alice: {{text}}" }], {
+            default: true,
+          }),
           scriptAgent("bob", [
             { when: { step: "announce" }, reply: "<think>announce draft with internal notes</think>Bob is done." },
             { when: { contains: "mark?" }, reply: "{{prompt}}" },
@@ -62,7 +69,15 @@ afterAll(async () => {
 });
 
 describe("owner-only /send (commands.ownerAllowFrom)", () => {
-  const group = (from: string, text: string) => ({ channel: "tg", chatType: "group", from, groupId: "ops-room", groupSubject: "Ops", text, agentId: "alice" });
+  const group = (from: string, text: string) => ({
+    channel: "tg",
+    chatType: "group",
+    from,
+    groupId: "ops-room",
+    groupSubject: "Ops",
+    text,
+    agentId: "alice",
+  });
   const key = "agent:alice:tg:group:ops-room";
 
   it("a non-owner's /send changes nothing and gets a refusal; a wildcard entry makes nobody an owner", async () => {
@@ -71,7 +86,9 @@ describe("owner-only /send (commands.ownerAllowFrom)", () => {
     expect(res.body).toMatchObject({ command: "send", refused: "not_owner" });
     expect(res.body.sendPolicy).toBeUndefined();
     expect((await sys.svc.sessions.get(key))?.sendPolicy).toBeUndefined();
-    const refusal = await until(async () => (await deliveries(sys, key)).find((d) => d.message.includes("Only an owner")));
+    const refusal = await until(async () =>
+      (await deliveries(sys, key)).find((d) => d.message.includes("Only an owner")),
+    );
     expect(refusal).toMatchObject({ channel: "tg", to: "ops-room" });
     // The group is still heard: the next message runs.
     const next = await sys.post("/v1/inbound", group("mallory", "still here"));
@@ -99,14 +116,22 @@ describe("one sanitiser for everything handed to another agent or a channel", ()
     const replyBack = (await transcript(sys, ALICE)).slice(before).filter(isInterSessionUser);
     expect(replyBack.map(textOf)).toEqual(["Bob answer"]);
     // The announce post to Bob's channel is cleaned too.
-    const announce = (await deliveries(sys, BOB)).find((d) => d.kind === "announce" || d.message.includes("Bob is done"));
+    const announce = (await deliveries(sys, BOB)).find(
+      (d) => d.kind === "announce" || d.message.includes("Bob is done"),
+    );
     expect(announce?.message).toBe("Bob is done.");
     // The target's own transcript keeps what its model wrote.
     expect((await transcript(sys, BOB)).map(textOf).join("\n")).toContain("<thinking>the user wants X");
   });
 
   it("a chat reply delivered to the channel is cleaned as well", async () => {
-    const r = await sys.post("/v1/inbound", { channel: "tg", chatType: "dm", from: "99", text: "what now?", agentId: "bob" });
+    const r = await sys.post("/v1/inbound", {
+      channel: "tg",
+      chatType: "dm",
+      from: "99",
+      text: "what now?",
+      agentId: "bob",
+    });
     await sys.rpc("agent.wait", { runId: r.body.runId, timeoutMs: 10_000 });
     const d = await until(async () => (await deliveries(sys, BOB)).find((x) => x.id === `reply-${r.body.runId}`));
     expect(d.message).toBe("Bob answer");
@@ -126,13 +151,23 @@ describe("sessions_send targets", () => {
 
 describe("inter-session input", () => {
   it("reaches the receiving runtime marked isUser=false, and its transcript line names source session and run", async () => {
-    const res = await tool(sys, "sessions_send", ALICE, { sessionKey: BOB, message: "mark? please", timeoutSeconds: 10 });
+    const res = await tool(sys, "sessions_send", ALICE, {
+      sessionKey: BOB,
+      message: "mark? please",
+      timeoutSeconds: 10,
+    });
     expect(res.status).toBe("ok");
-    expect(res.reply).toMatch(/^\[Inter-session message\] sourceSession=agent:alice:main .*sourceTool=sessions_send.* isUser=false\nmark\? please$/);
+    expect(res.reply).toMatch(
+      /^\[Inter-session message\] sourceSession=agent:alice:main .*sourceTool=sessions_send.* isUser=false\nmark\? please$/,
+    );
     await queuesQuiet(sys);
     const bobLines = await transcript(sys, BOB);
     const received = bobLines.find((m: Msg) => m.role === "user" && textOf(m) === "mark? please");
-    expect(received?.provenance).toMatchObject({ kind: "inter_session", sourceSessionKey: ALICE, sourceTool: "sessions_send" });
+    expect(received?.provenance).toMatchObject({
+      kind: "inter_session",
+      sourceSessionKey: ALICE,
+      sourceTool: "sessions_send",
+    });
     // The reply-back into Alice names Bob's run that produced it.
     const back = (await transcript(sys, ALICE)).filter(isInterSessionUser).at(-1)!;
     expect(back.provenance).toMatchObject({ kind: "inter_session", sourceSessionKey: BOB, sourceRunId: res.runId });
@@ -142,7 +177,13 @@ describe("inter-session input", () => {
 describe("secrets are not persisted", () => {
   it("the transcript stores the masked key while the turn itself saw the original", async () => {
     const secret = "sk-proj-Abcdefghijklmnop1234567890x5jK0";
-    const r = await sys.post("/v1/inbound", { channel: "tg", chatType: "dm", from: "99", text: `my key ${secret}`, agentId: "bob" });
+    const r = await sys.post("/v1/inbound", {
+      channel: "tg",
+      chatType: "dm",
+      from: "99",
+      text: `my key ${secret}`,
+      agentId: "bob",
+    });
     const w = await sys.rpc("agent.wait", { runId: r.body.runId, timeoutMs: 10_000 });
     expect(w.reply).toBe(`noted my key ${secret}`); // the runtime got the real text
     const stored = JSON.stringify(await transcript(sys, BOB));
@@ -202,7 +243,11 @@ describe("resets as OpenClaw documents them", () => {
 
     const explicit = await post({ ...dm, text: "/new", timestamp: T + 1000 });
     await replyOf(explicit.runId);
-    expect(await sys.svc.sessions.get(key)).toMatchObject({ label: "keeper", modelOverride: "claude-opus-4", thinkingLevel: "high" });
+    expect(await sys.svc.sessions.get(key)).toMatchObject({
+      label: "keeper",
+      modelOverride: "claude-opus-4",
+      thinkingLevel: "high",
+    });
     expect((await sys.svc.sessions.get(key))?.sendPolicy).toBeUndefined();
 
     await sys.rpc("sessions.patch", { key, sendPolicy: "allow" });
@@ -210,19 +255,33 @@ describe("resets as OpenClaw documents them", () => {
     expect(stale).toMatchObject({ isNewSession: true, resetReason: "idle" });
     await replyOf(stale.runId);
     const after = await sys.svc.sessions.get(key);
-    for (const f of ["label", "modelOverride", "thinkingLevel", "sendPolicy"] as const) expect(after?.[f], f).toBeUndefined();
+    for (const f of ["label", "modelOverride", "thinkingLevel", "sendPolicy"] as const)
+      expect(after?.[f], f).toBeUndefined();
     expect(after?.totalTokens ?? 0).toBe(0);
 
     await sys.rpc("sessions.patch", { key, ...toggles });
     const reset = await sys.rpc("sessions.reset", { key });
     expect(reset).toBeDefined();
-    expect(await sys.svc.sessions.get(key)).toMatchObject({ label: "keeper", modelOverride: "claude-opus-4", thinkingLevel: "high", sendPolicy: "allow" });
+    expect(await sys.svc.sessions.get(key)).toMatchObject({
+      label: "keeper",
+      modelOverride: "claude-opus-4",
+      thinkingLevel: "high",
+      sendPolicy: "allow",
+    });
   });
 });
 
 describe("Telegram forum topics and group origins", () => {
   it("a topic session writes <sessionId>-topic-<threadId>.jsonl and every reader finds it", async () => {
-    const r = await sys.post("/v1/inbound", { channel: "telegram", chatType: "group", groupId: "-1001234567890", threadId: 99, from: "u9", text: "in the topic", agentId: "alice" });
+    const r = await sys.post("/v1/inbound", {
+      channel: "telegram",
+      chatType: "group",
+      groupId: "-1001234567890",
+      threadId: 99,
+      from: "u9",
+      text: "in the topic",
+      agentId: "alice",
+    });
     expect(r.body.sessionKey).toBe("agent:alice:telegram:group:-1001234567890:topic:99");
     await sys.rpc("agent.wait", { runId: r.body.runId, timeoutMs: 10_000 });
     const dir = join(sys.config.storage.dir, "agents", "alice", "sessions");
@@ -236,8 +295,20 @@ describe("Telegram forum topics and group origins", () => {
   });
 
   it("a group's origin label is its subject, not the sender", async () => {
-    const r = await sys.post("/v1/inbound", { channel: "tg", chatType: "group", groupId: "labels", from: "u1", senderName: "Ursula", groupSubject: "Release crew", text: "hi", agentId: "alice" });
-    expect((await sys.svc.sessions.get(r.body.sessionKey))?.origin).toMatchObject({ label: "Release crew", from: "u1" });
+    const r = await sys.post("/v1/inbound", {
+      channel: "tg",
+      chatType: "group",
+      groupId: "labels",
+      from: "u1",
+      senderName: "Ursula",
+      groupSubject: "Release crew",
+      text: "hi",
+      agentId: "alice",
+    });
+    expect((await sys.svc.sessions.get(r.body.sessionKey))?.origin).toMatchObject({
+      label: "Release crew",
+      from: "u1",
+    });
   });
 });
 
@@ -249,19 +320,33 @@ describe("sessionIds wherever keys go; the sessions CLI pages", () => {
     expect(byId.messages.length).toBe(2);
     const asBob = await tool(sys, "sessions_list", bob.sessionId, { search: "agent:bob:main" });
     // Listed as Bob sees himself: his own main session, shown as `main`.
-    expect(asBob.sessions.map((r: { key: string; sessionId: string }) => [r.key, r.sessionId])).toEqual([["main", bob.sessionId]]);
+    expect(asBob.sessions.map((r: { key: string; sessionId: string }) => [r.key, r.sessionId])).toEqual([
+      ["main", bob.sessionId],
+    ]);
   });
 
   it("sessions.list pages with offset/nextOffset and `switchboard sessions` goes past 200 rows", async () => {
     const N = 450;
     const t0 = Date.now() - 10 * 86_400_000;
     for (let i = 0; i < N; i++) {
-      await sys.svc.sessions.upsert(`agent:bulk:s${i}`, { agentId: "bulk", kind: "other" }, { sessionId: `bulk-${i}` }, { now: t0 + i * 1000 });
+      await sys.svc.sessions.upsert(
+        `agent:bulk:s${i}`,
+        { agentId: "bulk", kind: "other" },
+        { sessionId: `bulk-${i}` },
+        { now: t0 + i * 1000 },
+      );
     }
     const p1 = await sys.rpc("sessions.list", { agentId: "bulk", limit: 200 });
     const p2 = await sys.rpc("sessions.list", { agentId: "bulk", limit: 200, offset: p1.nextOffset });
     const p3 = await sys.rpc("sessions.list", { agentId: "bulk", limit: 200, offset: p2.nextOffset });
-    expect([p1.count, p2.count, p3.count, p1.nextOffset, p2.nextOffset, p3.nextOffset]).toEqual([200, 200, 50, 200, 400, undefined]);
+    expect([p1.count, p2.count, p3.count, p1.nextOffset, p2.nextOffset, p3.nextOffset]).toEqual([
+      200,
+      200,
+      50,
+      200,
+      400,
+      undefined,
+    ]);
     const keys = [...p1.sessions, ...p2.sessions, ...p3.sessions].map((e: { key: string }) => e.key);
     expect(new Set(keys).size).toBe(N);
     expect(keys[0]).toBe(`agent:bulk:s${N - 1}`); // newest first, across pages
@@ -270,9 +355,9 @@ describe("sessionIds wherever keys go; the sessions CLI pages", () => {
       const out: string[] = [];
       const write = process.stdout.write.bind(process.stdout);
       process.stdout.write = ((chunk: string) => {
-      out.push(String(chunk));
-      return true;
-    }) as typeof process.stdout.write;
+        out.push(String(chunk));
+        return true;
+      }) as typeof process.stdout.write;
       try {
         expect(await sessionsCommand({ url: sys.url!, json: true, agent: "bulk", ...extra })).toBe(0);
       } finally {
@@ -304,10 +389,20 @@ describe("cron, hook and node sessions", () => {
   });
 
   it("isolated cron runs get a fresh sessionId per run and keep the session's overrides", async () => {
-    const a = await sys.rpc("agent", { sessionKey: "cron:digest", agentId: "alice", message: "run 1", sessionTarget: "isolated" });
+    const a = await sys.rpc("agent", {
+      sessionKey: "cron:digest",
+      agentId: "alice",
+      message: "run 1",
+      sessionTarget: "isolated",
+    });
     await sys.rpc("agent.wait", { runId: a.runId, timeoutMs: 10_000 });
     await sys.rpc("sessions.patch", { key: a.sessionKey, model: "claude-opus-4" });
-    const b = await sys.rpc("agent", { sessionKey: "cron:digest", agentId: "alice", message: "run 2", sessionTarget: "isolated" });
+    const b = await sys.rpc("agent", {
+      sessionKey: "cron:digest",
+      agentId: "alice",
+      message: "run 2",
+      sessionTarget: "isolated",
+    });
     await sys.rpc("agent.wait", { runId: b.runId, timeoutMs: 10_000 });
     expect(b.sessionId).not.toBe(a.sessionId);
     expect((await transcript(sys, b.sessionKey)).map(textOf)).toEqual(["run 2", "alice: run 2"]);
@@ -319,7 +414,14 @@ describe("cron, hook and node sessions", () => {
 
   it("system events never reset a session, even a stale one", async () => {
     const T = Date.now();
-    const first = await sys.post("/v1/inbound", { channel: "idlechan", chatType: "dm", from: "hb", text: "hello", timestamp: T, agentId: "alice" });
+    const first = await sys.post("/v1/inbound", {
+      channel: "idlechan",
+      chatType: "dm",
+      from: "hb",
+      text: "hello",
+      timestamp: T,
+      agentId: "alice",
+    });
     await sys.rpc("agent.wait", { runId: first.body.runId, timeoutMs: 10_000 });
     const key = first.body.sessionKey as string;
     // Each event comes hours after the last activity (idle window 30 min): stale, yet no reset,
@@ -327,7 +429,14 @@ describe("cron, hook and node sessions", () => {
     let at = T;
     for (const channel of ["heartbeat", "cron-event", "exec-event"]) {
       at += 2 * 3_600_000;
-      const ev = await sys.post("/v1/inbound", { channel, chatType: "dm", from: "hb", text: channel === "exec-event" ? "/new tick" : "tick", timestamp: at, agentId: "alice" });
+      const ev = await sys.post("/v1/inbound", {
+        channel,
+        chatType: "dm",
+        from: "hb",
+        text: channel === "exec-event" ? "/new tick" : "tick",
+        timestamp: at,
+        agentId: "alice",
+      });
       expect(ev.body.sessionKey).toBe(key);
       expect(ev.status).toBe(202);
       expect(ev.body.isNewSession, channel).toBe(false);
@@ -344,10 +453,19 @@ describe("POST /tools/invoke (OpenClaw's HTTP tool door)", () => {
     expect(r.body.ok).toBe(true);
     expect(r.body.result.details.count).toBe(r.body.result.details.sessions.length);
     expect(JSON.parse(r.body.result.content[0].text)).toEqual(r.body.result.details);
-    const asBob = await sys.post("/tools/invoke", { tool: "sessions_history", sessionKey: BOB, args: { sessionKey: "current", limit: 1 }, dryRun: false });
+    const asBob = await sys.post("/tools/invoke", {
+      tool: "sessions_history",
+      sessionKey: BOB,
+      args: { sessionKey: "current", limit: 1 },
+      dryRun: false,
+    });
     expect(asBob.body.result.details).toMatchObject({ sessionKey: "main" });
     // A tool-level refusal is still a result, as in OpenClaw.
-    const refused = await sys.post("/tools/invoke", { tool: "sessions_send", sessionKey: ALICE, args: { sessionKey: "agent:bob:slack:channel:c9:thread:1", message: "x" } });
+    const refused = await sys.post("/tools/invoke", {
+      tool: "sessions_send",
+      sessionKey: ALICE,
+      args: { sessionKey: "agent:bob:slack:channel:c9:thread:1", message: "x" },
+    });
     expect(refused.status).toBe(200);
     expect(refused.body.result.details).toMatchObject({ status: "error", error: THREAD_ERROR });
   });

@@ -77,7 +77,9 @@ describe("text at the edge", () => {
   });
 
   it("a lone surrogate in the sender id and in metadata is made well-formed, not refused or stuck", async () => {
-    const first = await inboundRaw('{"channel":"web","chatType":"dm","from":"eve\\ud800","senderName":"E\\udfff","text":"hi"}');
+    const first = await inboundRaw(
+      '{"channel":"web","chatType":"dm","from":"eve\\ud800","senderName":"E\\udfff","text":"hi"}',
+    );
     expect(first.sessionKey.isWellFormed()).toBe(true);
     expect((await waitDone(first.runId)).status).toBe("ok");
     // The same sender again (same raw id) lands in the same session.
@@ -94,7 +96,9 @@ describe("text at the edge", () => {
   });
 
   it("a runtime reply with a lone surrogate is stored well-formed and the session goes on", async () => {
-    const first = await inboundRaw(JSON.stringify({ channel: "web", chatType: "dm", from: "replier", text: "make-bad-reply" }));
+    const first = await inboundRaw(
+      JSON.stringify({ channel: "web", chatType: "dm", from: "replier", text: "make-bad-reply" }),
+    );
     const res = await waitDone(first.runId);
     expect(res.status).toBe("ok");
     expect(res.reply).toBe("bad \ufffd reply make-bad-reply");
@@ -170,7 +174,17 @@ describe("no poison loops behind the edge", () => {
     await waitDone(first.runId);
     const runId = "0f0f0f0f-1111-4222-a333-444455556666";
     const now = Date.now();
-    const legacy = { sessionKey: first.sessionKey, agentId: "main", sessionId: first.sessionId, text: 'says "runId":"x"', step: "turn", provenance: "user", runId, enqueuedAt: now, messageTs: now };
+    const legacy = {
+      sessionKey: first.sessionKey,
+      agentId: "main",
+      sessionId: first.sessionId,
+      text: 'says "runId":"x"',
+      step: "turn",
+      provenance: "user",
+      runId,
+      enqueuedAt: now,
+      messageTs: now,
+    };
     await sys.svc.redis
       .multi()
       .hset(sys.svc.keys.run(runId), { runId, sessionKey: first.sessionKey, status: "queued", createdAt: String(now) })

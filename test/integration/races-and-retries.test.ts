@@ -14,7 +14,17 @@ import { rotateSession } from "../../src/rotation/rotate.js";
 let sys: TestSystem;
 beforeAll(async () => {
   sys = await startTestSystem({
-    agents: { list: [{ id: "main", runtime: { kind: "script", rules: [{ when: { contains: "slow" }, delayMs: 3000, reply: "slow done" }, { reply: "ok: {{text}}" }] } }] },
+    agents: {
+      list: [
+        {
+          id: "main",
+          runtime: {
+            kind: "script",
+            rules: [{ when: { contains: "slow" }, delayMs: 3000, reply: "slow done" }, { reply: "ok: {{text}}" }],
+          },
+        },
+      ],
+    },
   });
 });
 afterAll(async () => {
@@ -25,7 +35,15 @@ describe("wake-ups", () => {
   it("only a push into an idle session adds a drain job; turns queued behind it ride the same drain", async () => {
     const key = "agent:main:wakes";
     const entry = await sys.svc.sessions.upsert(key, { agentId: "main", kind: "other" }, { sessionId: randomUUID() });
-    const base = { sessionKey: key, agentId: "main", sessionId: entry.sessionId, step: "turn" as const, provenance: "user" as const, enqueuedAt: Date.now(), messageTs: Date.now() };
+    const base = {
+      sessionKey: key,
+      agentId: "main",
+      sessionId: entry.sessionId,
+      step: "turn" as const,
+      provenance: "user" as const,
+      enqueuedAt: Date.now(),
+      messageTs: Date.now(),
+    };
     const first = { ...base, runId: randomUUID(), text: "slow first" };
     expect(await sys.svc.inbox.push(first)).toBe("wake");
     const second = { ...base, runId: randomUUID(), text: "second" };
@@ -35,8 +53,14 @@ describe("wake-ups", () => {
     expect((await sys.svc.inbox.overdueWakes(0, 10)).map((w) => w.sessionKey)).toContain(key);
     const { rearmOverdueWakes } = await import("../../src/workers/maintenance.js");
     expect(await rearmOverdueWakes(sys.svc, Date.now() + 60_000)).toBeGreaterThanOrEqual(1);
-    expect(await sys.rpc("agent.wait", { runId: first.runId, timeoutMs: 15_000 })).toMatchObject({ status: "ok", reply: "slow done" });
-    expect(await sys.rpc("agent.wait", { runId: second.runId, timeoutMs: 10_000 })).toMatchObject({ status: "ok", reply: "ok: second" });
+    expect(await sys.rpc("agent.wait", { runId: first.runId, timeoutMs: 15_000 })).toMatchObject({
+      status: "ok",
+      reply: "slow done",
+    });
+    expect(await sys.rpc("agent.wait", { runId: second.runId, timeoutMs: 10_000 })).toMatchObject({
+      status: "ok",
+      reply: "ok: second",
+    });
     expect((await sys.svc.inbox.overdueWakes(0, 10)).map((w) => w.sessionKey)).not.toContain(key);
   });
 });
@@ -45,8 +69,18 @@ describe("pending wakes", () => {
   it("the drainer that takes a woken turn clears its pending wake (the pusher sends no clean-up)", async () => {
     const key = "agent:main:wake-cleared";
     const entry = await sys.svc.sessions.upsert(key, { agentId: "main", kind: "other" }, { sessionId: randomUUID() });
-    const turn = await enqueueTurn(sys.svc, { sessionKey: key, agentId: "main", sessionId: entry.sessionId, text: "hello", step: "turn", provenance: "user" });
-    expect(await sys.rpc("agent.wait", { runId: turn.runId, timeoutMs: 10_000 })).toMatchObject({ status: "ok", reply: "ok: hello" });
+    const turn = await enqueueTurn(sys.svc, {
+      sessionKey: key,
+      agentId: "main",
+      sessionId: entry.sessionId,
+      text: "hello",
+      step: "turn",
+      provenance: "user",
+    });
+    expect(await sys.rpc("agent.wait", { runId: turn.runId, timeoutMs: 10_000 })).toMatchObject({
+      status: "ok",
+      reply: "ok: hello",
+    });
     const pending = await sys.svc.redis.zrange(sys.svc.keys.pendingWakes(), 0, -1);
     expect(pending).not.toContain(`${turn.runId}|${key}`);
     expect(pending.filter((m) => m.endsWith(`|${key}`))).toEqual([]);
@@ -58,7 +92,15 @@ describe("retried enqueues", () => {
     const key = "agent:main:retry";
     const entry = await sys.svc.sessions.upsert(key, { agentId: "main", kind: "other" }, { sessionId: randomUUID() });
     const runId = randomUUID();
-    const req = { runId, sessionKey: key, agentId: "main", sessionId: entry.sessionId, text: "once", step: "turn" as const, provenance: "user" as const };
+    const req = {
+      runId,
+      sessionKey: key,
+      agentId: "main",
+      sessionId: entry.sessionId,
+      text: "once",
+      step: "turn" as const,
+      provenance: "user" as const,
+    };
     await Promise.all(Array.from({ length: 8 }, () => enqueueTurn(sys.svc, req)));
     const waited = await sys.rpc("agent.wait", { runId, timeoutMs: 10_000 });
     expect(waited).toMatchObject({ status: "ok", reply: "ok: once" });
@@ -67,14 +109,27 @@ describe("retried enqueues", () => {
 
     // A first attempt that queued the turn but never woke a drainer: a retry wakes it.
     const stranded = randomUUID();
-    await sys.svc.inbox.push({ ...req, runId: stranded, text: "stranded", enqueuedAt: Date.now(), messageTs: Date.now() });
+    await sys.svc.inbox.push({
+      ...req,
+      runId: stranded,
+      text: "stranded",
+      enqueuedAt: Date.now(),
+      messageTs: Date.now(),
+    });
     await enqueueTurn(sys.svc, { ...req, runId: stranded, text: "stranded" });
-    expect(await sys.rpc("agent.wait", { runId: stranded, timeoutMs: 10_000 })).toMatchObject({ status: "ok", reply: "ok: stranded" });
+    expect(await sys.rpc("agent.wait", { runId: stranded, timeoutMs: 10_000 })).toMatchObject({
+      status: "ok",
+      reply: "ok: stranded",
+    });
   });
 
   it("every key of the session upsert script carries the deployment's hash tag", () => {
     const base = sys.svc.keys.base;
-    const withParent = sys.svc.sessions.upsertKeys("agent:main:x", { agentId: "main", kind: "other" }, sys.svc.keys.childrenIndex("agent:main:main"));
+    const withParent = sys.svc.sessions.upsertKeys(
+      "agent:main:x",
+      { agentId: "main", kind: "other" },
+      sys.svc.keys.childrenIndex("agent:main:main"),
+    );
     const withoutParent = sys.svc.sessions.upsertKeys("agent:main:x", { agentId: "main", kind: "other" });
     for (const k of [...withParent, ...withoutParent]) expect(k.startsWith(`${base}:`)).toBe(true);
     expect(base).toMatch(/^\{[^}]+\}$/);
@@ -87,16 +142,34 @@ describe("sweep rotation is atomic with the session's state", () => {
     const ident = { agentId: "main", kind: "other" as const };
     const read = await sys.svc.sessions.upsert(key, ident, { sessionId: randomUUID() });
     await sys.svc.sessions.upsert(key, ident, { displayName: "touched" }, { activity: "preserve" });
-    expect(await rotateSession(sys.svc, read, { reason: "idle", archive: "caller", onlyIfUntouchedAndIdle: true })).toBeNull();
+    expect(
+      await rotateSession(sys.svc, read, { reason: "idle", archive: "caller", onlyIfUntouchedAndIdle: true }),
+    ).toBeNull();
 
     const fresh = (await sys.svc.sessions.get(key))!;
-    await sys.svc.inbox.push({ runId: randomUUID(), sessionKey: key, agentId: "main", sessionId: fresh.sessionId, text: "queued", step: "turn", provenance: "user", enqueuedAt: Date.now(), messageTs: Date.now() });
-    expect(await rotateSession(sys.svc, fresh, { reason: "idle", archive: "caller", onlyIfUntouchedAndIdle: true })).toBeNull();
+    await sys.svc.inbox.push({
+      runId: randomUUID(),
+      sessionKey: key,
+      agentId: "main",
+      sessionId: fresh.sessionId,
+      text: "queued",
+      step: "turn",
+      provenance: "user",
+      enqueuedAt: Date.now(),
+      messageTs: Date.now(),
+    });
+    expect(
+      await rotateSession(sys.svc, fresh, { reason: "idle", archive: "caller", onlyIfUntouchedAndIdle: true }),
+    ).toBeNull();
     expect((await sys.svc.sessions.get(key))!.sessionId).toBe(fresh.sessionId);
     await sys.svc.inbox.drop(key);
 
     const idle = (await sys.svc.sessions.get(key))!;
-    const rotated = await rotateSession(sys.svc, idle, { reason: "idle", archive: "caller", onlyIfUntouchedAndIdle: true });
+    const rotated = await rotateSession(sys.svc, idle, {
+      reason: "idle",
+      archive: "caller",
+      onlyIfUntouchedAndIdle: true,
+    });
     expect(rotated?.sessionId).not.toBe(idle.sessionId);
   });
 });

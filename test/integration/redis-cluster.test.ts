@@ -11,20 +11,55 @@ import { Cluster } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hasRedisCli, startPrivateCluster, type ClusterNode, type PrivateCluster } from "../helpers/redis-cluster.js";
 import { spawn } from "node:child_process";
-import { CLI, FAST_WORKERS, ROOT, startTestSystem, until, writeConfigFile, type ChildHandle, type TestSystem } from "../helpers/system.js";
+import {
+  CLI,
+  FAST_WORKERS,
+  ROOT,
+  startTestSystem,
+  until,
+  writeConfigFile,
+  type ChildHandle,
+  type TestSystem,
+} from "../helpers/system.js";
 import { conversation, getRun, readTranscript, spawnWorker, timedWait } from "../fixtures/runs-support.js";
-import { ANNOUNCE_TEXT, chat, deliveries, inbound, isInterSessionUser, scriptAgent, queuesQuiet, textOf, toolsConfig, transcript } from "../fixtures/tools-support.js";
+import {
+  ANNOUNCE_TEXT,
+  chat,
+  deliveries,
+  inbound,
+  isInterSessionUser,
+  scriptAgent,
+  queuesQuiet,
+  textOf,
+  toolsConfig,
+  transcript,
+} from "../fixtures/tools-support.js";
 
 const CLI_MISSING = !hasRedisCli();
 // Long enough for a second worker process to be running before the first one is killed.
 const SLOW_MS = 3000;
 
 /** `switchboard <args>` as a one-shot process with only `env` pointing it somewhere. */
-function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; out: string }> {
+function runCli(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; out: string }> {
   const base: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: "warn" };
-  for (const k of ["REDIS_URL", "SWITCHBOARD_URL", "SWITCHBOARD_TOKEN", "SWITCHBOARD_CONFIG", "SWITCHBOARD_PORT", "SWITCHBOARD_STATE_DIR"]) delete base[k];
+  for (const k of [
+    "REDIS_URL",
+    "SWITCHBOARD_URL",
+    "SWITCHBOARD_TOKEN",
+    "SWITCHBOARD_CONFIG",
+    "SWITCHBOARD_PORT",
+    "SWITCHBOARD_STATE_DIR",
+  ])
+    delete base[k];
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd: ROOT, env: { ...base, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [CLI, ...args], {
+      cwd: ROOT,
+      env: { ...base, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d) => (stdout += d));
@@ -83,7 +118,12 @@ describe.skipIf(CLI_MISSING)("Switchboard on a Redis Cluster (3 masters)", () =>
               [
                 {
                   when: { regex: "^ask bob (.+)", provenance: "user" },
-                  tools: [{ name: "sessions_send", args: { sessionKey: "agent:bob:main", message: "{{1}}", timeoutSeconds: 10 } }],
+                  tools: [
+                    {
+                      name: "sessions_send",
+                      args: { sessionKey: "agent:bob:main", message: "{{1}}", timeoutSeconds: 10 },
+                    },
+                  ],
                   reply: "Bob says: {{tool.0.reply}}",
                 },
                 { when: { step: "reply" }, reply: "Thanks, Bob." },
@@ -112,7 +152,14 @@ describe.skipIf(CLI_MISSING)("Switchboard on a Redis Cluster (3 masters)", () =>
         channels: { telegram: { kind: "log" } },
         agents: {
           list: [
-            scriptAgent("main", [{ when: { regex: "slow" }, delayMs: SLOW_MS, reply: "done: {{text}}" }, { delayMs: 5, reply: "re: {{text}}" }], { default: true }),
+            scriptAgent(
+              "main",
+              [
+                { when: { regex: "slow" }, delayMs: SLOW_MS, reply: "done: {{text}}" },
+                { delayMs: 5, reply: "re: {{text}}" },
+              ],
+              { default: true },
+            ),
           ],
         },
       },
@@ -155,12 +202,24 @@ describe.skipIf(CLI_MISSING)("Switchboard on a Redis Cluster (3 masters)", () =>
   });
 
   it("agent + agent.wait: send-and-wait, and an idempotency key runs once", async () => {
-    const first = await chatSys.rpc("agent", { agentId: "bob", sessionKey: "main", message: "status?", idempotencyKey: "k-1" });
-    const again = await chatSys.rpc("agent", { agentId: "bob", sessionKey: "main", message: "status?", idempotencyKey: "k-1" });
+    const first = await chatSys.rpc("agent", {
+      agentId: "bob",
+      sessionKey: "main",
+      message: "status?",
+      idempotencyKey: "k-1",
+    });
+    const again = await chatSys.rpc("agent", {
+      agentId: "bob",
+      sessionKey: "main",
+      message: "status?",
+      idempotencyKey: "k-1",
+    });
     expect(again).toMatchObject({ runId: first.runId, duplicate: true });
     const w = await chatSys.rpc("agent.wait", { runId: first.runId, timeoutMs: 10_000 });
     expect(w).toMatchObject({ status: "ok", reply: "bob: status?" });
-    const bobLines = (await transcript(chatSys, "agent:bob:main")).filter((m) => m.role === "user" && textOf(m) === "status?");
+    const bobLines = (await transcript(chatSys, "agent:bob:main")).filter(
+      (m) => m.role === "user" && textOf(m) === "status?",
+    );
     expect(bobLines).toHaveLength(1);
   });
 
@@ -182,7 +241,11 @@ describe.skipIf(CLI_MISSING)("Switchboard on a Redis Cluster (3 masters)", () =>
     const bobSteps = bob.filter(isInterSessionUser).map(textOf);
     expect(bobSteps).toEqual(["what is the plan", "Thanks, Bob.", ANNOUNCE_TEXT]);
     expect(bob.filter((m) => m.role === "assistant").map(textOf)).toEqual(
-      expect.arrayContaining(["plan for 'what is the plan': ship Friday", "You are welcome.", "Bob: I answered Alice."]),
+      expect.arrayContaining([
+        "plan for 'what is the plan': ship Friday",
+        "You are welcome.",
+        "Bob: I answered Alice.",
+      ]),
     );
   });
 
@@ -221,8 +284,14 @@ describe.skipIf(CLI_MISSING)("Switchboard on a Redis Cluster (3 masters)", () =>
     const ids = lines.filter((l) => l.type === "message").map((l) => l.id);
     expect(new Set(ids).size).toBe(ids.length);
     // One delivery per run, the re-run's included.
-    await until(async () => (await deliveries(crashSys, slow.sessionKey)).filter((d) => d.status === "delivered").length >= 2, 10_000);
-    expect((await deliveries(crashSys, slow.sessionKey)).map((d) => d.message).sort()).toEqual(["done: slow job", "re: after"]);
+    await until(
+      async () => (await deliveries(crashSys, slow.sessionKey)).filter((d) => d.status === "delivered").length >= 2,
+      10_000,
+    );
+    expect((await deliveries(crashSys, slow.sessionKey)).map((d) => d.message).sort()).toEqual([
+      "done: slow job",
+      "re: after",
+    ]);
     const { keys, redis } = crashSys.svc;
     expect(await redis.llen(keys.inbox(slow.sessionKey))).toBe(0);
     expect(await redis.llen(keys.inflight(slow.sessionKey))).toBe(0);
@@ -237,11 +306,19 @@ describe.skipIf(CLI_MISSING)("Switchboard on a Redis Cluster (3 masters)", () =>
     const env = { REDIS_URL: cluster.url, SWITCHBOARD_STATE_DIR: crashSys.config.storage.dir };
     const send = await runCli(["send", "main", "from the cli", "--wait", "15", "--json", "--config", file], env);
     expect(send.code, send.out).toBe(0);
-    expect(JSON.parse(send.stdout)).toMatchObject({ sessionKey: "agent:main:main", status: "ok", reply: "re: from the cli" });
+    expect(JSON.parse(send.stdout)).toMatchObject({
+      sessionKey: "agent:main:main",
+      status: "ok",
+      reply: "re: from the cli",
+    });
     const status = await runCli(["status", "--json", "--config", file], env);
     expect(status.code, status.out).toBe(0);
     const st = JSON.parse(status.stdout);
-    expect(st).toMatchObject({ gateway: { reachable: false }, redis: { url: cluster.url, up: true }, storage: { healthy: true } });
+    expect(st).toMatchObject({
+      gateway: { reachable: false },
+      redis: { url: cluster.url, up: true },
+      storage: { healthy: true },
+    });
     expect(st.workers).toBeGreaterThanOrEqual(1);
     expect(st.sessions.map((x: { key: string }) => x.key)).toContain("agent:main:main");
   }, 30_000);
@@ -272,7 +349,9 @@ describe.skipIf(CLI_MISSING)("Switchboard on a Redis Cluster (3 masters)", () =>
     // The process registry is shared by every prefix on purpose (it tells a process who else uses
     // this Redis; docs/concepts/deployment-identity.md): its own hash tag, its own slot.
     const isRegistry = (k: string) => k.startsWith("switchboard:{registry}:");
-    const stray = [...byNode.values()].flat().filter((k) => !isRegistry(k) && ![...homes.keys()].some((p) => k.startsWith(`{${p}}:`)));
+    const stray = [...byNode.values()]
+      .flat()
+      .filter((k) => !isRegistry(k) && ![...homes.keys()].some((p) => k.startsWith(`{${p}}:`)));
     expect(stray).toEqual([]);
     expect(byNode.get(cluster.nodes[0]!.port)!.filter((k) => !isRegistry(k))).toEqual([]);
   });

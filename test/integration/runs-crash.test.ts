@@ -6,7 +6,17 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { FAST_WORKERS, startTestSystem, until, type ChildHandle, type TestSystem } from "../helpers/system.js";
-import { conversation, expectTranscript, getRun, inbound, readTranscript, scriptConfig, spawnWorker, timedWait, waitRunning } from "../fixtures/runs-support.js";
+import {
+  conversation,
+  expectTranscript,
+  getRun,
+  inbound,
+  readTranscript,
+  scriptConfig,
+  spawnWorker,
+  timedWait,
+  waitRunning,
+} from "../fixtures/runs-support.js";
 
 // Long enough that starting a second worker process and serving another session fit inside it, also on a busy machine.
 const SLOW_MS = 6000;
@@ -36,7 +46,6 @@ async function worker(sys: TestSystem): Promise<ChildHandle> {
   cleanups.push(() => w.kill9());
   return w;
 }
-
 
 async function deliveredReplies(sys: TestSystem, sessionKey: string): Promise<string[]> {
   const r = await sys.get(`/v1/deliveries?sessionKey=${encodeURIComponent(sessionKey)}&limit=100`);

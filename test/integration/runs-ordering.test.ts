@@ -6,7 +6,16 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestSystem, type ChildHandle, type TestSystem } from "../helpers/system.js";
-import { conversation, getRun, inbound, readTranscript, scriptConfig, spawnWorker, timedWait, type RunRecordBody } from "../fixtures/runs-support.js";
+import {
+  conversation,
+  getRun,
+  inbound,
+  readTranscript,
+  scriptConfig,
+  spawnWorker,
+  timedWait,
+  type RunRecordBody,
+} from "../fixtures/runs-support.js";
 
 const SESSIONS = 20;
 const MESSAGES = 15;
@@ -86,12 +95,17 @@ describe("runs on BullMQ: ordering across worker processes", () => {
       }
       // Send order = start order, and a run of this session starts only after the previous one ended.
       for (let i = 1; i < recs.length; i++) {
-        expect(recs[i]!.startedAt!, `${msgs[i]!.text} started before ${msgs[i - 1]!.text}`).toBeGreaterThanOrEqual(recs[i - 1]!.startedAt!);
-        expect(recs[i - 1]!.endedAt!, `${msgs[i - 1]!.text} overlaps ${msgs[i]!.text}`).toBeLessThanOrEqual(recs[i]!.startedAt!);
+        expect(recs[i]!.startedAt!, `${msgs[i]!.text} started before ${msgs[i - 1]!.text}`).toBeGreaterThanOrEqual(
+          recs[i - 1]!.startedAt!,
+        );
+        expect(recs[i - 1]!.endedAt!, `${msgs[i - 1]!.text} overlaps ${msgs[i]!.text}`).toBeLessThanOrEqual(
+          recs[i]!.startedAt!,
+        );
       }
       // And sorted by start time, no two runs of the session overlap (independent of send order).
       const byStart = [...recs].sort((a, b) => a.startedAt! - b.startedAt!);
-      for (let i = 1; i < byStart.length; i++) expect(byStart[i - 1]!.endedAt!).toBeLessThanOrEqual(byStart[i]!.startedAt!);
+      for (let i = 1; i < byStart.length; i++)
+        expect(byStart[i - 1]!.endedAt!).toBeLessThanOrEqual(byStart[i]!.startedAt!);
 
       // The transcript: each user line once, in send order, each followed by its one reply.
       const expected = msgs.flatMap((m) => [

@@ -8,7 +8,13 @@ beforeAll(async () => {
     agents: {
       list: [
         { id: "main", runtime: { kind: "echo" } },
-        { id: "bob", runtime: { kind: "script", rules: [{ when: { contains: "doomed" }, delayMs: 1500, fail: "boom" }, { reply: "bob: {{text}}" }] } },
+        {
+          id: "bob",
+          runtime: {
+            kind: "script",
+            rules: [{ when: { contains: "doomed" }, delayMs: 1500, fail: "boom" }, { reply: "bob: {{text}}" }],
+          },
+        },
       ],
     },
   });
@@ -20,11 +26,18 @@ afterAll(async () => {
 describe("nothing is stranded", () => {
   it("a sessions_send whose run fails after the caller stopped waiting still tells the requester", async () => {
     await sys.rpc("agent", { sessionKey: "main", message: "hello" }); // the requester session exists
-    const res = await sys.post("/v1/tools/sessions_send", { sessionKey: "agent:main:main", args: { sessionKey: "agent:bob:main", message: "doomed request", timeoutSeconds: 1 } });
+    const res = await sys.post("/v1/tools/sessions_send", {
+      sessionKey: "agent:main:main",
+      args: { sessionKey: "agent:bob:main", message: "doomed request", timeoutSeconds: 1 },
+    });
     expect(res.body).toMatchObject({ status: "timeout" });
     const history = await until(async () => {
       const h = await sys.rpc("chat.history", { sessionKey: "main" });
-      return h.messages.some((m: { content: unknown }) => JSON.stringify(m.content).includes("ended with status error: boom")) ? h : null;
+      return h.messages.some((m: { content: unknown }) =>
+        JSON.stringify(m.content).includes("ended with status error: boom"),
+      )
+        ? h
+        : null;
     }, 10_000);
     expect(history.messages.length).toBeGreaterThan(2);
     // The failed step ended the flow: no announce ran in bob's session.
@@ -45,7 +58,17 @@ describe("nothing is stranded", () => {
       return r.acquired ? r : null;
     }, 10_000);
     const runId = "00000000-0000-4000-a000-000000000001";
-    await sys.svc.inbox.push({ runId, sessionKey: key, agentId: "main", sessionId: entry.sessionId, text: "stranded", step: "turn", provenance: "user", messageTs: Date.now(), enqueuedAt: Date.now() });
+    await sys.svc.inbox.push({
+      runId,
+      sessionKey: key,
+      agentId: "main",
+      sessionId: entry.sessionId,
+      text: "stranded",
+      step: "turn",
+      provenance: "user",
+      messageTs: Date.now(),
+      enqueuedAt: Date.now(),
+    });
     const job = await sys.svc.queues.runs.add("drain", { sessionKey: key, leaseWaits: 1_000_000 }, { attempts: 1 });
     await until(async () => (await job.getState()) === "failed", 10_000);
     expect((await sys.svc.runs.get(runId))?.status).toBe("queued");

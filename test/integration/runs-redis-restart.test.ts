@@ -10,7 +10,15 @@ import { startPrivateRedis, type PrivateRedis } from "../helpers/redis-server.js
 import { startPeer, startTestSystem, type TestSystem } from "../helpers/system.js";
 import { pace, quietPeriod, settle } from "../helpers/settle.js";
 import { waitRunning } from "../helpers/api.js";
-import { conversation, getRun, inbound, readTranscript, readyz, scriptConfig, timedWait } from "../fixtures/runs-support.js";
+import {
+  conversation,
+  getRun,
+  inbound,
+  readTranscript,
+  readyz,
+  scriptConfig,
+  timedWait,
+} from "../fixtures/runs-support.js";
 
 const SLOW_MS = 2500;
 
@@ -43,7 +51,11 @@ afterAll(async () => {
   // Redis must be up for a clean close (BullMQ's close hangs on an unreachable Redis, bullmq#4656);
   // every step is time-boxed so a failed test cannot also hang the hook. Start it only if the test
   // left it stopped: a second start would lose track of the running server (and leak it).
-  if (redisDown) await within(redis.start().catch(() => {}), 10_000);
+  if (redisDown)
+    await within(
+      redis.start().catch(() => {}),
+      10_000,
+    );
   await within(Promise.allSettled([peer?.close(), sys?.close()]), 15_000);
   await redis?.cleanup();
 }, 40_000);
@@ -75,7 +87,11 @@ describe("runs on BullMQ: Redis restart", () => {
     await redis.stop();
     const stoppedAt = Date.now();
     // While Redis is down the gateway answers 503, promptly (not by hanging the probe).
-    await settle(async () => (await readyz(peer.url, 3000)) === 503, { what: "the gateway answering /readyz 503 with Redis down", timeoutMs: 10_000, stepMs: 100 });
+    await settle(async () => (await readyz(peer.url, 3000)) === 503, {
+      what: "the gateway answering /readyz 503 with Redis down",
+      timeoutMs: 10_000,
+      stepMs: 100,
+    });
     expect(Date.now() - stoppedAt).toBeLessThan(5000);
     await quietPeriod(1000, "the gateway does not claim readiness again while Redis is still down");
     expect(await readyz(peer.url, 3000)).toBe(503);
@@ -85,7 +101,11 @@ describe("runs on BullMQ: Redis restart", () => {
 
     await redis.start();
     redisDown = false;
-    await settle(async () => (await readyz(sys.url, 3000)) === 200 && (await readyz(peer.url, 3000)) === 200, { what: "both gateways ready again after Redis is back", timeoutMs: 15_000, stepMs: 100 });
+    await settle(async () => (await readyz(sys.url, 3000)) === 200 && (await readyz(peer.url, 3000)) === 200, {
+      what: "both gateways ready again after Redis is back",
+      timeoutMs: 15_000,
+      stepMs: 100,
+    });
 
     // The run that was in flight finished once and its waiter (subscribed before the outage) got it.
     const { result: slowResult } = await slowWait;
@@ -111,7 +131,10 @@ describe("runs on BullMQ: Redis restart", () => {
     expect(await getRun(sys, second.runId)).toMatchObject({ status: "ok", attempts: 1 });
     // And through the gateway-only process too.
     const third = await inbound(peer, "dave", "after-peer");
-    expect((await timedWait(peer, third.runId, 20_000)).result).toMatchObject({ status: "ok", reply: "re: after-peer" });
+    expect((await timedWait(peer, third.runId, 20_000)).result).toMatchObject({
+      status: "ok",
+      reply: "re: after-peer",
+    });
     expect(conversation(readTranscript(sys.config, first.sessionId))).toEqual([
       { role: "user", text: "before" },
       { role: "assistant", text: "re: before" },

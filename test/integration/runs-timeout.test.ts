@@ -4,7 +4,17 @@ import { startTestSystem, type TestSystem } from "../helpers/system.js";
 let sys: TestSystem;
 beforeAll(async () => {
   sys = await startTestSystem({
-    agents: { list: [{ id: "main", runtime: { kind: "script", rules: [{ when: { contains: "slow" }, delayMs: 5000, reply: "too late" }, { reply: "quick: {{text}}" }] } }] },
+    agents: {
+      list: [
+        {
+          id: "main",
+          runtime: {
+            kind: "script",
+            rules: [{ when: { contains: "slow" }, delayMs: 5000, reply: "too late" }, { reply: "quick: {{text}}" }],
+          },
+        },
+      ],
+    },
   });
 });
 afterAll(async () => {
@@ -30,6 +40,9 @@ describe("runTimeoutSeconds aborts a run", () => {
     expect(JSON.stringify(history.messages)).not.toContain("too late");
 
     const next = await sys.rpc("agent", { sessionKey: "main", message: "next" });
-    expect(await sys.rpc("agent.wait", { runId: next.runId, timeoutMs: 10_000 })).toMatchObject({ status: "ok", reply: "quick: next" });
+    expect(await sys.rpc("agent.wait", { runId: next.runId, timeoutMs: 10_000 })).toMatchObject({
+      status: "ok",
+      reply: "quick: next",
+    });
   });
 });

@@ -34,17 +34,28 @@ describe("session.maintenance", () => {
     await seed(sys, "agent:main:old2", now - 3 * DAY);
     for (let i = 1; i <= 4; i++) await seed(sys, `agent:main:n${i}`, now - (10 - i) * 60_000);
     const oldSid = (await sys.svc.sessions.get("agent:main:old1"))!.sessionId;
-    await sys.svc.transcripts.append("main", oldSid, [{ type: "message", id: "x1", timestamp: new Date().toISOString(), message: { role: "user", content: "old" } }]);
+    await sys.svc.transcripts.append("main", oldSid, [
+      { type: "message", id: "x1", timestamp: new Date().toISOString(), message: { role: "user", content: "old" } },
+    ]);
 
     const schedulers = await sys.svc.queues.maintenance.getJobSchedulers();
     expect(schedulers.map((s) => s.key)).toContain("session-prune");
 
     const dry = await sys.rpc("sessions.cleanup", {});
-    expect(dry).toEqual({ dryRun: true, pruned: ["agent:main:old1", "agent:main:old2"], capped: ["agent:main:n1"], busy: [] });
+    expect(dry).toEqual({
+      dryRun: true,
+      pruned: ["agent:main:old1", "agent:main:old2"],
+      capped: ["agent:main:n1"],
+      busy: [],
+    });
     expect(await sys.svc.sessions.get("agent:main:old1")).not.toBeNull();
 
     const done = await sys.rpc("sessions.cleanup", { dryRun: false });
-    expect(done).toMatchObject({ dryRun: false, pruned: ["agent:main:old1", "agent:main:old2"], capped: ["agent:main:n1"] });
+    expect(done).toMatchObject({
+      dryRun: false,
+      pruned: ["agent:main:old1", "agent:main:old2"],
+      capped: ["agent:main:n1"],
+    });
     for (const k of ["old1", "old2", "n1"]) expect(await sys.svc.sessions.get(`agent:main:${k}`)).toBeNull();
     for (const k of ["n2", "n3", "n4"]) expect(await sys.svc.sessions.get(`agent:main:${k}`)).not.toBeNull();
     const dir = join(sys.config.storage.dir, "agents", "main", "sessions");

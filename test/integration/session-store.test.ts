@@ -27,8 +27,18 @@ afterAll(async () => {
 describe("SessionStore entries", () => {
   it("creates, merges and deletes fields; nested objects merge one level", async () => {
     const k = "agent:main:merge";
-    await store.upsert(k, OTHER, { sessionId: "sid-merge", displayName: "A", deliveryContext: { channel: "telegram", to: "1" } }, { now: 1000 });
-    const e = await store.upsert(k, OTHER, { displayName: null, deliveryContext: { to: "2", threadId: "9" } }, { now: 2000 });
+    await store.upsert(
+      k,
+      OTHER,
+      { sessionId: "sid-merge", displayName: "A", deliveryContext: { channel: "telegram", to: "1" } },
+      { now: 1000 },
+    );
+    const e = await store.upsert(
+      k,
+      OTHER,
+      { displayName: null, deliveryContext: { to: "2", threadId: "9" } },
+      { now: 2000 },
+    );
     expect(e.displayName).toBeUndefined();
     expect(e.deliveryContext).toEqual({ channel: "telegram", to: "2", threadId: "9" });
     expect(e.rev).toBe(2);
@@ -41,20 +51,28 @@ describe("SessionStore entries", () => {
     const k = "agent:main:clock";
     await store.upsert(k, OTHER, { sessionId: "sid-clock", updatedAt: 5000 }, { now: 5000 });
     expect((await store.upsert(k, OTHER, { updatedAt: 3000 }, { now: 3000 })).updatedAt).toBe(5000);
-    expect((await store.upsert(k, OTHER, { displayName: "x" }, { now: 9000, activity: "preserve" })).updatedAt).toBe(5000);
+    expect((await store.upsert(k, OTHER, { displayName: "x" }, { now: 9000, activity: "preserve" })).updatedAt).toBe(
+      5000,
+    );
     expect((await store.upsert(k, OTHER, {}, { now: 7000 })).updatedAt).toBe(7000);
   });
 
   it("create / update modes and a missing sessionId are typed errors", async () => {
     await expect(store.upsert("agent:main:nosid", OTHER, {})).rejects.toThrow(/needs a sessionId/);
-    await expect(store.upsert("agent:main:absent", OTHER, { displayName: "x" }, { mode: "update" })).rejects.toBeInstanceOf(SessionNotFoundError);
+    await expect(
+      store.upsert("agent:main:absent", OTHER, { displayName: "x" }, { mode: "update" }),
+    ).rejects.toBeInstanceOf(SessionNotFoundError);
     await store.upsert("agent:main:once", OTHER, { sessionId: "sid-once" }, { mode: "create" });
-    await expect(store.upsert("agent:main:once", OTHER, { sessionId: "sid-once" }, { mode: "create" })).rejects.toMatchObject({ code: "session_exists" });
+    await expect(
+      store.upsert("agent:main:once", OTHER, { sessionId: "sid-once" }, { mode: "create" }),
+    ).rejects.toMatchObject({ code: "session_exists" });
   });
 
   it("labels are unique per agent and follow renames", async () => {
     await store.upsert("agent:main:l1", OTHER, { sessionId: "sid-l1", label: "alpha" });
-    await expect(store.upsert("agent:main:l2", OTHER, { sessionId: "sid-l2", label: "alpha" })).rejects.toBeInstanceOf(LabelConflictError);
+    await expect(store.upsert("agent:main:l2", OTHER, { sessionId: "sid-l2", label: "alpha" })).rejects.toBeInstanceOf(
+      LabelConflictError,
+    );
     // The failed write changed nothing.
     expect(await store.get("agent:main:l2")).toBeNull();
     await store.upsert("agent:main:l1", OTHER, { label: "beta" });
@@ -69,7 +87,9 @@ describe("SessionStore entries", () => {
     await store.upsert(parent, MAIN, { sessionId: "sid-parent" });
     await store.upsert("agent:main:subagent:c1", OTHER, { sessionId: "sid-c1", spawnedBy: parent, spawnDepth: 1 });
     await store.upsert("agent:main:subagent:c2", OTHER, { sessionId: "sid-c2", spawnedBy: parent, spawnDepth: 1 });
-    await expect(store.upsert("agent:main:subagent:c1", OTHER, { spawnedBy: "agent:main:other" })).rejects.toMatchObject({
+    await expect(
+      store.upsert("agent:main:subagent:c1", OTHER, { spawnedBy: "agent:main:other" }),
+    ).rejects.toMatchObject({
       code: "lineage_immutable",
     });
     expect((await store.childKeys(parent)).sort()).toEqual(["agent:main:subagent:c1", "agent:main:subagent:c2"]);
@@ -89,7 +109,12 @@ describe("SessionStore entries", () => {
 
   it("delete removes the entry from every index", async () => {
     const k = "agent:main:subagent:gone";
-    await store.upsert(k, OTHER, { sessionId: "sid-gone", label: "gone", spawnedBy: "agent:main:main" }, { staleAt: 10 });
+    await store.upsert(
+      k,
+      OTHER,
+      { sessionId: "sid-gone", label: "gone", spawnedBy: "agent:main:main" },
+      { staleAt: 10 },
+    );
     const old = await store.delete(k, "main", "other");
     expect(old?.sessionId).toBe("sid-gone");
     expect(await store.get(k)).toBeNull();
@@ -110,9 +135,19 @@ describe("SessionStore listing from indexes", () => {
     for (let i = 0; i < 30; i++) {
       const agent = i % 3 === 0 ? "ops" : "main";
       const kind = i % 5 === 0 ? "group" : "other";
-      await s2.upsert(`agent:${agent}:k${i}`, { agentId: agent, kind }, { sessionId: `sid-${i}`, updatedAt: now + i * 60_000, displayName: `Session ${i}` }, { now: 0 });
+      await s2.upsert(
+        `agent:${agent}:k${i}`,
+        { agentId: agent, kind },
+        { sessionId: `sid-${i}`, updatedAt: now + i * 60_000, displayName: `Session ${i}` },
+        { now: 0 },
+      );
     }
-    await s2.upsert("global", { agentId: "main", kind: "main" }, { sessionId: "sid-global", updatedAt: now + 99 * 60_000 }, { now: 0 });
+    await s2.upsert(
+      "global",
+      { agentId: "main", kind: "main" },
+      { sessionId: "sid-global", updatedAt: now + 99 * 60_000 },
+      { now: 0 },
+    );
   });
   afterAll(async () => {
     const keys = await redis.keys(`{${p2}}:*`);
@@ -121,7 +156,13 @@ describe("SessionStore listing from indexes", () => {
 
   it("newest first, limited, reserved keys hidden", async () => {
     const rows = await s2.list({ limit: 5, now: 1_000_000_000 + 30 * 60_000 });
-    expect(rows.map((r) => r.key)).toEqual(["agent:main:k29", "agent:main:k28", "agent:ops:k27", "agent:main:k26", "agent:main:k25"]);
+    expect(rows.map((r) => r.key)).toEqual([
+      "agent:main:k29",
+      "agent:main:k28",
+      "agent:ops:k27",
+      "agent:main:k26",
+      "agent:main:k25",
+    ]);
     expect((await s2.list({ limit: 100, includeReserved: true }))[0]?.key).toBe("global");
   });
 
@@ -130,9 +171,24 @@ describe("SessionStore listing from indexes", () => {
     expect((await s2.list({ agentId: "ops", limit: 100 })).every((r) => r.agentId === "ops")).toBe(true);
     expect((await s2.list({ agentId: "ops", limit: 100 })).length).toBe(10);
     const groups = await s2.list({ kinds: ["group"], limit: 100 });
-    expect(groups.map((g) => g.key)).toEqual(["agent:main:k25", "agent:main:k20", "agent:ops:k15", "agent:main:k10", "agent:main:k5", "agent:ops:k0"]);
-    expect((await s2.list({ kinds: ["group"], agentId: "ops", limit: 100 })).map((g) => g.key)).toEqual(["agent:ops:k15", "agent:ops:k0"]);
-    expect((await s2.list({ activeMinutes: 3, now, limit: 100 })).map((r) => r.key)).toEqual(["agent:main:k29", "agent:main:k28", "agent:ops:k27", "agent:main:k26"]);
+    expect(groups.map((g) => g.key)).toEqual([
+      "agent:main:k25",
+      "agent:main:k20",
+      "agent:ops:k15",
+      "agent:main:k10",
+      "agent:main:k5",
+      "agent:ops:k0",
+    ]);
+    expect((await s2.list({ kinds: ["group"], agentId: "ops", limit: 100 })).map((g) => g.key)).toEqual([
+      "agent:ops:k15",
+      "agent:ops:k0",
+    ]);
+    expect((await s2.list({ activeMinutes: 3, now, limit: 100 })).map((r) => r.key)).toEqual([
+      "agent:main:k29",
+      "agent:main:k28",
+      "agent:ops:k27",
+      "agent:main:k26",
+    ]);
     expect((await s2.list({ search: "SESSION 1", limit: 100 })).length).toBe(11); // 1, 10-19
   });
 
@@ -152,7 +208,9 @@ describe("SessionStore under real concurrency", () => {
     const stores = clients.map((c) => new SessionStore(c, prefix));
     await Promise.all(
       stores.flatMap((s, w) =>
-        Array.from({ length: 50 }, (_, i) => s.upsert(k, OTHER, { sessionId: "sid-hot", [`w${w}`]: i } as never, { increment: { inputTokens: 2 } })),
+        Array.from({ length: 50 }, (_, i) =>
+          s.upsert(k, OTHER, { sessionId: "sid-hot", [`w${w}`]: i } as never, { increment: { inputTokens: 2 } }),
+        ),
       ),
     );
     const e = (await store.get(k)) as unknown as Record<string, number>;
@@ -167,16 +225,24 @@ describe("SessionStore under real concurrency", () => {
     const procs = 4;
     const iterations = 150;
     await Promise.all(
-      Array.from({ length: procs }, (_, idx) =>
-        new Promise<void>((resolve, reject) => {
-          const child = spawn(process.execPath, ["test/fixtures/store-writer.mjs", testRedisUrl(), prefix, key, String(idx), String(iterations)], {
-            cwd: root,
-            stdio: ["ignore", "ignore", "pipe"],
-          });
-          let err = "";
-          child.stderr.on("data", (d) => (err += d));
-          child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`writer ${idx} exited ${code}: ${err}`))));
-        }),
+      Array.from(
+        { length: procs },
+        (_, idx) =>
+          new Promise<void>((resolve, reject) => {
+            const child = spawn(
+              process.execPath,
+              ["test/fixtures/store-writer.mjs", testRedisUrl(), prefix, key, String(idx), String(iterations)],
+              {
+                cwd: root,
+                stdio: ["ignore", "ignore", "pipe"],
+              },
+            );
+            let err = "";
+            child.stderr.on("data", (d) => (err += d));
+            child.on("exit", (code) =>
+              code === 0 ? resolve() : reject(new Error(`writer ${idx} exited ${code}: ${err}`)),
+            );
+          }),
       ),
     );
     const e = (await store.get(key)) as unknown as Record<string, number>;
@@ -193,10 +259,14 @@ describe("SessionStore under real concurrency", () => {
 
   it("concurrent label claims: exactly one wins", async () => {
     const results = await Promise.allSettled(
-      Array.from({ length: 10 }, (_, i) => store.upsert(`agent:main:claim${i}`, OTHER, { sessionId: `sid-claim${i}`, label: "the-one" })),
+      Array.from({ length: 10 }, (_, i) =>
+        store.upsert(`agent:main:claim${i}`, OTHER, { sessionId: `sid-claim${i}`, label: "the-one" }),
+      ),
     );
     expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
     const losers = results.filter((r): r is PromiseRejectedResult => r.status === "rejected");
-    expect(losers.every((l) => l.reason instanceof LabelConflictError && l.reason instanceof SwitchboardError)).toBe(true);
+    expect(losers.every((l) => l.reason instanceof LabelConflictError && l.reason instanceof SwitchboardError)).toBe(
+      true,
+    );
   });
 });

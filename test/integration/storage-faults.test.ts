@@ -8,7 +8,17 @@
  *
  * Needs root (mount, setuid); as a non-root user the unwritable-directory case runs in-process.
  */
-import { chmodSync, chownSync, mkdirSync, readdirSync, readFileSync, rmSync, statfsSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statfsSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
@@ -145,14 +155,22 @@ describe.skipIf(!isRoot)("storage faults (root: tmpfs and a non-root worker)", (
   it("a directory made unwritable for a worker that is not root: nothing acknowledged is lost", async () => {
     const { dir: storage } = tempDir("sb-perm");
     cleanups.push(() => rmSync(storage, { recursive: true, force: true }));
-    const sys = await startTestSystem(scriptConfig(RULES, { storage: { dir: storage, faultRetryMaxDelayMs: 400 } }), { gateway: true, workers: false });
+    const sys = await startTestSystem(scriptConfig(RULES, { storage: { dir: storage, faultRetryMaxDelayMs: 400 } }), {
+      gateway: true,
+      workers: false,
+    });
     cleanups.push(() => sys.close());
     chownTree(storage, NOBODY);
     chmodSync(storage, 0o755);
     const cfgFile = writeConfigFile(sys.config);
     chmodSync(join(cfgFile, ".."), 0o755);
     chmodSync(cfgFile, 0o644);
-    const worker = await spawnSwitchboard(["worker", "--config", cfgFile], { REDIS_URL: sys.config.redis.url, SWITCHBOARD_STATE_DIR: storage, HOME: storage }, 20_000, { uid: NOBODY, gid: NOBODY });
+    const worker = await spawnSwitchboard(
+      ["worker", "--config", cfgFile],
+      { REDIS_URL: sys.config.redis.url, SWITCHBOARD_STATE_DIR: storage, HOME: storage },
+      20_000,
+      { uid: NOBODY, gid: NOBODY },
+    );
     cleanups.push(() => worker.kill9());
 
     const first = await inbound(sys, "locked", "locked hello");
@@ -175,7 +193,8 @@ describe.skipIf(!isRoot)("storage faults (root: tmpfs and a non-root worker)", (
     expect(waited.error).toMatch(/EACCES/);
 
     chmodTree(storage, 0o644, 0o755);
-    for (const id of [...runIds, newcomer.runId]) expect((await sys.rpc("agent.wait", { runId: id, timeoutMs: 20_000 })).status).toBe("ok");
+    for (const id of [...runIds, newcomer.runId])
+      expect((await sys.rpc("agent.wait", { runId: id, timeoutMs: 20_000 })).status).toBe("ok");
     expectWholeTranscript(sys, first.sessionId, texts);
     expectWholeTranscript(sys, newcomer.sessionId, ["newcomer hello"]);
     await until(async () => (await readyz(sys.url)) === 200, 10_000);
@@ -183,7 +202,9 @@ describe.skipIf(!isRoot)("storage faults (root: tmpfs and a non-root worker)", (
 
   it("past the deadline a run fails with the reason, its message is a dead letter, and it replays once storage is back", async () => {
     const disk = smallDisk();
-    const sys = await startTestSystem(scriptConfig(RULES, { storage: { dir: disk, faultRetryMaxDelayMs: 200, faultDeadlineMinutes: 0.02 } }));
+    const sys = await startTestSystem(
+      scriptConfig(RULES, { storage: { dir: disk, faultRetryMaxDelayMs: 200, faultDeadlineMinutes: 0.02 } }),
+    );
     cleanups.push(() => sys.close());
     const first = await inbound(sys, "late", "late hello");
     await sys.rpc("agent.wait", { runId: first.runId, timeoutMs: 10_000 });
@@ -200,9 +221,14 @@ describe.skipIf(!isRoot)("storage faults (root: tmpfs and a non-root worker)", (
     free();
     const replay = await sys.rpc("deadletters.replay", { all: true });
     expect(replay.count).toBe(1);
-    expect(await sys.rpc("agent.wait", { runId: replay.replayed[0].replayedAs, timeoutMs: 15_000 })).toMatchObject({ status: "ok", reply: `re: late keep me${PAD}` });
+    expect(await sys.rpc("agent.wait", { runId: replay.replayed[0].replayedAs, timeoutMs: 15_000 })).toMatchObject({
+      status: "ok",
+      reply: `re: late keep me${PAD}`,
+    });
     expect((await sys.rpc("deadletters.list")).count).toBe(0);
-    const conv = readTranscript(sys.config, first.sessionId).filter((l) => l.message).map((l) => textOf(l.message));
+    const conv = readTranscript(sys.config, first.sessionId)
+      .filter((l) => l.message)
+      .map((l) => textOf(l.message));
     expect(conv.filter((t) => t === `late keep me${PAD}`)).toHaveLength(1);
     expect(conv.at(-1)).toBe(`re: late keep me${PAD}`);
   }, 60_000);
@@ -213,7 +239,11 @@ describe.skipIf(!isRoot)("storage faults: what a parked turn keeps", () => {
     const disk = smallDisk();
     const secret = "sk-proj-abcdefghijklmnopqrstuvwx123456";
     const rules = [
-      { when: { contains: "look it up" }, tools: [{ name: "sessions_list", args: { search: secret } }], reply: "looked{{text}}" },
+      {
+        when: { contains: "look it up" },
+        tools: [{ name: "sessions_list", args: { search: secret } }],
+        reply: "looked{{text}}",
+      },
       ...RULES,
     ];
     const sys = await startTestSystem(scriptConfig(rules, { storage: { dir: disk, faultRetryMaxDelayMs: 300 } }));
@@ -223,11 +253,17 @@ describe.skipIf(!isRoot)("storage faults: what a parked turn keeps", () => {
     const free = fillDisk(disk);
     const parked = await inbound(sys, "sec", `look it up${PAD}`);
     // Parked after its runtime ran: the outcome is on the record, the secret is not.
-    const saved = await until(async () => (await sys.svc.redis.hget(sys.svc.keys.run(parked.runId), "resultOutput")) ?? false, 10_000);
+    const saved = await until(
+      async () => (await sys.svc.redis.hget(sys.svc.keys.run(parked.runId), "resultOutput")) ?? false,
+      10_000,
+    );
     expect(saved).toContain("sessions_list");
     expect(saved).not.toContain(secret);
     free();
-    expect(await sys.rpc("agent.wait", { runId: parked.runId, timeoutMs: 20_000 })).toMatchObject({ status: "ok", reply: `lookedlook it up${PAD}` });
+    expect(await sys.rpc("agent.wait", { runId: parked.runId, timeoutMs: 20_000 })).toMatchObject({
+      status: "ok",
+      reply: `lookedlook it up${PAD}`,
+    });
     const raw = readFileSync(join(disk, "agents", "main", "sessions", `${first.sessionId}.jsonl`), "utf8");
     expect(raw).not.toContain(secret);
     expect(raw.split("\n").filter((l) => l.includes(`"${parked.runId}:a"`))).toHaveLength(1);

@@ -72,12 +72,23 @@ describe("an announce that exhausts its retries", () => {
 
   it("lands in the failed set (Bull Board), shows `announce failed` in subagents list, and nothing twice", async () => {
     // A requester whose route is the failing webhook (its first reply is NO_REPLY: nothing posted).
-    const r = await sys.post("/v1/inbound", { channel: "hook", chatType: "group", from: "9", groupId: "g9", text: "hello", agentId: "main" });
+    const r = await sys.post("/v1/inbound", {
+      channel: "hook",
+      chatType: "group",
+      from: "9",
+      groupId: "g9",
+      text: "hello",
+      agentId: "main",
+    });
     expect(r.status).toBe(202);
     const requester = r.body.sessionKey as string;
     await sys.rpc("agent.wait", { runId: r.body.runId, timeoutMs: 10_000 });
 
-    const spawn = await tool(sys, "sessions_spawn", requester, { task: "look up the tides", label: "tides", cleanup: "delete" });
+    const spawn = await tool(sys, "sessions_spawn", requester, {
+      task: "look up the tides",
+      label: "tides",
+      cleanup: "delete",
+    });
     expect(spawn.status).toBe("accepted");
     const run = await announced(sys, spawn.runId);
     expect(run).toMatchObject({ status: "ok", announce: "failed", frozenResult: "the tide is low at noon" });
@@ -95,26 +106,45 @@ describe("an announce that exhausts its retries", () => {
     // …which is what Bull Board lists under the queue's failed jobs.
     const board = await sys.get(`/admin/queues/api/queues?activeQueue=announce&status=failed&page=1&jobsPerPage=50`);
     expect(board.status).toBe(200);
-    const announceQueue = (board.body.queues as { name: string; counts: Record<string, number>; jobs: { id: string; failedReason?: string }[] }[]).find((q) => q.name === "announce")!;
+    const announceQueue = (
+      board.body.queues as {
+        name: string;
+        counts: Record<string, number>;
+        jobs: { id: string; failedReason?: string }[];
+      }[]
+    ).find((q) => q.name === "announce")!;
     expect(announceQueue.counts.failed).toBeGreaterThanOrEqual(1);
     expect(announceQueue.jobs.find((j) => j.id === jobId)?.failedReason).toContain("webhook answered 503");
 
     // subagents list shows it, with the error; the run stays listed.
     const list = await tool(sys, "subagents", requester, { action: "list" });
     const item = [...list.active, ...list.recent].find((i: { runId: string }) => i.runId === spawn.runId);
-    expect(item).toMatchObject({ status: "ok", announce: "failed", announceError: expect.stringContaining("webhook answered 503") });
+    expect(item).toMatchObject({
+      status: "ok",
+      announce: "failed",
+      announceError: expect.stringContaining("webhook answered 503"),
+    });
     expect(list.text).toContain(`[ok, announce failed] ${spawn.childSessionKey}`);
 
     // The delivery record: failed after one try per attempt, never delivered.
-    const posts = (await sys.get(`/v1/deliveries?sessionKey=${encodeURIComponent(requester)}`)).body.deliveries.filter((d: { kind: string }) => d.kind === "subagent_announce");
+    const posts = (await sys.get(`/v1/deliveries?sessionKey=${encodeURIComponent(requester)}`)).body.deliveries.filter(
+      (d: { kind: string }) => d.kind === "subagent_announce",
+    );
     expect(posts).toHaveLength(1);
-    expect(posts[0]).toMatchObject({ id: `subagent-announce-${spawn.runId}`, status: "failed", attempts: ATTEMPTS, channel: "hook" });
+    expect(posts[0]).toMatchObject({
+      id: `subagent-announce-${spawn.runId}`,
+      status: "failed",
+      attempts: ATTEMPTS,
+      channel: "hook",
+    });
 
     await queuesQuiet(sys);
     // The webhook saw exactly one POST per attempt, all the same message with the same
     // idempotency key, and nothing else (the requester's replies were NO_REPLY).
     expect(hook.posts).toHaveLength(ATTEMPTS);
-    expect(new Set(hook.posts.map((p) => p.headers["idempotency-key"]))).toEqual(new Set([`subagent-announce-${spawn.runId}`]));
+    expect(new Set(hook.posts.map((p) => p.headers["idempotency-key"]))).toEqual(
+      new Set([`subagent-announce-${spawn.runId}`]),
+    );
     expect(new Set(hook.posts.map((p) => p.body.message)).size).toBe(1);
     expect(hook.posts[0]!.body.message).toContain('Sub-agent "tides" completed successfully.');
 

@@ -29,8 +29,19 @@ async function deployment(): Promise<TestSystem> {
               // Completion turns first (their text quotes the task): quick b's hangs, the rest are silent.
               { when: { contains: 'Sub-agent "quick b"' }, delayMs: 20_000, reply: "NO_REPLY" },
               { when: { contains: COMPLETION }, reply: "NO_REPLY" },
-              { when: { contains: "fan out" }, tools: [{ name: "sessions_spawn", args: { task: "hang a" } }, { name: "sessions_spawn", args: { task: "quick b" } }], reply: "fanned" },
-              { when: { contains: "orchestrate" }, tools: [{ name: "sessions_spawn", args: { task: "fan out" } }], reply: "orchestrating" },
+              {
+                when: { contains: "fan out" },
+                tools: [
+                  { name: "sessions_spawn", args: { task: "hang a" } },
+                  { name: "sessions_spawn", args: { task: "quick b" } },
+                ],
+                reply: "fanned",
+              },
+              {
+                when: { contains: "orchestrate" },
+                tools: [{ name: "sessions_spawn", args: { task: "fan out" } }],
+                reply: "orchestrating",
+              },
               { when: { contains: "hang a" }, delayMs: 20_000, reply: "never" },
               { when: { contains: "Subagent Task" }, delayMs: 200, reply: "child result {{runId}}" },
               { reply: "main: {{text}}" },
@@ -60,7 +71,9 @@ async function startRequester(sys: TestSystem): Promise<void> {
 async function expectAnnouncedOnce(sys: TestSystem, childKey: string): Promise<void> {
   await queuesQuiet(sys, 300, 30_000);
   expect((await announceDeliveries(sys, MAIN)).filter((d) => d.message.includes(childKey))).toHaveLength(1);
-  expect((await completionTurns(sys, MAIN)).filter((m) => JSON.stringify(m.content).includes(childKey))).toHaveLength(1);
+  expect((await completionTurns(sys, MAIN)).filter((m) => JSON.stringify(m.content).includes(childKey))).toHaveLength(
+    1,
+  );
 }
 
 describe("sub-agents: crashes and cross-process kills", () => {
@@ -106,7 +119,9 @@ describe("sub-agents: crashes and cross-process kills", () => {
     const fanRun = await announced(sys, (await registry(sys).currentRunOf(fanKey!))!, 20_000);
     const grandKeys = await sys.svc.sessions.childKeys(fanKey!);
     expect(grandKeys).toHaveLength(2);
-    const runsOf = await Promise.all(grandKeys.map(async (k) => (await registry(sys).get((await registry(sys).currentRunOf(k))!))!));
+    const runsOf = await Promise.all(
+      grandKeys.map(async (k) => (await registry(sys).get((await registry(sys).currentRunOf(k))!))!),
+    );
     const hanging = runsOf.find((r) => r.task === "hang a")!;
     await until(async () => (await sys.get(`/v1/runs/${hanging.runId}`)).body.status === "running", 15_000);
     const completion = await until(async () => {

@@ -7,7 +7,16 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestSystem, until, type TestSystem } from "../helpers/system.js";
 import { readFile } from "node:fs/promises";
-import { chat, deliveries, scriptAgent, queuesQuiet, tool, toolsConfig, transcript, textOf } from "../fixtures/tools-support.js";
+import {
+  chat,
+  deliveries,
+  scriptAgent,
+  queuesQuiet,
+  tool,
+  toolsConfig,
+  transcript,
+  textOf,
+} from "../fixtures/tools-support.js";
 import { announceDeliveries, announced, completionTurns, COMPLETION, registry } from "../fixtures/subagents-support.js";
 
 const BOSS = "agent:boss:main";
@@ -26,11 +35,23 @@ describe("orchestrators, yield and maxConcurrent", () => {
               "boss",
               [
                 { when: { contains: COMPLETION }, reply: "NO_REPLY" },
-                { when: { contains: "orchestrate" }, tools: [{ name: "sessions_spawn", args: { task: "leaf work", label: "leafy" } }], reply: "spawned {{tool.0.status}} {{tool.0.childSessionKey}}" },
-                { when: { contains: "leaf work" }, tools: [{ name: "sessions_spawn", args: { task: "deeper" } }], reply: "leaf tried: {{tool.0.status}} {{tool.0.error}}" },
+                {
+                  when: { contains: "orchestrate" },
+                  tools: [{ name: "sessions_spawn", args: { task: "leaf work", label: "leafy" } }],
+                  reply: "spawned {{tool.0.status}} {{tool.0.childSessionKey}}",
+                },
+                {
+                  when: { contains: "leaf work" },
+                  tools: [{ name: "sessions_spawn", args: { task: "deeper" } }],
+                  reply: "leaf tried: {{tool.0.status}} {{tool.0.error}}",
+                },
                 {
                   when: { contains: "yield now" },
-                  tools: [{ name: "sessions_spawn", args: { task: "tiny task" } }, { name: "sessions_yield", args: {} }, { name: "sessions_list", args: {} }],
+                  tools: [
+                    { name: "sessions_spawn", args: { task: "tiny task" } },
+                    { name: "sessions_yield", args: {} },
+                    { name: "sessions_list", args: {} },
+                  ],
                   reply: "UNSAID final text {{tool.0.status}}",
                 },
                 { when: { contains: "tiny task" }, delayMs: 300, reply: "tiny done" },
@@ -65,7 +86,11 @@ describe("orchestrators, yield and maxConcurrent", () => {
     expect(grandKey).toMatch(/^agent:boss:subagent:/);
     const grandRunId = await registry(sys).currentRunOf(grandKey!);
     const grand = await announced(sys, grandRunId!);
-    expect(await sys.svc.sessions.get(grandKey!)).toMatchObject({ spawnDepth: 2, subagentRole: "leaf", spawnedBy: res.childSessionKey });
+    expect(await sys.svc.sessions.get(grandKey!)).toMatchObject({
+      spawnDepth: 2,
+      subagentRole: "leaf",
+      spawnedBy: res.childSessionKey,
+    });
     expect(grand.frozenResult).toContain("leaf tried: forbidden Tool sessions_spawn is not available to this session");
     await queuesQuiet(sys);
 
@@ -73,16 +98,26 @@ describe("orchestrators, yield and maxConcurrent", () => {
     expect(await completionTurns(sys, res.childSessionKey)).toHaveLength(1);
     expect(await announceDeliveries(sys, res.childSessionKey)).toEqual([]);
     // The boss's own chat got the orchestrator's report only.
-    expect((await announceDeliveries(sys, BOSS)).filter((d) => d.message.includes(res.childSessionKey))).toHaveLength(1);
+    expect((await announceDeliveries(sys, BOSS)).filter((d) => d.message.includes(res.childSessionKey))).toHaveLength(
+      1,
+    );
     // tree = the requester and all its descendants (OpenClaw: direct children only): the
     // orchestrator sees its leaf, the boss sees both; the orchestrator does not see the boss.
-    expect((await tool(sys, "sessions_history", res.childSessionKey, { sessionKey: grandKey })).messages.length).toBeGreaterThan(0);
+    expect(
+      (await tool(sys, "sessions_history", res.childSessionKey, { sessionKey: grandKey })).messages.length,
+    ).toBeGreaterThan(0);
     expect((await tool(sys, "sessions_history", BOSS, { sessionKey: grandKey })).messages.length).toBeGreaterThan(0);
     const bossList = (await tool(sys, "sessions_list", BOSS, {})).sessions.map((s: { key: string }) => s.key);
     expect(bossList).toEqual(expect.arrayContaining([res.childSessionKey, grandKey]));
-    const treeText = "Session history visibility is restricted to the current session tree (tools.sessions.visibility=tree).";
-    expect(await tool(sys, "sessions_history", res.childSessionKey, { sessionKey: BOSS })).toEqual({ status: "forbidden", error: treeText });
-    expect((await tool(sys, "sessions_list", res.childSessionKey, {})).sessions.map((s: { key: string }) => s.key).sort()).toEqual([res.childSessionKey, grandKey].sort());
+    const treeText =
+      "Session history visibility is restricted to the current session tree (tools.sessions.visibility=tree).";
+    expect(await tool(sys, "sessions_history", res.childSessionKey, { sessionKey: BOSS })).toEqual({
+      status: "forbidden",
+      error: treeText,
+    });
+    expect(
+      (await tool(sys, "sessions_list", res.childSessionKey, {})).sessions.map((s: { key: string }) => s.key).sort(),
+    ).toEqual([res.childSessionKey, grandKey].sort());
     // The orchestrator has its subset of tools; session_status is not among them.
     expect((await tool(sys, "subagents", res.childSessionKey, {})).status).toBe("ok");
     expect((await tool(sys, "session_status", res.childSessionKey, {})).status).toBe("forbidden");
@@ -90,11 +125,21 @@ describe("orchestrators, yield and maxConcurrent", () => {
   });
 
   it("sessions_yield ends the turn: no further tool, no reply delivered; the completion is the requester's next turn", async () => {
-    const r = await sys.post("/v1/inbound", { channel: "tg", chatType: "group", from: "3", groupId: "yield", text: "yield now", agentId: "boss" });
+    const r = await sys.post("/v1/inbound", {
+      channel: "tg",
+      chatType: "group",
+      from: "3",
+      groupId: "yield",
+      text: "yield now",
+      agentId: "boss",
+    });
     const key = r.body.sessionKey as string;
     const yieldRunId = r.body.runId as string;
     // The turn is over as soon as it yielded: ok, with no reply (the runtime's text is dropped).
-    expect(await sys.rpc("agent.wait", { runId: yieldRunId, timeoutMs: 10_000 })).toMatchObject({ status: "ok", reply: "" });
+    expect(await sys.rpc("agent.wait", { runId: yieldRunId, timeoutMs: 10_000 })).toMatchObject({
+      status: "ok",
+      reply: "",
+    });
     const yieldRun = (await sys.get(`/v1/runs/${yieldRunId}`)).body;
     expect(yieldRun).toMatchObject({ status: "ok", reply: "", yielded: "Turn yielded." });
     const [childKey] = await sys.svc.sessions.childKeys(key);
@@ -107,7 +152,12 @@ describe("orchestrators, yield and maxConcurrent", () => {
     await queuesQuiet(sys);
     const lines = await transcript(sys, key);
     // Two tool calls only: the spawn and the yield; the sessions_list after it never ran.
-    const calls = lines.filter((m) => m.role === "assistant" && Array.isArray(m.content) && (m.content as { type: string }[]).some((b) => b.type === "toolCall"));
+    const calls = lines.filter(
+      (m) =>
+        m.role === "assistant" &&
+        Array.isArray(m.content) &&
+        (m.content as { type: string }[]).some((b) => b.type === "toolCall"),
+    );
     expect(calls.map(textOf)).toEqual(["sessions_spawn", "sessions_yield"]);
     const results = lines.filter((m) => m.role === "toolResult").map((m) => JSON.parse(textOf(m)));
     expect(results).toHaveLength(2);
@@ -130,28 +180,41 @@ describe("orchestrators, yield and maxConcurrent", () => {
     expect(textOf(users[1]!)).toContain(childKey);
     // And the yield is noted in the transcript file as OpenClaw notes it (a hidden custom line).
     const entry = (await sys.svc.sessions.get(key))!;
-    const raw = (await readFile(sys.svc.transcripts.path(entry.agentId, entry.sessionId), "utf8")).trim().split("\n").map((l) => JSON.parse(l));
+    const raw = (await readFile(sys.svc.transcripts.path(entry.agentId, entry.sessionId), "utf8"))
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(raw.filter((e) => e.type === "custom")).toEqual([
       expect.objectContaining({
         runId: yieldRunId,
         customType: "openclaw.sessions_yield",
-        data: { message: "Turn yielded.", note: expect.stringContaining("[Context: The previous turn ended intentionally via sessions_yield") },
+        data: {
+          message: "Turn yielded.",
+          note: expect.stringContaining("[Context: The previous turn ended intentionally via sessions_yield"),
+        },
       }),
     ]);
   });
 
   it("sessions_yield outside a running turn (HTTP) is refused as OpenClaw refuses it", async () => {
-    expect(await tool(sys, "sessions_yield", BOSS, {})).toEqual({ status: "error", error: "Yield not supported in this context" });
+    expect(await tool(sys, "sessions_yield", BOSS, {})).toEqual({
+      status: "error",
+      error: "Yield not supported in this context",
+    });
   });
 
   it("50 spawns with maxConcurrent 4: never more than 4 running at once, all announced once", async () => {
     const runIds: string[] = [];
     for (let i = 0; i < 50; i++) {
       // maxChildrenPerAgent (20) bounds what is pending at once: wait for a free slot, not a sleep.
-      const res = await until(async () => {
-        const r = await tool(sys, "sessions_spawn", MAIN, { task: `job ${i}` });
-        return r.status === "accepted" ? r : undefined;
-      }, 60_000, 25);
+      const res = await until(
+        async () => {
+          const r = await tool(sys, "sessions_spawn", MAIN, { task: `job ${i}` });
+          return r.status === "accepted" ? r : undefined;
+        },
+        60_000,
+        25,
+      );
       runIds.push(res.runId);
     }
     const runs = await Promise.all(runIds.map((id) => announced(sys, id, 90_000)));
@@ -159,7 +222,15 @@ describe("orchestrators, yield and maxConcurrent", () => {
     await queuesQuiet(sys, 300, 60_000);
 
     const records = await Promise.all(runIds.map(async (id) => (await sys.get(`/v1/runs/${id}`)).body));
-    const edges = records.flatMap((r) => [[r.startedAt, 1], [r.endedAt, -1]] as [number, number][]).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+    const edges = records
+      .flatMap(
+        (r) =>
+          [
+            [r.startedAt, 1],
+            [r.endedAt, -1],
+          ] as [number, number][],
+      )
+      .sort((a, b) => a[0] - b[0] || a[1] - b[1]);
     let cur = 0;
     let peak = 0;
     for (const [, d] of edges) peak = Math.max(peak, (cur += d));

@@ -7,14 +7,21 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestSystem, until, type TestSystem } from "../helpers/system.js";
 import { chat, scriptAgent, queuesQuiet, tool, toolsConfig, transcript, textOf } from "../fixtures/tools-support.js";
-import { announceDeliveries, announced, completionTurns, COMPLETION, } from "../fixtures/subagents-support.js";
+import { announceDeliveries, announced, completionTurns, COMPLETION } from "../fixtures/subagents-support.js";
 
 const MAIN = "agent:main:main";
 const SUBKEY = /^agent:researcher:subagent:[0-9a-f-]{36}$/;
 
 /** A main-agent group session on `tg`, started by a person's message: `agent:main:tg:group:<id>`. */
 async function groupSession(sys: TestSystem, id: string): Promise<string> {
-  const r = await sys.post("/v1/inbound", { channel: "tg", chatType: "group", from: "7", groupId: id, text: `hi ${id}`, agentId: "main" });
+  const r = await sys.post("/v1/inbound", {
+    channel: "tg",
+    chatType: "group",
+    from: "7",
+    groupId: id,
+    text: `hi ${id}`,
+    agentId: "main",
+  });
   await sys.rpc("agent.wait", { runId: r.body.runId, timeoutMs: 10_000 });
   return r.body.sessionKey;
 }
@@ -33,7 +40,11 @@ describe("sessions_spawn and the durable announce", () => {
               [
                 { when: { contains: COMPLETION }, reply: "NO_REPLY" },
                 { when: { contains: "slowturn" }, delayMs: 2500, reply: "slow turn done" },
-                { when: { contains: "fork me" }, tools: [{ name: "sessions_spawn", args: { task: "summarise what we said", context: "fork" } }], reply: "forked {{tool.0.childSessionKey}}" },
+                {
+                  when: { contains: "fork me" },
+                  tools: [{ name: "sessions_spawn", args: { task: "summarise what we said", context: "fork" } }],
+                  reply: "forked {{tool.0.childSessionKey}}",
+                },
                 { when: { contains: "Subagent Task" }, reply: "main-child: {{text}}" },
                 { reply: "main: {{text}}" },
               ],
@@ -62,21 +73,43 @@ describe("sessions_spawn and the durable announce", () => {
 
   it("answers accepted at once; the child runs; the announce reaches the chat and the requester once", async () => {
     const t0 = Date.now();
-    const res = await tool(sys, "sessions_spawn", MAIN, { task: "look up the tide tables", agentId: "researcher", label: "tides" });
+    const res = await tool(sys, "sessions_spawn", MAIN, {
+      task: "look up the tide tables",
+      agentId: "researcher",
+      label: "tides",
+    });
     expect(Date.now() - t0).toBeLessThan(1000);
     expect(res).toMatchObject({ status: "accepted", mode: "run", context: "isolated" });
     expect(res.childSessionKey).toMatch(SUBKEY);
     expect(res.note).toContain("Auto-announce is push-based");
 
     const run = await announced(sys, res.runId);
-    expect(run).toMatchObject({ status: "ok", announce: "delivered", requesterSessionKey: MAIN, childSessionKey: res.childSessionKey, label: "tides" });
+    expect(run).toMatchObject({
+      status: "ok",
+      announce: "delivered",
+      requesterSessionKey: MAIN,
+      childSessionKey: res.childSessionKey,
+      label: "tides",
+    });
     expect(run.frozenResult).toContain("found: [Subagent Context] You are running as a subagent (depth 1/1).");
     await queuesQuiet(sys);
 
     // The child session: lineage written at creation.
     const child = await sys.svc.sessions.get(res.childSessionKey);
-    expect(child).toMatchObject({ spawnedBy: MAIN, parentSessionKey: MAIN, spawnDepth: 1, subagentRole: "leaf", label: "tides" });
-    await expect(sys.svc.sessions.upsert(res.childSessionKey, { agentId: "researcher", kind: child!.kind }, { spawnedBy: "agent:main:other" })).rejects.toMatchObject({ code: "lineage_immutable" });
+    expect(child).toMatchObject({
+      spawnedBy: MAIN,
+      parentSessionKey: MAIN,
+      spawnDepth: 1,
+      subagentRole: "leaf",
+      label: "tides",
+    });
+    await expect(
+      sys.svc.sessions.upsert(
+        res.childSessionKey,
+        { agentId: "researcher", kind: child!.kind },
+        { spawnedBy: "agent:main:other" },
+      ),
+    ).rejects.toMatchObject({ code: "lineage_immutable" });
 
     // Posted once to the requester's chat, normalised.
     const posts = (await announceDeliveries(sys, MAIN)).filter((d) => d.message.includes(res.childSessionKey));
@@ -87,14 +120,24 @@ describe("sessions_spawn and the durable announce", () => {
     expect(msg).toContain("Status: ok");
     expect(msg).toContain("Result:\nfound: [Subagent Context]");
     expect(msg).toMatch(/Notes: task: look up the tide tables; child session kept \(cleanup: keep\)/);
-    expect(msg).toMatch(/Stats: runtime \S+ • tokens 1\.0k \(in 12 \/ out 1\.0k\) • sessionKey agent:researcher:subagent:\S+ • sessionId [0-9a-f-]{36} • transcript \S+\.jsonl/);
+    expect(msg).toMatch(
+      /Stats: runtime \S+ • tokens 1\.0k \(in 12 \/ out 1\.0k\) • sessionKey agent:researcher:subagent:\S+ • sessionId [0-9a-f-]{36} • transcript \S+\.jsonl/,
+    );
 
     // And once into the requester's session, as an inter-session turn from the child.
     const turns = (await completionTurns(sys, MAIN)).filter((m) => textOf(m).includes(res.childSessionKey));
     expect(turns).toHaveLength(1);
-    expect(turns[0]!.provenance).toMatchObject({ kind: "inter_session", sourceSessionKey: res.childSessionKey, sourceTool: "subagent_announce" });
+    expect(turns[0]!.provenance).toMatchObject({
+      kind: "inter_session",
+      sourceSessionKey: res.childSessionKey,
+      sourceTool: "subagent_announce",
+    });
     // The requester answered NO_REPLY: nothing else was posted for it.
-    expect((await announceDeliveries(sys, MAIN)).length).toBe((await sys.get(`/v1/deliveries?sessionKey=${encodeURIComponent(MAIN)}&limit=500`)).body.deliveries.filter((d: any) => d.kind === "subagent_announce").length);
+    expect((await announceDeliveries(sys, MAIN)).length).toBe(
+      (await sys.get(`/v1/deliveries?sessionKey=${encodeURIComponent(MAIN)}&limit=500`)).body.deliveries.filter(
+        (d: any) => d.kind === "subagent_announce",
+      ).length,
+    );
   });
 
   it("announce job ids are deterministic and BullMQ-valid; the job is on the announce queue", async () => {
@@ -110,18 +153,63 @@ describe("sessions_spawn and the durable announce", () => {
 
   it("each refusal, in OpenClaw's words", async () => {
     const cases: [string, Record<string, unknown>, string, string][] = [
-      [MAIN, { task: "x", channel: "tg" }, "error", 'sessions_spawn does not support "channel". Use "message" or "sessions_send" for channel delivery.'],
+      [
+        MAIN,
+        { task: "x", channel: "tg" },
+        "error",
+        'sessions_spawn does not support "channel". Use "message" or "sessions_send" for channel delivery.',
+      ],
       [MAIN, { task: "x", runtime: "acp" }, "error", 'runtime="acp" is not supported by Switchboard'],
-      [MAIN, { task: "x", agentId: "Bad Id!" }, "error", 'Invalid agentId "Bad Id!". Agent IDs must match [a-z0-9][a-z0-9_-]{0,63}. Use agents_list to discover valid targets.'],
-      [MAIN, { task: "x", mode: "session" }, "error", 'mode="session" requires thread=true so the subagent can stay bound to a thread.'],
-      ["agent:main:subagent:fake", { task: "x" }, "forbidden", "sessions_spawn is not allowed at this depth (current depth: 1, max: 1)"],
-      ["agent:picky:main", { task: "x" }, "forbidden", "sessions_spawn requires explicit agentId when requireAgentId is configured. Use agents_list to see allowed agent ids."],
-      ["agent:alice:main", { task: "x", agentId: "researcher" }, "forbidden", "agentId is not allowed for sessions_spawn (allowed: none)"],
-      [MAIN, { task: "x", agentId: "alice" }, "forbidden", "agentId is not allowed for sessions_spawn (allowed: researcher)"],
-      [MAIN, { task: "x", sandbox: "require" }, "forbidden", 'sessions_spawn sandbox="require" needs a sandboxed target runtime. Pick a sandboxed agentId or use sandbox="inherit".'],
+      [
+        MAIN,
+        { task: "x", agentId: "Bad Id!" },
+        "error",
+        'Invalid agentId "Bad Id!". Agent IDs must match [a-z0-9][a-z0-9_-]{0,63}. Use agents_list to discover valid targets.',
+      ],
+      [
+        MAIN,
+        { task: "x", mode: "session" },
+        "error",
+        'mode="session" requires thread=true so the subagent can stay bound to a thread.',
+      ],
+      [
+        "agent:main:subagent:fake",
+        { task: "x" },
+        "forbidden",
+        "sessions_spawn is not allowed at this depth (current depth: 1, max: 1)",
+      ],
+      [
+        "agent:picky:main",
+        { task: "x" },
+        "forbidden",
+        "sessions_spawn requires explicit agentId when requireAgentId is configured. Use agents_list to see allowed agent ids.",
+      ],
+      [
+        "agent:alice:main",
+        { task: "x", agentId: "researcher" },
+        "forbidden",
+        "agentId is not allowed for sessions_spawn (allowed: none)",
+      ],
+      [
+        MAIN,
+        { task: "x", agentId: "alice" },
+        "forbidden",
+        "agentId is not allowed for sessions_spawn (allowed: researcher)",
+      ],
+      [
+        MAIN,
+        { task: "x", sandbox: "require" },
+        "forbidden",
+        'sessions_spawn sandbox="require" needs a sandboxed target runtime. Pick a sandboxed agentId or use sandbox="inherit".',
+      ],
       [MAIN, { task: "x", thinking: "galactic" }, "error", 'Invalid thinking level "galactic".'],
       [MAIN, { task: "x", model: "not a model" }, "error", 'Invalid model "not a model"'],
-      [MAIN, { task: "x", thread: true }, "error", "thread=true is unavailable because no channel plugin registered subagent_spawning hooks."],
+      [
+        MAIN,
+        { task: "x", thread: true },
+        "error",
+        "thread=true is unavailable because no channel plugin registered subagent_spawning hooks.",
+      ],
       [MAIN, { task: "x", agentId: "researcher", context: "fork" }, "error", 'context="fork" requires the same agent'],
     ];
     for (const [caller, args, status, text] of cases) {
@@ -130,7 +218,11 @@ describe("sessions_spawn and the durable announce", () => {
       expect(res.error).toContain(text);
     }
     const sandboxed = await tool(sys, "sessions_spawn", MAIN, { task: "x" }, { sandboxed: true });
-    expect(sandboxed).toMatchObject({ status: "forbidden", error: "Sandboxed sessions cannot spawn unsandboxed subagents. Set a sandboxed target agent or use the same agent runtime." });
+    expect(sandboxed).toMatchObject({
+      status: "forbidden",
+      error:
+        "Sandboxed sessions cannot spawn unsandboxed subagents. Set a sandboxed target agent or use the same agent runtime.",
+    });
     const boxed = await tool(sys, "sessions_spawn", "agent:boxed:main", { task: "inside the box" });
     expect(boxed.status).toBe("accepted");
     expect((await sys.svc.sessions.get(boxed.childSessionKey))?.sandboxed).toBe(true);
@@ -139,10 +231,14 @@ describe("sessions_spawn and the durable announce", () => {
   it("maxChildrenPerAgent counts running children only", async () => {
     const key = "agent:main:tg:group:limits";
     const spawned = [];
-    for (let i = 0; i < 3; i++) spawned.push(await tool(sys, "sessions_spawn", key, { task: `hang ${i}`, agentId: "researcher" }));
+    for (let i = 0; i < 3; i++)
+      spawned.push(await tool(sys, "sessions_spawn", key, { task: `hang ${i}`, agentId: "researcher" }));
     expect(spawned.map((s) => s.status)).toEqual(["accepted", "accepted", "accepted"]);
     const fourth = await tool(sys, "sessions_spawn", key, { task: "one more", agentId: "researcher" });
-    expect(fourth).toMatchObject({ status: "forbidden", error: "sessions_spawn has reached max active children for this session (3/3)" });
+    expect(fourth).toMatchObject({
+      status: "forbidden",
+      error: "sessions_spawn has reached max active children for this session (3/3)",
+    });
     const killed = await tool(sys, "subagents", key, { action: "kill", target: "all" });
     expect(killed).toMatchObject({ status: "ok", killed: 3, text: "killed 3 subagent(s)." });
     for (const s of spawned) expect((await announced(sys, s.runId)).announce).toBe("suppressed");
@@ -152,7 +248,12 @@ describe("sessions_spawn and the durable announce", () => {
   });
 
   it("runTimeoutSeconds ends the child as timeout, and the announce says so", async () => {
-    const res = await tool(sys, "sessions_spawn", MAIN, { task: "hang for a while", agentId: "researcher", runTimeoutSeconds: 1, label: "hanger" });
+    const res = await tool(sys, "sessions_spawn", MAIN, {
+      task: "hang for a while",
+      agentId: "researcher",
+      runTimeoutSeconds: 1,
+      label: "hanger",
+    });
     const run = await announced(sys, res.runId);
     expect(run.status).toBe("timeout");
     expect((await sys.get(`/v1/runs/${res.runId}`)).body.status).toBe("timeout");
@@ -175,8 +276,16 @@ describe("sessions_spawn and the durable announce", () => {
   });
 
   it("cleanup delete removes the child after the announce (transcript archived); keep keeps it", async () => {
-    const del = await tool(sys, "sessions_spawn", MAIN, { task: "delete me after", agentId: "researcher", cleanup: "delete" });
-    const keep = await tool(sys, "sessions_spawn", MAIN, { task: "keep me after", agentId: "researcher", cleanup: "keep" });
+    const del = await tool(sys, "sessions_spawn", MAIN, {
+      task: "delete me after",
+      agentId: "researcher",
+      cleanup: "delete",
+    });
+    const keep = await tool(sys, "sessions_spawn", MAIN, {
+      task: "keep me after",
+      agentId: "researcher",
+      cleanup: "keep",
+    });
     await announced(sys, del.runId);
     await announced(sys, keep.runId);
     await queuesQuiet(sys);
@@ -192,7 +301,14 @@ describe("sessions_spawn and the durable announce", () => {
 
   it("context fork starts the child from a copy of the requester's transcript", async () => {
     const key = "agent:main:tg:group:forky";
-    await sys.post("/v1/inbound", { channel: "tg", chatType: "group", from: "5", groupId: "forky", text: "the secret word is marmalade", agentId: "main" });
+    await sys.post("/v1/inbound", {
+      channel: "tg",
+      chatType: "group",
+      from: "5",
+      groupId: "forky",
+      text: "the secret word is marmalade",
+      agentId: "main",
+    });
     await until(async () => (await transcript(sys, key)).length >= 2);
     const res = await tool(sys, "sessions_spawn", key, { task: "what was the secret?", context: "fork" });
     expect(res).toMatchObject({ status: "accepted", context: "fork" });
@@ -208,8 +324,13 @@ describe("sessions_spawn and the durable announce", () => {
     await announced(sys, res.runId);
     const mine = await tool(sys, "sessions_history", MAIN, { sessionKey: res.childSessionKey });
     expect(mine.messages.length).toBeGreaterThan(0);
-    const stranger = await tool(sys, "sessions_history", "agent:main:tg:group:stranger", { sessionKey: res.childSessionKey });
-    expect(stranger).toMatchObject({ status: "forbidden", error: "Session history visibility is restricted to the current session tree (tools.sessions.visibility=tree)." });
+    const stranger = await tool(sys, "sessions_history", "agent:main:tg:group:stranger", {
+      sessionKey: res.childSessionKey,
+    });
+    expect(stranger).toMatchObject({
+      status: "forbidden",
+      error: "Session history visibility is restricted to the current session tree (tools.sessions.visibility=tree).",
+    });
     const listed = await tool(sys, "sessions_list", MAIN, {});
     expect(listed.sessions.map((s: any) => s.key)).toContain(res.childSessionKey);
   });
@@ -223,7 +344,14 @@ describe("sessions_spawn and the durable announce", () => {
     ]);
     const res = await tool(sys, "sessions_spawn", MAIN, { task: "leafy", agentId: "researcher" });
     await announced(sys, res.runId);
-    for (const name of ["sessions_spawn", "subagents", "sessions_list", "sessions_send", "agents_list", "session_status"]) {
+    for (const name of [
+      "sessions_spawn",
+      "subagents",
+      "sessions_list",
+      "sessions_send",
+      "agents_list",
+      "session_status",
+    ]) {
       const r = await tool(sys, name, res.childSessionKey, name === "sessions_spawn" ? { task: "x" } : {});
       expect(r.status, name).toBe("forbidden");
       expect(r.error).toContain(`Tool ${name} is not available to this session`);
@@ -231,14 +359,28 @@ describe("sessions_spawn and the durable announce", () => {
   });
 
   it("/tools shows a session its effective tool list", async () => {
-    const r = await sys.post("/v1/inbound", { channel: "tg", chatType: "dm", from: "1", text: "/tools", agentId: "main" });
-    expect(r.body).toMatchObject({ command: "tools", status: "Tools: sessions_list, sessions_history, sessions_send, session_status, sessions_spawn, agents_list, sessions_yield, subagents" });
+    const r = await sys.post("/v1/inbound", {
+      channel: "tg",
+      chatType: "dm",
+      from: "1",
+      text: "/tools",
+      agentId: "main",
+    });
+    expect(r.body).toMatchObject({
+      command: "tools",
+      status:
+        "Tools: sessions_list, sessions_history, sessions_send, session_status, sessions_spawn, agents_list, sessions_yield, subagents",
+    });
     expect(await sys.svc.inbox.depth(MAIN)).toBe(0); // a command, not a turn
   });
 
   it("subagents list shows runs with status and announce state; session_status shows running ones", async () => {
     const key = await groupSession(sys, "lister");
-    const slow = await tool(sys, "sessions_spawn", key, { task: "slowish job", agentId: "researcher", label: "slowpoke" });
+    const slow = await tool(sys, "sessions_spawn", key, {
+      task: "slowish job",
+      agentId: "researcher",
+      label: "slowpoke",
+    });
     const status = await tool(sys, "session_status", key, {});
     expect(status.details.subagents).toEqual([expect.objectContaining({ runId: slow.runId, label: "slowpoke" })]);
     expect(status.text).toContain("Subagents: 1 running (slowpoke)");
@@ -249,24 +391,53 @@ describe("sessions_spawn and the durable announce", () => {
     const after = await tool(sys, "subagents", key, {});
     expect(after.active).toEqual([]);
     expect(after.recent[0]).toMatchObject({ label: "slowpoke", status: "ok", announce: "delivered", totalTokens: 0 });
-    expect(await tool(sys, "subagents", key, { action: "kill", target: "slowpoke" })).toMatchObject({ status: "done", text: "slowpoke is already finished." });
-    expect(await tool(sys, "subagents", key, { action: "kill", target: "nobody" })).toMatchObject({ status: "error", error: "Unknown subagent target: nobody" });
-    expect(await tool(sys, "subagents", key, { action: "kill", target: "7" })).toMatchObject({ status: "error", error: "Invalid subagent index: 7" });
+    expect(await tool(sys, "subagents", key, { action: "kill", target: "slowpoke" })).toMatchObject({
+      status: "done",
+      text: "slowpoke is already finished.",
+    });
+    expect(await tool(sys, "subagents", key, { action: "kill", target: "nobody" })).toMatchObject({
+      status: "error",
+      error: "Unknown subagent target: nobody",
+    });
+    expect(await tool(sys, "subagents", key, { action: "kill", target: "7" })).toMatchObject({
+      status: "error",
+      error: "Invalid subagent index: 7",
+    });
   });
 
   it("steer restarts the child with the guidance; only the new run is announced", async () => {
     const key = await groupSession(sys, "steer");
-    const res = await tool(sys, "sessions_spawn", key, { task: "hang on this", agentId: "researcher", label: "steerable" });
+    const res = await tool(sys, "sessions_spawn", key, {
+      task: "hang on this",
+      agentId: "researcher",
+      label: "steerable",
+    });
     await until(async () => (await sys.get(`/v1/runs/${res.runId}`)).body.status === "running");
     const long = await tool(sys, "subagents", key, { action: "steer", target: "steerable", message: "x".repeat(4001) });
     expect(long).toMatchObject({ status: "error", error: "Message too long (4001 chars, max 4000)." });
-    const steered = await tool(sys, "subagents", key, { action: "steer", target: "steerable", message: "new direction please" });
-    expect(steered).toMatchObject({ status: "accepted", mode: "restart", sessionKey: res.childSessionKey, text: "steered steerable." });
+    const steered = await tool(sys, "subagents", key, {
+      action: "steer",
+      target: "steerable",
+      message: "new direction please",
+    });
+    expect(steered).toMatchObject({
+      status: "accepted",
+      mode: "restart",
+      sessionKey: res.childSessionKey,
+      text: "steered steerable.",
+    });
     const again = await tool(sys, "subagents", key, { action: "steer", target: "steerable", message: "and again" });
-    expect(again).toMatchObject({ status: "rate_limited", error: "Steer rate limit exceeded. Wait a moment before sending another steer." });
+    expect(again).toMatchObject({
+      status: "rate_limited",
+      error: "Steer rate limit exceeded. Wait a moment before sending another steer.",
+    });
     expect(await announced(sys, res.runId)).toMatchObject({ status: "killed", announce: "suppressed" });
     const next = await announced(sys, steered.runId);
-    expect(next).toMatchObject({ status: "ok", announce: "delivered", frozenResult: "researcher: new direction please" });
+    expect(next).toMatchObject({
+      status: "ok",
+      announce: "delivered",
+      frozenResult: "researcher: new direction please",
+    });
     await queuesQuiet(sys);
     const turns = await completionTurns(sys, key);
     expect(turns).toHaveLength(1);
@@ -275,7 +446,14 @@ describe("sessions_spawn and the durable announce", () => {
 
   it("a child finishing while the requester is busy is announced once, right after that turn", async () => {
     const key = "agent:main:tg:group:busy";
-    const r = await sys.post("/v1/inbound", { channel: "tg", chatType: "group", from: "6", groupId: "busy", text: "slowturn please", agentId: "main" });
+    const r = await sys.post("/v1/inbound", {
+      channel: "tg",
+      chatType: "group",
+      from: "6",
+      groupId: "busy",
+      text: "slowturn please",
+      agentId: "main",
+    });
     await until(async () => (await sys.get(`/v1/runs/${r.body.runId}`)).body.status === "running");
     const res = await tool(sys, "sessions_spawn", key, { task: "quick one", agentId: "researcher" });
     // The child ends long before the requester's slow turn does; its completion waits in the inbox.

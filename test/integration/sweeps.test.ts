@@ -50,7 +50,13 @@ afterEach(async () => {
   for (const s of systems.splice(0)) await s.close();
 });
 
-const idleMsg = (from: string, timestamp: number, text = "hi") => ({ channel: "idlec", chatType: "dm", from, text, timestamp });
+const idleMsg = (from: string, timestamp: number, text = "hi") => ({
+  channel: "idlec",
+  chatType: "dm",
+  from,
+  text,
+  timestamp,
+});
 
 describe("sweepOnce", () => {
   it("rotates idle-stale sessions without a new message, archives their transcripts, leaves fresh ones alone", async () => {
@@ -73,7 +79,10 @@ describe("sweepOnce", () => {
     expect((await entryOf(sys, fresh.sessionKey)).sessionId).toBe(fresh.sessionId);
     expect((await entryOf(sys, never.sessionKey)).sessionId).toBe(never.sessionId);
 
-    await settle(() => stale.every((s) => sessionFiles(sys).some((f) => f.startsWith(`${s.sessionId}.jsonl.reset.`))), { what: "every stale session's transcript archived", timeoutMs: 10_000 });
+    await settle(() => stale.every((s) => sessionFiles(sys).some((f) => f.startsWith(`${s.sessionId}.jsonl.reset.`))), {
+      what: "every stale session's transcript archived",
+      timeoutMs: 10_000,
+    });
     for (const s of stale) expect(sessionFiles(sys)).not.toContain(`${s.sessionId}.jsonl`);
     expect(sessionFiles(sys)).toContain(`${fresh.sessionId}.jsonl`);
     expect(sessionFiles(sys)).toContain(`${never.sessionId}.jsonl`);
@@ -87,7 +96,13 @@ describe("sweepOnce", () => {
 
   it("rotates a daily-stale session after the 04:00 boundary (reason daily), not before", async () => {
     const D = Date.UTC(2031, 1, 10);
-    const a = await inbound(sys, { channel: "tg", chatType: "dm", from: "daily-sweep", text: "hi", timestamp: D + 10 * HOUR });
+    const a = await inbound(sys, {
+      channel: "tg",
+      chatType: "dm",
+      from: "daily-sweep",
+      text: "hi",
+      timestamp: D + 10 * HOUR,
+    });
     await runOk(sys, a.runId);
     expect(await sweepOnce(sys.svc, D + DAY + 3 * HOUR + 59 * MIN)).toMatchObject({ rotated: 0 });
     expect((await entryOf(sys, a.sessionKey)).sessionId).toBe(a.sessionId);
@@ -97,7 +112,10 @@ describe("sweepOnce", () => {
     const e = await entryOf(sys, a.sessionKey);
     expect(e.sessionId).not.toBe(a.sessionId);
     expect(e.resetReason).toBe("daily");
-    await settle(() => sessionFiles(sys).some((f) => f.startsWith(`${a.sessionId}.jsonl.reset.`)), { what: "the old transcript archived", timeoutMs: 10_000 });
+    await settle(() => sessionFiles(sys).some((f) => f.startsWith(`${a.sessionId}.jsonl.reset.`)), {
+      what: "the old transcript archived",
+      timeoutMs: 10_000,
+    });
   });
 
   it("the next message after a sweep uses the swept session (no second rotation)", async () => {
@@ -150,7 +168,10 @@ describe("sweepOnce", () => {
     await Promise.all(first.map((r) => runOk(sys, r.runId)));
 
     const at = T + 15 * MIN;
-    const [sweep, ...replies] = await Promise.all([sweepOnce(sys.svc, at), ...users.map((u) => inbound(sys, idleMsg(u, at, "again")))]);
+    const [sweep, ...replies] = await Promise.all([
+      sweepOnce(sys.svc, at),
+      ...users.map((u) => inbound(sys, idleMsg(u, at, "again"))),
+    ]);
     expect(sweep.rotated).toBeLessThanOrEqual(users.length);
     for (let i = 0; i < users.length; i++) {
       const e = await entryOf(sys, first[i]!.sessionKey);
@@ -165,9 +186,14 @@ describe("sweepOnce", () => {
       expect(hist.messages.map((m: { content: unknown }) => m.content)[0]).toBe("again");
     }
     // every old transcript archived exactly once
-    await settle(() => first.every((r) => sessionFiles(sys).filter((f) => f.startsWith(`${r.sessionId}.jsonl.reset.`)).length === 1), { what: "each old transcript archived once", timeoutMs: 10_000 });
+    await settle(
+      () =>
+        first.every((r) => sessionFiles(sys).filter((f) => f.startsWith(`${r.sessionId}.jsonl.reset.`)).length === 1),
+      { what: "each old transcript archived once", timeoutMs: 10_000 },
+    );
     await quietPeriod(200, "no second archive of any old transcript");
-    for (const r of first) expect(sessionFiles(sys).filter((f) => f.startsWith(`${r.sessionId}.jsonl.reset.`))).toHaveLength(1);
+    for (const r of first)
+      expect(sessionFiles(sys).filter((f) => f.startsWith(`${r.sessionId}.jsonl.reset.`))).toHaveLength(1);
   });
 
   it("sessions.reset of a stale session: the next message uses the reset session", async () => {
@@ -182,7 +208,10 @@ describe("sweepOnce", () => {
     expect(b.sessionId).toBe(reset.sessionId);
     await runOk(sys, b.runId);
     expect((await entryOf(sys, a.sessionKey)).previousSessionId).toBe(a.sessionId);
-    await settle(() => sessionFiles(sys).some((f) => f.startsWith(`${a.sessionId}.jsonl.reset.`)), { what: "the reset session's old transcript archived", timeoutMs: 10_000 });
+    await settle(() => sessionFiles(sys).some((f) => f.startsWith(`${a.sessionId}.jsonl.reset.`)), {
+      what: "the reset session's old transcript archived",
+      timeoutMs: 10_000,
+    });
   });
 
   it("a stale session with a turn queued or running is not rotated under it (later, it is, and the archive holds the whole turn)", async () => {
@@ -198,12 +227,26 @@ describe("sweepOnce", () => {
 
     await runOk(sys, a.runId);
     await runOk(sys, queued.runId);
-    await settle(async () => !(await sys.svc.inbox.hasInflight(a.sessionKey)), { what: "no turn of the session in flight", timeoutMs: 5000 });
+    await settle(async () => !(await sys.svc.inbox.hasInflight(a.sessionKey)), {
+      what: "no turn of the session in flight",
+      timeoutMs: 5000,
+    });
     const after = await sweepOnce(sys.svc, T + 30 * MIN);
     expect(after).toMatchObject({ examined: 1, rotated: 1, busy: 0 });
-    const archived = await settle(() => sessionFiles(sys).find((f) => f.startsWith(`${a.sessionId}.jsonl.reset.`)), { what: "the stale session's transcript archived", timeoutMs: 10_000 });
-    const lines = readFileSync(join(sys.config.storage.dir, "agents", "main", "sessions", archived!), "utf8").trim().split("\n");
-    expect(lines.map((l) => JSON.parse(l).message?.role ?? JSON.parse(l).type)).toEqual(["session", "user", "assistant", "user", "assistant"]);
+    const archived = await settle(() => sessionFiles(sys).find((f) => f.startsWith(`${a.sessionId}.jsonl.reset.`)), {
+      what: "the stale session's transcript archived",
+      timeoutMs: 10_000,
+    });
+    const lines = readFileSync(join(sys.config.storage.dir, "agents", "main", "sessions", archived!), "utf8")
+      .trim()
+      .split("\n");
+    expect(lines.map((l) => JSON.parse(l).message?.role ?? JSON.parse(l).type)).toEqual([
+      "session",
+      "user",
+      "assistant",
+      "user",
+      "assistant",
+    ]);
     expect(sessionFiles(sys)).not.toContain(`${a.sessionId}.jsonl`);
   });
 
@@ -211,16 +254,22 @@ describe("sweepOnce", () => {
     const a = await inbound(sys, idleMsg("lease-wait", Date.now()));
     await runOk(sys, a.runId);
     // Hold the session lease as a drain running a long turn would.
-    const held = await settle(async () => {
-      const r = await sys.svc.leases.tryAcquire(a.sessionKey);
-      return r.acquired ? r.lease : undefined;
-    }, { what: "the session lease taken", timeoutMs: 5000 });
+    const held = await settle(
+      async () => {
+        const r = await sys.svc.leases.tryAcquire(a.sessionKey);
+        return r.acquired ? r.lease : undefined;
+      },
+      { what: "the session lease taken", timeoutMs: 5000 },
+    );
     await sys.rpc("sessions.reset", { key: a.sessionKey });
     await quietPeriod(600, "the archive job does not move the file while the lease is held");
     expect(sessionFiles(sys)).toContain(`${a.sessionId}.jsonl`); // not moved under the holder's feet
     await held!.release();
     const t0 = Date.now();
-    await settle(() => sessionFiles(sys).some((f) => f.startsWith(`${a.sessionId}.jsonl.reset.`)), { what: "the transcript archived once the lease is free", timeoutMs: 10_000 });
+    await settle(() => sessionFiles(sys).some((f) => f.startsWith(`${a.sessionId}.jsonl.reset.`)), {
+      what: "the transcript archived once the lease is free",
+      timeoutMs: 10_000,
+    });
     expect(Date.now() - t0).toBeLessThan(3000); // not the 30 s lease TTL
   });
 
@@ -244,7 +293,11 @@ describe("sweep cost", () => {
     const staleRes = await Promise.all(Array.from({ length: 5 }, (_, i) => inbound(own, idleMsg(`old${i}`, T))));
     const freshRes: { sessionKey: string; sessionId: string; runId: string }[] = [];
     for (let batch = 0; batch < 10; batch++) {
-      freshRes.push(...(await Promise.all(Array.from({ length: 20 }, (_, i) => inbound(own, idleMsg(`new${batch}-${i}`, T + 8 * MIN))))));
+      freshRes.push(
+        ...(await Promise.all(
+          Array.from({ length: 20 }, (_, i) => inbound(own, idleMsg(`new${batch}-${i}`, T + 8 * MIN))),
+        )),
+      );
     }
     expect(freshRes).toHaveLength(200);
     await Promise.all(staleRes.map((r) => runOk(own, r.runId)));
@@ -252,7 +305,8 @@ describe("sweep cost", () => {
     const r = await sweepOnce(own.svc, T + 12 * MIN);
     expect(r).toEqual({ examined: 5, rotated: 5, rescheduled: 0, busy: 0 });
     for (const s of staleRes) expect((await entryOf(own, s.sessionKey)).sessionId).not.toBe(s.sessionId);
-    for (const s of freshRes.filter((_, i) => i % 20 === 0)) expect((await entryOf(own, s.sessionKey)).sessionId).toBe(s.sessionId);
+    for (const s of freshRes.filter((_, i) => i % 20 === 0))
+      expect((await entryOf(own, s.sessionKey)).sessionId).toBe(s.sessionId);
     expect(await own.svc.sessions.count()).toBe(205);
     await Promise.all(freshRes.map((x) => own.rpc("agent.wait", { runId: x.runId, timeoutMs: 20_000 })));
   });
@@ -264,12 +318,18 @@ describe("scheduler", () => {
     systems.push(fast);
     const a = await inbound(fast, idleMsg("realtime", Date.now() - 12 * MIN)); // idle 10 min: already stale
     await runOk(fast, a.runId);
-    const e = await settle(async () => {
-      const cur = await entryOf(fast, a.sessionKey);
-      return cur.sessionId !== a.sessionId ? cur : undefined;
-    }, { what: "the scheduled sweep rotated the session", timeoutMs: 8000 });
+    const e = await settle(
+      async () => {
+        const cur = await entryOf(fast, a.sessionKey);
+        return cur.sessionId !== a.sessionId ? cur : undefined;
+      },
+      { what: "the scheduled sweep rotated the session", timeoutMs: 8000 },
+    );
     expect(e).toMatchObject({ previousSessionId: a.sessionId, resetReason: "idle" });
-    await settle(() => sessionFiles(fast).some((f) => f.startsWith(`${a.sessionId}.jsonl.reset.`)), { what: "the rotated transcript archived", timeoutMs: 8000 });
+    await settle(() => sessionFiles(fast).some((f) => f.startsWith(`${a.sessionId}.jsonl.reset.`)), {
+      what: "the rotated transcript archived",
+      timeoutMs: 8000,
+    });
     // and it stays put: later sweeps find nothing to do in an untouched session
     await quietPeriod(1500, "later sweeps (every 1 s) leave the untouched new session alone");
     expect((await entryOf(fast, a.sessionKey)).sessionId).toBe(e!.sessionId);
@@ -282,9 +342,16 @@ describe("scheduler", () => {
     expect(Number(sweep[0]!.every)).toBe(SWEEP_EVERY);
     expect(sweep[0]!.name).toBe("sweep");
     // a peer worker registering again does not add a second one
-    const peer = await startTestSystem({ ...CONFIG, redis: { prefix: sys.config.redis.prefix }, storage: { dir: sys.config.storage.dir } }, { workers: {} });
+    const peer = await startTestSystem(
+      { ...CONFIG, redis: { prefix: sys.config.redis.prefix }, storage: { dir: sys.config.storage.dir } },
+      { workers: {} },
+    );
     systems.push(peer);
-    expect((await sys.svc.queues.maintenance.getJobSchedulers()).filter((s) => s.key === SWEEP_SCHEDULER_ID || s.id === SWEEP_SCHEDULER_ID)).toHaveLength(1);
+    expect(
+      (await sys.svc.queues.maintenance.getJobSchedulers()).filter(
+        (s) => s.key === SWEEP_SCHEDULER_ID || s.id === SWEEP_SCHEDULER_ID,
+      ),
+    ).toHaveLength(1);
     expect(await sys.svc.queues.maintenance.getJobSchedulersCount()).toBe(1);
   });
 });

@@ -41,9 +41,18 @@ function line(message: TranscriptMessage): TranscriptEntry {
 const user = (text: string, extra: Partial<TranscriptMessage> = {}) => line({ role: "user", content: text, ...extra });
 const assistant = (text: string) => line({ role: "assistant", content: [{ type: "text", text }] });
 
-async function put(key: string, kind: SessionKind, opts: { now?: number; patch?: Record<string, unknown> } = {}): Promise<string> {
+async function put(
+  key: string,
+  kind: SessionKind,
+  opts: { now?: number; patch?: Record<string, unknown> } = {},
+): Promise<string> {
   const sessionId = randomUUID();
-  await sys.svc.sessions.upsert(key, { agentId: key.split(":")[1]!, kind }, { sessionId, ...(opts.patch ?? {}) }, opts.now ? { now: opts.now } : {});
+  await sys.svc.sessions.upsert(
+    key,
+    { agentId: key.split(":")[1]!, kind },
+    { sessionId, ...(opts.patch ?? {}) },
+    opts.now ? { now: opts.now } : {},
+  );
   sessionIds.set(key, sessionId);
   return sessionId;
 }
@@ -54,7 +63,8 @@ async function write(key: string, entries: TranscriptEntry[]): Promise<void> {
 
 const list = async (args: Record<string, unknown>, caller = MAIN) => await tool(sys, "sessions_list", caller, args);
 const keysOf = (r: { sessions: { key: string }[] }) => r.sessions.map((s) => s.key);
-const history = async (args: Record<string, unknown>, caller = MAIN) => await tool(sys, "sessions_history", caller, args);
+const history = async (args: Record<string, unknown>, caller = MAIN) =>
+  await tool(sys, "sessions_history", caller, args);
 
 beforeAll(async () => {
   sys = await startTestSystem(
@@ -72,7 +82,14 @@ beforeAll(async () => {
   const first = await chat(sys, "main", "42", "hello there");
   mainSessionId = first.sessionId;
   await chat(sys, "main", "42", "second message");
-  const g = await sys.post("/v1/inbound", { channel: "tg", chatType: "group", from: "7", groupId: "g1", groupSubject: "Team Room", text: "hi group" });
+  const g = await sys.post("/v1/inbound", {
+    channel: "tg",
+    chatType: "group",
+    from: "7",
+    groupId: "g1",
+    groupSubject: "Team Room",
+    text: "hi group",
+  });
   await sys.rpc("agent.wait", { runId: g.body.runId, timeoutMs: 10_000 });
 
   await put(CRON, "cron");
@@ -86,8 +103,17 @@ beforeAll(async () => {
   const msgs: TranscriptEntry[] = [];
   for (let i = 0; i < 10; i++) {
     msgs.push(user(`question ${i}`));
-    msgs.push(line({ role: "assistant", content: [{ type: "toolCall", id: `c${i}`, name: "lookup", arguments: { i } }] }));
-    msgs.push(line({ role: "toolResult", toolCallId: `c${i}`, toolName: "lookup", content: [{ type: "text", text: `result ${i}` }] }));
+    msgs.push(
+      line({ role: "assistant", content: [{ type: "toolCall", id: `c${i}`, name: "lookup", arguments: { i } }] }),
+    );
+    msgs.push(
+      line({
+        role: "toolResult",
+        toolCallId: `c${i}`,
+        toolName: "lookup",
+        content: [{ type: "text", text: `result ${i}` }],
+      }),
+    );
     msgs.push(assistant(`answer ${i}`));
     msgsVisible.push(`question ${i}`, "lookup", `answer ${i}`);
   }
@@ -96,7 +122,9 @@ beforeAll(async () => {
   // Title: an inter-session message first (skipped), then the person's first message.
   await put(TITLED, "other");
   await write(TITLED, [
-    user("message from another session", { provenance: { kind: "inter_session", sourceSessionKey: MAIN, sourceTool: "sessions_send" } }),
+    user("message from another session", {
+      provenance: { kind: "inter_session", sourceSessionKey: MAIN, sourceTool: "sessions_send" },
+    }),
     user(LONG_FIRST),
     assistant("sure"),
     user("and a follow-up"),
@@ -110,7 +138,8 @@ beforeAll(async () => {
 
   // 205 sessions of another agent, for the limit clamp.
   const bulkKeys = Array.from({ length: 205 }, (_, i) => `agent:bulk:s${i}`);
-  for (let i = 0; i < bulkKeys.length; i += 50) await Promise.all(bulkKeys.slice(i, i + 50).map((k) => put(k, "other")));
+  for (let i = 0; i < bulkKeys.length; i += 50)
+    await Promise.all(bulkKeys.slice(i, i + 50).map((k) => put(k, "other")));
 }, 60_000);
 
 afterAll(async () => {
@@ -135,7 +164,9 @@ describe("sessions_list", () => {
     });
     expect(typeof row.updatedAt).toBe("number");
     expect(row.updatedAt).toBeLessThanOrEqual(Date.now());
-    expect(row.transcriptPath).toBe(join(sys.config.storage.dir, "agents", "main", "sessions", `${mainSessionId}.jsonl`));
+    expect(row.transcriptPath).toBe(
+      join(sys.config.storage.dir, "agents", "main", "sessions", `${mainSessionId}.jsonl`),
+    );
     expect(existsSync(row.transcriptPath)).toBe(true);
     expect(r.sessions.some((s: { key: string }) => s.key === MAIN)).toBe(false);
     // Newest first.
@@ -148,7 +179,9 @@ describe("sessions_list", () => {
 
   it("kinds and channels are classified from the keys", async () => {
     const r = await list({});
-    const byKey = new Map<string, { kind: string; channel: string }>(r.sessions.map((s: { key: string; kind: string; channel: string }) => [s.key, s]));
+    const byKey = new Map<string, { kind: string; channel: string }>(
+      r.sessions.map((s: { key: string; kind: string; channel: string }) => [s.key, s]),
+    );
     expect(byKey.get(GROUP)).toMatchObject({ kind: "group", channel: "tg" });
     expect(byKey.get(CRON)).toMatchObject({ kind: "cron", channel: "internal" });
     expect(byKey.get(HOOK)).toMatchObject({ kind: "hook", channel: "internal" });
@@ -211,7 +244,9 @@ describe("sessions_list", () => {
     expect(title("main")).toBe("hello there");
     expect(title(GROUP)).toBe("Team Room"); // displayName wins
     const hook = r.sessions.find((s: { key: string }) => s.key === HOOK);
-    expect(hook.title).toBe(`${sessionIds.get(HOOK)!.slice(0, 8)} (${new Date(hook.updatedAt).toISOString().slice(0, 10)})`);
+    expect(hook.title).toBe(
+      `${sessionIds.get(HOOK)!.slice(0, 8)} (${new Date(hook.updatedAt).toISOString().slice(0, 10)})`,
+    );
     // Without the flag no title is derived from transcripts.
     expect((await list({ search: "titled" })).sessions[0].title).not.toBe(t);
   });
@@ -242,7 +277,8 @@ describe("sessions_history", () => {
       ["assistant", "echo: second message"],
     ]);
     expect(byKey).toMatchObject({ droppedMessages: false, contentTruncated: false, contentRedacted: false });
-    for (const ref of ["main", "current", mainSessionId]) expect((await history({ sessionKey: ref })).messages).toEqual(byKey.messages);
+    for (const ref of ["main", "current", mainSessionId])
+      expect((await history({ sessionKey: ref })).messages).toEqual(byKey.messages);
     // From another session, `current` is that session and `main` still the agent's main.
     expect((await history({ sessionKey: "main" }, GROUP)).messages).toEqual(byKey.messages);
     expect((await history({ sessionKey: "current" }, GROUP)).sessionKey).toBe(GROUP);
@@ -253,7 +289,11 @@ describe("sessions_history", () => {
     const r = await history({ sessionKey: MAIN, limit: 1 });
     expect(r.messages.map(textOf)).toEqual(["echo: second message"]);
     // The last 4 lines, then the tool result left out.
-    expect((await history({ sessionKey: MSGS, limit: 4 })).messages.map(textOf)).toEqual(["question 9", "lookup", "answer 9"]);
+    expect((await history({ sessionKey: MSGS, limit: 4 })).messages.map(textOf)).toEqual([
+      "question 9",
+      "lookup",
+      "answer 9",
+    ]);
   });
 
   it("includeTools keeps tool results; by default they are left out", async () => {
@@ -262,7 +302,9 @@ describe("sessions_history", () => {
     expect(without.messages.some((m: Msg) => m.role === "toolResult")).toBe(false);
     const withTools = await history({ sessionKey: MSGS, includeTools: true });
     expect(withTools.messages).toHaveLength(40);
-    expect(withTools.messages.filter((m: Msg) => m.role === "toolResult").map(textOf)).toEqual(Array.from({ length: 10 }, (_, i) => `result ${i}`));
+    expect(withTools.messages.filter((m: Msg) => m.role === "toolResult").map(textOf)).toEqual(
+      Array.from({ length: 10 }, (_, i) => `result ${i}`),
+    );
   });
 
   it("sanitises: reasoning and tool-call XML stripped, secrets masked, long text cut, flags set", async () => {
@@ -270,7 +312,9 @@ describe("sessions_history", () => {
     const secret = "sk-1234567890abcdef1234";
     await write(DIRTY, [
       user(`my key is ${secret}`),
-      assistant(`<think>private plan: leak ${secret}</think>The answer is 42.<tool_call>{"name":"exec","arguments":{"cmd":"ls"}}</tool_call>`),
+      assistant(
+        `<think>private plan: leak ${secret}</think>The answer is 42.<tool_call>{"name":"exec","arguments":{"cmd":"ls"}}</tool_call>`,
+      ),
       line({ role: "assistant", content: [{ type: "text", text: "done" }], usage: { input: 1, output: 2 } }),
       assistant("y".repeat(5000)),
       assistant("NO_REPLY"),
@@ -309,7 +353,8 @@ describe("sessions_history", () => {
     expect(JSON.stringify(row.messages)).not.toContain(secret);
     expect(JSON.stringify(row.messages)).not.toContain("<think>");
     expect(row.messages).toEqual(hist.messages);
-    for (const flag of ["truncated", "droppedMessages", "contentTruncated", "contentRedacted", "bytes"]) expect(row[flag], flag).toEqual(hist[flag]);
+    for (const flag of ["truncated", "droppedMessages", "contentTruncated", "contentRedacted", "bytes"])
+      expect(row[flag], flag).toEqual(hist[flag]);
     expect(row).toMatchObject({ contentRedacted: true, contentTruncated: true });
     const preview = await list({ search: "dirtylist", includeLastMessage: true });
     expect(preview.sessions[0].lastMessage.length).toBeLessThanOrEqual(240);
@@ -345,9 +390,14 @@ describe("sessions_history", () => {
     const sessionId = await put(key, "other");
     const file = sys.svc.transcripts.path("main", sessionId);
     mkdirSync(dirname(file), { recursive: true });
-    writeFileSync(file, `${JSON.stringify({ type: "session", version: 3, id: sessionId, timestamp: new Date().toISOString() })}\n`);
+    writeFileSync(
+      file,
+      `${JSON.stringify({ type: "session", version: 3, id: sessionId, timestamp: new Date().toISOString() })}\n`,
+    );
     truncateSync(file, 1024 ** 3);
-    const tail = Array.from({ length: 300 }, (_, i) => JSON.stringify(i % 2 ? assistant(`t${i}`) : user(`t${i}`))).join("\n");
+    const tail = Array.from({ length: 300 }, (_, i) => JSON.stringify(i % 2 ? assistant(`t${i}`) : user(`t${i}`))).join(
+      "\n",
+    );
     appendFileSync(file, `\n${tail}\n`);
     const t0 = performance.now();
     let r: any;
@@ -362,7 +412,9 @@ describe("sessions_history", () => {
     expect(r.messages.map(textOf)).toEqual(Array.from({ length: 50 }, (_, i) => `t${250 + i}`));
     expect(listed.sessions[0].messages.map(textOf)).toEqual(["t297", "t298", "t299"]);
     expect(listed.sessions[0].lastMessage).toBe("t299");
-    expect(listed.sessions[0].title).toBe(`${sessionId.slice(0, 8)} (${new Date(listed.sessions[0].updatedAt).toISOString().slice(0, 10)})`); // no user line in its head
+    expect(listed.sessions[0].title).toBe(
+      `${sessionId.slice(0, 8)} (${new Date(listed.sessions[0].updatedAt).toISOString().slice(0, 10)})`,
+    ); // no user line in its head
     expect(ms).toBeLessThan(500);
   });
 });
@@ -378,10 +430,13 @@ describe("session_status", () => {
     const other = await tool(sys, "session_status", MAIN, { sessionKey: GROUP });
     expect(other.details.sessionKey).toBe(GROUP);
     expect(other.text).toContain(GROUP);
-    expect(await tool(sys, "session_status", MAIN, { sessionKey: "agent:main:nope" })).toMatchObject({ status: "error", error: "Unknown sessionKey: agent:main:nope" });
+    expect(await tool(sys, "session_status", MAIN, { sessionKey: "agent:main:nope" })).toMatchObject({
+      status: "error",
+      error: "Unknown sessionKey: agent:main:nope",
+    });
   });
 
-  it("model sets the override (without counting as activity); \"default\" clears it", async () => {
+  it('model sets the override (without counting as activity); "default" clears it', async () => {
     const before = (await sys.rpc("sessions.resolve", { key: GROUP })).entry;
     const set = await tool(sys, "session_status", MAIN, { sessionKey: GROUP, model: "gpt-test" });
     expect(set.details).toMatchObject({ changedModel: true, model: "gpt-test" });

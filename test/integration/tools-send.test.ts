@@ -44,7 +44,10 @@ describe("sessions_send (maxPingPongTurns 0)", () => {
               { when: { contains: "boom" }, fail: "boom: {{text}}" },
               { reply: "bob: {{text}}" },
             ]),
-            scriptAgent("carol", [{ when: { step: "announce" }, reply: "ANNOUNCE_SKIP" }, { reply: "carol: {{text}}" }]),
+            scriptAgent("carol", [
+              { when: { step: "announce" }, reply: "ANNOUNCE_SKIP" },
+              { reply: "carol: {{text}}" },
+            ]),
             scriptAgent("dave", [{ reply: "dave: {{text}}" }]),
           ],
         },
@@ -74,7 +77,11 @@ describe("sessions_send (maxPingPongTurns 0)", () => {
     const t0 = Date.now();
     const res = await tool(sys, "sessions_send", ALICE, { sessionKey: BOB, message: "ff please", timeoutSeconds: 0 });
     const elapsed = Date.now() - t0;
-    expect(res).toMatchObject({ status: "accepted", sessionKey: BOB, delivery: { status: "pending", mode: "announce" } });
+    expect(res).toMatchObject({
+      status: "accepted",
+      sessionKey: BOB,
+      delivery: { status: "pending", mode: "announce" },
+    });
     expect(res.runId).toMatch(/^[0-9a-f-]{36}$/);
     expect(res.reply).toBeUndefined();
     expect(elapsed).toBeLessThan(600); // the target sleeps 600 ms: the tool did not wait for it
@@ -86,21 +93,46 @@ describe("sessions_send (maxPingPongTurns 0)", () => {
   });
 
   it("waits and returns this run's own reply, never a stale one", async () => {
-    const first = await tool(sys, "sessions_send", ALICE, { sessionKey: BOB, message: "first question", timeoutSeconds: 10 });
+    const first = await tool(sys, "sessions_send", ALICE, {
+      sessionKey: BOB,
+      message: "first question",
+      timeoutSeconds: 10,
+    });
     expect(first).toMatchObject({ status: "ok", reply: "bob: first question", sessionKey: BOB });
-    const second = await tool(sys, "sessions_send", ALICE, { sessionKey: BOB, message: "second question", timeoutSeconds: 10 });
+    const second = await tool(sys, "sessions_send", ALICE, {
+      sessionKey: BOB,
+      message: "second question",
+      timeoutSeconds: 10,
+    });
     expect(second).toMatchObject({ status: "ok", reply: "bob: second question", sessionKey: BOB });
     expect(second.runId).not.toBe(first.runId);
-    expect((await sys.get(`/v1/runs/${first.runId}`)).body).toMatchObject({ status: "ok", reply: "bob: first question", sessionKey: BOB });
-    expect((await sys.get(`/v1/runs/${second.runId}`)).body).toMatchObject({ status: "ok", reply: "bob: second question", sessionKey: BOB });
+    expect((await sys.get(`/v1/runs/${first.runId}`)).body).toMatchObject({
+      status: "ok",
+      reply: "bob: first question",
+      sessionKey: BOB,
+    });
+    expect((await sys.get(`/v1/runs/${second.runId}`)).body).toMatchObject({
+      status: "ok",
+      reply: "bob: second question",
+      sessionKey: BOB,
+    });
   });
 
   it("the target's user line carries inter_session provenance", async () => {
-    const res = await tool(sys, "sessions_send", ALICE, { sessionKey: BOB, message: "provenance check", timeoutSeconds: 10 });
+    const res = await tool(sys, "sessions_send", ALICE, {
+      sessionKey: BOB,
+      message: "provenance check",
+      timeoutSeconds: 10,
+    });
     expect(res.status).toBe("ok");
     const lines = (await transcript(sys, BOB)).filter((m) => m.role === "user" && textOf(m) === "provenance check");
     expect(lines).toHaveLength(1);
-    expect(lines[0]!.provenance).toMatchObject({ kind: "inter_session", sourceSessionKey: ALICE, sourceTool: "sessions_send", sourceChannel: "tg" });
+    expect(lines[0]!.provenance).toMatchObject({
+      kind: "inter_session",
+      sourceSessionKey: ALICE,
+      sourceTool: "sessions_send",
+      sourceChannel: "tg",
+    });
     // A person's message carries none.
     const human = (await transcript(sys, BOB)).find((m) => m.role === "user" && textOf(m) === "hi bob");
     expect(human?.provenance?.kind).not.toBe("inter_session");
@@ -108,7 +140,11 @@ describe("sessions_send (maxPingPongTurns 0)", () => {
 
   it("timeout: the caller hears `timeout`, the run goes on and its late reply still reaches the requester", async () => {
     const t0 = Date.now();
-    const res = await tool(sys, "sessions_send", ALICE, { sessionKey: BOB, message: "slow question", timeoutSeconds: 1 });
+    const res = await tool(sys, "sessions_send", ALICE, {
+      sessionKey: BOB,
+      message: "slow question",
+      timeoutSeconds: 1,
+    });
     const elapsed = Date.now() - t0;
     expect(res).toMatchObject({ status: "timeout", sessionKey: BOB });
     expect(typeof res.error).toBe("string");
@@ -120,25 +156,39 @@ describe("sessions_send (maxPingPongTurns 0)", () => {
     expect(waited).toMatchObject({ status: "ok", reply: "bob slow: slow question" });
     // With no ping-pong the reply is handed to the requester as an inter-session user line.
     const late = await until(async () => {
-      const lines = (await transcript(sys, ALICE)).filter((m) => isInterSessionUser(m) && textOf(m) === "bob slow: slow question");
+      const lines = (await transcript(sys, ALICE)).filter(
+        (m) => isInterSessionUser(m) && textOf(m) === "bob slow: slow question",
+      );
       return lines.length > 0 ? lines : undefined;
     }, 10_000);
     expect(late).toHaveLength(1);
-    expect(late![0]!.provenance).toMatchObject({ kind: "inter_session", sourceSessionKey: BOB, sourceTool: "sessions_send" });
+    expect(late![0]!.provenance).toMatchObject({
+      kind: "inter_session",
+      sourceSessionKey: BOB,
+      sourceTool: "sessions_send",
+    });
     await queuesQuiet(sys);
     // Exactly once (a retried step must not hand it over twice).
-    expect((await transcript(sys, ALICE)).filter((m) => isInterSessionUser(m) && textOf(m) === "bob slow: slow question")).toHaveLength(1);
+    expect(
+      (await transcript(sys, ALICE)).filter((m) => isInterSessionUser(m) && textOf(m) === "bob slow: slow question"),
+    ).toHaveLength(1);
   });
 
   it("an on-time reply is not handed to the requester again (no ping-pong)", async () => {
     const res = await tool(sys, "sessions_send", ALICE, { sessionKey: BOB, message: "quick one", timeoutSeconds: 10 });
     expect(res.status).toBe("ok");
     await queuesQuiet(sys);
-    expect((await transcript(sys, ALICE)).filter((m) => isInterSessionUser(m) && textOf(m) === "bob: quick one")).toHaveLength(0);
+    expect(
+      (await transcript(sys, ALICE)).filter((m) => isInterSessionUser(m) && textOf(m) === "bob: quick one"),
+    ).toHaveLength(0);
   });
 
   it("error: a failing target run answers status error with its message", async () => {
-    const res = await tool(sys, "sessions_send", ALICE, { sessionKey: BOB, message: "boom goes the run", timeoutSeconds: 10 });
+    const res = await tool(sys, "sessions_send", ALICE, {
+      sessionKey: BOB,
+      message: "boom goes the run",
+      timeoutSeconds: 10,
+    });
     expect(res.status).toBe("error");
     expect(res.error).toContain("boom");
     expect(res.reply).toBeUndefined();
@@ -148,13 +198,23 @@ describe("sessions_send (maxPingPongTurns 0)", () => {
   it("announce: posted to the target session's own channel (from its stored delivery context)", async () => {
     await queuesQuiet(sys);
     const before = (await deliveries(sys, BOB)).filter((d) => d.kind === "announce").length;
-    const res = await tool(sys, "sessions_send", ALICE, { sessionKey: BOB, message: "announce this", timeoutSeconds: 10 });
+    const res = await tool(sys, "sessions_send", ALICE, {
+      sessionKey: BOB,
+      message: "announce this",
+      timeoutSeconds: 10,
+    });
     expect(res.status).toBe("ok");
     await until(async () => (await deliveries(sys, BOB)).filter((d) => d.kind === "announce").length > before, 10_000);
     await queuesQuiet(sys);
     const announces = (await deliveries(sys, BOB)).filter((d) => d.kind === "announce");
     expect(announces).toHaveLength(before + 1);
-    expect(announces[0]).toMatchObject({ channel: "tg", to: "99", message: "bob announces: done", sessionKey: BOB, status: "delivered" });
+    expect(announces[0]).toMatchObject({
+      channel: "tg",
+      to: "99",
+      message: "bob announces: done",
+      sessionKey: BOB,
+      status: "delivered",
+    });
     // Never to the requester's chat.
     expect((await deliveries(sys, ALICE)).some((d) => d.kind === "announce")).toBe(false);
     // The announce step ran in the target, as an inter-session turn.
@@ -165,7 +225,11 @@ describe("sessions_send (maxPingPongTurns 0)", () => {
   });
 
   it("announce: ANNOUNCE_SKIP posts nothing", async () => {
-    const res = await tool(sys, "sessions_send", ALICE, { sessionKey: CAROL, message: "keep quiet", timeoutSeconds: 10 });
+    const res = await tool(sys, "sessions_send", ALICE, {
+      sessionKey: CAROL,
+      message: "keep quiet",
+      timeoutSeconds: 10,
+    });
     expect(res).toMatchObject({ status: "ok", reply: "carol: keep quiet" });
     await until(async () => {
       const c = await transcript(sys, CAROL);
@@ -180,7 +244,12 @@ describe("sessions_send (maxPingPongTurns 0)", () => {
 
   it("by label (set with sessions.patch); key+label and neither are errors with OpenClaw's texts", async () => {
     await sys.rpc("sessions.patch", { key: BOB, label: "bobby" });
-    const byLabel = await tool(sys, "sessions_send", ALICE, { label: "bobby", agentId: "bob", message: "via label", timeoutSeconds: 10 });
+    const byLabel = await tool(sys, "sessions_send", ALICE, {
+      label: "bobby",
+      agentId: "bob",
+      message: "via label",
+      timeoutSeconds: 10,
+    });
     expect(byLabel).toMatchObject({ status: "ok", reply: "bob: via label", sessionKey: BOB });
     // A label is looked up in the caller's agent unless agentId says otherwise.
     const ownAgent = await tool(sys, "sessions_send", ALICE, { label: "bobby", message: "x" });
@@ -197,7 +266,11 @@ describe("sessions_send (maxPingPongTurns 0)", () => {
     await sys.rpc("sessions.patch", { key: DAVE, sendPolicy: "deny" });
     const before = (await transcript(sys, DAVE)).length;
     const runsBefore = await runRecordCount(sys);
-    const res = await tool(sys, "sessions_send", ALICE, { sessionKey: DAVE, message: "are you there", timeoutSeconds: 5 });
+    const res = await tool(sys, "sessions_send", ALICE, {
+      sessionKey: DAVE,
+      message: "are you there",
+      timeoutSeconds: 5,
+    });
     expect(res).toMatchObject({ status: "error", error: "send blocked by session policy" });
     expect((await sys.get(`/v1/runs/${res.runId}`)).status).toBe(404);
     await queuesQuiet(sys);
@@ -215,18 +288,28 @@ describe("sessions_send (maxPingPongTurns 0)", () => {
     expect((await transcript(sys, BOB)).filter(isInterSessionUser).length).toBeGreaterThanOrEqual(8);
     // A person writing to bob's bot again still gets the answer on bob's chat.
     await chat(sys, "bob", "99", "still there?");
-    await until(async () => (await deliveries(sys, BOB)).some((d) => d.kind === "reply" && d.message === "bob: still there?" && d.to === "99"), 10_000);
+    await until(
+      async () =>
+        (await deliveries(sys, BOB)).some(
+          (d) => d.kind === "reply" && d.message === "bob: still there?" && d.to === "99",
+        ),
+      10_000,
+    );
   });
 });
 
 /** Reply-back loop: `req` asks `tgt`; each side answers reply steps until skipped or out of turns. */
 function pingPongAgents() {
   return [
-    scriptAgent("req", [
-      { when: { step: "reply", contains: "skipme" }, reply: "REPLY_SKIP" },
-      { when: { step: "reply" }, reply: "req ping {{text}}" },
-      { reply: "req: {{text}}" },
-    ], { default: true }),
+    scriptAgent(
+      "req",
+      [
+        { when: { step: "reply", contains: "skipme" }, reply: "REPLY_SKIP" },
+        { when: { step: "reply" }, reply: "req ping {{text}}" },
+        { reply: "req: {{text}}" },
+      ],
+      { default: true },
+    ),
     scriptAgent("tgt", [
       { when: { step: "announce" }, reply: "ANNOUNCE_SKIP" },
       { when: { step: "reply", contains: "noreply" }, reply: "NO_REPLY" },
@@ -273,8 +356,10 @@ describe.each([0, 2, 5])("reply-back loop with maxPingPongTurns %i", (turns) => 
     expect(textOf(tgtLines[0]!)).toBe(message);
     expect(textOf(tgtLines.at(-1)!)).toBe(ANNOUNCE_TEXT);
     const tgtReplySteps = tgtLines.slice(1, -1);
-    for (const m of reqLines) expect(m.provenance).toMatchObject({ sourceSessionKey: tgt, sourceTool: "sessions_send" });
-    for (const m of tgtLines) expect(m.provenance).toMatchObject({ sourceSessionKey: req, sourceTool: "sessions_send" });
+    for (const m of reqLines)
+      expect(m.provenance).toMatchObject({ sourceSessionKey: tgt, sourceTool: "sessions_send" });
+    for (const m of tgtLines)
+      expect(m.provenance).toMatchObject({ sourceSessionKey: req, sourceTool: "sessions_send" });
     return { res, req, tgt, reqLines, tgtReplySteps, steps: reqLines.length + tgtReplySteps.length };
   }
 
@@ -313,7 +398,11 @@ describe.each([0, 2, 5])("reply-back loop with maxPingPongTurns %i", (turns) => 
     n += 1;
     const tgt = (await chat(sys, "tgt", `t${n}`, "hello")).sessionKey;
     const ghost = `agent:req:ghost-${n}`;
-    const res = await tool(sys, "sessions_send", ghost, { sessionKey: tgt, message: "from nowhere", timeoutSeconds: 10 });
+    const res = await tool(sys, "sessions_send", ghost, {
+      sessionKey: tgt,
+      message: "from nowhere",
+      timeoutSeconds: 10,
+    });
     expect(res).toMatchObject({ status: "ok", reply: "tgt: from nowhere" });
     await until(async () => {
       const t = await transcript(sys, tgt);
@@ -339,7 +428,12 @@ describe("agent-to-agent chains are bounded by session.agentToAgent.maxHops", ()
   const relay = (to: string, steps?: "turn") => [
     {
       when: { provenance: "inter_session" as const, ...(steps ? { step: steps } : {}) },
-      tools: [{ name: "sessions_send", args: { sessionKey: `agent:${to}:main`, message: "relay from {{agentId}}", timeoutSeconds: 0 } }],
+      tools: [
+        {
+          name: "sessions_send",
+          args: { sessionKey: `agent:${to}:main`, message: "relay from {{agentId}}", timeoutSeconds: 0 },
+        },
+      ],
       reply: "relayed {{tool.0.status}} {{tool.0.error}}",
     },
     { when: { step: "reply" as const }, reply: "REPLY_SKIP" },
@@ -352,17 +446,29 @@ describe("agent-to-agent chains are bounded by session.agentToAgent.maxHops", ()
       toolsConfig({
         tools: { sessions: { visibility: "all" }, agentToAgent: { enabled: true } },
         session: { agentToAgent: { maxPingPongTurns: turns, maxHops: 4 } },
-        agents: { list: [scriptAgent("a", relay("b", steps), { default: true }), scriptAgent("b", relay("c", steps)), scriptAgent("c", relay("a", steps))] },
+        agents: {
+          list: [
+            scriptAgent("a", relay("b", steps), { default: true }),
+            scriptAgent("b", relay("c", steps)),
+            scriptAgent("c", relay("a", steps)),
+          ],
+        },
       }),
     );
-    for (const [id, from] of [["a", "1"], ["b", "2"], ["c", "3"]] as const) await chat(sys, id, from, "hello");
+    for (const [id, from] of [
+      ["a", "1"],
+      ["b", "2"],
+      ["c", "3"],
+    ] as const)
+      await chat(sys, id, from, "hello");
     return sys;
   }
 
   async function toolResults(sys: TestSystem): Promise<{ key: string; result: any }[]> {
     const out: { key: string; result: any }[] = [];
     for (const key of ["agent:a:main", "agent:b:main", "agent:c:main"]) {
-      for (const m of await transcript(sys, key)) if (m.role === "toolResult") out.push({ key, result: JSON.parse(textOf(m)) });
+      for (const m of await transcript(sys, key))
+        if (m.role === "toolResult") out.push({ key, result: JSON.parse(textOf(m)) });
     }
     return out;
   }
@@ -371,7 +477,11 @@ describe("agent-to-agent chains are bounded by session.agentToAgent.maxHops", ()
     const sys = await loopSystem("turn", 5);
     try {
       const runsBefore = await runRecordCount(sys);
-      const kick = await tool(sys, "sessions_send", "agent:a:main", { sessionKey: "agent:b:main", message: "start the chain", timeoutSeconds: 0 });
+      const kick = await tool(sys, "sessions_send", "agent:a:main", {
+        sessionKey: "agent:b:main",
+        message: "start the chain",
+        timeoutSeconds: 0,
+      });
       expect(kick.status).toBe("accepted");
       await until(async () => (await toolResults(sys)).some((t) => t.result.status === "forbidden"), 15_000);
       await queuesQuiet(sys, 600);
@@ -397,7 +507,11 @@ describe("agent-to-agent chains are bounded by session.agentToAgent.maxHops", ()
     const sys = await loopSystem(undefined, 5);
     try {
       const runsBefore = await runRecordCount(sys);
-      await tool(sys, "sessions_send", "agent:a:main", { sessionKey: "agent:b:main", message: "start the storm", timeoutSeconds: 0 });
+      await tool(sys, "sessions_send", "agent:a:main", {
+        sessionKey: "agent:b:main",
+        message: "start the storm",
+        timeoutSeconds: 0,
+      });
       await until(async () => (await toolResults(sys)).some((t) => t.result.status === "forbidden"), 15_000);
       await queuesQuiet(sys, 800, 30_000);
       const runs = (await runRecordCount(sys)) - runsBefore;
@@ -411,7 +525,9 @@ describe("agent-to-agent chains are bounded by session.agentToAgent.maxHops", ()
       expect(results.some((t) => t.result.status === "forbidden" && /hop limit/i.test(t.result.error))).toBe(true);
       await quietPeriod(500, "nothing is still going on a moment later: no further run");
       expect((await runRecordCount(sys)) - runsBefore).toBe(runs);
-      const userLines = (await Promise.all(["a", "b", "c"].map((id) => transcript(sys, `agent:${id}:main`)))).flat().filter((m: Msg) => m.role === "user");
+      const userLines = (await Promise.all(["a", "b", "c"].map((id) => transcript(sys, `agent:${id}:main`))))
+        .flat()
+        .filter((m: Msg) => m.role === "user");
       expect(userLines.length).toBe(3 + runs); // one user line per run, plus the three "hello"s
     } finally {
       await sys.close();

@@ -26,9 +26,12 @@ const OTHER_AGENTS = [OPS_A, OPS_B, GUEST];
 const ACTION = { history: "Session history", send: "Session send", status: "Session status" } as const;
 type Act = keyof typeof ACTION;
 
-const selfText = (a: Act) => `${ACTION[a]} visibility is restricted to the current session (tools.sessions.visibility=self).`;
-const treeText = (a: Act) => `${ACTION[a]} visibility is restricted to the current session tree (tools.sessions.visibility=tree).`;
-const crossText = (a: Act) => `${ACTION[a]} visibility is restricted. Set tools.sessions.visibility=all to allow cross-agent access.`;
+const selfText = (a: Act) =>
+  `${ACTION[a]} visibility is restricted to the current session (tools.sessions.visibility=self).`;
+const treeText = (a: Act) =>
+  `${ACTION[a]} visibility is restricted to the current session tree (tools.sessions.visibility=tree).`;
+const crossText = (a: Act) =>
+  `${ACTION[a]} visibility is restricted. Set tools.sessions.visibility=all to allow cross-agent access.`;
 const A2A_DISABLED: Record<Act, string> = {
   history: "Agent-to-agent history is disabled. Set tools.agentToAgent.enabled=true to allow cross-agent access.",
   send: "Agent-to-agent messaging is disabled. Set tools.agentToAgent.enabled=true to allow cross-agent sends.",
@@ -40,7 +43,13 @@ const A2A_DENIED: Record<Act, string> = {
   status: "Agent-to-agent status denied by tools.agentToAgent.allow.",
 };
 
-async function put(sys: TestSystem, key: string, agentId: string, kind: SessionKind, patch: Record<string, unknown> = {}) {
+async function put(
+  sys: TestSystem,
+  key: string,
+  agentId: string,
+  kind: SessionKind,
+  patch: Record<string, unknown> = {},
+) {
   await sys.svc.sessions.upsert(key, { agentId, kind }, { sessionId: randomUUID(), ...patch });
 }
 
@@ -49,7 +58,10 @@ async function visSystem(tools: ConfigInput["tools"], extra: ConfigInput = {}): 
     toolsConfig({
       ...extra,
       tools,
-      agents: { ...(extra.agents ?? {}), list: [{ id: "main", default: true }, { id: "ops-a" }, { id: "ops-b" }, { id: "guest" }] },
+      agents: {
+        ...(extra.agents ?? {}),
+        list: [{ id: "main", default: true }, { id: "ops-a" }, { id: "ops-b" }, { id: "guest" }],
+      },
     }),
   );
   await put(sys, MAIN, "main", "main");
@@ -66,19 +78,32 @@ async function visSystem(tools: ConfigInput["tools"], extra: ConfigInput = {}): 
 
 const display = (k: string) => (k === MAIN ? "main" : k);
 
-async function listKeys(sys: TestSystem, caller: string, args: Record<string, unknown> = {}, sandboxed?: boolean): Promise<string[]> {
+async function listKeys(
+  sys: TestSystem,
+  caller: string,
+  args: Record<string, unknown> = {},
+  sandboxed?: boolean,
+): Promise<string[]> {
   const r = await tool(sys, "sessions_list", caller, args, sandboxed === undefined ? {} : { sandboxed });
   expect(r.count).toBe(r.sessions.length);
   return (r.sessions as { key: string }[]).map((s) => s.key).sort();
 }
 
 /** Run one tool against `target`; null when allowed, else `{status, error}`. */
-async function attempt(sys: TestSystem, action: Act, caller: string, target: string, sandboxed?: boolean): Promise<{ status: string; error: string } | null> {
+async function attempt(
+  sys: TestSystem,
+  action: Act,
+  caller: string,
+  target: string,
+  sandboxed?: boolean,
+): Promise<{ status: string; error: string } | null> {
   const extra = sandboxed === undefined ? {} : { sandboxed };
   const r =
-    action === "history" ? await tool(sys, "sessions_history", caller, { sessionKey: target }, extra)
-    : action === "send" ? await tool(sys, "sessions_send", caller, { sessionKey: target, message: "ping", timeoutSeconds: 0 }, extra)
-    : await tool(sys, "session_status", caller, { sessionKey: target }, extra);
+    action === "history"
+      ? await tool(sys, "sessions_history", caller, { sessionKey: target }, extra)
+      : action === "send"
+        ? await tool(sys, "sessions_send", caller, { sessionKey: target, message: "ping", timeoutSeconds: 0 }, extra)
+        : await tool(sys, "session_status", caller, { sessionKey: target }, extra);
   if (r.status === "forbidden" || r.status === "error") return { status: r.status, error: r.error };
   if (action === "history") expect(Array.isArray(r.messages)).toBe(true);
   if (action === "send") expect(r.status).toBe("accepted");
@@ -88,14 +113,24 @@ async function attempt(sys: TestSystem, action: Act, caller: string, target: str
 
 async function expectAllowed(sys: TestSystem, caller: string, targets: string[], sandboxed?: boolean) {
   for (const action of ["history", "status", "send"] as Act[]) {
-    for (const t of targets) expect(await attempt(sys, action, caller, t, sandboxed), `${action} ${caller} → ${t}`).toBeNull();
+    for (const t of targets)
+      expect(await attempt(sys, action, caller, t, sandboxed), `${action} ${caller} → ${t}`).toBeNull();
   }
 }
 
-async function expectForbidden(sys: TestSystem, caller: string, targets: string[], text: (a: Act) => string, sandboxed?: boolean) {
+async function expectForbidden(
+  sys: TestSystem,
+  caller: string,
+  targets: string[],
+  text: (a: Act) => string,
+  sandboxed?: boolean,
+) {
   for (const action of ["history", "status", "send"] as Act[]) {
     for (const t of targets) {
-      expect(await attempt(sys, action, caller, t, sandboxed), `${action} ${caller} → ${t}`).toEqual({ status: "forbidden", error: text(action) });
+      expect(await attempt(sys, action, caller, t, sandboxed), `${action} ${caller} → ${t}`).toEqual({
+        status: "forbidden",
+        error: text(action),
+      });
     }
   }
 }
@@ -269,7 +304,10 @@ describe("visibility all", () => {
   describe('agent-to-agent allow ["ops-*", "main"]', () => {
     let sys: TestSystem;
     beforeAll(async () => {
-      sys = await visSystem({ sessions: { visibility: "all" }, agentToAgent: { enabled: true, allow: ["ops-*", "main"] } });
+      sys = await visSystem({
+        sessions: { visibility: "all" },
+        agentToAgent: { enabled: true, allow: ["ops-*", "main"] },
+      });
     });
     afterAll(async () => {
       await sys?.close();
@@ -330,9 +368,15 @@ describe("sandboxed callers are clamped to their tree", () => {
       error: `Session not found: ${id} (use the full sessionKey from sessions_list)`,
     });
     const status = await tool(sys, "session_status", MAIN, { sessionKey: id }, { sandboxed: true });
-    expect(status).toMatchObject({ status: "forbidden", error: `Session not visible from this sandboxed agent session: ${id}` });
+    expect(status).toMatchObject({
+      status: "forbidden",
+      error: `Session not visible from this sandboxed agent session: ${id}`,
+    });
     const send = await tool(sys, "sessions_send", MAIN, { sessionKey: id, message: "x" }, { sandboxed: true });
-    expect(send).toMatchObject({ status: "forbidden", error: `Session not visible from this sandboxed agent session: ${id}` });
+    expect(send).toMatchObject({
+      status: "forbidden",
+      error: `Session not visible from this sandboxed agent session: ${id}`,
+    });
   });
 
   it("an agent configured sandboxed is clamped without the flag in the body", async () => {
@@ -366,7 +410,10 @@ describe("sandboxed callers are clamped to their tree", () => {
     const s4 = await visSystem({ sessions: { visibility: "self" } });
     try {
       expect(await attempt(s4, "history", MAIN, CHILD, true)).toBeNull();
-      expect(await attempt(s4, "history", MAIN, GROUP, true)).toEqual({ status: "forbidden", error: treeText("history") });
+      expect(await attempt(s4, "history", MAIN, GROUP, true)).toEqual({
+        status: "forbidden",
+        error: treeText("history"),
+      });
     } finally {
       await s4.close();
     }
@@ -375,7 +422,9 @@ describe("sandboxed callers are clamped to their tree", () => {
 
 describe("scope global", () => {
   it("tools see the global session as `main`, never as `global`", async () => {
-    const sys = await startTestSystem(toolsConfig({ session: { scope: "global" }, tools: { sessions: { visibility: "all" } } }));
+    const sys = await startTestSystem(
+      toolsConfig({ session: { scope: "global" }, tools: { sessions: { visibility: "all" } } }),
+    );
     try {
       const r = await sys.post("/v1/inbound", { channel: "tg", chatType: "dm", from: "5", text: "hi" });
       expect(r.body.sessionKey).toBe("global");

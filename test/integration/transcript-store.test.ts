@@ -3,7 +3,17 @@
  * Each test gets its own storage dir; the file gets its own key prefix.
  */
 import { execFile, spawn } from "node:child_process";
-import { appendFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -127,7 +137,13 @@ describe("TranscriptStore", () => {
     expect(Number.isNaN(Date.parse(header!.timestamp))).toBe(false);
 
     const ids = Array.from({ length: 25 }, (_, i) => `m${i}`);
-    expect(await store.append("main", "s-basic", ids.slice(0, 10).map((id) => entry(id)))).toEqual({ written: 10, skipped: 0 });
+    expect(
+      await store.append(
+        "main",
+        "s-basic",
+        ids.slice(0, 10).map((id) => entry(id)),
+      ),
+    ).toEqual({ written: 10, skipped: 0 });
     for (const id of ids.slice(10)) await store.append("main", "s-basic", [entry(id)]);
     await store.append("main", "s-basic", [entry("tool1", "x", { type: "custom", message: undefined })]);
 
@@ -212,7 +228,10 @@ describe("TranscriptStore", () => {
     );
     expect((await readAllEntries(file)).map((x) => x.id)).toEqual(["a", "b", "c"]);
     for (const chunkSize of [1, 3, 17, 64 * 1024]) {
-      expect((await readTail(file, 10, { chunkSize })).entries.map((x) => x.id), `chunk ${chunkSize}`).toEqual(["b", "a", "c"]);
+      expect(
+        (await readTail(file, 10, { chunkSize })).entries.map((x) => x.id),
+        `chunk ${chunkSize}`,
+      ).toEqual(["b", "a", "c"]);
       expect((await readTail(file, 1, { chunkSize })).entries.map((x) => x.id)).toEqual(["c"]);
     }
     // An unterminated last line counts only when it is a whole object.
@@ -236,12 +255,15 @@ describe("TranscriptStore", () => {
     // Redis index lost (flush, failover without persistence): rebuilt from the file.
     const keys = store.keys("s-idem");
     expect(await redis.del(keys.index, keys.ids)).toBe(2);
-    expect(await store.append("main", "s-idem", [entry("x3"), entry("x4"), entry("x1")])).toEqual({ written: 1, skipped: 2 });
+    expect(await store.append("main", "s-idem", [entry("x3"), entry("x4"), entry("x1")])).toEqual({
+      written: 1,
+      skipped: 2,
+    });
     expect(rawLines(file).map((l) => l.id)).toEqual(["s-idem", "x1", "x2", "x3", "x4"]);
     expect(await redis.hget(keys.index, "size")).toBe(String(statSync(file).size));
-    await expect(store.append("main", "s-idem", [{ type: "message" } as unknown as TranscriptEntry])).rejects.toBeInstanceOf(
-      ValidationError,
-    );
+    await expect(
+      store.append("main", "s-idem", [{ type: "message" } as unknown as TranscriptEntry]),
+    ).rejects.toBeInstanceOf(ValidationError);
     expect(await store.append("main", "s-idem", [])).toEqual({ written: 0, skipped: 0 });
   });
 
@@ -253,7 +275,10 @@ describe("TranscriptStore", () => {
     // A writer wrote c2 and died before SADD/HSET.
     appendFileSync(file, `${JSON.stringify(entry("c2"))}\n`);
     expect(await store.hasEntry("s-crash", "c2")).toBe(false);
-    expect(await store.append("main", "s-crash", [entry("c2", "retried"), entry("c3")])).toEqual({ written: 1, skipped: 1 });
+    expect(await store.append("main", "s-crash", [entry("c2", "retried"), entry("c3")])).toEqual({
+      written: 1,
+      skipped: 1,
+    });
     expect(rawLines(file).map((l) => l.id)).toEqual(["s-crash", "c1", "c2", "c3"]);
     expect(await store.hasEntry("s-crash", "c2")).toBe(true);
     expect(Number(await redis.hget(keys.index, "size"))).toBeGreaterThan(indexedBefore);
@@ -293,7 +318,9 @@ describe("TranscriptStore", () => {
     const file = store.path("main", "s-fence");
     const before = readFileSync(file, "utf8");
 
-    const err = await store.append("main", "s-fence", [entry("f2")], { fence: { key: fenceKey, token: 4 } }).catch((e) => e);
+    const err = await store
+      .append("main", "s-fence", [entry("f2")], { fence: { key: fenceKey, token: 4 } })
+      .catch((e) => e);
     expect(err).toBeInstanceOf(StaleFenceError);
     expect((err as SwitchboardError).code).toBe("stale_fence");
     expect((err as SwitchboardError).details).toMatchObject({ token: 4, current: 5 });

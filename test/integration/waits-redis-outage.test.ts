@@ -18,7 +18,10 @@ let redisDown = false;
 
 beforeAll(async () => {
   redis = await startPrivateRedis({ appendonly: true, appendfsync: "always" });
-  gw = await startTestSystem(scriptConfig([{ reply: "re: {{text}}" }], { redis: { url: redis.url } }), { gateway: true, workers: false });
+  gw = await startTestSystem(scriptConfig([{ reply: "re: {{text}}" }], { redis: { url: redis.url } }), {
+    gateway: true,
+    workers: false,
+  });
 });
 
 afterAll(async () => {

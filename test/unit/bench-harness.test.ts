@@ -6,7 +6,15 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { newRedis, uniquePrefix } from "../helpers/context.js";
 import { roundTrips } from "../../bench/harness/round-trips.js";
-import { formatRatio, formatValue, median, percentile, perSecond, ratio, steadyRate } from "../../bench/harness/stats.js";
+import {
+  formatRatio,
+  formatValue,
+  median,
+  percentile,
+  perSecond,
+  ratio,
+  steadyRate,
+} from "../../bench/harness/stats.js";
 import { formatJudged, renderTable, summarize, type FigureResult, type Row } from "../../bench/harness/report.js";
 import { renderBenchmarksMd } from "../../bench/harness/benchmarks-md.js";
 
@@ -68,14 +76,25 @@ describe("bench report", () => {
   });
 
   it("absolute targets judge the measured median; untargeted rows are information; skipped rows say why", () => {
-    const rt: Row = { label: "round trips per turn", unit: "round trips", baselineLabel: "bare", measured: [4, 6, 5], baseline: [2, 2, 2], target: { on: "measured", op: "<=", value: 5 } };
+    const rt: Row = {
+      label: "round trips per turn",
+      unit: "round trips",
+      baselineLabel: "bare",
+      measured: [4, 6, 5],
+      baseline: [2, 2, 2],
+      target: { on: "measured", op: "<=", value: 5 },
+    };
     const s = summarize(rt);
     expect(s.verdict).toBe("pass");
     expect(formatJudged(rt, s)).toBe("5.00 round trips / ≤ 5 round trips");
     expect(summarize({ ...rt, target: undefined }).verdict).toBe("info");
     const skipped = summarize({ ...rt, measured: [], baseline: [], skipped: "not supported" });
     expect(skipped.verdict).toBe("skipped");
-    expect(renderTable([{ id: "9", title: "t", setup: "", rows: [{ ...rt, measured: [], skipped: "not supported" }], notes: [] }])).toContain("skipped: not supported");
+    expect(
+      renderTable([
+        { id: "9", title: "t", setup: "", rows: [{ ...rt, measured: [], skipped: "not supported" }], notes: [] },
+      ]),
+    ).toContain("skipped: not supported");
   });
 
   it("BENCHMARKS.md carries the machine facts, the command, every round and a shared-machine note", () => {
@@ -86,14 +105,41 @@ describe("bench report", () => {
       rounds: 3,
       startedAt: new Date("2026-11-23T10:00:00Z"),
       durationMs: 120_000,
-      machine: { cores: 2, cpuModel: "Test CPU", memGiB: 8, platform: "linux", node: "v20.0.0", redisVersion: "7.0.15" },
+      machine: {
+        cores: 2,
+        cpuModel: "Test CPU",
+        memGiB: 8,
+        platform: "linux",
+        node: "v20.0.0",
+        redisVersion: "7.0.15",
+      },
       loadBefore: 9.5,
       loadAfter: 3,
     });
-    for (const s of ["2026-11-23T10:00:00.000Z", "`npm run bench`", "2 cores", "node v20.0.0", "redis-server 7.0.15", "shared with other work", "| 3 | 700 turns/s | 2,800 turns/s | 0.25x |", "**0.20x**", "✗ MISS", "- a note"]) {
+    for (const s of [
+      "2026-11-23T10:00:00.000Z",
+      "`npm run bench`",
+      "2 cores",
+      "node v20.0.0",
+      "redis-server 7.0.15",
+      "shared with other work",
+      "| 3 | 700 turns/s | 2,800 turns/s | 0.25x |",
+      "**0.20x**",
+      "✗ MISS",
+      "- a note",
+    ]) {
       expect(md).toContain(s);
     }
-    const quiet = renderBenchmarksMd([fig], { command: "x", quick: true, rounds: 3, startedAt: new Date(), durationMs: 1, machine: { cores: 2, cpuModel: "c", memGiB: 1, platform: "p", node: "n", redisVersion: "r" }, loadBefore: 0.5, loadAfter: 1 });
+    const quiet = renderBenchmarksMd([fig], {
+      command: "x",
+      quick: true,
+      rounds: 3,
+      startedAt: new Date(),
+      durationMs: 1,
+      machine: { cores: 2, cpuModel: "c", memGiB: 1, platform: "p", node: "n", redisVersion: "r" },
+      loadBefore: 0.5,
+      loadAfter: 1,
+    });
     expect(quiet).not.toContain("shared with other work");
   });
 });
@@ -111,7 +157,8 @@ describe("bench round-trip counter (real Redis)", () => {
     roundTrips.install(); // idempotent: the prototype is wrapped once
     const k = uniquePrefix("rt");
     redis.defineCommand("bench_probe", { numberOfKeys: 1, lua: "return redis.call('GET', KEYS[1])" });
-    const probe = (key: string) => (redis as unknown as { bench_probe(key: string): Promise<unknown> }).bench_probe(key);
+    const probe = (key: string) =>
+      (redis as unknown as { bench_probe(key: string): Promise<unknown> }).bench_probe(key);
     await probe(k); // loads the script: the counted call below is a plain EVALSHA
     roundTrips.start();
     await redis.set(k, "1");

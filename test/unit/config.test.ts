@@ -34,7 +34,9 @@ describe("config defaults", () => {
   });
 
   it("default agent is the one marked default, else the first", () => {
-    expect(defaultAgentId(parseConfig({ agents: { list: [{ id: "ops" }, { id: "main2", default: true }] } }))).toBe("main2");
+    expect(defaultAgentId(parseConfig({ agents: { list: [{ id: "ops" }, { id: "main2", default: true }] } }))).toBe(
+      "main2",
+    );
     expect(defaultAgentId(parseConfig({ agents: { list: [{ id: "ops" }, { id: "b" }] } }))).toBe("ops");
   });
 });
@@ -67,7 +69,10 @@ describe("config errors list every problem as path: message", () => {
   });
 
   it("rejects duplicate agent ids and out-of-range ping-pong", () => {
-    const issues = issuesOf({ agents: { list: [{ id: "a" }, { id: "a" }] }, session: { agentToAgent: { maxPingPongTurns: 6 } } });
+    const issues = issuesOf({
+      agents: { list: [{ id: "a" }, { id: "a" }] },
+      session: { agentToAgent: { maxPingPongTurns: 6 } },
+    });
     expect(issues).toContain('agents.list[1].id: duplicate agent id "a"');
     expect(issues.find((i) => i.startsWith("session.agentToAgent.maxPingPongTurns:"))).toBeDefined();
   });
@@ -80,7 +85,12 @@ describe("loadConfig", () => {
     writeFileSync(file, `{ // comments are fine\n session: { dmScope: 'per-peer' }, gateway: { port: 9000, }, }`);
     const { config, redisExplicit, path } = loadConfig({
       file,
-      env: { REDIS_URL: "redis://127.0.0.1:6390", SWITCHBOARD_PORT: "9100", SWITCHBOARD_STATE_DIR: dir, SWITCHBOARD_TOKEN: "tok-12345678" },
+      env: {
+        REDIS_URL: "redis://127.0.0.1:6390",
+        SWITCHBOARD_PORT: "9100",
+        SWITCHBOARD_STATE_DIR: dir,
+        SWITCHBOARD_TOKEN: "tok-12345678",
+      },
     });
     expect(path).toBe(file);
     expect(redisExplicit).toBe(true);
@@ -100,7 +110,7 @@ describe("loadConfig", () => {
 
   it("a missing explicit file is an error, a missing default file means defaults", () => {
     expect(() => loadConfig({ file: "/nonexistent/sb.json5", env: {} })).toThrow(ConfigError);
-    const { config, redisExplicit } = loadConfig({ env: { SWITCHBOARD_CONFIG: "" , HOME: "/nonexistent-home" } });
+    const { config, redisExplicit } = loadConfig({ env: { SWITCHBOARD_CONFIG: "", HOME: "/nonexistent-home" } });
     expect(redisExplicit).toBe(false);
     expect(config.gateway.port).toBe(7420);
   });

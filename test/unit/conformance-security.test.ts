@@ -28,7 +28,7 @@ describe("isCommandOwner", () => {
 
 describe("sanitizeForHandoff", () => {
   it("strips reasoning, tool-call XML and control tokens; keeps code; idempotent", () => {
-    const raw = "<think>secret plan</think>Hello<|im_end|> there.\n<tool_call>{\"name\":\"x\"}</tool_call>";
+    const raw = '<think>secret plan</think>Hello<|im_end|> there.\n<tool_call>{"name":"x"}</tool_call>';
     expect(sanitizeForHandoff(raw)).toBe("Hello there.");
     expect(sanitizeForHandoff(sanitizeForHandoff(raw))).toBe("Hello there.");
     expect(sanitizeForHandoff("use `<think>` tags")).toBe("use `<think>` tags");
@@ -39,16 +39,40 @@ describe("sanitizeForHandoff", () => {
 describe("redactTranscriptEntries", () => {
   const secret = "sk-proj-Abcdefghijklmnop1234567890x5jK0";
   const lines: TranscriptEntry[] = [
-    { type: "message", id: "r:u", timestamp: "t", message: { role: "user", content: `key ${secret}`, provenance: { kind: "inter_session", sourceSessionKey: "agent:a:main" } } },
-    { type: "message", id: "r:t0", timestamp: "t", message: { role: "assistant", content: [{ type: "toolCall", id: "c1", name: "exec", arguments: { env: `OPENAI_API_KEY=${secret}` } }] } },
-    { type: "message", id: "r:a", timestamp: "t", message: { role: "assistant", content: [{ type: "text", text: "plain" }] } },
+    {
+      type: "message",
+      id: "r:u",
+      timestamp: "t",
+      message: {
+        role: "user",
+        content: `key ${secret}`,
+        provenance: { kind: "inter_session", sourceSessionKey: "agent:a:main" },
+      },
+    },
+    {
+      type: "message",
+      id: "r:t0",
+      timestamp: "t",
+      message: {
+        role: "assistant",
+        content: [{ type: "toolCall", id: "c1", name: "exec", arguments: { env: `OPENAI_API_KEY=${secret}` } }],
+      },
+    },
+    {
+      type: "message",
+      id: "r:a",
+      timestamp: "t",
+      message: { role: "assistant", content: [{ type: "text", text: "plain" }] },
+    },
   ];
   it("masks secrets in words and tool arguments, leaves structure and clean lines alone", () => {
     const out = redactTranscriptEntries(lines, true);
     expect(JSON.stringify(out)).not.toContain(secret);
     expect(out[0]!.message!.content).toBe("key sk-pro…5jK0");
     expect(out[0]!.message!.provenance).toEqual(lines[0]!.message!.provenance);
-    expect(out[1]!.message!.content).toEqual([{ type: "toolCall", id: "c1", name: "exec", arguments: { env: "OPENAI_API_KEY=sk-pro…5jK0" } }]);
+    expect(out[1]!.message!.content).toEqual([
+      { type: "toolCall", id: "c1", name: "exec", arguments: { env: "OPENAI_API_KEY=sk-pro…5jK0" } },
+    ]);
     expect(out[2]).toBe(lines[2]);
     expect(lines[0]!.message!.content).toBe(`key ${secret}`); // input untouched
   });
@@ -61,9 +85,17 @@ describe("redactTranscriptEntries", () => {
 
 describe("inter-session marker", () => {
   it("marks once, with source session, channel, tool, run and isUser=false", () => {
-    const p = { kind: "inter_session" as const, sourceSessionKey: "agent:a:main", sourceChannel: "tg", sourceTool: "sessions_send", sourceRunId: "r1" };
+    const p = {
+      kind: "inter_session" as const,
+      sourceSessionKey: "agent:a:main",
+      sourceChannel: "tg",
+      sourceTool: "sessions_send",
+      sourceRunId: "r1",
+    };
     const marked = markInterSession("hi", p);
-    expect(marked).toBe("[Inter-session message] sourceSession=agent:a:main sourceChannel=tg sourceTool=sessions_send sourceRunId=r1 isUser=false\nhi");
+    expect(marked).toBe(
+      "[Inter-session message] sourceSession=agent:a:main sourceChannel=tg sourceTool=sessions_send sourceRunId=r1 isUser=false\nhi",
+    );
     expect(markInterSession(marked, p)).toBe(marked);
     expect(runtimePromptText({ text: "hi" })).toBe("hi");
     expect(runtimePromptText({ text: "hi", interSession: p })).toBe(marked);

@@ -26,7 +26,9 @@ interface Service {
   healthcheck?: { test: string[] };
 }
 
-const compose = parse(readFileSync(join(ROOT, "docker-compose.yml"), "utf8"), { merge: true }) as { services: Record<string, Service> };
+const compose = parse(readFileSync(join(ROOT, "docker-compose.yml"), "utf8"), { merge: true }) as {
+  services: Record<string, Service>;
+};
 const services = compose.services;
 const switchboardServices = Object.entries(services).filter(([, s]) => s.build !== undefined);
 
@@ -73,14 +75,17 @@ function repoPathOf(imagePath: string): string | undefined {
     const [src, dest] = c.args.split(/\s+/) as [string, string];
     if (!statSync(join(ROOT, src)).isDirectory()) continue; // a single file: not where configs live
     const destAbs = dest.startsWith("/") ? dest : join(WORKDIR, dest);
-    if (imagePath === destAbs || imagePath.startsWith(`${destAbs.replace(/\/$/, "")}/`)) return join(ROOT, src, imagePath.slice(destAbs.replace(/\/$/, "").length));
+    if (imagePath === destAbs || imagePath.startsWith(`${destAbs.replace(/\/$/, "")}/`))
+      return join(ROOT, src, imagePath.slice(destAbs.replace(/\/$/, "").length));
   }
   return undefined;
 }
 
 /** The environment a service's processes see, with compose's `${VAR:-default}` at its default. */
 function envOf(s: Service): Record<string, string> {
-  return Object.fromEntries(Object.entries(s.environment ?? {}).map(([k, v]) => [k, String(v).replace(/\$\{\w+:-([^}]*)\}/g, "$1")]));
+  return Object.fromEntries(
+    Object.entries(s.environment ?? {}).map(([k, v]) => [k, String(v).replace(/\$\{\w+:-([^}]*)\}/g, "$1")]),
+  );
 }
 
 function switchboardHelp(args: string[]): { code: number | null; text: string } {
@@ -93,7 +98,8 @@ function expectRealCommand(argv: string[], where: string): void {
   const help = switchboardHelp([argv[0]!]);
   expect(help.code, `${where}: switchboard ${argv[0]} --help`).toBe(0);
   expect(help.text, where).toMatch(new RegExp(`^Usage: switchboard ${argv[0]}\\b`));
-  for (const flag of argv.filter((a) => a.startsWith("--"))) expect(help.text, `${where}: ${flag}`).toContain(flag.split("=")[0]);
+  for (const flag of argv.filter((a) => a.startsWith("--")))
+    expect(help.text, `${where}: ${flag}`).toContain(flag.split("=")[0]);
 }
 
 describe("docker-compose.yml", () => {
@@ -101,7 +107,10 @@ describe("docker-compose.yml", () => {
     expect(Object.keys(services).sort()).toEqual(["gateway", "gateway-2", "redis", "worker"]);
     for (const [name, s] of switchboardServices) {
       expect(s.build!.context, name).toBe(".");
-      expect(dockerfile.stages.map((st) => st.name), name).toContain(s.build!.target);
+      expect(
+        dockerfile.stages.map((st) => st.name),
+        name,
+      ).toContain(s.build!.target);
       expect(s.depends_on?.redis?.condition, name).toBe("service_healthy");
       expect(s.healthcheck?.test, `${name} has a health check`).toBeDefined();
     }
@@ -137,19 +146,27 @@ describe("docker-compose.yml", () => {
       expect(config.storage.dir).toBe(find(runtime, "VOLUME").map((v) => jsonArgs(v)![0])[0]);
       if (s.command![0] === "gateway") {
         expect(config.gateway.host, name).toBe("0.0.0.0");
-        expect(s.ports!.map((p) => Number(p.split(":")[1])), name).toEqual([config.gateway.port]);
+        expect(
+          s.ports!.map((p) => Number(p.split(":")[1])),
+          name,
+        ).toEqual([config.gateway.port]);
         expect(s.healthcheck!.test.join(" "), name).toContain(`http://127.0.0.1:${config.gateway.port}/readyz`);
       }
     }
     // Two gateways, two host ports.
-    expect(new Set([...services.gateway!.ports!, ...services["gateway-2"]!.ports!].map((p) => p.split(":")[0])).size).toBe(2);
+    expect(
+      new Set([...services.gateway!.ports!, ...services["gateway-2"]!.ports!].map((p) => p.split(":")[0])).size,
+    ).toBe(2);
   });
 
   it("the gateway health check runs under plain node (the image has no curl) and judges /readyz by its status", () => {
     const code = services.gateway!.healthcheck!.test[3]!;
     expect(services.gateway!.healthcheck!.test.slice(0, 3)).toEqual(["CMD", "node", "-e"]);
     // Run it against nothing: it must fail (exit 1), not hang or throw a stack.
-    const r = spawnSync(process.execPath, ["-e", code.replace("127.0.0.1:7420", "127.0.0.1:1")], { encoding: "utf8", timeout: 10_000 });
+    const r = spawnSync(process.execPath, ["-e", code.replace("127.0.0.1:7420", "127.0.0.1:1")], {
+      encoding: "utf8",
+      timeout: 10_000,
+    });
     expect(r.status).toBe(1);
     expect(r.stderr).toBe("");
   });
@@ -164,7 +181,10 @@ describe("Dockerfile", () => {
     const copiesFrom = find(runtime, "COPY").filter((c) => c.args.startsWith("--from"));
     const nodeModules = copiesFrom.find((c) => /node_modules/.test(c.args))!;
     const depsStage = dockerfile.stages.find((s) => s.name === /--from=(\S+)/.exec(nodeModules.args)![1])!;
-    expect(find(depsStage, "RUN").some((r) => /npm ci .*--omit=dev/.test(r.args)), "runtime node_modules are production-only").toBe(true);
+    expect(
+      find(depsStage, "RUN").some((r) => /npm ci .*--omit=dev/.test(r.args)),
+      "runtime node_modules are production-only",
+    ).toBe(true);
     expect(copiesFrom.some((c) => c.args.includes(`--from=${build.name}`) && /\/app\/dist/.test(c.args))).toBe(true);
   });
 
@@ -173,19 +193,29 @@ describe("Dockerfile", () => {
     expect(user).toBeDefined();
     expect(["root", "0"]).not.toContain(user);
     expect(jsonArgs(find(runtime, "ENTRYPOINT").at(-1))).toEqual(["switchboard"]);
-    const link = find(runtime, "RUN").map((r) => /ln -s (\S+) \/usr\/local\/bin\/switchboard/.exec(r.args)).find(Boolean)!;
+    const link = find(runtime, "RUN")
+      .map((r) => /ln -s (\S+) \/usr\/local\/bin\/switchboard/.exec(r.args))
+      .find(Boolean)!;
     expect(link, "switchboard is on the PATH").toBeTruthy();
     // The link points at the package's own bin, which the build produces (with its shebang).
     const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { bin: { switchboard: string } };
     expect(link[1]).toBe(join(WORKDIR, pkg.bin.switchboard));
     expect(readFileSync(join(ROOT, pkg.bin.switchboard), "utf8").startsWith("#!/usr/bin/env node\n")).toBe(true);
-    const stateDir = find(runtime, "ENV").map((e) => /SWITCHBOARD_STATE_DIR=(\S+)/.exec(e.args)?.[1]).find(Boolean);
+    const stateDir = find(runtime, "ENV")
+      .map((e) => /SWITCHBOARD_STATE_DIR=(\S+)/.exec(e.args)?.[1])
+      .find(Boolean);
     expect(jsonArgs(find(runtime, "VOLUME")[0])).toEqual([stateDir]);
-    expect(find(runtime, "RUN").some((r) => r.args.includes(`chown ${user}:${user} ${stateDir}`)), "the state dir belongs to that user").toBe(true);
+    expect(
+      find(runtime, "RUN").some((r) => r.args.includes(`chown ${user}:${user} ${stateDir}`)),
+      "the state dir belongs to that user",
+    ).toBe(true);
   });
 
   it("copies only files that exist in the build context and are not excluded by .dockerignore", () => {
-    const ignored = readFileSync(join(ROOT, ".dockerignore"), "utf8").split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#"));
+    const ignored = readFileSync(join(ROOT, ".dockerignore"), "utf8")
+      .split("\n")
+      .map((l) => l.trim())
+      .filter((l) => l && !l.startsWith("#"));
     for (const stage of dockerfile.stages) {
       for (const c of find(stage, "COPY").filter((x) => !x.args.startsWith("--from"))) {
         const sources = c.args.split(/\s+/).slice(0, -1);

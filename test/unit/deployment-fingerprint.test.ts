@@ -12,17 +12,30 @@ const fp = (input: ConfigInput) => configFingerprint(parseConfig(input));
 
 describe("configFingerprint", () => {
   it("is the same for the same agents and runtimes, whatever the key order or unrelated settings", () => {
-    const a = fp({ agents: { list: [{ id: "main", runtime: { kind: "script", rules: [{ reply: "x", delayMs: 5 }] } }] }, gateway: { port: 1 } });
-    const b = fp({ gateway: { port: 2 }, agents: { list: [{ runtime: { rules: [{ delayMs: 5, reply: "x" }], kind: "script" }, id: "main" }] }, session: { dmScope: "per-peer" } });
+    const a = fp({
+      agents: { list: [{ id: "main", runtime: { kind: "script", rules: [{ reply: "x", delayMs: 5 }] } }] },
+      gateway: { port: 1 },
+    });
+    const b = fp({
+      gateway: { port: 2 },
+      agents: { list: [{ runtime: { rules: [{ delayMs: 5, reply: "x" }], kind: "script" }, id: "main" }] },
+      session: { dmScope: "per-peer" },
+    });
     expect(a.hash).toBe(b.hash);
-    expect(a.agents.main).toEqual({ kind: "script", digest: expect.stringMatching(/^[0-9a-f]{12}$/), detail: "1 rule" });
+    expect(a.agents.main).toEqual({
+      kind: "script",
+      digest: expect.stringMatching(/^[0-9a-f]{12}$/),
+      detail: "1 rule",
+    });
   });
 
   it("changes with an agent, a runtime, a rule, the default agent or the default runtime", () => {
     const base: ConfigInput = { agents: { list: [{ id: "main" }, { id: "helper" }] } };
     const h = fp(base).hash;
     expect(fp({ agents: { list: [{ id: "main" }] } }).hash).not.toBe(h);
-    expect(fp({ agents: { list: [{ id: "main" }, { id: "helper", runtime: { kind: "script", rules: [] } }] } }).hash).not.toBe(h);
+    expect(
+      fp({ agents: { list: [{ id: "main" }, { id: "helper", runtime: { kind: "script", rules: [] } }] } }).hash,
+    ).not.toBe(h);
     expect(fp({ agents: { list: [{ id: "main" }, { id: "helper", default: true }] } }).hash).not.toBe(h);
     expect(fp({ agents: { ...base.agents, defaults: { runtime: { kind: "script", rules: [] } } } }).hash).not.toBe(h);
     // The prefix is recorded but is not part of the hash: it decides *which* deployment, not how.
@@ -32,13 +45,19 @@ describe("configFingerprint", () => {
   });
 
   it("names each difference: runtime, missing and extra agents, default agent", () => {
-    const deployment = fp({ agents: { list: [{ id: "main", runtime: { kind: "script", rules: [{ reply: "a" }, { reply: "b" }] } }, { id: "ops" }] } });
+    const deployment = fp({
+      agents: {
+        list: [{ id: "main", runtime: { kind: "script", rules: [{ reply: "a" }, { reply: "b" }] } }, { id: "ops" }],
+      },
+    });
     const here = fp({ agents: { list: [{ id: "main" }, { id: "helper", default: true }] } });
     const diffs = fingerprintDifferences(here, deployment);
     expect(diffs).toEqual([
       'default agent: here "helper", deployment "main"',
       'agent "helper": configured here, not in the deployment',
-      expect.stringMatching(/^agent "main": runtime here echo \[[0-9a-f]{12}\], deployment script \(2 rules\) \[[0-9a-f]{12}\]$/),
+      expect.stringMatching(
+        /^agent "main": runtime here echo \[[0-9a-f]{12}\], deployment script \(2 rules\) \[[0-9a-f]{12}\]$/,
+      ),
       'agent "ops": in the deployment, missing here',
     ]);
     expect(fingerprintDifferences(deployment, deployment)).toEqual([]);
@@ -47,15 +66,36 @@ describe("configFingerprint", () => {
 
 describe("sharingSummary", () => {
   const proc = (role: LiveProcess["role"], prefix: string): LiveProcess =>
-    ({ role, prefix, host: "h", pid: 1, id: `${role}${prefix}`, version: "0", forced: false, startedAt: 0, skewMs: 0, heartbeatAt: 0, fingerprint: fp({}) }) as LiveProcess;
+    ({
+      role,
+      prefix,
+      host: "h",
+      pid: 1,
+      id: `${role}${prefix}`,
+      version: "0",
+      forced: false,
+      startedAt: 0,
+      skewMs: 0,
+      heartbeatAt: 0,
+      fingerprint: fp({}),
+    }) as LiveProcess;
 
   it("says plainly when nobody else uses the Redis", () => {
     expect(sharingSummary({ prefix: "sb" }, [])).toBe("no other Switchboard process uses it");
   });
 
   it("counts the others by prefix and role, this deployment first", () => {
-    const s = sharingSummary({ prefix: "sb" }, [proc("worker", "aa"), proc("worker", "sb"), proc("gateway", "sb"), proc("worker", "sb")]);
-    expect(s).toBe('SHARED with 4 other Switchboard processes: 2 workers, 1 gateway on prefix "sb" (this deployment); 1 worker on prefix "aa" (another deployment)');
-    expect(sharingSummary({ prefix: "sb" }, [proc("start", "x")])).toBe('SHARED with 1 other Switchboard process: 1 start on prefix "x" (another deployment)');
+    const s = sharingSummary({ prefix: "sb" }, [
+      proc("worker", "aa"),
+      proc("worker", "sb"),
+      proc("gateway", "sb"),
+      proc("worker", "sb"),
+    ]);
+    expect(s).toBe(
+      'SHARED with 4 other Switchboard processes: 2 workers, 1 gateway on prefix "sb" (this deployment); 1 worker on prefix "aa" (another deployment)',
+    );
+    expect(sharingSummary({ prefix: "sb" }, [proc("start", "x")])).toBe(
+      'SHARED with 1 other Switchboard process: 1 start on prefix "x" (another deployment)',
+    );
   });
 });

@@ -156,7 +156,9 @@ describe("Redis is down", () => {
 
   it("does not take other failures for an outage", () => {
     expect(isRedisDown(new Error("WRONGTYPE Operation against a key holding the wrong kind of value"))).toBe(false);
-    expect(isRedisDown(new SwitchboardError("unavailable", "ECONNREFUSED in a typed error is already answered"))).toBe(false);
+    expect(isRedisDown(new SwitchboardError("unavailable", "ECONNREFUSED in a typed error is already answered"))).toBe(
+      false,
+    );
     expect(isRedisDown("ECONNREFUSED")).toBe(false);
   });
 });

@@ -25,7 +25,13 @@ function setup() {
   return { w, file: w.path("main", "s1") };
 }
 
-const line = (id: string): TranscriptEntry => ({ type: "message", id, runId: id, timestamp: new Date(0).toISOString(), message: { role: "user", content: id, timestamp: 0 } });
+const line = (id: string): TranscriptEntry => ({
+  type: "message",
+  id,
+  runId: id,
+  timestamp: new Date(0).toISOString(),
+  message: { role: "user", content: id, timestamp: 0 },
+});
 const ids = (file: string) =>
   readFileSync(file, "utf8")
     .split("\n")

@@ -61,13 +61,21 @@ describe("the jobs table", () => {
     ["subagentArchive", { runId: 5 }],
   ] as [JobKind, unknown][])("%s refuses %j", async (kind, data) => {
     // Refused before any queue is touched.
-    await expect(addJob({ queues: {} as Queues, config }, kind, data as never)).rejects.toBeInstanceOf(InvalidJobDataError);
+    await expect(addJob({ queues: {} as Queues, config }, kind, data as never)).rejects.toBeInstanceOf(
+      InvalidJobDataError,
+    );
     expect(() => jobData(kind, { data } as Job)).toThrow(UnrecoverableError);
   });
 
   it("accepts what the producers add", () => {
-    expect(jobData("a2aStep", { data: { ...a2aState, runId: "r", reply: "", status: "ok" } } as Job).phase).toBe("after-primary");
-    expect(jobData("subagentAnnounce", { data: { childKey: "c", runId: "r", reply: "", status: "killed", error: "stopped" } } as Job).status).toBe("killed");
+    expect(jobData("a2aStep", { data: { ...a2aState, runId: "r", reply: "", status: "ok" } } as Job).phase).toBe(
+      "after-primary",
+    );
+    expect(
+      jobData("subagentAnnounce", {
+        data: { childKey: "c", runId: "r", reply: "", status: "killed", error: "stopped" },
+      } as Job).status,
+    ).toBe("killed");
   });
 });
 
@@ -83,13 +91,25 @@ describe("addJob on BullMQ", () => {
   });
 
   it("stores the table's id rule, retries and queue", async () => {
-    const delivery = await addJob(svc, "deliver", { id: "reply:r/1", sessionKey: "agent:main:main", route: { channel: "tg", to: "42" }, message: "hi", kind: "reply" });
+    const delivery = await addJob(svc, "deliver", {
+      id: "reply:r/1",
+      sessionKey: "agent:main:main",
+      route: { channel: "tg", to: "42" },
+      message: "hi",
+      kind: "reply",
+    });
     expect(delivery.id).toBe("reply_r_1");
     expect(delivery.queueName).toBe("delivery");
     expect(delivery.opts.attempts).toBe(7);
     expect(delivery.opts.backoff).toEqual({ type: "exponential", delay: 250 });
     // Added again (a retried producer): the same job, not a second one.
-    await addJob(svc, "deliver", { id: "reply:r/1", sessionKey: "agent:main:main", route: { channel: "tg" }, message: "hi", kind: "reply" });
+    await addJob(svc, "deliver", {
+      id: "reply:r/1",
+      sessionKey: "agent:main:main",
+      route: { channel: "tg" },
+      message: "hi",
+      kind: "reply",
+    });
     expect(await queues.delivery.getJobCountByTypes("waiting", "delayed")).toBe(1);
 
     const drain = await addJob(svc, "drain", { sessionKey: "agent:main:subagent:x" }, { delay: 1000 });
@@ -100,11 +120,26 @@ describe("addJob on BullMQ", () => {
 
   it("builds continuations that add the same job the table would", async () => {
     const c = continuationOf("subagentAnnounce", "run-9", { childKey: "agent:main:subagent:c" }, config);
-    expect(c).toMatchObject({ queue: "announce", name: "subagent.announce", jobId: subagentAnnounceJobId("agent:main:subagent:c", "run-9") });
+    expect(c).toMatchObject({
+      queue: "announce",
+      name: "subagent.announce",
+      jobId: subagentAnnounceJobId("agent:main:subagent:c", "run-9"),
+    });
     expect(c.attempts).toBe(config.agents.defaults.subagents.announceAttempts);
-    const job = await addJob(svc, "subagentAnnounce", { ...(c.data as { childKey: string }), runId: "run-9", reply: "", status: "ok" });
+    const job = await addJob(svc, "subagentAnnounce", {
+      ...(c.data as { childKey: string }),
+      runId: "run-9",
+      reply: "",
+      status: "ok",
+    });
     expect(job.id).toBe(c.jobId);
     const step = continuationOf("a2aStep", "run-10", a2aState, config);
-    expect(step).toMatchObject({ queue: "announce", name: "a2a.step", jobId: "cont-run-10", attempts: 10, backoffMs: 500 });
+    expect(step).toMatchObject({
+      queue: "announce",
+      name: "a2a.step",
+      jobId: "cont-run-10",
+      attempts: 10,
+      backoffMs: 500,
+    });
   });
 });

@@ -4,10 +4,15 @@
  */
 import { describe, expect, it } from "vitest";
 
-describe("import … from \"switchboard\"", () => {
+describe('import … from "switchboard"', () => {
   it("exposes the pure session logic, working, with no Redis", async () => {
     const sb = await import("switchboard");
-    const config = sb.parseConfig({ session: { dmScope: "per-channel-peer", sendPolicy: { rules: [{ action: "deny", match: { channel: "discord", chatType: "group" } }] } } });
+    const config = sb.parseConfig({
+      session: {
+        dmScope: "per-channel-peer",
+        sendPolicy: { rules: [{ action: "deny", match: { channel: "discord", chatType: "group" } }] },
+      },
+    });
     expect(sb.resolveInboundSession(config, { channel: "telegram", chatType: "dm", from: "123" })).toEqual({
       agentId: "main",
       sessionKey: "agent:main:telegram:dm:123",

@@ -40,16 +40,28 @@ describe("normalizeAssistantText: final and memory tags", () => {
 
 describe("normalizeAssistantText: plain-text tool-call XML", () => {
   it.each([
-    ["tool_call with JSON", `Sure.\n${block("tool_call", '{"name":"exec","arguments":{"cmd":"ls"}}')}\nDone`, "Sure.\n\nDone"],
+    [
+      "tool_call with JSON",
+      `Sure.\n${block("tool_call", '{"name":"exec","arguments":{"cmd":"ls"}}')}\nDone`,
+      "Sure.\n\nDone",
+    ],
     ["tool_result with JSON", `${block("tool_result", '[{"ok":true}]')}Result above`, "Result above"],
-    ["function_call with JSON on the next line", `A ${tag("function_call")}\n  {"name":"x"}${tag("function_call", true)} B`, "A  B"],
+    [
+      "function_call with JSON on the next line",
+      `A ${tag("function_call")}\n  {"name":"x"}${tag("function_call", true)} B`,
+      "A  B",
+    ],
     [
       "function_calls with XML payload",
       `${tag("function_calls")}<invoke name="search"><parameter name="q">x</parameter></invoke>${tag("function_calls", true)}Text`,
       "Text",
     ],
     ["tool_calls with JSON array", `${block("tool_calls", '[{"id":"1"}]')}after`, "after"],
-    ["unterminated block strips to the end", `Let me check.\n${tag("tool_call")}\n{"name":"x","arguments":{`, "Let me check."],
+    [
+      "unterminated block strips to the end",
+      `Let me check.\n${tag("tool_call")}\n{"name":"x","arguments":{`,
+      "Let me check.",
+    ],
     ["tag with attributes", `<tool_call id="7">{"a":1}${tag("tool_call", true)}ok`, "ok"],
     ["stray closing tag", `stray ${tag("tool_call", true)} close`, "stray  close"],
   ])("%s", (_label, input, expected) => {
@@ -57,7 +69,10 @@ describe("normalizeAssistantText: plain-text tool-call XML", () => {
   });
 
   it.each([
-    ["tag followed by prose, with its closing tag", `The ${tag("tool_call")} tag wraps calls. ${tag("tool_call", true)}`],
+    [
+      "tag followed by prose, with its closing tag",
+      `The ${tag("tool_call")} tag wraps calls. ${tag("tool_call", true)}`,
+    ],
     ["tag followed by a word", `Use ${tag("function_call")} sparingly.`],
     ["empty block", block("tool_call", "")],
   ])("kept: %s", (_label, input) => {
@@ -67,7 +82,11 @@ describe("normalizeAssistantText: plain-text tool-call XML", () => {
 
 describe("normalizeAssistantText: downgraded tool text and markers", () => {
   it.each([
-    ["tool call with Arguments JSON", '[Tool Call: exec (ID: toolu_1)]\nArguments: {"cmd":"ls -la","opts":{"a":[1,2]}}\nDone.', "Done."],
+    [
+      "tool call with Arguments JSON",
+      '[Tool Call: exec (ID: toolu_1)]\nArguments: {"cmd":"ls -la","opts":{"a":[1,2]}}\nDone.',
+      "Done.",
+    ],
     ["tool call without arguments", "Before [Tool Call: ping (ID: 2)] after", "Before  after"],
     ["arguments JSON with a brace inside a string", '[Tool Call: x (ID: 3)]\nArguments: {"s":"}{"}\nok', "ok"],
     ["unterminated arguments JSON strips to the end", 'Text\n[Tool Call: x (ID: 4)]\nArguments: {"a":', "Text"],
@@ -77,7 +96,11 @@ describe("normalizeAssistantText: downgraded tool text and markers", () => {
       "Before\nAfter",
     ],
     ["tool result block to the end", "Answer\n[Tool Result for ID t9]\nlots of output", "Answer"],
-    ["historical context marker", "[Historical context: a different model called tool \"x\".]\nReal answer", "Real answer"],
+    [
+      "historical context marker",
+      '[Historical context: a different model called tool "x".]\nReal answer',
+      "Real answer",
+    ],
     ["lower-case marker", "[tool call: x (id: 1)] hi", "hi"],
   ])("%s", (_label, input, expected) => {
     expect(normalizeAssistantText(input)).toEqual({ text: expected, changed: true });

@@ -12,7 +12,16 @@ const bare = parseConfig({});
 
 describe("agentForModel", () => {
   it("maps every alias to its agent", () => {
-    for (const m of ["main", "switchboard/main", "openclaw/main", "openclaw:main", "agent:main", "MAIN", " Switchboard/Main "]) expect(agentForModel(config, m), m).toBe("main");
+    for (const m of [
+      "main",
+      "switchboard/main",
+      "openclaw/main",
+      "openclaw:main",
+      "agent:main",
+      "MAIN",
+      " Switchboard/Main ",
+    ])
+      expect(agentForModel(config, m), m).toBe("main");
     for (const m of [undefined, "", "openclaw", "switchboard"]) expect(agentForModel(config, m)).toBe("main");
     expect(agentForModel(config, "ops")).toBe("ops");
     expect(agentForModel(config, "switchboard/ops")).toBe("ops");
@@ -25,18 +34,26 @@ describe("agentForModel", () => {
   });
 
   it("unknown agents and other model names name nothing", () => {
-    for (const m of ["gpt-4o", "switchboard/nobody", "openclaw/", "x/main", "main/ops"]) expect(agentForModel(config, m), m).toBeUndefined();
+    for (const m of ["gpt-4o", "switchboard/nobody", "openclaw/", "x/main", "main/ops"])
+      expect(agentForModel(config, m), m).toBeUndefined();
   });
 
   it("lists one model per agent plus openclaw/default", () => {
-    expect(modelIds(config)).toEqual(["switchboard/main", "switchboard/ops", "switchboard/default", "openclaw/default"]);
+    expect(modelIds(config)).toEqual([
+      "switchboard/main",
+      "switchboard/ops",
+      "switchboard/default",
+      "openclaw/default",
+    ]);
     expect(modelIds(bare)).toEqual(["switchboard/main", "openclaw/default"]);
   });
 });
 
 describe("doorSessionKey", () => {
   it("header › user › a new session per request", () => {
-    expect(doorSessionKey(config, { agentId: "ops", user: "Alice", headerKey: "agent:main:room" })).toBe("agent:main:room");
+    expect(doorSessionKey(config, { agentId: "ops", user: "Alice", headerKey: "agent:main:room" })).toBe(
+      "agent:main:room",
+    );
     expect(doorSessionKey(config, { agentId: "ops", headerKey: "room" })).toBe("agent:ops:room");
     expect(doorSessionKey(config, { agentId: "ops", headerKey: "main" })).toBe("agent:ops:main");
     expect(doorSessionKey(config, { agentId: "ops", user: " Alice " })).toBe("agent:ops:openai-user:alice");
@@ -65,7 +82,14 @@ describe("turnInputOf", () => {
         { role: "user", content: "old" },
         { role: "assistant", content: "a" },
         { role: "developer", content: [{ type: "text", text: "s2" }] },
-        { role: "user", content: [{ type: "text", text: "new" }, { type: "image_url", image_url: { url: "data:x" } }, { type: "text", text: "line" }] },
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "new" },
+            { type: "image_url", image_url: { url: "data:x" } },
+            { type: "text", text: "line" },
+          ],
+        },
         { role: "assistant", content: null },
       ]),
     ).toEqual({ text: "new\nline", field: "messages[4].content", systemPrompt: "s1\n\ns2" });
@@ -79,17 +103,31 @@ describe("turnInputOf", () => {
   });
 
   it("ignores the sampling parameters clients send", () => {
-    expect(parseChatCompletionRequest({ model: "m", temperature: 0.2, max_tokens: 5, tools: [], messages: [{ role: "user", content: "x" }] }).model).toBe("m");
+    expect(
+      parseChatCompletionRequest({
+        model: "m",
+        temperature: 0.2,
+        max_tokens: 5,
+        tools: [],
+        messages: [{ role: "user", content: "x" }],
+      }).model,
+    ).toBe("m");
   });
 });
 
 describe("messageTextsOf / assertMessageSize", () => {
   it("finds each door's message text", () => {
     expect(messageTextsOf("/v1/inbound", {}, { text: "t" })).toEqual([{ field: "text", text: "t" }]);
-    expect(messageTextsOf("/v1/rpc/:method", { method: "agent" }, { message: "m" })).toEqual([{ field: "message", text: "m" }]);
-    expect(messageTextsOf("/v1/rpc/:method", { method: "send" }, { message: "m" })).toEqual([{ field: "message", text: "m" }]);
+    expect(messageTextsOf("/v1/rpc/:method", { method: "agent" }, { message: "m" })).toEqual([
+      { field: "message", text: "m" },
+    ]);
+    expect(messageTextsOf("/v1/rpc/:method", { method: "send" }, { message: "m" })).toEqual([
+      { field: "message", text: "m" },
+    ]);
     expect(messageTextsOf("/v1/rpc/:method", { method: "sessions.list" }, { message: "m" })).toEqual([]);
-    expect(messageTextsOf("/v1/tools/:name", { name: "sessions_spawn" }, { args: { task: "t" } })).toEqual([{ field: "args.task", text: "t" }]);
+    expect(messageTextsOf("/v1/tools/:name", { name: "sessions_spawn" }, { args: { task: "t" } })).toEqual([
+      { field: "args.task", text: "t" },
+    ]);
     expect(messageTextsOf("/v1/runs/:id", {}, undefined)).toEqual([]);
     expect(messageTextsOf("/v1/inbound", {}, { text: 5 })).toEqual([]);
   });

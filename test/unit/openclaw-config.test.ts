@@ -18,7 +18,11 @@ const OPENCLAW_CONFIG = {
     dmScope: "main",
     identityLinks: { alice: ["telegram:123456789", "discord:987654321012345678"] },
     reset: { mode: "daily", atHour: 4, idleMinutes: 120 },
-    resetByType: { thread: { mode: "daily", atHour: 4 }, dm: { mode: "idle", idleMinutes: 240 }, group: { mode: "idle", idleMinutes: 120 } },
+    resetByType: {
+      thread: { mode: "daily", atHour: 4 },
+      dm: { mode: "idle", idleMinutes: 240 },
+      group: { mode: "idle", idleMinutes: 120 },
+    },
     resetByChannel: { discord: { mode: "idle", idleMinutes: 10080 } },
     resetTriggers: ["/new", "/reset"],
     store: "~/.clawdbot/agents/{agentId}/sessions/sessions.json",
@@ -48,8 +52,16 @@ describe("OpenClaw configs", () => {
   it("the documented OpenClaw session config parses, with durations and sizes understood", () => {
     const cfg = parseConfig(OPENCLAW_CONFIG);
     expect(cfg.session.store).toBe("~/.clawdbot/agents/{agentId}/sessions/sessions.json");
-    expect(cfg.session.maintenance).toMatchObject({ mode: "enforce", pruneAfterMs: 30 * 86_400_000, maxEntries: 500, rotateBytes: 10 * 1024 * 1024 });
-    expect(parseConfig({ session: { maintenance: { pruneDays: 7 } } }).session.maintenance).toMatchObject({ mode: "warn", pruneAfterMs: 7 * 86_400_000 });
+    expect(cfg.session.maintenance).toMatchObject({
+      mode: "enforce",
+      pruneAfterMs: 30 * 86_400_000,
+      maxEntries: 500,
+      rotateBytes: 10 * 1024 * 1024,
+    });
+    expect(parseConfig({ session: { maintenance: { pruneDays: 7 } } }).session.maintenance).toMatchObject({
+      mode: "warn",
+      pruneAfterMs: 7 * 86_400_000,
+    });
     expect(cfg.commands.ownerAllowFrom).toEqual(["telegram:123456789"]);
   });
 
@@ -58,17 +70,27 @@ describe("OpenClaw configs", () => {
     expect(resolveSendPolicy(cfg, { sessionKey: "agent:main:discord:group:dev" })).toBe("deny");
     expect(resolveSendPolicy(cfg, { sessionKey: "agent:main:telegram:group:dev" })).toBe("allow");
     expect(resolveSendPolicy(cfg, { sessionKey: "agent:main:cron:job-1" })).toBe("deny");
-    expect(issuesOf({ session: { sendPolicy: { rules: [{ action: "deny", match: { provider: "slack", channel: "discord" } }] } } })).toEqual([
-      'session.sendPolicy.rules[0].match.provider: alias of channel: conflicts with channel "discord"',
-    ]);
+    expect(
+      issuesOf({
+        session: { sendPolicy: { rules: [{ action: "deny", match: { provider: "slack", channel: "discord" } }] } },
+      }),
+    ).toEqual(['session.sendPolicy.rules[0].match.provider: alias of channel: conflicts with channel "discord"']);
   });
 
   it("unknown keys fail at their own path with a did-you-mean suggestion", () => {
-    expect(issuesOf({ session: { resetTrigers: ["/new"] } })).toEqual(['session.resetTrigers: unknown key (did you mean "resetTriggers"?)']);
+    expect(issuesOf({ session: { resetTrigers: ["/new"] } })).toEqual([
+      'session.resetTrigers: unknown key (did you mean "resetTriggers"?)',
+    ]);
     expect(issuesOf({ sesion: {} })).toEqual(['sesion: unknown key (did you mean "session"?)']);
-    expect(issuesOf({ session: { maintenance: { maxEntrys: 5 } } })).toEqual(['session.maintenance.maxEntrys: unknown key (did you mean "maxEntries"?)']);
-    expect(issuesOf({ agents: { list: [{ id: "a", runtme: { kind: "echo" } }] } })).toEqual(['agents.list[0].runtme: unknown key (did you mean "runtime"?)']);
-    expect(issuesOf({ commands: { ownerAlowFrom: [] } })).toEqual(['commands.ownerAlowFrom: unknown key (did you mean "ownerAllowFrom"?)']);
+    expect(issuesOf({ session: { maintenance: { maxEntrys: 5 } } })).toEqual([
+      'session.maintenance.maxEntrys: unknown key (did you mean "maxEntries"?)',
+    ]);
+    expect(issuesOf({ agents: { list: [{ id: "a", runtme: { kind: "echo" } }] } })).toEqual([
+      'agents.list[0].runtme: unknown key (did you mean "runtime"?)',
+    ]);
+    expect(issuesOf({ commands: { ownerAlowFrom: [] } })).toEqual([
+      'commands.ownerAlowFrom: unknown key (did you mean "ownerAllowFrom"?)',
+    ]);
     expect(issuesOf({ zzzzzzzz: 1 })).toEqual(["zzzzzzzz: unknown key"]);
   });
 

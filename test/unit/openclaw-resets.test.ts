@@ -25,7 +25,14 @@ describe("/new <model>", () => {
   const catalog = modelCatalog(
     parseConfig({
       agents: {
-        defaults: { models: { "anthropic/claude-opus-4": { alias: "opus" }, "minimax/m2.7": {}, "openai/gpt-5": {}, "openai/gpt-5-mini": {} } },
+        defaults: {
+          models: {
+            "anthropic/claude-opus-4": { alias: "opus" },
+            "minimax/m2.7": {},
+            "openai/gpt-5": {},
+            "openai/gpt-5-mini": {},
+          },
+        },
         list: [{ id: "x", runtime: { kind: "openai", baseUrl: "http://127.0.0.1:1", model: "llama3" } }],
       },
     }),
@@ -52,19 +59,47 @@ describe("/new <model>", () => {
 
 describe("what a new session keeps", () => {
   const old = {
-    key: "agent:main:main", sessionId: "s1", agentId: "main", kind: "main", updatedAt: 1, createdAt: 1, rev: 1,
-    label: "l", displayName: "d", sendPolicy: "deny", modelOverride: "m", providerOverride: "p", thinkingLevel: "high",
-    spawnedBy: "agent:main:parent", totalTokens: 10,
+    key: "agent:main:main",
+    sessionId: "s1",
+    agentId: "main",
+    kind: "main",
+    updatedAt: 1,
+    createdAt: 1,
+    rev: 1,
+    label: "l",
+    displayName: "d",
+    sendPolicy: "deny",
+    modelOverride: "m",
+    providerOverride: "p",
+    thinkingLevel: "high",
+    spawnedBy: "agent:main:parent",
+    totalTokens: 10,
   } as SessionEntry;
   const cleared = (kind: "operator" | "explicit" | "stale") =>
-    Object.entries(resetPatch(old, "s2", "x", kind)).filter(([, v]) => v === null).map(([k]) => k);
+    Object.entries(resetPatch(old, "s2", "x", kind))
+      .filter(([, v]) => v === null)
+      .map(([k]) => k);
   it("operator reset clears only counters; /new also sendPolicy; stale also the user's toggles; lineage never", () => {
     expect(cleared("operator")).toContain("totalTokens");
     expect(cleared("operator")).not.toContain("sendPolicy");
     expect(cleared("explicit")).toContain("sendPolicy");
     expect(cleared("explicit")).not.toContain("label");
-    expect(cleared("stale")).toEqual(expect.arrayContaining(["sendPolicy", "label", "modelOverride", "providerOverride", "thinkingLevel", "displayName"]));
+    expect(cleared("stale")).toEqual(
+      expect.arrayContaining([
+        "sendPolicy",
+        "label",
+        "modelOverride",
+        "providerOverride",
+        "thinkingLevel",
+        "displayName",
+      ]),
+    );
     for (const k of ["operator", "explicit", "stale"] as const) expect(cleared(k)).not.toContain("spawnedBy");
-    expect([resetKindOf("daily"), resetKindOf("idle"), resetKindOf("reset"), resetKindOf("new")]).toEqual(["stale", "stale", "operator", "operator"]);
+    expect([resetKindOf("daily"), resetKindOf("idle"), resetKindOf("reset"), resetKindOf("new")]).toEqual([
+      "stale",
+      "stale",
+      "operator",
+      "operator",
+    ]);
   });
 });

@@ -18,13 +18,17 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 function installedVersion(pkg: string, from: string): { version: string; engines?: { node?: string } } {
   // The package `from` gets when it requires `pkg`; its package.json is not in `exports`, so walk up.
   let d = dirname(createRequire(require.resolve(`${from}/package.json`)).resolve(pkg));
-  while (!existsSync(join(d, "package.json")) || JSON.parse(readFileSync(join(d, "package.json"), "utf8")).name !== pkg) d = dirname(d);
+  while (!existsSync(join(d, "package.json")) || JSON.parse(readFileSync(join(d, "package.json"), "utf8")).name !== pkg)
+    d = dirname(d);
   return JSON.parse(readFileSync(join(d, "package.json"), "utf8")) as { version: string; engines?: { node?: string } };
 }
 
 describe("transitive packages pinned for Node 20", () => {
   it("the versions actually installed accept Node 20", () => {
-    for (const [pkg, from] of [["content-disposition", "@fastify/static"], ["cookie", "light-my-request"]] as const) {
+    for (const [pkg, from] of [
+      ["content-disposition", "@fastify/static"],
+      ["cookie", "light-my-request"],
+    ] as const) {
       const v = installedVersion(pkg, from);
       expect(v.engines?.node, `${pkg}@${v.version} under ${from}`).toBe(">=18");
     }
@@ -38,13 +42,17 @@ describe("transitive packages pinned for Node 20", () => {
     const res = await app.inject({ method: "GET", url: "/dl" });
     expect(res.statusCode).toBe(200);
     expect(res.body).toBe("hello");
-    expect(res.headers["content-disposition"]).toBe(`attachment; filename="r?sum?.txt"; filename*=UTF-8''r%C3%A9sum%C3%A9.txt`);
+    expect(res.headers["content-disposition"]).toBe(
+      `attachment; filename="r?sum?.txt"; filename*=UTF-8''r%C3%A9sum%C3%A9.txt`,
+    );
     await app.close();
   });
 
   it("fastify inject sends request cookies and reads Set-Cookie (light-my-request + cookie)", async () => {
     const app = Fastify();
-    app.get("/c", (req, reply) => reply.header("set-cookie", "sid=abc; Path=/; HttpOnly").send({ cookie: req.headers.cookie ?? null }));
+    app.get("/c", (req, reply) =>
+      reply.header("set-cookie", "sid=abc; Path=/; HttpOnly").send({ cookie: req.headers.cookie ?? null }),
+    );
     const res = await app.inject({ method: "GET", url: "/c", cookies: { a: "1", b: "x y" } });
     expect(res.json()).toEqual({ cookie: "a=1; b=x%20y" });
     expect(res.cookies).toEqual([{ name: "sid", value: "abc", path: "/", httpOnly: true }]);

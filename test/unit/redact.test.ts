@@ -35,7 +35,11 @@ describe("redactSecrets: every pattern masks the value and keeps the label", () 
     ["env SECRET with colon", "CLIENT_SECRET: s3cr3tvalue", "CLIENT_SECRET: ***"],
     ["env PASSWORD, double-quoted with spaces", 'DB_PASSWORD="hunter2 with spaces"', 'DB_PASSWORD="hunter…aces"'],
     ["env PASSWD, single-quoted", "MYSQL_PASSWD='p@ss'", "MYSQL_PASSWD='***'"],
-    ["env with spaces around =", "AWS_SECRET_ACCESS_KEY = wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY", "AWS_SECRET_ACCESS_KEY = wJalrX…EKEY"],
+    [
+      "env with spaces around =",
+      "AWS_SECRET_ACCESS_KEY = wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY",
+      "AWS_SECRET_ACCESS_KEY = wJalrX…EKEY",
+    ],
     ["bare PASSWORD", "PASSWORD=letmein", "PASSWORD=***"],
     ["lower snake case", "db_password: hunter2", "db_password: ***"],
     ["HTTP header style", `x-api-key: ${rep("k", 24)}`, `x-api-key: kkkkkk…kkkk`],
@@ -98,7 +102,9 @@ describe("redactSecrets: every pattern masks the value and keeps the label", () 
   });
 
   it("lists its pattern families", () => {
-    expect(REDACTION_PATTERN_NAMES).toEqual(expect.arrayContaining(["pem", "assignment", "json", "cli", "bearer", "telegram"]));
+    expect(REDACTION_PATTERN_NAMES).toEqual(
+      expect.arrayContaining(["pem", "assignment", "json", "cli", "bearer", "telegram"]),
+    );
   });
 });
 

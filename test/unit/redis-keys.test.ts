@@ -24,7 +24,8 @@ describe("Redis key layout under one hash tag", () => {
 
   it("every RedisKeys method yields a key hashed by the prefix alone", () => {
     const methods = Object.getOwnPropertyNames(RedisKeys.prototype).filter(
-      (n) => n !== "constructor" && typeof Object.getOwnPropertyDescriptor(RedisKeys.prototype, n)!.value === "function",
+      (n) =>
+        n !== "constructor" && typeof Object.getOwnPropertyDescriptor(RedisKeys.prototype, n)!.value === "function",
     );
     expect(methods.length).toBeGreaterThan(20);
     for (const m of methods) {

@@ -11,7 +11,10 @@ import { openRedis } from "../../src/queues/redis-connections.js";
 describe("redis.url forms", () => {
   it("redis:// and rediss:// name one server and are passed to ioredis as they are", () => {
     expect(parseRedisUrl("redis://127.0.0.1:6390/2")).toEqual({ kind: "single", url: "redis://127.0.0.1:6390/2" });
-    expect(parseRedisUrl("rediss://u:p@example.com:6380")).toEqual({ kind: "single", url: "rediss://u:p@example.com:6380" });
+    expect(parseRedisUrl("rediss://u:p@example.com:6380")).toEqual({
+      kind: "single",
+      url: "rediss://u:p@example.com:6380",
+    });
   });
 
   it("redis+cluster:// lists seed nodes; credentials are URL-decoded; the port defaults to 6379", () => {
@@ -48,18 +51,27 @@ describe("redis.url forms", () => {
   });
 
   it("the config schema accepts cluster URLs and reports bad ones at redis.url", () => {
-    expect(parseConfig({ redis: { url: "redis+cluster://a:7001,b:7002" } }).redis.url).toBe("redis+cluster://a:7001,b:7002");
+    expect(parseConfig({ redis: { url: "redis+cluster://a:7001,b:7002" } }).redis.url).toBe(
+      "redis+cluster://a:7001,b:7002",
+    );
     try {
       parseConfig({ redis: { url: "redis+cluster://a:7001/1" } });
       expect.unreachable("a cluster URL with a database must be refused");
     } catch (err) {
       expect(err).toBeInstanceOf(ConfigError);
-      expect((err as ConfigError).issues.map((i) => `${i.path}: ${i.message}`)).toEqual(["redis.url: a Redis Cluster has only database 0 (got /1)"]);
+      expect((err as ConfigError).issues.map((i) => `${i.path}: ${i.message}`)).toEqual([
+        "redis.url: a Redis Cluster has only database 0 (got /1)",
+      ]);
     }
   });
 
   it("builds a Cluster for cluster URLs (options on every node) and a Redis otherwise", () => {
-    const c = openRedis("rediss+cluster://u:pw@127.0.0.1:1,127.0.0.1:2", { lazyConnect: true, maxRetriesPerRequest: null }, () => null, { lazyConnect: true });
+    const c = openRedis(
+      "rediss+cluster://u:pw@127.0.0.1:1,127.0.0.1:2",
+      { lazyConnect: true, maxRetriesPerRequest: null },
+      () => null,
+      { lazyConnect: true },
+    );
     const r = openRedis("redis://127.0.0.1:1", { lazyConnect: true, maxRetriesPerRequest: 1 }, () => null);
     try {
       expect(c).toBeInstanceOf(Cluster);

@@ -84,10 +84,30 @@ describe("resolveResetPolicy precedence", () => {
     ["nothing configured, group", {}, { sessionKey: GROUP }, { mode: "daily", atHour: 4, timezone: HOST }],
 
     // resetByChannel beats everything
-    ["channel override beats reset+type+legacy (key-derived channel)", full, { sessionKey: DISCORD_GROUP }, { mode: "idle", idleMinutes: 10080 }],
-    ["channel override beats all for a dm", full, { sessionKey: "agent:main:discord:dm:u1" }, { mode: "idle", idleMinutes: 10080 }],
-    ["channel override via ctx.channel (case-insensitive)", full, { sessionKey: "agent:main:main", channel: "DISCORD" }, { mode: "idle", idleMinutes: 10080 }],
-    ["channel override applies to threads too", full, { sessionKey: "agent:main:discord:channel:c1:thread:t1" }, { mode: "idle", idleMinutes: 10080 }],
+    [
+      "channel override beats reset+type+legacy (key-derived channel)",
+      full,
+      { sessionKey: DISCORD_GROUP },
+      { mode: "idle", idleMinutes: 10080 },
+    ],
+    [
+      "channel override beats all for a dm",
+      full,
+      { sessionKey: "agent:main:discord:dm:u1" },
+      { mode: "idle", idleMinutes: 10080 },
+    ],
+    [
+      "channel override via ctx.channel (case-insensitive)",
+      full,
+      { sessionKey: "agent:main:main", channel: "DISCORD" },
+      { mode: "idle", idleMinutes: 10080 },
+    ],
+    [
+      "channel override applies to threads too",
+      full,
+      { sessionKey: "agent:main:discord:channel:c1:thread:t1" },
+      { mode: "idle", idleMinutes: 10080 },
+    ],
     [
       "channel override ignores legacy idle and reset.idleMinutes in daily mode",
       { reset: { idleMinutes: 90 }, idleMinutes: 240, resetByChannel: { slack: { atHour: 6 } } },
@@ -118,11 +138,21 @@ describe("resolveResetPolicy precedence", () => {
       { sessionKey: DM },
       { mode: "daily", atHour: 4, timezone: "America/New_York" },
     ],
-    ["other channel is unaffected by the override", full, { sessionKey: DM }, { mode: "daily", atHour: 5, idleMinutes: 90, timezone: "Europe/Berlin" }],
+    [
+      "other channel is unaffected by the override",
+      full,
+      { sessionKey: DM },
+      { mode: "daily", atHour: 5, idleMinutes: 90, timezone: "Europe/Berlin" },
+    ],
 
     // resetByType beats reset, field by field
     ["type mode+idle over reset (group)", full, { sessionKey: GROUP }, { mode: "idle", idleMinutes: 30 }],
-    ["type atHour only; mode/idle/tz from reset (thread)", full, { sessionKey: "agent:main:telegram:group:g1:topic:5" }, { mode: "daily", atHour: 7, idleMinutes: 90, timezone: "Europe/Berlin" }],
+    [
+      "type atHour only; mode/idle/tz from reset (thread)",
+      full,
+      { sessionKey: "agent:main:telegram:group:g1:topic:5" },
+      { mode: "daily", atHour: 7, idleMinutes: 90, timezone: "Europe/Berlin" },
+    ],
     [
       "type idleMinutes only keeps reset's mode and hour",
       { reset: { mode: "daily", atHour: 3 }, resetByType: { group: { idleMinutes: 15 } } },
@@ -143,23 +173,63 @@ describe("resolveResetPolicy precedence", () => {
     ],
 
     // dm / direct alias
-    ["resetByType.direct applies to dm keys", { resetByType: { direct: { mode: "idle", idleMinutes: 45 } } }, { sessionKey: DM }, { mode: "idle", idleMinutes: 45 }],
-    ["resetByType.dm applies to dm keys", { resetByType: { dm: { mode: "idle", idleMinutes: 50 } } }, { sessionKey: "agent:main:main" }, { mode: "idle", idleMinutes: 50 }],
+    [
+      "resetByType.direct applies to dm keys",
+      { resetByType: { direct: { mode: "idle", idleMinutes: 45 } } },
+      { sessionKey: DM },
+      { mode: "idle", idleMinutes: 45 },
+    ],
+    [
+      "resetByType.dm applies to dm keys",
+      { resetByType: { dm: { mode: "idle", idleMinutes: 50 } } },
+      { sessionKey: "agent:main:main" },
+      { mode: "idle", idleMinutes: 50 },
+    ],
     [
       "dm wins over direct when both are set (whole entry, not merged)",
       { resetByType: { dm: { atHour: 8 }, direct: { mode: "idle", idleMinutes: 5 } } },
       { sessionKey: DM },
       { mode: "daily", atHour: 8, timezone: HOST },
     ],
-    ["cron keys use the dm entry", { resetByType: { dm: { mode: "off" }, thread: { mode: "idle" } } }, { sessionKey: "agent:main:cron:job", isThread: true }, { mode: "off" }],
-    ["direct entry does not leak to groups", { resetByType: { direct: { mode: "off" } } }, { sessionKey: GROUP }, { mode: "daily", atHour: 4, timezone: HOST }],
+    [
+      "cron keys use the dm entry",
+      { resetByType: { dm: { mode: "off" }, thread: { mode: "idle" } } },
+      { sessionKey: "agent:main:cron:job", isThread: true },
+      { mode: "off" },
+    ],
+    [
+      "direct entry does not leak to groups",
+      { resetByType: { direct: { mode: "off" } } },
+      { sessionKey: GROUP },
+      { mode: "daily", atHour: 4, timezone: HOST },
+    ],
 
     // legacy idleMinutes
     ["legacy idle alone ⇒ idle only", { idleMinutes: 240 }, { sessionKey: DM }, { mode: "idle", idleMinutes: 240 }],
-    ["legacy idle alone for groups too", { idleMinutes: 240 }, { sessionKey: GROUP }, { mode: "idle", idleMinutes: 240 }],
-    ["legacy idle 0 alone ⇒ idle that never expires", { idleMinutes: 0 }, { sessionKey: DM }, { mode: "idle", idleMinutes: 0 }],
-    ["legacy idle with reset ⇒ daily + extra idle", { idleMinutes: 240, reset: { atHour: 2 } }, { sessionKey: DM }, { mode: "daily", atHour: 2, idleMinutes: 240, timezone: HOST }],
-    ["reset.idleMinutes beats legacy", { idleMinutes: 240, reset: { idleMinutes: 10 } }, { sessionKey: DM }, { mode: "daily", atHour: 4, idleMinutes: 10, timezone: HOST }],
+    [
+      "legacy idle alone for groups too",
+      { idleMinutes: 240 },
+      { sessionKey: GROUP },
+      { mode: "idle", idleMinutes: 240 },
+    ],
+    [
+      "legacy idle 0 alone ⇒ idle that never expires",
+      { idleMinutes: 0 },
+      { sessionKey: DM },
+      { mode: "idle", idleMinutes: 0 },
+    ],
+    [
+      "legacy idle with reset ⇒ daily + extra idle",
+      { idleMinutes: 240, reset: { atHour: 2 } },
+      { sessionKey: DM },
+      { mode: "daily", atHour: 2, idleMinutes: 240, timezone: HOST },
+    ],
+    [
+      "reset.idleMinutes beats legacy",
+      { idleMinutes: 240, reset: { idleMinutes: 10 } },
+      { sessionKey: DM },
+      { mode: "daily", atHour: 4, idleMinutes: 10, timezone: HOST },
+    ],
     [
       "legacy idle with resetByType only ⇒ daily for other types, legacy idle still applies",
       { idleMinutes: 240, resetByType: { group: { mode: "idle", idleMinutes: 20 } } },
@@ -168,19 +238,59 @@ describe("resolveResetPolicy precedence", () => {
     ],
 
     // resetByType alone
-    ["resetByType alone ⇒ daily 04:00 for other types", { resetByType: { group: { mode: "idle", idleMinutes: 20 } } }, { sessionKey: DM }, { mode: "daily", atHour: 4, timezone: HOST }],
-    ["resetByType alone ⇒ its own type", { resetByType: { group: { mode: "idle", idleMinutes: 20 } } }, { sessionKey: GROUP }, { mode: "idle", idleMinutes: 20 }],
+    [
+      "resetByType alone ⇒ daily 04:00 for other types",
+      { resetByType: { group: { mode: "idle", idleMinutes: 20 } } },
+      { sessionKey: DM },
+      { mode: "daily", atHour: 4, timezone: HOST },
+    ],
+    [
+      "resetByType alone ⇒ its own type",
+      { resetByType: { group: { mode: "idle", idleMinutes: 20 } } },
+      { sessionKey: GROUP },
+      { mode: "idle", idleMinutes: 20 },
+    ],
 
     // idle mode without minutes, daily with idle
-    ["idle mode without minutes ⇒ idleMinutes 0", { reset: { mode: "idle" } }, { sessionKey: DM }, { mode: "idle", idleMinutes: 0 }],
-    ["daily with idle extra expiry", { reset: { mode: "daily", atHour: 23, idleMinutes: 120 } }, { sessionKey: DM }, { mode: "daily", atHour: 23, idleMinutes: 120, timezone: HOST }],
+    [
+      "idle mode without minutes ⇒ idleMinutes 0",
+      { reset: { mode: "idle" } },
+      { sessionKey: DM },
+      { mode: "idle", idleMinutes: 0 },
+    ],
+    [
+      "daily with idle extra expiry",
+      { reset: { mode: "daily", atHour: 23, idleMinutes: 120 } },
+      { sessionKey: DM },
+      { mode: "daily", atHour: 23, idleMinutes: 120, timezone: HOST },
+    ],
     ["atHour 0 is kept", { reset: { atHour: 0 } }, { sessionKey: DM }, { mode: "daily", atHour: 0, timezone: HOST }],
 
     // off
-    ["reset off ⇒ off, idle ignored", { reset: { mode: "off", idleMinutes: 30 }, idleMinutes: 60 }, { sessionKey: DM }, { mode: "off" }],
-    ["reset off but type re-enables idle", { reset: { mode: "off" }, resetByType: { group: { mode: "idle", idleMinutes: 30 } } }, { sessionKey: GROUP }, { mode: "idle", idleMinutes: 30 }],
-    ["type off over daily reset", { reset: { mode: "daily", idleMinutes: 30 }, resetByType: { thread: { mode: "off" } } }, { sessionKey: THREAD }, { mode: "off" }],
-    ["channel off over everything", { reset: { mode: "idle", idleMinutes: 5 }, resetByChannel: { telegram: { mode: "off" } } }, { sessionKey: GROUP }, { mode: "off" }],
+    [
+      "reset off ⇒ off, idle ignored",
+      { reset: { mode: "off", idleMinutes: 30 }, idleMinutes: 60 },
+      { sessionKey: DM },
+      { mode: "off" },
+    ],
+    [
+      "reset off but type re-enables idle",
+      { reset: { mode: "off" }, resetByType: { group: { mode: "idle", idleMinutes: 30 } } },
+      { sessionKey: GROUP },
+      { mode: "idle", idleMinutes: 30 },
+    ],
+    [
+      "type off over daily reset",
+      { reset: { mode: "daily", idleMinutes: 30 }, resetByType: { thread: { mode: "off" } } },
+      { sessionKey: THREAD },
+      { mode: "off" },
+    ],
+    [
+      "channel off over everything",
+      { reset: { mode: "idle", idleMinutes: 5 }, resetByChannel: { telegram: { mode: "off" } } },
+      { sessionKey: GROUP },
+      { mode: "off" },
+    ],
   ])("%s", (_name, session, ctx, expected) => {
     expect(resolveResetPolicy(cfg(session), ctx)).toStrictEqual(expected);
   });

@@ -25,7 +25,10 @@ describe("parseResetTrigger", () => {
     ["/NEW KeepThisCase", { triggered: true, trigger: "/new", command: "new", remainder: "KeepThisCase" }],
     ["/new   take  notes  ", { triggered: true, trigger: "/new", command: "new", remainder: "take  notes" }],
     ["/new\nline two", { triggered: true, trigger: "/new", command: "new", remainder: "line two" }],
-    ["/reset gpt-5 Hello There", { triggered: true, trigger: "/reset", command: "reset", remainder: "gpt-5 Hello There" }],
+    [
+      "/reset gpt-5 Hello There",
+      { triggered: true, trigger: "/reset", command: "reset", remainder: "gpt-5 Hello There" },
+    ],
     ["/newer", { triggered: false }],
     ["/new-thing", { triggered: false }],
     ["/resetting now", { triggered: false }],
@@ -39,16 +42,33 @@ describe("parseResetTrigger", () => {
   });
 
   it("uses the defaults when no triggers are given", () => {
-    expect(parseResetTrigger("/Reset x")).toStrictEqual({ triggered: true, trigger: "/reset", command: "reset", remainder: "x" });
+    expect(parseResetTrigger("/Reset x")).toStrictEqual({
+      triggered: true,
+      trigger: "/reset",
+      command: "reset",
+      remainder: "x",
+    });
   });
 
   it.each<[string, string[], ResetTriggerMatch]>([
-    ["/fresh start over", ["/new", "/fresh"], { triggered: true, trigger: "/fresh", command: "fresh", remainder: "start over" }],
+    [
+      "/fresh start over",
+      ["/new", "/fresh"],
+      { triggered: true, trigger: "/fresh", command: "fresh", remainder: "start over" },
+    ],
     ["/FRESH", ["/Fresh"], { triggered: true, trigger: "/Fresh", command: "fresh", remainder: "" }],
     ["!clear", ["!clear"], { triggered: true, trigger: "!clear", command: "!clear", remainder: "" }],
     ["/new", ["/fresh"], { triggered: false }],
-    ["/new-chat hi", ["/new", "/new-chat"], { triggered: true, trigger: "/new-chat", command: "new-chat", remainder: "hi" }],
-    ["/new chat hi", ["/new", "/new chat"], { triggered: true, trigger: "/new chat", command: "new chat", remainder: "hi" }],
+    [
+      "/new-chat hi",
+      ["/new", "/new-chat"],
+      { triggered: true, trigger: "/new-chat", command: "new-chat", remainder: "hi" },
+    ],
+    [
+      "/new chat hi",
+      ["/new", "/new chat"],
+      { triggered: true, trigger: "/new chat", command: "new chat", remainder: "hi" },
+    ],
     ["/new", [], { triggered: false }],
     ["/new", ["", "  "], { triggered: false }],
   ])("%j with triggers %j", (text, triggers, expected) => {
@@ -57,7 +77,14 @@ describe("parseResetTrigger", () => {
 });
 
 describe("parseNewModelHint", () => {
-  const known = ["minimax/m2.7", "openai/gpt-5", "openai/gpt-5-mini", "anthropic/claude-sonnet-4-5", "fast", "Llama-3.3-70B"];
+  const known = [
+    "minimax/m2.7",
+    "openai/gpt-5",
+    "openai/gpt-5-mini",
+    "anthropic/claude-sonnet-4-5",
+    "fast",
+    "Llama-3.3-70B",
+  ];
 
   it.each<[string, string[], ModelHint]>([
     ["", known, { rest: "" }],
@@ -115,8 +142,16 @@ describe("greetingPrompt", () => {
     ["2026-03-13T12:30:00.000Z", "UTC", "Friday, March 13th, 2026 - 12:30 PM (UTC) / 2026-03-13 12:30 UTC"],
     ["2026-03-22T12:30:00.000Z", "UTC", "Sunday, March 22nd, 2026 - 12:30 PM (UTC) / 2026-03-22 12:30 UTC"],
     ["2026-03-23T12:30:00.000Z", "UTC", "Monday, March 23rd, 2026 - 12:30 PM (UTC) / 2026-03-23 12:30 UTC"],
-    ["2026-03-31T22:59:00.000Z", "Europe/Berlin", "Wednesday, April 1st, 2026 - 12:59 AM (Europe/Berlin) / 2026-03-31 22:59 UTC"],
-    ["2026-03-02T22:15:00.000Z", "Asia/Kathmandu", "Tuesday, March 3rd, 2026 - 4:00 AM (Asia/Kathmandu) / 2026-03-02 22:15 UTC"],
+    [
+      "2026-03-31T22:59:00.000Z",
+      "Europe/Berlin",
+      "Wednesday, April 1st, 2026 - 12:59 AM (Europe/Berlin) / 2026-03-31 22:59 UTC",
+    ],
+    [
+      "2026-03-02T22:15:00.000Z",
+      "Asia/Kathmandu",
+      "Tuesday, March 3rd, 2026 - 4:00 AM (Asia/Kathmandu) / 2026-03-02 22:15 UTC",
+    ],
   ])("%s in %s", (iso, tz, expected) => {
     expect(currentTimeLine(Date.parse(iso), tz)).toBe(`Current time: ${expected}`);
   });
@@ -155,10 +190,13 @@ describe("parseChatCommand", () => {
     expect(parseChatCommand(text)).toStrictEqual(expected);
   });
 
-  it.each(["/send", "/send maybe", "/send on off", "/send toString", "/send __proto__"])("%j is a /send error", (text) => {
-    const r = parseChatCommand(text);
-    expect(r).not.toBeNull();
-    expect(r?.kind).toBe("send");
-    expect(r && "error" in r ? r.error : undefined).toMatch(/\/send on\|off\|inherit/);
-  });
+  it.each(["/send", "/send maybe", "/send on off", "/send toString", "/send __proto__"])(
+    "%j is a /send error",
+    (text) => {
+      const r = parseChatCommand(text);
+      expect(r).not.toBeNull();
+      expect(r?.kind).toBe("send");
+      expect(r && "error" in r ? r.error : undefined).toMatch(/\/send on\|off\|inherit/);
+    },
+  );
 });

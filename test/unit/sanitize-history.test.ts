@@ -30,7 +30,10 @@ const user = (content: TranscriptMessage["content"], extra: Partial<TranscriptMe
   content,
   ...extra,
 });
-const assistant = (content: TranscriptMessage["content"], extra: Partial<TranscriptMessage> = {}): TranscriptMessage => ({
+const assistant = (
+  content: TranscriptMessage["content"],
+  extra: Partial<TranscriptMessage> = {},
+): TranscriptMessage => ({
   role: "assistant",
   content,
   ...extra,
@@ -147,8 +150,16 @@ describe("silent tokens and reply extraction", () => {
   });
 
   it("helpers match their own token only; non-strings are never silent", () => {
-    expect([isReplySkip("REPLY_SKIP"), isAnnounceSkip("ANNOUNCE_SKIP"), isNoReply("NO_REPLY")]).toEqual([true, true, true]);
-    expect([isReplySkip("NO_REPLY"), isAnnounceSkip("REPLY_SKIP"), isNoReply("ANNOUNCE_SKIP")]).toEqual([false, false, false]);
+    expect([isReplySkip("REPLY_SKIP"), isAnnounceSkip("ANNOUNCE_SKIP"), isNoReply("NO_REPLY")]).toEqual([
+      true,
+      true,
+      true,
+    ]);
+    expect([isReplySkip("NO_REPLY"), isAnnounceSkip("REPLY_SKIP"), isNoReply("ANNOUNCE_SKIP")]).toEqual([
+      false,
+      false,
+      false,
+    ]);
     expect(isSilentToken(undefined, NO_REPLY)).toBe(false);
     expect(isSilentToken(42, NO_REPLY)).toBe(false);
   });
@@ -207,7 +218,11 @@ describe("sanitizeHistory: selection", () => {
     ["assistant NO_REPLY as text blocks", assistant([text("NO_"), text("REPLY")]), true],
     ["assistant NO_REPLY after thinking", assistant([{ type: "thinking", thinking: "quiet" }, text("NO_REPLY")]), true],
     ["assistant NO_REPLY after hidden reasoning tags", assistant(`${THINK_OPEN}x${THINK_CLOSE}NO_REPLY`), true],
-    ["assistant NO_REPLY with a tool call is kept", assistant([text("NO_REPLY"), { type: "toolCall", id: "1", name: "x", arguments: {} }]), false],
+    [
+      "assistant NO_REPLY with a tool call is kept",
+      assistant([text("NO_REPLY"), { type: "toolCall", id: "1", name: "x", arguments: {} }]),
+      false,
+    ],
     ["assistant NO_REPLY with more words is kept", assistant("NO_REPLY because done"), false],
     ["user NO_REPLY is kept", user("NO_REPLY"), false],
     ["assistant REPLY_SKIP is kept", assistant("REPLY_SKIP"), false],
@@ -221,7 +236,13 @@ describe("sanitizeHistory: selection", () => {
 describe("sanitizeHistory: per-message sanitising", () => {
   it("removes details, usage and cost (and says so in truncated)", () => {
     const result = sanitizeHistory([
-      assistant("ok", { usage: { input: 1, output: 2 }, cost: 0.01, details: { big: "x" }, model: "m", stopReason: "stop" }),
+      assistant("ok", {
+        usage: { input: 1, output: 2 },
+        cost: 0.01,
+        details: { big: "x" },
+        model: "m",
+        stopReason: "stop",
+      }),
     ]);
     expect(result.messages).toEqual([{ role: "assistant", content: "ok", model: "m", stopReason: "stop" }]);
     expect(result.truncated).toBe(true);
@@ -270,7 +291,11 @@ describe("sanitizeHistory: per-message sanitising", () => {
 
   it.each([
     ["string content", (t: string) => user(t), (m: TranscriptMessage) => m.content as string],
-    ["text block", (t: string) => user([text(t)]), (m: TranscriptMessage) => (m.content as Array<{ text: string }>)[0]?.text ?? ""],
+    [
+      "text block",
+      (t: string) => user([text(t)]),
+      (m: TranscriptMessage) => (m.content as Array<{ text: string }>)[0]?.text ?? "",
+    ],
     [
       "thinking",
       (t: string) => assistant([{ type: "thinking", thinking: t }]),
@@ -301,7 +326,10 @@ describe("sanitizeHistory: per-message sanitising", () => {
   it("image blocks lose their data and report its base64 length", () => {
     const data = "iVBORw0KGgo".repeat(100);
     const result = sanitizeHistory([user([text("look"), { type: "image", data, mimeType: "image/png" }])]);
-    expect(result.messages[0]?.content).toEqual([text("look"), { type: "image", mimeType: "image/png", omitted: true, bytes: data.length }]);
+    expect(result.messages[0]?.content).toEqual([
+      text("look"),
+      { type: "image", mimeType: "image/png", omitted: true, bytes: data.length },
+    ]);
     expect(result.contentTruncated).toBe(true);
   });
 
@@ -313,7 +341,9 @@ describe("sanitizeHistory: per-message sanitising", () => {
 
   it("tool-call arguments and other fields pass through", () => {
     const call = { type: "toolCall", id: "c1", name: "exec", arguments: { cmd: "ls" } };
-    const result = sanitizeHistory([assistant([call], { timestamp: 5, provenance: { kind: "inter_session", sourceSessionKey: "agent:main:main" } })]);
+    const result = sanitizeHistory([
+      assistant([call], { timestamp: 5, provenance: { kind: "inter_session", sourceSessionKey: "agent:main:main" } }),
+    ]);
     expect(result.messages[0]).toEqual({
       role: "assistant",
       content: [call],
@@ -323,9 +353,12 @@ describe("sanitizeHistory: per-message sanitising", () => {
   });
 
   it("a message over 128 KB after sanitising becomes the chat.history placeholder in place", () => {
-    const huge = assistant([{ type: "toolCall", id: "c", name: "write", arguments: { body: "z".repeat(140 * 1024) } }], {
-      timestamp: 9,
-    });
+    const huge = assistant(
+      [{ type: "toolCall", id: "c", name: "write", arguments: { body: "z".repeat(140 * 1024) } }],
+      {
+        timestamp: 9,
+      },
+    );
     const result = sanitizeHistory([user("a"), huge, user("b")], { maxBytes: 1024 * 1024 });
     expect(result.messages).toEqual([user("a"), { role: "assistant", content: CHAT_HISTORY_OMITTED_TEXT }, user("b")]);
     expect(result.contentTruncated).toBe(true);
@@ -346,7 +379,9 @@ describe("sanitizeHistory: per-message sanitising", () => {
 
 describe("sanitizeHistory: byte cap and hard cap", () => {
   const bigTranscript: TranscriptMessage[] = Array.from({ length: 2000 }, (_, i) =>
-    i % 2 === 0 ? user(`question ${i}: ${"lorem ipsum ".repeat(10)}`) : assistant(`answer ${i}: ${"dolor sit amet ".repeat(10)}`),
+    i % 2 === 0
+      ? user(`question ${i}: ${"lorem ipsum ".repeat(10)}`)
+      : assistant(`answer ${i}: ${"dolor sit amet ".repeat(10)}`),
   );
 
   it("drops the oldest messages of a 2,000-message transcript until it fits 80 KB", () => {
@@ -360,7 +395,12 @@ describe("sanitizeHistory: byte cap and hard cap", () => {
     // One more message would not have fitted.
     const oneMore = bigTranscript.slice(2000 - result.messages.length - 1);
     expect(jsonBytes(oneMore)).toBeGreaterThan(HISTORY_MAX_BYTES);
-    expect(result).toMatchObject({ droppedMessages: true, truncated: true, contentTruncated: false, contentRedacted: false });
+    expect(result).toMatchObject({
+      droppedMessages: true,
+      truncated: true,
+      contentTruncated: false,
+      contentRedacted: false,
+    });
   });
 
   it("respects a custom maxBytes", () => {
@@ -400,18 +440,78 @@ describe("sanitizeHistory: byte cap and hard cap", () => {
 describe("sanitizeHistory: flags", () => {
   const longBlocks = Array.from({ length: 25 }, () => text("h".repeat(3900)));
   const flagCases: Array<[string, TranscriptMessage[], SanitizeHistoryOptions, Record<string, boolean>]> = [
-    ["clean history", [user("hi"), assistant("hello")], {}, { truncated: false, droppedMessages: false, contentTruncated: false, contentRedacted: false }],
-    ["usage removed", [assistant("x", { usage: { input: 1 } })], {}, { truncated: true, droppedMessages: false, contentTruncated: false, contentRedacted: false }],
-    ["details removed", [toolResult("x")].map((m) => ({ ...m, details: { a: 1 } })), { includeTools: true }, { truncated: true, droppedMessages: false, contentTruncated: false, contentRedacted: false }],
-    ["cost removed", [assistant("x", { cost: 1 })], {}, { truncated: true, droppedMessages: false, contentTruncated: false, contentRedacted: false }],
-    ["text cut", [user("a".repeat(4001))], {}, { truncated: true, droppedMessages: false, contentTruncated: true, contentRedacted: false }],
-    ["secret masked only", [user(`k ${SECRET}`)], {}, { truncated: false, droppedMessages: false, contentTruncated: false, contentRedacted: true }],
-    ["signature removed", [assistant([{ type: "thinking", thinking: "t", thinkingSignature: "s" }])], {}, { truncated: true, droppedMessages: false, contentTruncated: true, contentRedacted: false }],
-    ["image data removed", [user([{ type: "image", data: "AAAA" }])], {}, { truncated: true, droppedMessages: false, contentTruncated: true, contentRedacted: false }],
-    ["oldest dropped", [user("a".repeat(100)), user("b".repeat(100))], { maxBytes: 150 }, { truncated: true, droppedMessages: true, contentTruncated: false, contentRedacted: false }],
-    ["hard capped", [assistant(longBlocks)], {}, { truncated: true, droppedMessages: true, contentTruncated: false, contentRedacted: false }],
-    ["tools filtered", [user("a"), toolResult("b")], {}, { truncated: false, droppedMessages: false, contentTruncated: false, contentRedacted: false }],
-    ["NO_REPLY filtered", [user("a"), assistant("NO_REPLY")], {}, { truncated: false, droppedMessages: false, contentTruncated: false, contentRedacted: false }],
+    [
+      "clean history",
+      [user("hi"), assistant("hello")],
+      {},
+      { truncated: false, droppedMessages: false, contentTruncated: false, contentRedacted: false },
+    ],
+    [
+      "usage removed",
+      [assistant("x", { usage: { input: 1 } })],
+      {},
+      { truncated: true, droppedMessages: false, contentTruncated: false, contentRedacted: false },
+    ],
+    [
+      "details removed",
+      [toolResult("x")].map((m) => ({ ...m, details: { a: 1 } })),
+      { includeTools: true },
+      { truncated: true, droppedMessages: false, contentTruncated: false, contentRedacted: false },
+    ],
+    [
+      "cost removed",
+      [assistant("x", { cost: 1 })],
+      {},
+      { truncated: true, droppedMessages: false, contentTruncated: false, contentRedacted: false },
+    ],
+    [
+      "text cut",
+      [user("a".repeat(4001))],
+      {},
+      { truncated: true, droppedMessages: false, contentTruncated: true, contentRedacted: false },
+    ],
+    [
+      "secret masked only",
+      [user(`k ${SECRET}`)],
+      {},
+      { truncated: false, droppedMessages: false, contentTruncated: false, contentRedacted: true },
+    ],
+    [
+      "signature removed",
+      [assistant([{ type: "thinking", thinking: "t", thinkingSignature: "s" }])],
+      {},
+      { truncated: true, droppedMessages: false, contentTruncated: true, contentRedacted: false },
+    ],
+    [
+      "image data removed",
+      [user([{ type: "image", data: "AAAA" }])],
+      {},
+      { truncated: true, droppedMessages: false, contentTruncated: true, contentRedacted: false },
+    ],
+    [
+      "oldest dropped",
+      [user("a".repeat(100)), user("b".repeat(100))],
+      { maxBytes: 150 },
+      { truncated: true, droppedMessages: true, contentTruncated: false, contentRedacted: false },
+    ],
+    [
+      "hard capped",
+      [assistant(longBlocks)],
+      {},
+      { truncated: true, droppedMessages: true, contentTruncated: false, contentRedacted: false },
+    ],
+    [
+      "tools filtered",
+      [user("a"), toolResult("b")],
+      {},
+      { truncated: false, droppedMessages: false, contentTruncated: false, contentRedacted: false },
+    ],
+    [
+      "NO_REPLY filtered",
+      [user("a"), assistant("NO_REPLY")],
+      {},
+      { truncated: false, droppedMessages: false, contentTruncated: false, contentRedacted: false },
+    ],
   ];
 
   it.each(flagCases)("%s", (_label, messages, opts, flags) => {

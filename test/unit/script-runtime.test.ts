@@ -87,7 +87,9 @@ describe("script runtime: matching", () => {
     expect((await r.run(runInput("x", { step: "announce", provenance: "inter_session" }))).reply).toBe("ANNOUNCE_SKIP");
     expect((await r.run(runInput("x", { step: "reply", provenance: "inter_session" }))).reply).toBe("REPLY_SKIP");
     expect((await r.run(runInput("x", { step: "reply", provenance: "user" }))).reply).toBe("plain");
-    expect((await r.run(runInput("x", { step: "turn", provenance: "inter_session" }))).reply).toBe("from another session");
+    expect((await r.run(runInput("x", { step: "turn", provenance: "inter_session" }))).reply).toBe(
+      "from another session",
+    );
     expect((await r.run(runInput("x", { provenance: "system" }))).reply).toBe("NO_REPLY");
     expect((await r.run(runInput("x"))).reply).toBe("plain");
   });
@@ -121,11 +123,14 @@ describe("script runtime: templating", () => {
     const r = rt([
       {
         when: { regex: "^(\\w+) to (\\w+)(?: via (\\w+))?" },
-        reply: "{{text}}|{{sessionKey}}|{{agentId}}|{{runId}}|{{step}}|{{sessionId}}|{{provenance}}|{{1}}|{{ 2 }}|[{{3}}]|[{{9}}]|{{0}}",
+        reply:
+          "{{text}}|{{sessionKey}}|{{agentId}}|{{runId}}|{{step}}|{{sessionId}}|{{provenance}}|{{1}}|{{ 2 }}|[{{3}}]|[{{9}}]|{{0}}",
       },
     ]);
     const out = await r.run(runInput("send to ops", { step: "reply", provenance: "inter_session", runId: "r-9" }));
-    expect(out.reply).toBe("send to ops|agent:main:main|main|r-9|reply|sess-1|inter_session|send|ops|[]|[]|send to ops");
+    expect(out.reply).toBe(
+      "send to ops|agent:main:main|main|r-9|reply|sess-1|inter_session|send|ops|[]|[]|send to ops",
+    );
   });
 
   it("capture-group placeholders are empty for a rule without regex", async () => {
@@ -134,11 +139,16 @@ describe("script runtime: templating", () => {
 
   it("is single-pass: substituted text is not expanded again; unknown names stay", async () => {
     const r = rt([{ when: { regex: "(.*)" }, reply: "{{text}} / {{1}} / {{unknown}} / {{tool.x}}" }]);
-    expect((await r.run(runInput("{{sessionKey}}"))).reply).toBe("{{sessionKey}} / {{sessionKey}} / {{unknown}} / {{tool.x}}");
+    expect((await r.run(runInput("{{sessionKey}}"))).reply).toBe(
+      "{{sessionKey}} / {{sessionKey}} / {{unknown}} / {{tool.x}}",
+    );
   });
 
   it("templates every string inside tool args, deeply, and calls tools in order", async () => {
-    const tools = new RecordingTools({ sessions_send: { status: "ok", reply: "pong" }, sessions_list: { count: 0, sessions: [] } });
+    const tools = new RecordingTools({
+      sessions_send: { status: "ok", reply: "pong" },
+      sessions_list: { count: 0, sessions: [] },
+    });
     const rule: ScriptRule = {
       when: { regex: "^ask (\\S+) (.+)$" },
       tools: [
@@ -180,7 +190,11 @@ describe("script runtime: templating", () => {
   it("{{tool.N.path}} reads this rule's tool results; non-strings are JSON", async () => {
     const tools = new RecordingTools({
       sessions_list: { count: 2, sessions: [{ key: "agent:main:main" }, { key: "agent:ops:main" }] },
-      sessions_send: (args: Record<string, unknown>) => ({ status: "ok", reply: `got ${String(args.sessionKey)}`, runId: "r2" }),
+      sessions_send: (args: Record<string, unknown>) => ({
+        status: "ok",
+        reply: `got ${String(args.sessionKey)}`,
+        runId: "r2",
+      }),
     });
     const r = rt([
       {
@@ -202,7 +216,9 @@ describe("script runtime: templating", () => {
 
   it("a failing tool fails the run", async () => {
     const tools = new RecordingTools({});
-    await expect(rt([{ tools: [{ name: "nope", args: {} }], reply: "x" }]).run(runInput("go", { tools }))).rejects.toThrow("unknown tool nope");
+    await expect(
+      rt([{ tools: [{ name: "nope", args: {} }], reply: "x" }]).run(runInput("go", { tools })),
+    ).rejects.toThrow("unknown tool nope");
   });
 });
 
@@ -269,7 +285,9 @@ describe("script runtime: fail, delay, abort", () => {
     const ac = new AbortController();
     const tools = new RecordingTools({ sessions_send: () => new Promise(() => undefined) });
     const started = performance.now();
-    const p = rt([{ tools: [{ name: "sessions_send", args: {} }], reply: "x" }]).run(runInput("q", { signal: ac.signal, tools }));
+    const p = rt([{ tools: [{ name: "sessions_send", args: {} }], reply: "x" }]).run(
+      runInput("q", { signal: ac.signal, tools }),
+    );
     setTimeout(() => ac.abort("killed"), 50);
     const err = await p.catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RunAbortedError);
@@ -294,7 +312,10 @@ describe("script runtime: fail, delay, abort", () => {
     `;
     const started = performance.now();
     const result = await new Promise<{ code: number | null; out: string }>((resolve, reject) => {
-      const child = spawn(process.execPath, ["--input-type=module", "-e", code], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
+      const child = spawn(process.execPath, ["--input-type=module", "-e", code], {
+        cwd: root,
+        stdio: ["ignore", "pipe", "pipe"],
+      });
       let out = "";
       child.stdout.on("data", (d: Buffer) => (out += d.toString()));
       child.stderr.on("data", (d: Buffer) => (out += d.toString()));
@@ -335,10 +356,18 @@ describe("script runtime: output", () => {
       },
       sessions_list: { count: 0 },
     });
-    const tools: ToolInvoker = { definitions: () => recording.definitions(), call: (n, a) => recording.call(n, a), yielded: () => yielded };
+    const tools: ToolInvoker = {
+      definitions: () => recording.definitions(),
+      call: (n, a) => recording.call(n, a),
+      yielded: () => yielded,
+    };
     const r = rt([
       {
-        tools: [{ name: "sessions_spawn", args: { task: "t" } }, { name: "sessions_yield", args: { message: "wait {{tool.0.childSessionKey}}" } }, { name: "sessions_list", args: {} }],
+        tools: [
+          { name: "sessions_spawn", args: { task: "t" } },
+          { name: "sessions_yield", args: { message: "wait {{tool.0.childSessionKey}}" } },
+          { name: "sessions_list", args: {} },
+        ],
         reply: "never said",
         usage: { input: 2, output: 1 },
       },
@@ -350,8 +379,16 @@ describe("script runtime: output", () => {
       yielded: { message: "wait agent:main:subagent:x" },
       usage: { input: 2, output: 1 },
       toolCalls: [
-        { name: "sessions_spawn", args: { task: "t" }, result: { status: "accepted", childSessionKey: "agent:main:subagent:x" } },
-        { name: "sessions_yield", args: { message: "wait agent:main:subagent:x" }, result: { status: "yielded", message: "wait agent:main:subagent:x" } },
+        {
+          name: "sessions_spawn",
+          args: { task: "t" },
+          result: { status: "accepted", childSessionKey: "agent:main:subagent:x" },
+        },
+        {
+          name: "sessions_yield",
+          args: { message: "wait agent:main:subagent:x" },
+          result: { status: "yielded", message: "wait agent:main:subagent:x" },
+        },
       ],
     });
   });

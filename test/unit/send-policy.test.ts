@@ -4,11 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { parseConfig, type Config, type ConfigInput } from "../../src/config/index.js";
 import { ValidationError } from "../../src/errors/index.js";
-import {
-  normalizeSendPolicyOverride,
-  resolveSendPolicy,
-  type SendPolicyContext,
-} from "../../src/session/index.js";
+import { normalizeSendPolicyOverride, resolveSendPolicy, type SendPolicyContext } from "../../src/session/index.js";
 
 type Rule = NonNullable<NonNullable<ConfigInput["session"]>["sendPolicy"]>["rules"];
 const policy = (rules: Rule, dflt?: "allow" | "deny"): Config =>
@@ -48,29 +44,99 @@ describe("resolveSendPolicy", () => {
     ["empty rules → default allow", EMPTY_POLICY, { sessionKey: "agent:main:main" }, "allow"],
     ["default deny", DENY_DEFAULT, { sessionKey: "agent:main:main" }, "deny"],
     // per-session override
-    ["override deny beats default allow", EMPTY_POLICY, { sessionKey: "agent:main:main", entry: { sendPolicy: "deny" } }, "deny"],
-    ["override deny without any config", NONE, { sessionKey: "agent:main:main", entry: { sendPolicy: "deny" } }, "deny"],
+    [
+      "override deny beats default allow",
+      EMPTY_POLICY,
+      { sessionKey: "agent:main:main", entry: { sendPolicy: "deny" } },
+      "deny",
+    ],
+    [
+      "override deny without any config",
+      NONE,
+      { sessionKey: "agent:main:main", entry: { sendPolicy: "deny" } },
+      "deny",
+    ],
     ["override is case-insensitive", NONE, { sessionKey: "agent:main:main", entry: { sendPolicy: "DENY" } }, "deny"],
-    ["override allow beats default deny", DENY_DEFAULT, { sessionKey: "agent:main:main", entry: { sendPolicy: " Allow " } }, "allow"],
-    ["override allow beats a deny rule", DENY_ALL, { sessionKey: "agent:main:main", entry: { sendPolicy: "allow" } }, "allow"],
+    [
+      "override allow beats default deny",
+      DENY_DEFAULT,
+      { sessionKey: "agent:main:main", entry: { sendPolicy: " Allow " } },
+      "allow",
+    ],
+    [
+      "override allow beats a deny rule",
+      DENY_ALL,
+      { sessionKey: "agent:main:main", entry: { sendPolicy: "allow" } },
+      "allow",
+    ],
     ["override off = deny", NONE, { sessionKey: "agent:main:main", entry: { sendPolicy: "off" } }, "deny"],
-    ["override inherit falls through", DENY_DEFAULT, { sessionKey: "agent:main:main", entry: { sendPolicy: "inherit" } }, "deny"],
-    ["unreadable override ignored", DENY_ALL, { sessionKey: "agent:main:main", entry: { sendPolicy: "maybe" } }, "deny"],
+    [
+      "override inherit falls through",
+      DENY_DEFAULT,
+      { sessionKey: "agent:main:main", entry: { sendPolicy: "inherit" } },
+      "deny",
+    ],
+    [
+      "unreadable override ignored",
+      DENY_ALL,
+      { sessionKey: "agent:main:main", entry: { sendPolicy: "maybe" } },
+      "deny",
+    ],
     ["null override ignored", NONE, { sessionKey: "agent:main:main", entry: { sendPolicy: null } }, "allow"],
     // channel + chatType (OpenClaw's own test cases)
-    ["demo group denied via entry chatType", DEMO_GROUP_DENY, { sessionKey: "demo-channel:group:dev", entry: { chatType: "group" } }, "deny"],
+    [
+      "demo group denied via entry chatType",
+      DEMO_GROUP_DENY,
+      { sessionKey: "demo-channel:group:dev", entry: { chatType: "group" } },
+      "deny",
+    ],
     ["demo group denied from key alone", DEMO_GROUP_DENY, { sessionKey: "demo-channel:group:dev" }, "deny"],
     ["demo group denied, agent key", DEMO_GROUP_DENY, { sessionKey: "agent:main:demo-channel:group:dev" }, "deny"],
     ["other channel group allowed", DEMO_GROUP_DENY, { sessionKey: "agent:main:other:group:dev" }, "allow"],
     ["demo DM allowed", DEMO_GROUP_DENY, { sessionKey: "agent:main:demo-channel:dm:1" }, "allow"],
     ["demo channel-room allowed", DEMO_GROUP_DENY, { sessionKey: "agent:main:demo-channel:channel:c1" }, "allow"],
-    ["demo group on main key via params", DEMO_GROUP_DENY, { sessionKey: "agent:main:main", channel: "demo-channel", chatType: "group" }, "deny"],
-    ["demo group via entry channel", DEMO_GROUP_DENY, { sessionKey: "agent:main:main", entry: { channel: "demo-channel", chatType: "group" } }, "deny"],
-    ["demo group via entry lastChannel", DEMO_GROUP_DENY, { sessionKey: "agent:main:x", entry: { lastChannel: "demo-channel", chatType: "group" } }, "deny"],
-    ["param channel beats entry", DEMO_GROUP_DENY, { sessionKey: "agent:main:x", channel: "slack", entry: { channel: "demo-channel", chatType: "group" } }, "allow"],
-    ["entry channel beats key", DEMO_GROUP_DENY, { sessionKey: "agent:main:demo-channel:group:dev", entry: { channel: "slack" } }, "allow"],
-    ["param chatType beats entry", DEMO_GROUP_DENY, { sessionKey: "agent:main:demo-channel:group:dev", chatType: "dm", entry: { chatType: "group" } }, "allow"],
-    ["empty param falls through to key", DEMO_GROUP_DENY, { sessionKey: "agent:main:demo-channel:group:dev", channel: " ", chatType: "" }, "deny"],
+    [
+      "demo group on main key via params",
+      DEMO_GROUP_DENY,
+      { sessionKey: "agent:main:main", channel: "demo-channel", chatType: "group" },
+      "deny",
+    ],
+    [
+      "demo group via entry channel",
+      DEMO_GROUP_DENY,
+      { sessionKey: "agent:main:main", entry: { channel: "demo-channel", chatType: "group" } },
+      "deny",
+    ],
+    [
+      "demo group via entry lastChannel",
+      DEMO_GROUP_DENY,
+      { sessionKey: "agent:main:x", entry: { lastChannel: "demo-channel", chatType: "group" } },
+      "deny",
+    ],
+    [
+      "param channel beats entry",
+      DEMO_GROUP_DENY,
+      { sessionKey: "agent:main:x", channel: "slack", entry: { channel: "demo-channel", chatType: "group" } },
+      "allow",
+    ],
+    [
+      "entry channel beats key",
+      DEMO_GROUP_DENY,
+      { sessionKey: "agent:main:demo-channel:group:dev", entry: { channel: "slack" } },
+      "allow",
+    ],
+    [
+      "param chatType beats entry",
+      DEMO_GROUP_DENY,
+      { sessionKey: "agent:main:demo-channel:group:dev", chatType: "dm", entry: { chatType: "group" } },
+      "allow",
+    ],
+    [
+      "empty param falls through to key",
+      DEMO_GROUP_DENY,
+      { sessionKey: "agent:main:demo-channel:group:dev", channel: " ", chatType: "" },
+      "deny",
+    ],
     ["rule channel case-insensitive", DISCORD_DENY, { sessionKey: "agent:main:discord:group:dev" }, "deny"],
     ["param channel case-insensitive", DISCORD_DENY, { sessionKey: "agent:main:main", channel: "DISCORD" }, "deny"],
     ["channel rule needs a channel", DISCORD_DENY, { sessionKey: "agent:main:main" }, "allow"],
@@ -79,7 +145,12 @@ describe("resolveSendPolicy", () => {
     ["direct rule matches dm key", DIRECT_DENY, { sessionKey: "agent:main:telegram:dm:1" }, "deny"],
     ["direct rule matches per-peer key", DIRECT_DENY, { sessionKey: "agent:main:dm:alice" }, "deny"],
     ["direct rule matches legacy direct key", DIRECT_DENY, { sessionKey: "agent:main:telegram:direct:1" }, "deny"],
-    ["dm rule matches entry chatType direct", DM_DENY, { sessionKey: "agent:main:main", entry: { chatType: "direct" } }, "deny"],
+    [
+      "dm rule matches entry chatType direct",
+      DM_DENY,
+      { sessionKey: "agent:main:main", entry: { chatType: "direct" } },
+      "deny",
+    ],
     ["dm rule, group key", DM_DENY, { sessionKey: "agent:main:discord:group:dev" }, "allow"],
     ["chatType rule, unknown type", DIRECT_DENY, { sessionKey: "agent:main:main" }, "allow"],
     ["channel type is not group", CHANNEL_TYPE_DENY, { sessionKey: "agent:main:discord:group:dev" }, "allow"],
@@ -96,7 +167,12 @@ describe("resolveSendPolicy", () => {
     ["rawKeyPrefix is raw only", RAW_BARE_DENY, { sessionKey: "agent:main:demo-channel:group:dev" }, "allow"],
     ["rawKeyPrefix on a bare key", RAW_BARE_DENY, { sessionKey: "demo-channel:group:dev" }, "deny"],
     ["OpenClaw direct prefix matches dm key", DIRECT_PREFIX, { sessionKey: "agent:main:discord:dm:1" }, "deny"],
-    ["stripped direct prefix matches dm key", STRIPPED_DIRECT_PREFIX, { sessionKey: "agent:main:discord:dm:1" }, "deny"],
+    [
+      "stripped direct prefix matches dm key",
+      STRIPPED_DIRECT_PREFIX,
+      { sessionKey: "agent:main:discord:dm:1" },
+      "deny",
+    ],
     ["direct prefix, group key", DIRECT_PREFIX, { sessionKey: "agent:main:discord:group:1" }, "allow"],
     // rule combination
     ["every provided field must match", BOTH_FIELDS, { sessionKey: "agent:main:discord:group:x" }, "allow"],
@@ -132,15 +208,18 @@ describe("normalizeSendPolicyOverride (/send on|off|inherit, sessions.patch)", (
     expect(normalizeSendPolicyOverride(value)).toBe(expected);
   });
 
-  it.each<[unknown]>([["maybe"], [""], ["yes"], ["allowed"], ["constructor"], [1], [true], [{}]])("%j is refused", (value) => {
-    let err: unknown;
-    try {
-      normalizeSendPolicyOverride(value);
-    } catch (e) {
-      err = e;
-    }
-    expect(err).toBeInstanceOf(ValidationError);
-    expect((err as ValidationError).message).toBe('invalid sendPolicy (use "allow"|"deny")');
-    expect((err as ValidationError).code).toBe("invalid_request");
-  });
+  it.each<[unknown]>([["maybe"], [""], ["yes"], ["allowed"], ["constructor"], [1], [true], [{}]])(
+    "%j is refused",
+    (value) => {
+      let err: unknown;
+      try {
+        normalizeSendPolicyOverride(value);
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(ValidationError);
+      expect((err as ValidationError).message).toBe('invalid sendPolicy (use "allow"|"deny")');
+      expect((err as ValidationError).code).toBe("invalid_request");
+    },
+  );
 });

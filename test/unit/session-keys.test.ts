@@ -293,11 +293,7 @@ describe("parsing keys", () => {
   });
 
   it.each<[string, string, string | undefined]>([
-    [
-      "agent:main:slack:channel:General:Thread:1699999999.0001",
-      "agent:main:slack:channel:General",
-      "1699999999.0001",
-    ],
+    ["agent:main:slack:channel:General:Thread:1699999999.0001", "agent:main:slack:channel:General", "1699999999.0001"],
     ["agent:main:slack:channel:c1", "agent:main:slack:channel:c1", undefined],
     ["agent:main:telegram:personal:dm:12345:thread:12345:99", "agent:main:telegram:personal:dm:12345", "12345:99"],
     ["a:thread:1:thread:2", "a:thread:1", "2"],
@@ -357,9 +353,19 @@ describe("InboundMessageSchema", () => {
     ["fractional timestamp", { ...base, timestamp: 1.5 }, "timestamp", "integer"],
     ["empty from", { ...base, from: " " }, "from", "must not be empty"],
     ["control char in from", { ...base, from: "a\nb" }, "from", "from contains U+000A LINE FEED at index 1"],
-    ["bidi override in from", { ...base, from: " 12\u202E34" }, "from", "from contains U+202E RIGHT-TO-LEFT OVERRIDE at index 3"],
+    [
+      "bidi override in from",
+      { ...base, from: " 12\u202E34" },
+      "from",
+      "from contains U+202E RIGHT-TO-LEFT OVERRIDE at index 3",
+    ],
     ["zero-width joiner in to", { ...base, to: "bot\u200D" }, "to", "to contains U+200D ZERO WIDTH JOINER at index 3"],
-    ["isolate in groupId", { ...base, chatType: "group", groupId: "g\u2067" }, "groupId", "groupId contains U+2067 RIGHT-TO-LEFT ISOLATE at index 1"],
+    [
+      "isolate in groupId",
+      { ...base, chatType: "group", groupId: "g\u2067" },
+      "groupId",
+      "groupId contains U+2067 RIGHT-TO-LEFT ISOLATE at index 1",
+    ],
     ["bad agentId", { ...base, agentId: "../x" }, "agentId", "must match"],
     ["empty threadId", { ...base, threadId: "" }, "threadId", ""],
     ["overlong from", { ...base, from: "x".repeat(201) }, "from", "at most 200"],
@@ -402,10 +408,25 @@ describe("resolveInboundSession", () => {
     // dmScope modes
     ["dmScope main", DEFAULT, dm("123"), "agent:main:main"],
     ["per-peer", PER_PEER, dm("+15551234567"), "agent:main:dm:+15551234567"],
-    ["per-channel-peer", PER_CHANNEL_PEER, dm("+15551234567", { channel: "whatsapp" }), "agent:main:whatsapp:dm:+15551234567"],
-    ["per-account-channel-peer", PER_ACCOUNT, dm("7550356539", { accountId: "tasks" }), "agent:main:telegram:tasks:dm:7550356539"],
+    [
+      "per-channel-peer",
+      PER_CHANNEL_PEER,
+      dm("+15551234567", { channel: "whatsapp" }),
+      "agent:main:whatsapp:dm:+15551234567",
+    ],
+    [
+      "per-account-channel-peer",
+      PER_ACCOUNT,
+      dm("7550356539", { accountId: "tasks" }),
+      "agent:main:telegram:tasks:dm:7550356539",
+    ],
     ["per-account, no account → default", PER_ACCOUNT, dm("7550356539"), "agent:main:telegram:default:dm:7550356539"],
-    ["per-account, account normalised", PER_ACCOUNT, dm("1", { accountId: "My Bot" }), "agent:main:telegram:my-bot:dm:1"],
+    [
+      "per-account, account normalised",
+      PER_ACCOUNT,
+      dm("1", { accountId: "My Bot" }),
+      "agent:main:telegram:my-bot:dm:1",
+    ],
     ["peer lowercased", PER_PEER, dm("UserABC"), "agent:main:dm:userabc"],
     ["peer trimmed", PER_PEER, dm("  42  "), "agent:main:dm:42"],
     ["direct accepted, dm emitted", PER_CHANNEL_PEER, dm("9", { chatType: "direct" }), "agent:main:telegram:dm:9"],
@@ -413,15 +434,40 @@ describe("resolveInboundSession", () => {
     ["channel lowercased", PER_CHANNEL_PEER, dm("9", { channel: "Discord" }), "agent:main:discord:dm:9"],
     // identityLinks
     ["links per-peer", linked("per-peer"), dm("111111111"), "agent:main:dm:alice"],
-    ["links per-channel-peer", linked("per-channel-peer"), dm("222222222222222222", { channel: "discord" }), "agent:main:discord:dm:alice"],
+    [
+      "links per-channel-peer",
+      linked("per-channel-peer"),
+      dm("222222222222222222", { channel: "discord" }),
+      "agent:main:discord:dm:alice",
+    ],
     ["links per-account", linked("per-account-channel-peer"), dm("111111111"), "agent:main:telegram:default:dm:alice"],
     ["links ignored with dmScope main", linked("main"), dm("111111111"), "agent:main:main"],
-    ["link needs the right channel", linked("per-peer"), dm("111111111", { channel: "discord" }), "agent:main:dm:111111111"],
-    ["bare peer id candidate", linked("per-peer", { bob: ["555"] }), dm("555", { channel: "signal" }), "agent:main:dm:bob"],
-    ["first entry wins", linked("per-peer", { first: ["telegram:1"], second: ["telegram:1"] }), dm("1"), "agent:main:dm:first"],
+    [
+      "link needs the right channel",
+      linked("per-peer"),
+      dm("111111111", { channel: "discord" }),
+      "agent:main:dm:111111111",
+    ],
+    [
+      "bare peer id candidate",
+      linked("per-peer", { bob: ["555"] }),
+      dm("555", { channel: "signal" }),
+      "agent:main:dm:bob",
+    ],
+    [
+      "first entry wins",
+      linked("per-peer", { first: ["telegram:1"], second: ["telegram:1"] }),
+      dm("1"),
+      "agent:main:dm:first",
+    ],
     ["canonical name lowercased", linked("per-peer", { Alice: ["telegram:1"] }), dm("1"), "agent:main:dm:alice"],
     ["link ids case-insensitive", linked("per-peer", { carol: ["Telegram:ABC"] }), dm("abc"), "agent:main:dm:carol"],
-    ["peer case-insensitive vs link", linked("per-peer", { carol: ["telegram:abc"] }), dm("ABC"), "agent:main:dm:carol"],
+    [
+      "peer case-insensitive vs link",
+      linked("per-peer", { carol: ["telegram:abc"] }),
+      dm("ABC"),
+      "agent:main:dm:carol",
+    ],
     // DM threads
     ["DM thread", PER_CHANNEL_PEER, dm("12345", { threadId: 99 }), "agent:main:telegram:dm:12345:thread:99"],
     ["DM thread, main scope", DEFAULT, dm("12345", { threadId: "99" }), "agent:main:main:thread:99"],
@@ -430,7 +476,13 @@ describe("resolveInboundSession", () => {
     ["explicit agentId", DEFAULT, dm("1", { agentId: "ops" }), "agent:ops:main", "agent:ops:main"],
     ["explicit agentId uppercase", PER_PEER, dm("1", { agentId: "OPS" }), "agent:ops:dm:1", "agent:ops:main"],
     ["configured mainKey", WORK_OPS, dm("1"), "agent:ops:work", "agent:ops:work"],
-    ["default agent from config", cfg({ agents: { list: [{ id: "ops" }] } }), dm("1"), "agent:ops:main", "agent:ops:main"],
+    [
+      "default agent from config",
+      cfg({ agents: { list: [{ id: "ops" }] } }),
+      dm("1"),
+      "agent:ops:main",
+      "agent:ops:main",
+    ],
     // groups and channels
     ["telegram group", DEFAULT, group("telegram", "-1001234567890"), "agent:main:telegram:group:-1001234567890"],
     ["numeric group id", DEFAULT, group("telegram", -1001234567890), "agent:main:telegram:group:-1001234567890"],
@@ -440,21 +492,57 @@ describe("resolveInboundSession", () => {
       { ...group("discord", "1468834856187203680"), chatType: "channel" },
       "agent:main:discord:channel:1468834856187203680",
     ],
-    ["empty channel id → unknown", DEFAULT, { ...group("discord", ""), chatType: "channel" }, "agent:main:discord:channel:unknown"],
-    ["group id lowercased", DEFAULT, { ...group("slack", "C0ABC"), chatType: "channel" }, "agent:main:slack:channel:c0abc"],
-    ["groups ignore accountId", PER_ACCOUNT, group("telegram", "-100", { accountId: "tasks" }), "agent:main:telegram:group:-100"],
+    [
+      "empty channel id → unknown",
+      DEFAULT,
+      { ...group("discord", ""), chatType: "channel" },
+      "agent:main:discord:channel:unknown",
+    ],
+    [
+      "group id lowercased",
+      DEFAULT,
+      { ...group("slack", "C0ABC"), chatType: "channel" },
+      "agent:main:slack:channel:c0abc",
+    ],
+    [
+      "groups ignore accountId",
+      PER_ACCOUNT,
+      group("telegram", "-100", { accountId: "tasks" }),
+      "agent:main:telegram:group:-100",
+    ],
     ["groups ignore dmScope", PER_PEER, group("whatsapp", "123@g.us"), "agent:main:whatsapp:group:123@g.us"],
-    ["group for another agent", DEFAULT, group("discord", "dev", { agentId: "ops" }), "agent:ops:discord:group:dev", "agent:ops:main"],
+    [
+      "group for another agent",
+      DEFAULT,
+      group("discord", "dev", { agentId: "ops" }),
+      "agent:ops:discord:group:dev",
+      "agent:ops:main",
+    ],
     // topics and threads
-    ["telegram topic", DEFAULT, group("telegram", "-1001234567890", { threadId: "99" }), "agent:main:telegram:group:-1001234567890:topic:99"],
-    ["telegram topic, numeric", DEFAULT, group("telegram", -100123, { threadId: 77 }), "agent:main:telegram:group:-100123:topic:77"],
+    [
+      "telegram topic",
+      DEFAULT,
+      group("telegram", "-1001234567890", { threadId: "99" }),
+      "agent:main:telegram:group:-1001234567890:topic:99",
+    ],
+    [
+      "telegram topic, numeric",
+      DEFAULT,
+      group("telegram", -100123, { threadId: 77 }),
+      "agent:main:telegram:group:-100123:topic:77",
+    ],
     [
       "slack thread",
       DEFAULT,
       { ...group("slack", "c1", { threadId: "1699999999.0001" }), chatType: "channel" },
       "agent:main:slack:channel:c1:thread:1699999999.0001",
     ],
-    ["group thread on another channel", DEFAULT, group("matrix", "!room", { threadId: "$EvT" }), "agent:main:matrix:group:!room:thread:$evt"],
+    [
+      "group thread on another channel",
+      DEFAULT,
+      group("matrix", "!room", { threadId: "$EvT" }),
+      "agent:main:matrix:group:!room:thread:$evt",
+    ],
     [
       "telegram channel thread is a plain thread",
       DEFAULT,
@@ -484,9 +572,9 @@ describe("resolveInboundSession", () => {
   });
 
   it("refuses an invalid agentId", () => {
-    expect(thrown(() => resolveInboundSession(DEFAULT, dm("1", { agentId: "../x" }) as InboundSessionInput))).toBeInstanceOf(
-      InvalidAgentIdError,
-    );
+    expect(
+      thrown(() => resolveInboundSession(DEFAULT, dm("1", { agentId: "../x" }) as InboundSessionInput)),
+    ).toBeInstanceOf(InvalidAgentIdError);
   });
 
   it("refuses a key longer than 512 characters", () => {
@@ -545,13 +633,37 @@ describe("canonicalSessionKey", () => {
       undefined,
       "agent:main:slack:channel:general:thread:1699999999.0001",
     ],
-    ["telegram topic", DEFAULT, "agent:main:telegram:group:-100123:topic:99", undefined, "agent:main:telegram:group:-100123:topic:99"],
-    ["acp key", DEFAULT, "agent:codex:acp:binding:discord:default:feedface", undefined, "agent:codex:acp:binding:discord:default:feedface"],
-    ["nested subagent", DEFAULT, "agent:main:subagent:parent:subagent:child", undefined, "agent:main:subagent:parent:subagent:child"],
+    [
+      "telegram topic",
+      DEFAULT,
+      "agent:main:telegram:group:-100123:topic:99",
+      undefined,
+      "agent:main:telegram:group:-100123:topic:99",
+    ],
+    [
+      "acp key",
+      DEFAULT,
+      "agent:codex:acp:binding:discord:default:feedface",
+      undefined,
+      "agent:codex:acp:binding:discord:default:feedface",
+    ],
+    [
+      "nested subagent",
+      DEFAULT,
+      "agent:main:subagent:parent:subagent:child",
+      undefined,
+      "agent:main:subagent:parent:subagent:child",
+    ],
     // direct → dm
     ["per-channel direct", DEFAULT, "agent:main:discord:direct:user1", undefined, "agent:main:discord:dm:user1"],
     ["per-peer direct", DEFAULT, "agent:main:direct:+15551234567", undefined, "agent:main:dm:+15551234567"],
-    ["per-account direct", DEFAULT, "agent:main:telegram:tasks:direct:7550356539", undefined, "agent:main:telegram:tasks:dm:7550356539"],
+    [
+      "per-account direct",
+      DEFAULT,
+      "agent:main:telegram:tasks:direct:7550356539",
+      undefined,
+      "agent:main:telegram:tasks:dm:7550356539",
+    ],
     ["bare direct", DEFAULT, "telegram:direct:123", undefined, "agent:main:telegram:dm:123"],
     ["bare per-peer direct", DEFAULT, "direct:alice", undefined, "agent:main:dm:alice"],
     [
@@ -570,7 +682,13 @@ describe("canonicalSessionKey", () => {
     ["legacy whatsapp group, other agent", DEFAULT, "group:120363@g.us", "ops", "agent:ops:whatsapp:group:120363@g.us"],
     ["legacy group", DEFAULT, "group:family", undefined, "agent:main:unknown:group:family"],
     ["legacy channel", DEFAULT, "channel:general", undefined, "agent:main:unknown:channel:general"],
-    ["legacy group under agent prefix", DEFAULT, "agent:main:group:123@g.us", undefined, "agent:main:whatsapp:group:123@g.us"],
+    [
+      "legacy group under agent prefix",
+      DEFAULT,
+      "agent:main:group:123@g.us",
+      undefined,
+      "agent:main:whatsapp:group:123@g.us",
+    ],
     // reserved
     ["global", DEFAULT, "global", undefined, "global"],
     ["GLOBAL", DEFAULT, " GLOBAL ", undefined, "global"],
@@ -641,7 +759,11 @@ describe("canonicalSessionKey", () => {
     ["ESC", "a\u001bb", "session key contains U+001B ESCAPE at index 1"],
     ["inner newline", "ma\nin", "session key contains U+000A LINE FEED at index 2"],
     ["C1 control", "a\u0085b", "session key contains U+0085 NEXT LINE at index 1"],
-    ["RLO, index counted in the key as sent", "  agent:main:x\u202Etxt.exe", "session key contains U+202E RIGHT-TO-LEFT OVERRIDE at index 14"],
+    [
+      "RLO, index counted in the key as sent",
+      "  agent:main:x\u202Etxt.exe",
+      "session key contains U+202E RIGHT-TO-LEFT OVERRIDE at index 14",
+    ],
     ["isolate", "cron:\u2066x", "session key contains U+2066 LEFT-TO-RIGHT ISOLATE at index 5"],
     ["zero-width space", "ma\u200Bin", "session key contains U+200B ZERO WIDTH SPACE at index 2"],
     ["lone surrogate", "hook:\uD83D", "session key contains U+D83D LONE HIGH SURROGATE at index 5"],
@@ -657,7 +779,9 @@ describe("canonicalSessionKey", () => {
   });
 
   it("refuses an invalid opts.agentId", () => {
-    expect(thrown(() => canonicalSessionKey(DEFAULT, "cron:x", { agentId: "bad/id" }))).toBeInstanceOf(InvalidAgentIdError);
+    expect(thrown(() => canonicalSessionKey(DEFAULT, "cron:x", { agentId: "bad/id" }))).toBeInstanceOf(
+      InvalidAgentIdError,
+    );
   });
 });
 
@@ -805,7 +929,10 @@ describe("classification from keys", () => {
   it.each<[string, Record<string, string> | undefined]>([
     ["agent:main:discord:group:dev", { channel: "discord", to: "group:dev" }],
     ["agent:main:telegram:group:-100123:topic:99", { channel: "telegram", to: "-100123", threadId: "99" }],
-    ["agent:main:slack:channel:general:thread:1699999999.0001", { channel: "slack", to: "channel:general", threadId: "1699999999.0001" }],
+    [
+      "agent:main:slack:channel:general:thread:1699999999.0001",
+      { channel: "slack", to: "channel:general", threadId: "1699999999.0001" },
+    ],
     ["agent:a:telegram:dm:123", { channel: "telegram", to: "123" }],
     ["agent:main:telegram:group:-100123", { channel: "telegram", to: "-100123" }],
     ["agent:main:discord:channel:1468834856187203680", { channel: "discord", to: "channel:1468834856187203680" }],

@@ -20,25 +20,46 @@ import { resolveResetPolicy } from "../../src/session/reset-policy.js";
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 300);
 const idChars = fc.constantFrom(..."abcdefghijklmnopqrstuvwxyz0123456789_-".split(""));
-const agentId = fc.tuple(fc.constantFrom(..."abcdefghijklmnopqrstuvwxyz0123456789".split("")), fc.string({ unit: idChars, maxLength: 20 })).map(([a, b]) => a + b);
+const agentId = fc
+  .tuple(
+    fc.constantFrom(..."abcdefghijklmnopqrstuvwxyz0123456789".split("")),
+    fc.string({ unit: idChars, maxLength: 20 }),
+  )
+  .map(([a, b]) => a + b);
 /** Peer and group ids as channels send them: mixed case, digits, punctuation, no separators. */
-const peerId = fc.string({ unit: fc.constantFrom(..."abcXYZ0189+@._-".split("")), minLength: 1, maxLength: 24 }).filter((s) => s.trim() === s && s.length > 0);
+const peerId = fc
+  .string({ unit: fc.constantFrom(..."abcXYZ0189+@._-".split("")), minLength: 1, maxLength: 24 })
+  .filter((s) => s.trim() === s && s.length > 0);
 const channel = fc.constantFrom("telegram", "whatsapp", "discord", "slack", "web", "signal");
 const dmScope = fc.constantFrom("main", "per-peer", "per-channel-peer", "per-account-channel-peer");
 
 describe("session keys", () => {
   it("an inbound message's key is canonical, belongs to its agent, and canonicalising it again changes nothing", () => {
     fc.assert(
-      fc.property(agentId, channel, peerId, fc.option(peerId, { nil: undefined }), fc.constantFrom("dm", "group", "channel") as fc.Arbitrary<"dm" | "group" | "channel">, dmScope, (agent, ch, from, groupId, chatType, scope) => {
-        const config = parseConfig({ session: { dmScope: scope }, agents: { list: [{ id: agent, default: true }] } });
-        const msg = { channel: ch, chatType, from, agentId: agent, ...(chatType !== "dm" ? { groupId: groupId ?? from } : {}) };
-        const { sessionKey, agentId: resolved } = resolveInboundSession(config, msg);
-        expect(resolved).toBe(agent);
-        expect(sessionKey).toBe(sessionKey.toLowerCase());
-        expect(canonicalSessionKey(config, sessionKey)).toBe(sessionKey);
-        expect(parseAgentSessionKey(sessionKey)?.agentId).toBe(agent);
-        expect(agentIdFromSessionKey(sessionKey, "fallback")).toBe(agent);
-      }),
+      fc.property(
+        agentId,
+        channel,
+        peerId,
+        fc.option(peerId, { nil: undefined }),
+        fc.constantFrom("dm", "group", "channel") as fc.Arbitrary<"dm" | "group" | "channel">,
+        dmScope,
+        (agent, ch, from, groupId, chatType, scope) => {
+          const config = parseConfig({ session: { dmScope: scope }, agents: { list: [{ id: agent, default: true }] } });
+          const msg = {
+            channel: ch,
+            chatType,
+            from,
+            agentId: agent,
+            ...(chatType !== "dm" ? { groupId: groupId ?? from } : {}),
+          };
+          const { sessionKey, agentId: resolved } = resolveInboundSession(config, msg);
+          expect(resolved).toBe(agent);
+          expect(sessionKey).toBe(sessionKey.toLowerCase());
+          expect(canonicalSessionKey(config, sessionKey)).toBe(sessionKey);
+          expect(parseAgentSessionKey(sessionKey)?.agentId).toBe(agent);
+          expect(agentIdFromSessionKey(sessionKey, "fallback")).toBe(agent);
+        },
+      ),
       { numRuns: RUNS },
     );
   });
@@ -58,7 +79,15 @@ describe("session keys", () => {
 });
 
 describe("the daily boundary", () => {
-  const zone = fc.constantFrom("UTC", "Europe/Berlin", "America/New_York", "Asia/Kathmandu", "Australia/Lord_Howe", "America/Santiago", "Pacific/Chatham");
+  const zone = fc.constantFrom(
+    "UTC",
+    "Europe/Berlin",
+    "America/New_York",
+    "Asia/Kathmandu",
+    "Australia/Lord_Howe",
+    "America/Santiago",
+    "Pacific/Chatham",
+  );
   // 2020–2035, where every zone above changes its offset at least once a year or not at all.
   const instant = fc.integer({ min: Date.UTC(2020, 0, 1), max: Date.UTC(2035, 0, 1) });
 
@@ -77,11 +106,17 @@ describe("the daily boundary", () => {
 
   it("a session is fresh exactly when it was updated at or after the last boundary", () => {
     fc.assert(
-      fc.property(instant, fc.integer({ min: 0, max: 3 * 86_400_000 }), fc.integer({ min: 0, max: 23 }), zone, (now, age, atHour, tz) => {
-        const updatedAt = now - age;
-        const f = evaluateFreshness({ updatedAt, now, policy: { mode: "daily", atHour, timezone: tz } });
-        expect(f.fresh).toBe(updatedAt >= mostRecentDailyBoundary(now, atHour, tz));
-      }),
+      fc.property(
+        instant,
+        fc.integer({ min: 0, max: 3 * 86_400_000 }),
+        fc.integer({ min: 0, max: 23 }),
+        zone,
+        (now, age, atHour, tz) => {
+          const updatedAt = now - age;
+          const f = evaluateFreshness({ updatedAt, now, policy: { mode: "daily", atHour, timezone: tz } });
+          expect(f.fresh).toBe(updatedAt >= mostRecentDailyBoundary(now, atHour, tz));
+        },
+      ),
       { numRuns: RUNS },
     );
   });
@@ -89,9 +124,15 @@ describe("the daily boundary", () => {
 
 describe("credential redaction", () => {
   const token = fc.oneof(
-    fc.string({ unit: fc.constantFrom(..."abcdefghijkLMNOP0123456789_-".split("")), minLength: 20, maxLength: 60 }).map((s) => `sk-${s}`),
-    fc.string({ unit: fc.constantFrom(..."abcdefXYZ0123456789".split("")), minLength: 36, maxLength: 40 }).map((s) => `ghp_${s}`),
-    fc.string({ unit: fc.constantFrom(..."abcdefXYZ0123456789".split("")), minLength: 20, maxLength: 40 }).map((s) => `OPENAI_API_KEY=${s}`),
+    fc
+      .string({ unit: fc.constantFrom(..."abcdefghijkLMNOP0123456789_-".split("")), minLength: 20, maxLength: 60 })
+      .map((s) => `sk-${s}`),
+    fc
+      .string({ unit: fc.constantFrom(..."abcdefXYZ0123456789".split("")), minLength: 36, maxLength: 40 })
+      .map((s) => `ghp_${s}`),
+    fc
+      .string({ unit: fc.constantFrom(..."abcdefXYZ0123456789".split("")), minLength: 20, maxLength: 40 })
+      .map((s) => `OPENAI_API_KEY=${s}`),
   );
   const prose = fc.string({ maxLength: 80 });
 
@@ -103,7 +144,9 @@ describe("credential redaction", () => {
         expect(once.redacted).toBe(true);
         expect(once.text.length).toBeLessThanOrEqual(text.length);
         expect(redactSecrets(once.text).text).toBe(once.text);
-        expect(once.text).not.toMatch(/\bsk-[A-Za-z0-9_-]{8,}\b|\bghp_[A-Za-z0-9]{20,}\b|OPENAI_API_KEY=[A-Za-z0-9]{8,}/);
+        expect(once.text).not.toMatch(
+          /\bsk-[A-Za-z0-9_-]{8,}\b|\bghp_[A-Za-z0-9]{20,}\b|OPENAI_API_KEY=[A-Za-z0-9]{8,}/,
+        );
       }),
       { numRuns: RUNS },
     );
@@ -113,15 +156,26 @@ describe("credential redaction", () => {
 describe("text handed to another agent or a channel", () => {
   const piece = fc.oneof(
     fc.string({ maxLength: 40 }),
-    fc.constantFrom("<think>plan</think>", "<thinking>x</thinking>", "NO_REPLY", "```code```", "<tool_call>{}</tool_call>", "\n", " "),
+    fc.constantFrom(
+      "<think>plan</think>",
+      "<thinking>x</thinking>",
+      "NO_REPLY",
+      "```code```",
+      "<tool_call>{}</tool_call>",
+      "\n",
+      " ",
+    ),
   );
   it("sanitising is idempotent and never makes text longer", () => {
     fc.assert(
-      fc.property(fc.array(piece, { maxLength: 8 }).map((a) => a.join("")), (text) => {
-        const once = sanitizeForHandoff(text);
-        expect(once.length).toBeLessThanOrEqual(text.length);
-        expect(sanitizeForHandoff(once)).toBe(once);
-      }),
+      fc.property(
+        fc.array(piece, { maxLength: 8 }).map((a) => a.join("")),
+        (text) => {
+          const once = sanitizeForHandoff(text);
+          expect(once.length).toBeLessThanOrEqual(text.length);
+          expect(sanitizeForHandoff(once)).toBe(once);
+        },
+      ),
       { numRuns: RUNS },
     );
   });
@@ -144,13 +198,28 @@ const spPeer = fc.constantFrom("u1", "alice", "room-7", "42");
 
 /** Keys as Switchboard builds them: chat keys with and without an account, per-peer DMs, main, cron. */
 const spKey = fc.oneof(
-  fc.tuple(spAgent, spChannel, fc.constantFrom("dm", "group", "channel"), spPeer).map(([a, c, k, p]) => `agent:${a}:${c}:${k}:${p}`),
-  fc.tuple(spAgent, spChannel, fc.constantFrom("acct1", "work"), spPeer).map(([a, c, acct, p]) => `agent:${a}:${c}:${acct}:dm:${p}`),
+  fc
+    .tuple(spAgent, spChannel, fc.constantFrom("dm", "group", "channel"), spPeer)
+    .map(([a, c, k, p]) => `agent:${a}:${c}:${k}:${p}`),
+  fc
+    .tuple(spAgent, spChannel, fc.constantFrom("acct1", "work"), spPeer)
+    .map(([a, c, acct, p]) => `agent:${a}:${c}:${acct}:dm:${p}`),
   fc.tuple(spAgent, spPeer).map(([a, p]) => `agent:${a}:dm:${p}`),
   spAgent.map((a) => `agent:${a}:main`),
   fc.tuple(spAgent, spPeer).map(([a, p]) => `agent:${a}:cron:${p}`),
 );
-const spPrefix = fc.constantFrom("cron:", "agent:", "agent:main:", "agent:ops:cron:", "discord:", "telegram:dm:", "slack:group:", "dm:", "agent:main:discord:direct:", "telegram:acct1:");
+const spPrefix = fc.constantFrom(
+  "cron:",
+  "agent:",
+  "agent:main:",
+  "agent:ops:cron:",
+  "discord:",
+  "telegram:dm:",
+  "slack:group:",
+  "dm:",
+  "agent:main:discord:direct:",
+  "telegram:acct1:",
+);
 const spMatch: fc.Arbitrary<Match> = fc.record(
   {
     channel: spChannel,
@@ -160,7 +229,10 @@ const spMatch: fc.Arbitrary<Match> = fc.record(
   },
   { requiredKeys: [] },
 );
-const spRule: fc.Arbitrary<Rule> = fc.record({ action: fc.constantFrom<Decision>("allow", "deny"), match: spMatch }, { requiredKeys: ["action"] });
+const spRule: fc.Arbitrary<Rule> = fc.record(
+  { action: fc.constantFrom<Decision>("allow", "deny"), match: spMatch },
+  { requiredKeys: ["action"] },
+);
 const spRules = fc.array(spRule, { maxLength: 6 });
 const spDefault = fc.option(fc.constantFrom<Decision>("allow", "deny"), { nil: undefined });
 /** The message's own channel and chat type, when the caller knows them. */
@@ -177,7 +249,11 @@ function decide(rules: Rule[], dflt: Decision | undefined, ctx: SendPolicyContex
 }
 
 /** The facts a rule can name, as the session presents them (message › key): a rule built from them matches. */
-const matchingRule = (action: Decision, key: string, extra: { channel?: string; chatType?: string }): fc.Arbitrary<Rule> => {
+const matchingRule = (
+  action: Decision,
+  key: string,
+  extra: { channel?: string; chatType?: string },
+): fc.Arbitrary<Rule> => {
   const rest = key.split(":").slice(2).join(":");
   const channel = extra.channel ?? channelFromKey(key);
   const chatType = extra.chatType ?? chatTypeFromKey(key);
@@ -186,7 +262,10 @@ const matchingRule = (action: Decision, key: string, extra: { channel?: string; 
       {
         channel: channel ? fc.constant(channel) : fc.constant(undefined),
         chatType: chatType !== "unknown" ? fc.constant(chatType) : fc.constant(undefined),
-        keyPrefix: fc.oneof(fc.integer({ min: 1, max: key.length }).map((n) => key.slice(0, n)), fc.integer({ min: 1, max: rest.length }).map((n) => rest.slice(0, n))),
+        keyPrefix: fc.oneof(
+          fc.integer({ min: 1, max: key.length }).map((n) => key.slice(0, n)),
+          fc.integer({ min: 1, max: rest.length }).map((n) => rest.slice(0, n)),
+        ),
         rawKeyPrefix: fc.integer({ min: 1, max: key.length }).map((n) => key.slice(0, n)),
       },
       { requiredKeys: [] },
@@ -196,7 +275,14 @@ const matchingRule = (action: Decision, key: string, extra: { channel?: string; 
 
 describe("sendPolicy rule matching", () => {
   it("the session's own override decides, whatever the rules and default say", () => {
-    const word = fc.constantFrom<[string, Decision]>(["allow", "allow"], ["on", "allow"], [" ALLOW ", "allow"], ["deny", "deny"], ["Off", "deny"], ["DENY", "deny"]);
+    const word = fc.constantFrom<[string, Decision]>(
+      ["allow", "allow"],
+      ["on", "allow"],
+      [" ALLOW ", "allow"],
+      ["deny", "deny"],
+      ["Off", "deny"],
+      ["DENY", "deny"],
+    );
     fc.assert(
       fc.property(spRules, spDefault, spKey, spCtxExtra, word, (rules, dflt, sessionKey, extra, [w, expected]) => {
         expect(decide(rules, dflt, { sessionKey, ...extra, entry: { sendPolicy: w } })).toBe(expected);
@@ -207,26 +293,43 @@ describe("sendPolicy rule matching", () => {
 
   it("without a sendPolicy every session may send, and a cleared override (inherit) changes nothing", () => {
     fc.assert(
-      fc.property(spKey, spCtxExtra, fc.constantFrom(undefined, null, "inherit", "default", "reset"), (sessionKey, extra, cleared) => {
-        expect(resolveSendPolicy(parseConfig({}), { sessionKey, ...extra, entry: { sendPolicy: cleared } })).toBe("allow");
-      }),
+      fc.property(
+        spKey,
+        spCtxExtra,
+        fc.constantFrom(undefined, null, "inherit", "default", "reset"),
+        (sessionKey, extra, cleared) => {
+          expect(resolveSendPolicy(parseConfig({}), { sessionKey, ...extra, entry: { sendPolicy: cleared } })).toBe(
+            "allow",
+          );
+        },
+      ),
       { numRuns: RUNS },
     );
   });
 
   it("the order of the rules does not matter", () => {
     fc.assert(
-      fc.property(spRules.chain((r) => fc.tuple(fc.constant(r), fc.shuffledSubarray(r, { minLength: r.length, maxLength: r.length }))), spDefault, spKey, spCtxExtra, ([rules, shuffled], dflt, sessionKey, extra) => {
-        expect(decide(shuffled, dflt, { sessionKey, ...extra })).toBe(decide(rules, dflt, { sessionKey, ...extra }));
-      }),
+      fc.property(
+        spRules.chain((r) =>
+          fc.tuple(fc.constant(r), fc.shuffledSubarray(r, { minLength: r.length, maxLength: r.length })),
+        ),
+        spDefault,
+        spKey,
+        spCtxExtra,
+        ([rules, shuffled], dflt, sessionKey, extra) => {
+          expect(decide(shuffled, dflt, { sessionKey, ...extra })).toBe(decide(rules, dflt, { sessionKey, ...extra }));
+        },
+      ),
       { numRuns: RUNS },
     );
   });
 
   it("a deny rule that matches the session denies, wherever it stands", () => {
-    const arb = fc.tuple(spKey, spCtxExtra).chain(([key, extra]) =>
-      fc.tuple(fc.constant(key), fc.constant(extra), matchingRule("deny", key, extra), spRules, fc.nat()),
-    );
+    const arb = fc
+      .tuple(spKey, spCtxExtra)
+      .chain(([key, extra]) =>
+        fc.tuple(fc.constant(key), fc.constant(extra), matchingRule("deny", key, extra), spRules, fc.nat()),
+      );
     fc.assert(
       fc.property(arb, spDefault, ([sessionKey, extra, deny, rules, at], dflt) => {
         const withDeny = [...rules.slice(0, at % (rules.length + 1)), deny, ...rules.slice(at % (rules.length + 1))];
@@ -237,12 +340,21 @@ describe("sendPolicy rule matching", () => {
   });
 
   it("a matching allow rule allows unless a deny rule matches too; the default is then never consulted", () => {
-    const arb = fc.tuple(spKey, spCtxExtra).chain(([key, extra]) => fc.tuple(fc.constant(key), fc.constant(extra), matchingRule("allow", key, extra), spRules));
+    const arb = fc
+      .tuple(spKey, spCtxExtra)
+      .chain(([key, extra]) =>
+        fc.tuple(fc.constant(key), fc.constant(extra), matchingRule("allow", key, extra), spRules),
+      );
     fc.assert(
       fc.property(arb, spDefault, ([sessionKey, extra, allow, rules], dflt) => {
         const ctx = { sessionKey, ...extra };
         // Whether some deny matches, asked of the policy itself: the deny rules alone over a default of allow.
-        const denied = decide(rules.filter((r) => r.action === "deny"), "allow", ctx) === "deny";
+        const denied =
+          decide(
+            rules.filter((r) => r.action === "deny"),
+            "allow",
+            ctx,
+          ) === "deny";
         const expected: Decision = denied ? "deny" : "allow";
         expect(decide([...rules, allow], dflt, ctx)).toBe(expected);
         expect(decide([allow, ...rules], "deny", ctx)).toBe(expected);
@@ -253,7 +365,13 @@ describe("sendPolicy rule matching", () => {
 
   it("when no rule matches, the configured default decides (allow when unset)", () => {
     // A channel no session here uses: a rule naming it can never match.
-    const unmatched = fc.array(fc.record({ action: fc.constantFrom<Decision>("allow", "deny"), match: spMatch.map((m) => ({ ...m, channel: "nowhere" })) }), { maxLength: 5 });
+    const unmatched = fc.array(
+      fc.record({
+        action: fc.constantFrom<Decision>("allow", "deny"),
+        match: spMatch.map((m) => ({ ...m, channel: "nowhere" })),
+      }),
+      { maxLength: 5 },
+    );
     fc.assert(
       fc.property(unmatched, spDefault, spKey, spCtxExtra, (rules, dflt, sessionKey, extra) => {
         expect(decide(rules, dflt, { sessionKey, ...extra })).toBe(dflt ?? "allow");
@@ -269,11 +387,20 @@ describe("sendPolicy rule matching", () => {
         const want = decide(rules, dflt, { sessionKey, ...extra });
         const upper = rules.map((r) => ({
           action: r.action,
-          match: Object.fromEntries(Object.entries(r.match ?? {}).map(([k, v]) => [k, k === "chatType" ? v : v.toUpperCase()])),
+          match: Object.fromEntries(
+            Object.entries(r.match ?? {}).map(([k, v]) => [k, k === "chatType" ? v : v.toUpperCase()]),
+          ),
         }));
-        const upperCtx = { sessionKey: sessionKey.toUpperCase(), ...(extra.channel ? { channel: extra.channel.toUpperCase() } : {}), ...(extra.chatType ? { chatType: extra.chatType.toUpperCase() } : {}) };
+        const upperCtx = {
+          sessionKey: sessionKey.toUpperCase(),
+          ...(extra.channel ? { channel: extra.channel.toUpperCase() } : {}),
+          ...(extra.chatType ? { chatType: extra.chatType.toUpperCase() } : {}),
+        };
         expect(decide(upper, dflt, upperCtx)).toBe(want);
-        const swapped = rules.map((r) => ({ action: r.action, match: { ...r.match, ...(r.match?.chatType ? { chatType: swapDm(r.match.chatType) } : {}) } }));
+        const swapped = rules.map((r) => ({
+          action: r.action,
+          match: { ...r.match, ...(r.match?.chatType ? { chatType: swapDm(r.match.chatType) } : {}) },
+        }));
         const swappedCtx = { sessionKey, ...extra, ...(extra.chatType ? { chatType: swapDm(extra.chatType) } : {}) };
         expect(decide(swapped, dflt, swappedCtx)).toBe(want);
       }),
@@ -285,7 +412,14 @@ describe("sendPolicy rule matching", () => {
     fc.assert(
       fc.property(spRules, spDefault, spKey, spCtxExtra, (rules, dflt, sessionKey, extra) => {
         const toDm = (p: string | undefined) => p?.replace(/(^|:)direct(?=:|$)/g, "$1dm");
-        const dmRules = rules.map((r) => ({ action: r.action, match: { ...r.match, ...(r.match?.keyPrefix ? { keyPrefix: toDm(r.match.keyPrefix) } : {}), ...(r.match?.rawKeyPrefix ? { rawKeyPrefix: toDm(r.match.rawKeyPrefix) } : {}) } }));
+        const dmRules = rules.map((r) => ({
+          action: r.action,
+          match: {
+            ...r.match,
+            ...(r.match?.keyPrefix ? { keyPrefix: toDm(r.match.keyPrefix) } : {}),
+            ...(r.match?.rawKeyPrefix ? { rawKeyPrefix: toDm(r.match.rawKeyPrefix) } : {}),
+          },
+        }));
         expect(decide(dmRules, dflt, { sessionKey, ...extra })).toBe(decide(rules, dflt, { sessionKey, ...extra }));
       }),
       { numRuns: RUNS },
@@ -329,7 +463,8 @@ function lastSundayUtc(year: number, month: number): number {
 }
 /** The instants at which `zone` changes its offset in `year`. */
 function dstTransitions(zone: "Europe/Berlin" | "America/New_York", year: number): number[] {
-  if (zone === "Europe/Berlin") return [Date.UTC(year, 2, lastSundayUtc(year, 3), 1), Date.UTC(year, 9, lastSundayUtc(year, 10), 1)];
+  if (zone === "Europe/Berlin")
+    return [Date.UTC(year, 2, lastSundayUtc(year, 3), 1), Date.UTC(year, 9, lastSundayUtc(year, 10), 1)];
   return [Date.UTC(year, 2, nthSundayUtc(year, 3, 2), 7), Date.UTC(year, 10, nthSundayUtc(year, 11, 1), 6)];
 }
 
@@ -338,7 +473,16 @@ const wallFormats = new Map<string, Intl.DateTimeFormat>();
 function wall(t: number, zone: string): { date: string; clock: string } {
   let f = wallFormats.get(zone);
   if (!f) {
-    f = new Intl.DateTimeFormat("en-CA", { timeZone: zone, hourCycle: "h23", year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit" });
+    f = new Intl.DateTimeFormat("en-CA", {
+      timeZone: zone,
+      hourCycle: "h23",
+      year: "numeric",
+      month: "2-digit",
+      day: "2-digit",
+      hour: "2-digit",
+      minute: "2-digit",
+      second: "2-digit",
+    });
     wallFormats.set(zone, f);
   }
   const p = Object.fromEntries(f.formatToParts(new Date(t)).map((x) => [x.type, x.value]));
@@ -350,7 +494,12 @@ const dayAfter = (date: string) => new Date(Date.parse(`${date}T00:00:00Z`) + 86
 const dstZone = fc.constantFrom<"Europe/Berlin" | "America/New_York">("Europe/Berlin", "America/New_York");
 /** An instant within ±48 h of one of the zone's transitions between 2020 and 2035. */
 const nearDst = fc
-  .record({ zone: dstZone, year: fc.integer({ min: 2020, max: 2035 }), which: fc.integer({ min: 0, max: 1 }), delta: fc.integer({ min: -48 * HOUR, max: 48 * HOUR }) })
+  .record({
+    zone: dstZone,
+    year: fc.integer({ min: 2020, max: 2035 }),
+    which: fc.integer({ min: 0, max: 1 }),
+    delta: fc.integer({ min: -48 * HOUR, max: 48 * HOUR }),
+  })
   .map(({ zone, year, which, delta }) => ({ zone, at: dstTransitions(zone, year)[which]! + delta }));
 const atHourArb = fc.integer({ min: 0, max: 23 });
 
@@ -404,8 +553,14 @@ describe("freshness across daylight-saving changes", () => {
         const next = nextDailyBoundary(b, atHour, zone);
         const now = b + Math.floor(frac * (next - b - 1)); // anywhere in [b, next)
         expect(evaluateFreshness({ updatedAt: b, now, policy }).fresh).toBe(true);
-        expect(evaluateFreshness({ updatedAt: b, now: next, policy })).toMatchObject({ fresh: false, staleReason: "daily" });
-        expect(evaluateFreshness({ updatedAt: b - 1, now, policy })).toMatchObject({ fresh: false, staleReason: "daily" });
+        expect(evaluateFreshness({ updatedAt: b, now: next, policy })).toMatchObject({
+          fresh: false,
+          staleReason: "daily",
+        });
+        expect(evaluateFreshness({ updatedAt: b - 1, now, policy })).toMatchObject({
+          fresh: false,
+          staleReason: "daily",
+        });
       }),
       { numRuns: RUNS },
     );
@@ -413,38 +568,63 @@ describe("freshness across daylight-saving changes", () => {
 
   it("idle expiry counts elapsed time, not the wall clock: a DST jump neither adds nor removes an hour", () => {
     fc.assert(
-      fc.property(nearDst, fc.integer({ min: 1, max: 6 * 60 }), fc.integer({ min: 0, max: 8 * HOUR }), ({ zone, at }, idleMinutes, elapsed) => {
-        const f = evaluateFreshness({ updatedAt: at, now: at + elapsed, policy: { mode: "idle", idleMinutes, timezone: zone } });
-        expect(f.fresh).toBe(elapsed <= idleMinutes * 60_000);
-        // Strictly after: at exactly idleMinutes it is still fresh, one millisecond later it is not.
-        const edge = at + idleMinutes * 60_000;
-        expect(evaluateFreshness({ updatedAt: at, now: edge, policy: { mode: "idle", idleMinutes, timezone: zone } }).fresh).toBe(true);
-        expect(evaluateFreshness({ updatedAt: at, now: edge + 1, policy: { mode: "idle", idleMinutes, timezone: zone } }).staleReason).toBe("idle");
-        expect(staleAt({ updatedAt: at, policy: { mode: "idle", idleMinutes } })).toBe(at + idleMinutes * 60_000 + 1);
-      }),
+      fc.property(
+        nearDst,
+        fc.integer({ min: 1, max: 6 * 60 }),
+        fc.integer({ min: 0, max: 8 * HOUR }),
+        ({ zone, at }, idleMinutes, elapsed) => {
+          const f = evaluateFreshness({
+            updatedAt: at,
+            now: at + elapsed,
+            policy: { mode: "idle", idleMinutes, timezone: zone },
+          });
+          expect(f.fresh).toBe(elapsed <= idleMinutes * 60_000);
+          // Strictly after: at exactly idleMinutes it is still fresh, one millisecond later it is not.
+          const edge = at + idleMinutes * 60_000;
+          expect(
+            evaluateFreshness({ updatedAt: at, now: edge, policy: { mode: "idle", idleMinutes, timezone: zone } })
+              .fresh,
+          ).toBe(true);
+          expect(
+            evaluateFreshness({ updatedAt: at, now: edge + 1, policy: { mode: "idle", idleMinutes, timezone: zone } })
+              .staleReason,
+          ).toBe("idle");
+          expect(staleAt({ updatedAt: at, policy: { mode: "idle", idleMinutes } })).toBe(at + idleMinutes * 60_000 + 1);
+        },
+      ),
       { numRuns: RUNS },
     );
   });
 
   it("with daily and idle together, whichever expires first wins, idle names the reason when both do, and stale stays stale", () => {
     const policyArb = fc.oneof(
-      fc.record({ mode: fc.constant("daily" as const), atHour: atHourArb, idleMinutes: fc.option(fc.integer({ min: 0, max: 48 * 60 }), { nil: undefined }) }),
+      fc.record({
+        mode: fc.constant("daily" as const),
+        atHour: atHourArb,
+        idleMinutes: fc.option(fc.integer({ min: 0, max: 48 * 60 }), { nil: undefined }),
+      }),
       fc.record({ mode: fc.constant("idle" as const), idleMinutes: fc.integer({ min: 0, max: 48 * 60 }) }),
       fc.constant({ mode: "off" as const }),
     );
     fc.assert(
-      fc.property(nearDst, policyArb, fc.integer({ min: 0, max: 3 * 86_400_000 }), fc.integer({ min: 0, max: 86_400_000 }), ({ zone, at }, p, age, later) => {
-        const policy = { ...p, timezone: zone };
-        const updatedAt = at - age;
-        const f = evaluateFreshness({ updatedAt, now: at, policy });
-        const until = staleAt({ updatedAt, policy });
-        expect(f.fresh).toBe(until === undefined || at < until);
-        if (policy.mode === "off") expect(f.fresh).toBe(true);
-        const idle = "idleMinutes" in policy ? (policy.idleMinutes ?? 0) : 0;
-        const idleStale = idle > 0 && at - updatedAt > idle * 60_000;
-        if (idleStale) expect(f.staleReason).toBe("idle");
-        if (!f.fresh) expect(evaluateFreshness({ updatedAt, now: at + later, policy }).fresh).toBe(false);
-      }),
+      fc.property(
+        nearDst,
+        policyArb,
+        fc.integer({ min: 0, max: 3 * 86_400_000 }),
+        fc.integer({ min: 0, max: 86_400_000 }),
+        ({ zone, at }, p, age, later) => {
+          const policy = { ...p, timezone: zone };
+          const updatedAt = at - age;
+          const f = evaluateFreshness({ updatedAt, now: at, policy });
+          const until = staleAt({ updatedAt, policy });
+          expect(f.fresh).toBe(until === undefined || at < until);
+          if (policy.mode === "off") expect(f.fresh).toBe(true);
+          const idle = "idleMinutes" in policy ? (policy.idleMinutes ?? 0) : 0;
+          const idleStale = idle > 0 && at - updatedAt > idle * 60_000;
+          if (idleStale) expect(f.staleReason).toBe("idle");
+          if (!f.fresh) expect(evaluateFreshness({ updatedAt, now: at + later, policy }).fresh).toBe(false);
+        },
+      ),
       { numRuns: RUNS },
     );
   });
@@ -455,13 +635,21 @@ describe("freshness across daylight-saving changes", () => {
 
 describe("reset policy resolution", () => {
   const policyCfg = fc.record(
-    { mode: fc.constantFrom("daily", "idle", "off"), atHour: atHourArb, idleMinutes: fc.integer({ min: 0, max: 600 }), timezone: fc.constantFrom("UTC", "Europe/Berlin", "America/New_York") },
+    {
+      mode: fc.constantFrom("daily", "idle", "off"),
+      atHour: atHourArb,
+      idleMinutes: fc.integer({ min: 0, max: 600 }),
+      timezone: fc.constantFrom("UTC", "Europe/Berlin", "America/New_York"),
+    },
     { requiredKeys: [] },
   );
   const sessionCfg = fc.record(
     {
       reset: policyCfg,
-      resetByType: fc.record({ dm: policyCfg, direct: policyCfg, group: policyCfg, thread: policyCfg }, { requiredKeys: [] }),
+      resetByType: fc.record(
+        { dm: policyCfg, direct: policyCfg, group: policyCfg, thread: policyCfg },
+        { requiredKeys: [] },
+      ),
       idleMinutes: fc.integer({ min: 0, max: 600 }),
     },
     { requiredKeys: [] },
@@ -472,8 +660,12 @@ describe("reset policy resolution", () => {
       fc.property(sessionCfg, policyCfg, spKey, spChannel, (session, byChannel, sessionKey, ch) => {
         const full = parseConfig({ session: { ...session, resetByChannel: { [ch]: byChannel } } });
         const zone = session.reset?.timezone;
-        const alone = parseConfig({ session: { resetByChannel: { [ch]: byChannel }, ...(zone ? { reset: { timezone: zone } } : {}) } });
-        expect(resolveResetPolicy(full, { sessionKey, channel: ch })).toEqual(resolveResetPolicy(alone, { sessionKey, channel: ch }));
+        const alone = parseConfig({
+          session: { resetByChannel: { [ch]: byChannel }, ...(zone ? { reset: { timezone: zone } } : {}) },
+        });
+        expect(resolveResetPolicy(full, { sessionKey, channel: ch })).toEqual(
+          resolveResetPolicy(alone, { sessionKey, channel: ch }),
+        );
       }),
       { numRuns: RUNS },
     );
@@ -481,15 +673,25 @@ describe("reset policy resolution", () => {
 
   it("every resolved policy is usable: daily names an hour 0..23 and a zone, off carries nothing, idle never goes negative", () => {
     fc.assert(
-      fc.property(sessionCfg, spKey, fc.option(spChannel, { nil: undefined }), fc.boolean(), (session, sessionKey, channel, isThread) => {
-        const p = resolveResetPolicy(parseConfig({ session }), { sessionKey, ...(channel ? { channel } : {}), isThread });
-        if (p.mode === "off") expect(p).toEqual({ mode: "off" });
-        if (p.mode === "daily") {
-          expect(Number.isInteger(p.atHour) && p.atHour! >= 0 && p.atHour! <= 23).toBe(true);
-          expect(typeof p.timezone).toBe("string");
-        }
-        if (p.idleMinutes !== undefined) expect(p.idleMinutes).toBeGreaterThanOrEqual(0);
-      }),
+      fc.property(
+        sessionCfg,
+        spKey,
+        fc.option(spChannel, { nil: undefined }),
+        fc.boolean(),
+        (session, sessionKey, channel, isThread) => {
+          const p = resolveResetPolicy(parseConfig({ session }), {
+            sessionKey,
+            ...(channel ? { channel } : {}),
+            isThread,
+          });
+          if (p.mode === "off") expect(p).toEqual({ mode: "off" });
+          if (p.mode === "daily") {
+            expect(Number.isInteger(p.atHour) && p.atHour! >= 0 && p.atHour! <= 23).toBe(true);
+            expect(typeof p.timezone).toBe("string");
+          }
+          if (p.idleMinutes !== undefined) expect(p.idleMinutes).toBeGreaterThanOrEqual(0);
+        },
+      ),
       { numRuns: RUNS },
     );
   });
@@ -509,27 +711,61 @@ describe("credential redaction, every family", () => {
    */
   const run = (chars: string, min: number, max: number) =>
     fc
-      .tuple(fc.string({ unit: fc.constantFrom(...chars.split("")), minLength: min - 1, maxLength: max - 1 }), fc.constantFrom(..."aZ09".split("")))
+      .tuple(
+        fc.string({ unit: fc.constantFrom(...chars.split("")), minLength: min - 1, maxLength: max - 1 }),
+        fc.constantFrom(..."aZ09".split("")),
+      )
       .map(([body, last]) => body + last);
   /** [text carrying the secret, the secret value itself]. Values have 3+ characters, PEM bodies 10+: see the last test. */
   const secret = fc.oneof<fc.Arbitrary<[string, string]>[]>(
     run(`${alnum}_-`, 8, 40).map((v) => [`sk-${v}`, `sk-${v}`]),
     run(alnum, 20, 40).map((v) => [`ghp_${v}`, `ghp_${v}`]),
     run(`${alnum}_`, 20, 40).map((v) => [`github_pat_${v}`, `github_pat_${v}`]),
-    fc.tuple(fc.constantFrom("b", "a", "p", "r", "s"), run(`${alnum}-`, 10, 30)).map(([k, v]) => [`xox${k}-${v}`, `xox${k}-${v}`]),
+    fc
+      .tuple(fc.constantFrom("b", "a", "p", "r", "s"), run(`${alnum}-`, 10, 30))
+      .map(([k, v]) => [`xox${k}-${v}`, `xox${k}-${v}`]),
     run(`${alnum}-`, 10, 30).map((v) => [`xapp-${v}`, `xapp-${v}`]),
     run(`${alnum}_-`, 10, 30).map((v) => [`gsk_${v}`, `gsk_${v}`]),
     run(`${alnum}_-`, 20, 30).map((v) => [`AIza${v}`, `AIza${v}`]),
     run(`${alnum}_-`, 10, 30).map((v) => [`pplx-${v}`, `pplx-${v}`]),
     run(alnum, 10, 30).map((v) => [`npm_${v}`, `npm_${v}`]),
-    fc.tuple(fc.string({ unit: fc.constantFrom(..."0123456789".split("")), minLength: 6, maxLength: 12 }), run(`${alnum}_-`, 20, 40)).map(([id, v]) => [`${id}:${v}`, `${id}:${v}`]),
-    fc.tuple(fc.string({ unit: fc.constantFrom(..."0123456789".split("")), minLength: 6, maxLength: 12 }), run(`${alnum}_-`, 20, 40)).map(([id, v]) => [`https://api.telegram.org/bot${id}:${v}/getMe`, `${id}:${v}`]),
+    fc
+      .tuple(
+        fc.string({ unit: fc.constantFrom(..."0123456789".split("")), minLength: 6, maxLength: 12 }),
+        run(`${alnum}_-`, 20, 40),
+      )
+      .map(([id, v]) => [`${id}:${v}`, `${id}:${v}`]),
+    fc
+      .tuple(
+        fc.string({ unit: fc.constantFrom(..."0123456789".split("")), minLength: 6, maxLength: 12 }),
+        run(`${alnum}_-`, 20, 40),
+      )
+      .map(([id, v]) => [`https://api.telegram.org/bot${id}:${v}/getMe`, `${id}:${v}`]),
     run(`${alnum}._-+=/~`, 18, 40).map((v) => [`Bearer ${v}`, v]),
     run(`${alnum}._-`, 3, 40).map((v) => [`Authorization: Bearer ${v}`, v]),
-    fc.tuple(fc.constantFrom("OPENAI_API_KEY", "DB_PASSWORD", "x-api-key", "clientSecret", "Password"), fc.constantFrom("=", ": ", " = "), run(alnum, 3, 40)).map(([n, op, v]) => [`${n}${op}${v}`, v]),
-    fc.tuple(fc.constantFrom("apiKey", "token", "password", "refresh_token"), run(`${alnum} `, 3, 40).filter((v) => v.trim() === v)).map(([n, v]) => [`{"${n}": "${v}"}`, v]),
-    fc.tuple(fc.constantFrom("--api-key", "--token", "--password", "--hook-token"), fc.constantFrom(" ", "="), run(alnum, 3, 30)).map(([f, sep, v]) => [`run ${f}${sep}${v}`, v]),
-    run(`${alnum}\n`, 10, 200).filter((v) => v.trim().length >= 10).map((v) => [`-----BEGIN RSA PRIVATE KEY-----\n${v}\n-----END RSA PRIVATE KEY-----`, v]),
+    fc
+      .tuple(
+        fc.constantFrom("OPENAI_API_KEY", "DB_PASSWORD", "x-api-key", "clientSecret", "Password"),
+        fc.constantFrom("=", ": ", " = "),
+        run(alnum, 3, 40),
+      )
+      .map(([n, op, v]) => [`${n}${op}${v}`, v]),
+    fc
+      .tuple(
+        fc.constantFrom("apiKey", "token", "password", "refresh_token"),
+        run(`${alnum} `, 3, 40).filter((v) => v.trim() === v),
+      )
+      .map(([n, v]) => [`{"${n}": "${v}"}`, v]),
+    fc
+      .tuple(
+        fc.constantFrom("--api-key", "--token", "--password", "--hook-token"),
+        fc.constantFrom(" ", "="),
+        run(alnum, 3, 30),
+      )
+      .map(([f, sep, v]) => [`run ${f}${sep}${v}`, v]),
+    run(`${alnum}\n`, 10, 200)
+      .filter((v) => v.trim().length >= 10)
+      .map((v) => [`-----BEGIN RSA PRIVATE KEY-----\n${v}\n-----END RSA PRIVATE KEY-----`, v]),
   );
   const prose = fc.string({ maxLength: 60 });
 

@@ -26,7 +26,13 @@ describe("silent replies by context", () => {
   });
 
   it("has a rule for every context it is asked about", () => {
-    expect(Object.keys(SILENT_RULES).sort()).toEqual(["announce", "channel", "history", "reply-back", "subagent-announce"]);
+    expect(Object.keys(SILENT_RULES).sort()).toEqual([
+      "announce",
+      "channel",
+      "history",
+      "reply-back",
+      "subagent-announce",
+    ]);
     expect(isSilentReply("channel", undefined)).toBe(true);
   });
 });

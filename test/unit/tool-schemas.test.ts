@@ -27,14 +27,46 @@ describe("tool argument schemas", () => {
   });
 
   it.each<[string, () => { success: boolean; error?: { issues: { message: string }[] } }, string]>([
-    ["sessions_send sessionKey", () => SessionsSendArgs.safeParse({ message: "x", sessionKey: "agent:main:\u202Eabc" }), "sessionKey contains U+202E RIGHT-TO-LEFT OVERRIDE at index 11"],
-    ["sessions_send label", () => SessionsSendArgs.safeParse({ message: "x", label: "ops\u2066" }), "label contains U+2066 LEFT-TO-RIGHT ISOLATE at index 3"],
-    ["sessions_send agentId", () => SessionsSendArgs.safeParse({ message: "x", agentId: "o\u200Bps" }), "agentId contains U+200B ZERO WIDTH SPACE at index 1"],
-    ["sessions_history sessionKey", () => SessionsHistoryArgs.safeParse({ sessionKey: "main\u0000" }), "sessionKey contains U+0000 NULL at index 4"],
-    ["sessions_list label", () => SessionsListArgs.safeParse({ label: "\u200Fx" }), "label contains U+200F RIGHT-TO-LEFT MARK at index 0"],
-    ["session_status sessionKey", () => SessionStatusArgs.safeParse({ sessionKey: "a\u061Cb" }), "sessionKey contains U+061C ARABIC LETTER MARK at index 1"],
-    ["sessions_spawn label", () => SessionsSpawnArgs.safeParse({ task: "x", label: "a\u202Db" }), "label contains U+202D LEFT-TO-RIGHT OVERRIDE at index 1"],
-    ["sessions_spawn agentId", () => SessionsSpawnArgs.safeParse({ task: "x", agentId: "ops\u0000" }), "agentId contains U+0000 NULL at index 3"],
+    [
+      "sessions_send sessionKey",
+      () => SessionsSendArgs.safeParse({ message: "x", sessionKey: "agent:main:\u202Eabc" }),
+      "sessionKey contains U+202E RIGHT-TO-LEFT OVERRIDE at index 11",
+    ],
+    [
+      "sessions_send label",
+      () => SessionsSendArgs.safeParse({ message: "x", label: "ops\u2066" }),
+      "label contains U+2066 LEFT-TO-RIGHT ISOLATE at index 3",
+    ],
+    [
+      "sessions_send agentId",
+      () => SessionsSendArgs.safeParse({ message: "x", agentId: "o\u200Bps" }),
+      "agentId contains U+200B ZERO WIDTH SPACE at index 1",
+    ],
+    [
+      "sessions_history sessionKey",
+      () => SessionsHistoryArgs.safeParse({ sessionKey: "main\u0000" }),
+      "sessionKey contains U+0000 NULL at index 4",
+    ],
+    [
+      "sessions_list label",
+      () => SessionsListArgs.safeParse({ label: "\u200Fx" }),
+      "label contains U+200F RIGHT-TO-LEFT MARK at index 0",
+    ],
+    [
+      "session_status sessionKey",
+      () => SessionStatusArgs.safeParse({ sessionKey: "a\u061Cb" }),
+      "sessionKey contains U+061C ARABIC LETTER MARK at index 1",
+    ],
+    [
+      "sessions_spawn label",
+      () => SessionsSpawnArgs.safeParse({ task: "x", label: "a\u202Db" }),
+      "label contains U+202D LEFT-TO-RIGHT OVERRIDE at index 1",
+    ],
+    [
+      "sessions_spawn agentId",
+      () => SessionsSpawnArgs.safeParse({ task: "x", agentId: "ops\u0000" }),
+      "agentId contains U+0000 NULL at index 3",
+    ],
   ])("refuse unsafe characters in %s, naming the character", (_label, parse, message) => {
     const r = parse();
     expect(r.success).toBe(false);

@@ -16,7 +16,10 @@ export function listRpcMethods(opts: { json?: boolean } = {}): number {
 }
 
 /** `switchboard call <method> [--params JSON]`: any gateway RPC method. */
-export async function callCommand(method: string | undefined, opts: GlobalOptions & { params?: string; list?: boolean; json?: boolean }): Promise<number> {
+export async function callCommand(
+  method: string | undefined,
+  opts: GlobalOptions & { params?: string; list?: boolean; json?: boolean },
+): Promise<number> {
   if (opts.list || !method) {
     if (!opts.list) process.stderr.write("usage: switchboard call <method> [--params JSON]; the methods:\n");
     listRpcMethods(opts);

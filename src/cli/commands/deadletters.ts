@@ -25,18 +25,24 @@ export async function deadLettersCommand(
         for (const l of res.deadLetters) {
           const when = new Date(l.failedAt).toISOString().replace("T", " ").slice(0, 19);
           const text = (l.turn?.text ?? l.raw ?? "").replace(/\s+/g, " ").slice(0, 60);
-          process.stdout.write(`${l.runId}  ${when}  ${l.kind.padEnd(9)} ${l.sessionKey}  "${text}"\n    ${l.reason}\n`);
+          process.stdout.write(
+            `${l.runId}  ${when}  ${l.kind.padEnd(9)} ${l.sessionKey}  "${text}"\n    ${l.reason}\n`,
+          );
         }
         return 0;
       }
       case "replay": {
         if (!runId && !opts.all) throw new ValidationError("replay needs a runId or --all");
-        const res = (await client.rpc("deadletters.replay", runId ? { runId } : { all: true })) as { count: number; replayed: { runId: string; replayedAs: string; sessionKey: string }[] };
+        const res = (await client.rpc("deadletters.replay", runId ? { runId } : { all: true })) as {
+          count: number;
+          replayed: { runId: string; replayedAs: string; sessionKey: string }[];
+        };
         if (opts.json) {
           printJson(res);
           return 0;
         }
-        for (const r of res.replayed) process.stdout.write(`replayed ${r.runId} as run ${r.replayedAs} on ${r.sessionKey}\n`);
+        for (const r of res.replayed)
+          process.stdout.write(`replayed ${r.runId} as run ${r.replayedAs} on ${r.sessionKey}\n`);
         process.stdout.write(`${res.count} replayed\n`);
         return 0;
       }

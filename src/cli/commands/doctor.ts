@@ -42,11 +42,20 @@ async function examine(opts: GlobalOptions & { alive?: string }): Promise<Findin
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     const where = err.source ?? "the configuration";
-    return err.issues.map((i) => ({ check: "config", level: "fail", message: `${where}: ${i.path}: ${i.message}`, fix: "switchboard config validate" }));
+    return err.issues.map((i) => ({
+      check: "config",
+      level: "fail",
+      message: `${where}: ${i.path}: ${i.message}`,
+      fix: "switchboard config validate",
+    }));
   }
   const { config } = loaded;
   if (!opts.alive) {
-    findings.push({ check: "config", level: "ok", message: loaded.path ?? "no config file: defaults and environment variables" });
+    findings.push({
+      check: "config",
+      level: "ok",
+      message: loaded.path ?? "no config file: defaults and environment variables",
+    });
     for (const w of loaded.warnings) findings.push({ check: "config", level: "warn", message: w });
   }
 

@@ -3,10 +3,16 @@ import { connect, type GlobalOptions } from "../client.js";
 import { messageText, printJson } from "../output.js";
 
 /** `switchboard history <sessionKey> [--limit N] [--json]` */
-export async function historyCommand(sessionKey: string, opts: GlobalOptions & { json?: boolean; limit?: string }): Promise<number> {
+export async function historyCommand(
+  sessionKey: string,
+  opts: GlobalOptions & { json?: boolean; limit?: string },
+): Promise<number> {
   const client = await connect(opts, "direct");
   try {
-    const res = (await client.rpc("chat.history", { sessionKey, ...(opts.limit ? { limit: Number(opts.limit) } : {}) })) as {
+    const res = (await client.rpc("chat.history", {
+      sessionKey,
+      ...(opts.limit ? { limit: Number(opts.limit) } : {}),
+    })) as {
       sessionKey: string;
       messages: TranscriptMessage[];
     };

@@ -5,7 +5,12 @@
  */
 import { createLogger } from "../../app/logger.js";
 import { ValidationError } from "../../errors/index.js";
-import { createProgressReporter, formatImportSummary, importOpenClaw, resolveOpenClawStateDir } from "../../import/index.js";
+import {
+  createProgressReporter,
+  formatImportSummary,
+  importOpenClaw,
+  resolveOpenClawStateDir,
+} from "../../import/index.js";
 import { createRedis } from "../../queues/redis-connections.js";
 import { RedisKeys, SessionStore } from "../../storage/index.js";
 import { TranscriptStore } from "../../transcript/index.js";
@@ -20,13 +25,21 @@ export interface ImportCommandOptions extends GlobalOptions {
   progress?: boolean;
 }
 
-export async function importOpenClawCommand(stateDirArg: string | undefined, opts: ImportCommandOptions): Promise<number> {
+export async function importOpenClawCommand(
+  stateDirArg: string | undefined,
+  opts: ImportCommandOptions,
+): Promise<number> {
   const concurrency = opts.concurrency === undefined ? 8 : Number(opts.concurrency);
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 256) {
-    throw new ValidationError(`--concurrency must be a whole number from 1 to 256 (got ${JSON.stringify(opts.concurrency)})`);
+    throw new ValidationError(
+      `--concurrency must be a whole number from 1 to 256 (got ${JSON.stringify(opts.concurrency)})`,
+    );
   }
   const stateDir = resolveOpenClawStateDir(stateDirArg);
-  if (!existsSync(stateDir)) throw new ValidationError(`OpenClaw state dir not found: ${stateDir} (pass it as: switchboard import openclaw <stateDir>)`);
+  if (!existsSync(stateDir))
+    throw new ValidationError(
+      `OpenClaw state dir not found: ${stateDir} (pass it as: switchboard import openclaw <stateDir>)`,
+    );
 
   const { config } = loadCliConfig(opts);
   const log = createLogger("switchboard-import");
@@ -35,7 +48,9 @@ export async function importOpenClawCommand(stateDirArg: string | undefined, opt
   const reporter = opts.progress === false ? undefined : createProgressReporter(process.stderr);
   try {
     await redis.ping().catch((err: Error) => {
-      throw new ValidationError(`Redis does not answer at ${config.redis.url} (${err.message}): start Redis or set redis.url`);
+      throw new ValidationError(
+        `Redis does not answer at ${config.redis.url} (${err.message}): start Redis or set redis.url`,
+      );
     });
     const report = await importOpenClaw(
       {
@@ -45,7 +60,12 @@ export async function importOpenClawCommand(stateDirArg: string | undefined, opt
         // Same key base as the running system, so transcript locks and indexes are shared.
         transcripts: new TranscriptStore({ redis, keys, storageDir: config.storage.dir }),
       },
-      { stateDir, dryRun: opts.dryRun ?? false, concurrency, ...(reporter ? { onProgress: (p) => reporter.update(p) } : {}) },
+      {
+        stateDir,
+        dryRun: opts.dryRun ?? false,
+        concurrency,
+        ...(reporter ? { onProgress: (p) => reporter.update(p) } : {}),
+      },
     );
     reporter?.stop();
     if (opts.json) printJson(report);

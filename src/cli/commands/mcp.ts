@@ -25,7 +25,8 @@ const LOOPBACK = new Set(["127.0.0.1", "localhost", "::1"]);
 
 function parsePort(raw: string): number {
   const port = Number(raw);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ValidationError(`--http must be a port number 0-65535 (got ${JSON.stringify(raw)})`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new ValidationError(`--http must be a port number 0-65535 (got ${JSON.stringify(raw)})`);
   return port;
 }
 
@@ -40,7 +41,10 @@ export async function mcpCommand(opts: McpOptions): Promise<void> {
   }
   const sessionKey = canonicalSessionKey(config, opts.session);
   if (!(await redisAnswers(config.redis.url))) {
-    throw new RpcCallError("redis_unavailable", `Redis does not answer at ${config.redis.url} (start Switchboard or set redis.url)`);
+    throw new RpcCallError(
+      "redis_unavailable",
+      `Redis does not answer at ${config.redis.url} (start Switchboard or set redis.url)`,
+    );
   }
   const log = createLogger("switchboard-mcp");
   const svc = createServices(config, { role: "cli", log });
@@ -49,12 +53,17 @@ export async function mcpCommand(opts: McpOptions): Promise<void> {
 
   let transport: RunningTransport;
   try {
-    transport = port === undefined ? await serveStdio(factory) : await serveHttp(factory, { host, port, log, ...(token ? { token } : {}) });
+    transport =
+      port === undefined
+        ? await serveStdio(factory)
+        : await serveHttp(factory, { host, port, log, ...(token ? { token } : {}) });
   } catch (err) {
     await svc.close();
     throw err;
   }
-  process.stderr.write(`switchboard mcp ready: session ${sessionKey} over ${transport.describe} (redis ${config.redis.url})\n`);
+  process.stderr.write(
+    `switchboard mcp ready: session ${sessionKey} over ${transport.describe} (redis ${config.redis.url})\n`,
+  );
 
   let closing = false;
   const shutdown = async (reason: string) => {

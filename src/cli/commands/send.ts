@@ -3,10 +3,18 @@ import { printJson } from "../output.js";
 import { updateProgress } from "../progress.js";
 
 /** `switchboard send <sessionKey> <message> [--wait SEC]`: enqueue a turn, optionally wait for the reply. */
-export async function sendCommand(sessionKey: string, message: string, opts: GlobalOptions & { wait?: string; json?: boolean; agent?: string }): Promise<number> {
+export async function sendCommand(
+  sessionKey: string,
+  message: string,
+  opts: GlobalOptions & { wait?: string; json?: boolean; agent?: string },
+): Promise<number> {
   const client = await connect(opts);
   try {
-    const accepted = (await client.rpc("agent", { sessionKey, message, ...(opts.agent ? { agentId: opts.agent } : {}) })) as { runId: string; sessionKey: string };
+    const accepted = (await client.rpc("agent", {
+      sessionKey,
+      message,
+      ...(opts.agent ? { agentId: opts.agent } : {}),
+    })) as { runId: string; sessionKey: string };
     const waitSec = opts.wait ? Number(opts.wait) : 0;
     if (!waitSec) {
       if (opts.json) printJson({ ...accepted, status: "accepted" });

@@ -41,17 +41,29 @@ function onShutdown(fn: () => Promise<void>): void {
   process.on("SIGTERM", () => handler("SIGTERM"));
 }
 
-async function ensureRedis(config: Config, redisExplicit: boolean, allowEmbedded: boolean): Promise<EmbeddedRedis | undefined> {
+async function ensureRedis(
+  config: Config,
+  redisExplicit: boolean,
+  allowEmbedded: boolean,
+): Promise<EmbeddedRedis | undefined> {
   if (await redisAnswers(config.redis.url)) return undefined;
   if (redisExplicit || !allowEmbedded) throw redisUnavailable(config.redis.url, "no answer");
   const embedded = await startEmbeddedRedis(config.storage.dir);
-  process.stderr.write(`no Redis at ${config.redis.url}: started an embedded redis-server (data in ${embedded.dataDir})\n`);
+  process.stderr.write(
+    `no Redis at ${config.redis.url}: started an embedded redis-server (data in ${embedded.dataDir})\n`,
+  );
   config.redis.url = embedded.url;
   return embedded;
 }
 
-export async function serveCommand(mode: "start" | "gateway" | "worker", opts: GlobalOptions & { queues?: string; concurrency?: string; force?: boolean }): Promise<void> {
-  if (opts.concurrency !== undefined && !(Number.isInteger(Number(opts.concurrency)) && Number(opts.concurrency) >= 1)) {
+export async function serveCommand(
+  mode: "start" | "gateway" | "worker",
+  opts: GlobalOptions & { queues?: string; concurrency?: string; force?: boolean },
+): Promise<void> {
+  if (
+    opts.concurrency !== undefined &&
+    !(Number.isInteger(Number(opts.concurrency)) && Number(opts.concurrency) >= 1)
+  ) {
     throw new ValidationError(`--concurrency must be a whole number ≥ 1 (got ${JSON.stringify(opts.concurrency)})`);
   }
   const { config, redisExplicit, warnings } = loadConfig(opts.config ? { file: opts.config } : {});
@@ -64,7 +76,11 @@ export async function serveCommand(mode: "start" | "gateway" | "worker", opts: G
   // Before taking any work: agents/runtimes must match the deployment's (or --force).
   let registration: Registration;
   try {
-    registration = await joinDeployment(config, { role: mode, ...(opts.force ? { force: true } : {}), ...(mode !== "gateway" ? { queues } : {}) });
+    registration = await joinDeployment(config, {
+      role: mode,
+      ...(opts.force ? { force: true } : {}),
+      ...(mode !== "gateway" ? { queues } : {}),
+    });
   } catch (err) {
     await embedded?.stop();
     throw err;
@@ -73,7 +89,8 @@ export async function serveCommand(mode: "start" | "gateway" | "worker", opts: G
   try {
     system = await startSystem(config, {
       gateway: mode !== "worker",
-      workers: mode === "gateway" ? false : { queues, ...(opts.concurrency ? { concurrency: Number(opts.concurrency) } : {}) },
+      workers:
+        mode === "gateway" ? false : { queues, ...(opts.concurrency ? { concurrency: Number(opts.concurrency) } : {}) },
     });
   } catch (err) {
     await registration.leave();
@@ -81,15 +98,30 @@ export async function serveCommand(mode: "start" | "gateway" | "worker", opts: G
     throw err;
   }
   if (mode === "start") {
-    writeRuntimeInfo(config.storage.dir, { pid: process.pid, redisUrl: config.redis.url, startedAt: Date.now(), ...(system.url ? { gatewayUrl: system.url } : {}) });
+    writeRuntimeInfo(config.storage.dir, {
+      pid: process.pid,
+      redisUrl: config.redis.url,
+      startedAt: Date.now(),
+      ...(system.url ? { gatewayUrl: system.url } : {}),
+    });
   }
   // The address actually bound (port 0 → the port the OS picked, 0.0.0.0 stays 0.0.0.0), then the URL to use.
   const listening = system.gateway ? formatBoundAddresses(system.gateway.app.addresses()) : undefined;
   const where =
     (system.url ? ` gateway listening on ${listening} at ${system.url} (Bull Board ${system.url}/admin/queues)` : "") +
     (system.metricsUrl ? ` metrics at ${system.metricsUrl}` : "");
-  log.debug({ redis: config.redis.url, storage: config.storage.dir, ...(listening ? { listening } : {}), ...(system.metricsUrl ? { metrics: system.metricsUrl } : {}) }, `switchboard ${mode} ready`);
-  const forced = registration.record.forced ? " (started with --force: its agents/runtimes differ from the deployment's)" : "";
+  log.debug(
+    {
+      redis: config.redis.url,
+      storage: config.storage.dir,
+      ...(listening ? { listening } : {}),
+      ...(system.metricsUrl ? { metrics: system.metricsUrl } : {}),
+    },
+    `switchboard ${mode} ready`,
+  );
+  const forced = registration.record.forced
+    ? " (started with --force: its agents/runtimes differ from the deployment's)"
+    : "";
   process.stderr.write(
     `switchboard ${mode} uses redis ${config.redis.url}${embedded ? " (embedded)" : ""}, prefix "${config.redis.prefix}"${forced}: ${sharingSummary(registration.record, registration.others)}\n`,
   );

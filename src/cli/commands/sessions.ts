@@ -16,12 +16,15 @@ interface ListAnswer {
 function positiveInt(name: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new ValidationError(`${name} must be a whole number ≥ 1 (got ${JSON.stringify(value)})`);
+  if (!Number.isInteger(n) || n < 1)
+    throw new ValidationError(`${name} must be a whole number ≥ 1 (got ${JSON.stringify(value)})`);
   return n;
 }
 
 /** `switchboard sessions [--json] [--active MIN] [--agent ID] [--limit N | --all]` */
-export async function sessionsCommand(opts: GlobalOptions & { json?: boolean; active?: string; agent?: string; limit?: string; all?: boolean }): Promise<number> {
+export async function sessionsCommand(
+  opts: GlobalOptions & { json?: boolean; active?: string; agent?: string; limit?: string; all?: boolean },
+): Promise<number> {
   const limit = positiveInt("--limit", opts.limit);
   if (limit !== undefined && opts.all) throw new ValidationError("--limit and --all exclude each other");
   const active = positiveInt("--active", opts.active);
@@ -34,7 +37,11 @@ export async function sessionsCommand(opts: GlobalOptions & { json?: boolean; ac
     let offset = 0;
     for (;;) {
       const page = Math.min(SESSIONS_PAGE, want - sessions.length);
-      const res = (await client.rpc("sessions.list", { ...base, limit: page, ...(offset ? { offset } : {}) })) as ListAnswer;
+      const res = (await client.rpc("sessions.list", {
+        ...base,
+        limit: page,
+        ...(offset ? { offset } : {}),
+      })) as ListAnswer;
       sessions.push(...res.sessions);
       updateProgress(`listing sessions… ${sessions.length} so far`);
       if (res.nextOffset === undefined || sessions.length >= want) break;
@@ -43,7 +50,14 @@ export async function sessionsCommand(opts: GlobalOptions & { json?: boolean; ac
     if (opts.json) printJson({ count: sessions.length, sessions });
     else
       printTable(
-        sessions.map((s) => ({ key: s.key, kind: s.kind, channel: s.channel ?? s.lastChannel ?? "", updated: ago(s.updatedAt), sessionId: s.sessionId, tokens: s.totalTokens ?? 0 })),
+        sessions.map((s) => ({
+          key: s.key,
+          kind: s.kind,
+          channel: s.channel ?? s.lastChannel ?? "",
+          updated: ago(s.updatedAt),
+          sessionId: s.sessionId,
+          tokens: s.totalTokens ?? 0,
+        })),
         ["key", "kind", "channel", "updated", "sessionId", "tokens"],
       );
     return 0;

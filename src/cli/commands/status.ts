@@ -10,7 +10,10 @@ import { StorageFaults } from "../../runs/storage-faults.js";
 export async function statusCommand(opts: GlobalOptions & { json?: boolean }): Promise<number> {
   const { config } = loadCliConfig(opts);
   const client = await connect(opts);
-  const gateway = client.mode === "http" ? { url: client.describe, reachable: true } : { url: readRuntimeInfo(config.storage.dir)?.gatewayUrl ?? null, reachable: false };
+  const gateway =
+    client.mode === "http"
+      ? { url: client.describe, reachable: true }
+      : { url: readRuntimeInfo(config.storage.dir)?.gatewayUrl ?? null, reachable: false };
   const svc = createServices(config, { role: "cli" });
   const out: Record<string, unknown> = { gateway, redis: { url: config.redis.url, prefix: config.redis.prefix } };
   try {
@@ -21,17 +24,34 @@ export async function statusCommand(opts: GlobalOptions & { json?: boolean }): P
     const queues: Record<string, unknown> = {};
     for (const name of QUEUE_NAMES) {
       const q = svc.queues[name];
-      queues[name] = { ...(await q.getJobCounts("waiting", "active", "delayed", "failed", "completed")), workers: await q.getWorkersCount() };
+      queues[name] = {
+        ...(await q.getJobCounts("waiting", "active", "delayed", "failed", "completed")),
+        workers: await q.getWorkersCount(),
+      };
     }
     out.queues = queues;
     out.workers = Math.max(...Object.values(queues).map((q) => (q as { workers: number }).workers));
     const fault = await StorageFaults.current(svc.redis, svc.keys);
-    out.storage = fault ? { healthy: false, code: fault.code, message: fault.message, since: fault.since } : { healthy: true };
+    out.storage = fault
+      ? { healthy: false, code: fault.code, message: fault.message, since: fault.since }
+      : { healthy: true };
     out.deadLetters = await svc.deadLetters.count();
-    out.sessions = (await svc.sessions.list({ limit: 5 })).map((s) => ({ key: s.key, updatedAt: s.updatedAt, ago: ago(s.updatedAt) }));
+    out.sessions = (await svc.sessions.list({ limit: 5 })).map((s) => ({
+      key: s.key,
+      updatedAt: s.updatedAt,
+      ago: ago(s.updatedAt),
+    }));
     out.processes = (await listProcesses(svc.redis))
       .filter((p) => p.prefix === config.redis.prefix)
-      .map((p) => ({ role: p.role, host: p.host, pid: p.pid, version: p.version, startedAt: p.startedAt, heartbeatAt: p.heartbeatAt, ...(p.forced ? { forced: true } : {}) }));
+      .map((p) => ({
+        role: p.role,
+        host: p.host,
+        pid: p.pid,
+        version: p.version,
+        startedAt: p.startedAt,
+        heartbeatAt: p.heartbeatAt,
+        ...(p.forced ? { forced: true } : {}),
+      }));
   } catch (err) {
     (out.redis as Record<string, unknown>).up = false;
     (out.redis as Record<string, unknown>).error = (err as Error).message;
@@ -47,7 +67,10 @@ export async function statusCommand(opts: GlobalOptions & { json?: boolean }): P
       `Gateway: ${gateway.reachable ? `up at ${gateway.url}` : "not reachable"}`,
       `Redis:   ${r.up ? `up (${r.url}, ${r.pingMs} ms)` : `DOWN (${r.url}: ${r.error})`}`,
     ];
-    if (!r.up) lines.push("         start Redis, or point REDIS_URL / redis.url (--config) at it; `switchboard doctor` checks the whole setup");
+    if (!r.up)
+      lines.push(
+        "         start Redis, or point REDIS_URL / redis.url (--config) at it; `switchboard doctor` checks the whole setup",
+      );
     if (out.queues) {
       const st = out.storage as { healthy: boolean; code?: string; message?: string; since?: number };
       const dl = out.deadLetters as number;
@@ -57,16 +80,42 @@ export async function statusCommand(opts: GlobalOptions & { json?: boolean }): P
         `Dead letters: ${dl}${dl ? "  (switchboard deadletters to list and replay)" : ""}`,
         "",
         formatTable(
-          Object.entries(out.queues as Record<string, Record<string, number>>).map(([name, c]) => ({ queue: name, ...c })),
+          Object.entries(out.queues as Record<string, Record<string, number>>).map(([name, c]) => ({
+            queue: name,
+            ...c,
+          })),
           ["queue", "waiting", "active", "delayed", "failed", "workers"],
         ),
       );
-      const procs = out.processes as { role: string; host: string; pid: number; heartbeatAt: number; forced?: boolean }[];
+      const procs = out.processes as {
+        role: string;
+        host: string;
+        pid: number;
+        heartbeatAt: number;
+        forced?: boolean;
+      }[];
       if (procs.length) {
-        lines.push(formatTable(procs.map((p) => ({ process: p.role + (p.forced ? " (forced)" : ""), host: p.host, pid: p.pid, heartbeat: ago(p.heartbeatAt) })), ["process", "host", "pid", "heartbeat"]));
+        lines.push(
+          formatTable(
+            procs.map((p) => ({
+              process: p.role + (p.forced ? " (forced)" : ""),
+              host: p.host,
+              pid: p.pid,
+              heartbeat: ago(p.heartbeatAt),
+            })),
+            ["process", "host", "pid", "heartbeat"],
+          ),
+        );
       }
       const sessions = out.sessions as { key: string; ago: string }[];
-      lines.push(sessions.length ? formatTable(sessions.map((x) => ({ "recent session": x.key, updated: x.ago })), ["recent session", "updated"]) : "(no sessions yet)\n");
+      lines.push(
+        sessions.length
+          ? formatTable(
+              sessions.map((x) => ({ "recent session": x.key, updated: x.ago })),
+              ["recent session", "updated"],
+            )
+          : "(no sessions yet)\n",
+      );
     }
     process.stdout.write(lines.join("\n").replace(/\n*$/, "\n"));
   }

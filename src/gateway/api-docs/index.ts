@@ -11,10 +11,16 @@ import { buildOpenApiDocument } from "./openapi-document.js";
 export const OPENAPI_PATH = "/openapi.json";
 export const DOCS_PATH = "/docs";
 
-export async function registerApiDocs(app: FastifyInstance, opts: { rpcMethods: string[]; messageBytes: number }): Promise<void> {
+export async function registerApiDocs(
+  app: FastifyInstance,
+  opts: { rpcMethods: string[]; messageBytes: number },
+): Promise<void> {
   const document = buildOpenApiDocument(opts);
   app.get(OPENAPI_PATH, async () => document);
   // Static mode: the document above is the whole truth; no route is introspected.
   await app.register(fastifySwagger, { mode: "static", specification: { document: document as never } });
-  await app.register(fastifySwaggerUi, { routePrefix: DOCS_PATH, uiConfig: { docExpansion: "list", deepLinking: true, persistAuthorization: true } });
+  await app.register(fastifySwaggerUi, {
+    routePrefix: DOCS_PATH,
+    uiConfig: { docExpansion: "list", deepLinking: true, persistAuthorization: true },
+  });
 }

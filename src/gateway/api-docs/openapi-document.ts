@@ -36,27 +36,53 @@ class Components {
   }
 }
 
-const json = (schema: Json, description: string): Json => ({ description, content: { "application/json": { schema } } });
+const json = (schema: Json, description: string): Json => ({
+  description,
+  content: { "application/json": { schema } },
+});
 
 export function buildOpenApiDocument(opts: OpenApiOptions): Json {
   const c = new Components();
   const err = c.ref("Error", R.ErrorBody);
-  const tooLarge = json(err, `413 payload_too_large: a message over ${opts.messageBytes} bytes of UTF-8 text, or a body over the body limit`);
-  const common = { "400": json(err, "invalid input (issues name the fields)"), "401": json(err, "missing or wrong token") };
+  const tooLarge = json(
+    err,
+    `413 payload_too_large: a message over ${opts.messageBytes} bytes of UTF-8 text, or a body over the body limit`,
+  );
+  const common = {
+    "400": json(err, "invalid input (issues name the fields)"),
+    "401": json(err, "missing or wrong token"),
+  };
   const paths: Record<string, Json> = {};
 
   const open = { security: [] };
-  paths["/healthz"] = { get: { tags: ["health"], summary: "Liveness", ...open, responses: { "200": json({ type: "object" }, "the process is up") } } };
+  paths["/healthz"] = {
+    get: {
+      tags: ["health"],
+      summary: "Liveness",
+      ...open,
+      responses: { "200": json({ type: "object" }, "the process is up") },
+    },
+  };
   paths["/readyz"] = {
     get: {
       tags: ["health"],
       summary: "Readiness: Redis reachable and transcript storage writable",
       ...open,
-      responses: { "200": json(c.ref("Readiness", R.Readiness), "ready"), "503": json(c.ref("Readiness", R.Readiness), "not ready, and why") },
+      responses: {
+        "200": json(c.ref("Readiness", R.Readiness), "ready"),
+        "503": json(c.ref("Readiness", R.Readiness), "not ready, and why"),
+      },
     },
   };
   paths["/metrics"] = {
-    get: { tags: ["health"], summary: "Prometheus metrics", responses: { "200": { description: "text exposition format", content: { "text/plain": { schema: { type: "string" } } } }, "401": common["401"] } },
+    get: {
+      tags: ["health"],
+      summary: "Prometheus metrics",
+      responses: {
+        "200": { description: "text exposition format", content: { "text/plain": { schema: { type: "string" } } } },
+        "401": common["401"],
+      },
+    },
   };
 
   paths["/v1/inbound"] = {
@@ -64,7 +90,10 @@ export function buildOpenApiDocument(opts: OpenApiOptions): Json {
       tags: ["inbound"],
       summary: "A channel message arrives: routed to its session and queued as a turn",
       description: `\`text\` may have up to ${opts.messageBytes} bytes of UTF-8. Reset triggers and /send, /status, /stop, /tools are handled here; a denied sendPolicy answers blocked:"send_policy_deny".`,
-      requestBody: { required: true, content: { "application/json": { schema: c.ref("InboundMessage", InboundMessageSchema) } } },
+      requestBody: {
+        required: true,
+        content: { "application/json": { schema: c.ref("InboundMessage", InboundMessageSchema) } },
+      },
       responses: { "202": json(c.ref("InboundResult", R.InboundResult), "accepted"), ...common, "413": tooLarge },
     },
   };
@@ -77,8 +106,17 @@ export function buildOpenApiDocument(opts: OpenApiOptions): Json {
         tags: ["rpc"],
         operationId: `rpc_${method.replace(/\W/g, "_")}`,
         summary: doc?.summary ?? method,
-        requestBody: { required: true, content: { "application/json": { schema: doc ? c.ref(`rpc.${method}.params`, doc.params) : { type: "object" } } } },
-        responses: { "200": json(rpcAnswer, "ok:true with the result, or ok:false with a domain error"), ...common, ...(RPC_WITH_MESSAGE.has(method) ? { "413": tooLarge } : {}) },
+        requestBody: {
+          required: true,
+          content: {
+            "application/json": { schema: doc ? c.ref(`rpc.${method}.params`, doc.params) : { type: "object" } },
+          },
+        },
+        responses: {
+          "200": json(rpcAnswer, "ok:true with the result, or ok:false with a domain error"),
+          ...common,
+          ...(RPC_WITH_MESSAGE.has(method) ? { "413": tooLarge } : {}),
+        },
       },
     };
   }
@@ -94,8 +132,15 @@ export function buildOpenApiDocument(opts: OpenApiOptions): Json {
         tags: ["tools"],
         operationId: `tool_${name}`,
         summary: TOOL_DESCRIPTIONS[name],
-        requestBody: { required: true, content: { "application/json": { schema: c.ref(`tool.${name}.request`, body) } } },
-        responses: { "200": json(c.ref("ToolResult", R.ToolResult), "the tool's result (also for status error/forbidden)"), ...common, ...(TOOLS_WITH_MESSAGE.has(name) ? { "413": tooLarge } : {}) },
+        requestBody: {
+          required: true,
+          content: { "application/json": { schema: c.ref(`tool.${name}.request`, body) } },
+        },
+        responses: {
+          "200": json(c.ref("ToolResult", R.ToolResult), "the tool's result (also for status error/forbidden)"),
+          ...common,
+          ...(TOOLS_WITH_MESSAGE.has(name) ? { "413": tooLarge } : {}),
+        },
       },
     };
   }
@@ -105,7 +150,11 @@ export function buildOpenApiDocument(opts: OpenApiOptions): Json {
       tags: ["runs"],
       summary: "A run's record: status, reply, error, usage",
       parameters: [{ name: "runId", in: "path", required: true, schema: { type: "string" } }],
-      responses: { "200": json(c.ref("RunRecord", R.RunRecord), "the run"), "401": common["401"], "404": json(err, "run_not_found") },
+      responses: {
+        "200": json(c.ref("RunRecord", R.RunRecord), "the run"),
+        "401": common["401"],
+        "404": json(err, "run_not_found"),
+      },
     },
   };
   paths["/v1/deliveries"] = {
@@ -134,14 +183,30 @@ export function buildOpenApiDocument(opts: OpenApiOptions): Json {
         "`stream: true` answers `text/event-stream`: `data: {chat.completion.chunk}` events, then `data: [DONE]`.",
       ].join("\n\n"),
       parameters: [
-        { name: "x-switchboard-session-key", in: "header", schema: { type: "string" }, description: "talk to this session (overrides user)" },
-        { name: "x-switchboard-agent-id", in: "header", schema: { type: "string" }, description: "pick the agent (overrides model)" },
+        {
+          name: "x-switchboard-session-key",
+          in: "header",
+          schema: { type: "string" },
+          description: "talk to this session (overrides user)",
+        },
+        {
+          name: "x-switchboard-agent-id",
+          in: "header",
+          schema: { type: "string" },
+          description: "pick the agent (overrides model)",
+        },
       ],
-      requestBody: { required: true, content: { "application/json": { schema: c.ref("ChatCompletionRequest", ChatCompletionRequest) } } },
+      requestBody: {
+        required: true,
+        content: { "application/json": { schema: c.ref("ChatCompletionRequest", ChatCompletionRequest) } },
+      },
       responses: {
         "200": {
           description: "the assistant's reply (JSON), or a stream of chunks (SSE)",
-          content: { "application/json": { schema: c.ref("ChatCompletion", R.ChatCompletion) }, "text/event-stream": { schema: { type: "string" } } },
+          content: {
+            "application/json": { schema: c.ref("ChatCompletion", R.ChatCompletion) },
+            "text/event-stream": { schema: { type: "string" } },
+          },
         },
         "400": json(oaErr, "invalid request"),
         "401": json(oaErr, "missing or wrong token"),
@@ -153,7 +218,15 @@ export function buildOpenApiDocument(opts: OpenApiOptions): Json {
     },
   };
   paths["/v1/models"] = {
-    get: { tags: ["openai"], operationId: "listModels", summary: "The agents, as OpenAI models", responses: { "200": json(c.ref("ModelList", R.ModelList), "models"), "401": json(oaErr, "missing or wrong token") } },
+    get: {
+      tags: ["openai"],
+      operationId: "listModels",
+      summary: "The agents, as OpenAI models",
+      responses: {
+        "200": json(c.ref("ModelList", R.ModelList), "models"),
+        "401": json(oaErr, "missing or wrong token"),
+      },
+    },
   };
   paths["/v1/models/{model}"] = {
     get: {
@@ -161,11 +234,19 @@ export function buildOpenApiDocument(opts: OpenApiOptions): Json {
       operationId: "retrieveModel",
       summary: "One agent, as an OpenAI model",
       parameters: [{ name: "model", in: "path", required: true, schema: { type: "string" } }],
-      responses: { "200": json(c.ref("Model", R.Model), "the model"), "401": json(oaErr, "missing or wrong token"), "404": json(oaErr, "model_not_found") },
+      responses: {
+        "200": json(c.ref("Model", R.Model), "the model"),
+        "401": json(oaErr, "missing or wrong token"),
+        "404": json(oaErr, "model_not_found"),
+      },
     },
   };
   paths["/admin/queues"] = {
-    get: { tags: ["admin"], summary: "Bull Board (browsers: Basic auth, any user name, the token as password)", responses: { "200": { description: "HTML" }, "401": common["401"] } },
+    get: {
+      tags: ["admin"],
+      summary: "Bull Board (browsers: Basic auth, any user name, the token as password)",
+      responses: { "200": { description: "HTML" }, "401": common["401"] },
+    },
   };
 
   return {
@@ -191,7 +272,11 @@ export function buildOpenApiDocument(opts: OpenApiOptions): Json {
     components: {
       securitySchemes: {
         bearerAuth: { type: "http", scheme: "bearer", description: "gateway.auth.token" },
-        basicAuth: { type: "http", scheme: "basic", description: "any user name, gateway.auth.token as password (for browsers)" },
+        basicAuth: {
+          type: "http",
+          scheme: "basic",
+          description: "any user name, gateway.auth.token as password (for browsers)",
+        },
       },
       schemas: c.schemas,
     },

@@ -20,7 +20,9 @@ export const ErrorBody = z
       field: z.string().optional(),
     }),
   })
-  .describe("Every Switchboard error: 400 invalid input, 401 no/wrong token, 403, 404, 409, 413 over the size limit, 503 Redis away");
+  .describe(
+    "Every Switchboard error: 400 invalid input, 401 no/wrong token, 403, 404, 409, 413 over the size limit, 503 Redis away",
+  );
 
 export const InboundResult = z.object({
   ok: z.literal(true),
@@ -54,7 +56,12 @@ export const RunRecord = z.object({
 
 export const Deliveries = z.object({ deliveries: z.array(anyObject) });
 
-export const Readiness = z.object({ ok: z.boolean(), redis: z.string().optional(), storage: z.string().optional(), error: z.string().optional() });
+export const Readiness = z.object({
+  ok: z.boolean(),
+  redis: z.string().optional(),
+  storage: z.string().optional(),
+  error: z.string().optional(),
+});
 
 export const OpenAiError = z.object({
   error: z.object({ message: z.string(), type: z.string(), param: z.string().nullable(), code: z.string() }),
@@ -68,14 +75,20 @@ export const ChatCompletion = z.object({
   created: z.number().int(),
   model: z.string(),
   choices: z.array(
-    z.object({ index: z.number().int(), message: z.object({ role: z.literal("assistant"), content: z.string() }), finish_reason: z.literal("stop") }),
+    z.object({
+      index: z.number().int(),
+      message: z.object({ role: z.literal("assistant"), content: z.string() }),
+      finish_reason: z.literal("stop"),
+    }),
   ),
   usage: Usage,
 });
 
 export const ModelList = z.object({
   object: z.literal("list"),
-  data: z.array(z.object({ id: z.string(), object: z.literal("model"), created: z.number().int(), owned_by: z.string() })),
+  data: z.array(
+    z.object({ id: z.string(), object: z.literal("model"), created: z.number().int(), owned_by: z.string() }),
+  ),
 });
 
 export const Model = ModelList.shape.data.element;

@@ -27,12 +27,23 @@ export function chatCompletion(ids: CompletionIds, rec: RunRecord) {
     object: "chat.completion" as const,
     created: ids.created,
     model: ids.model,
-    choices: [{ index: 0, message: { role: "assistant" as const, content: rec.reply ?? "", refusal: null }, logprobs: null, finish_reason: "stop" as const }],
+    choices: [
+      {
+        index: 0,
+        message: { role: "assistant" as const, content: rec.reply ?? "", refusal: null },
+        logprobs: null,
+        finish_reason: "stop" as const,
+      },
+    ],
     usage: usageOf(rec),
   };
 }
 
-export function chunk(ids: CompletionIds, delta: { role?: "assistant"; content?: string }, finishReason: "stop" | null = null) {
+export function chunk(
+  ids: CompletionIds,
+  delta: { role?: "assistant"; content?: string },
+  finishReason: "stop" | null = null,
+) {
   return {
     id: ids.id,
     object: "chat.completion.chunk" as const,
@@ -44,5 +55,12 @@ export function chunk(ids: CompletionIds, delta: { role?: "assistant"; content?:
 
 /** The last chunk of a stream asked for `stream_options.include_usage`: usage, no choices. */
 export function usageChunk(ids: CompletionIds, rec: RunRecord) {
-  return { id: ids.id, object: "chat.completion.chunk" as const, created: ids.created, model: ids.model, choices: [], usage: usageOf(rec) };
+  return {
+    id: ids.id,
+    object: "chat.completion.chunk" as const,
+    created: ids.created,
+    model: ids.model,
+    choices: [],
+    usage: usageOf(rec),
+  };
 }

@@ -4,7 +4,13 @@
  * Switchboard's stable error code; 413 answers also carry the limits.
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
-import { PayloadTooLargeError, SwitchboardError, ValidationError, httpStatusOf, type ErrorCode } from "../../errors/index.js";
+import {
+  PayloadTooLargeError,
+  SwitchboardError,
+  ValidationError,
+  httpStatusOf,
+  type ErrorCode,
+} from "../../errors/index.js";
 import { errorBody, httpErrorHandler } from "../http-errors.js";
 import { bodyTooLargeError } from "../message-limit.js";
 
@@ -23,7 +29,11 @@ const TYPE_BY_STATUS: Record<number, string> = {
 };
 
 /** The OpenAI-shaped body for a status and Switchboard's `{ code, message, … }` error. */
-export function openAiError(status: number, error: { code?: unknown; message?: unknown } & Record<string, unknown>, param: string | null = null): OpenAiErrorBody {
+export function openAiError(
+  status: number,
+  error: { code?: unknown; message?: unknown } & Record<string, unknown>,
+  param: string | null = null,
+): OpenAiErrorBody {
   const { code, message, ...extra } = error;
   return {
     error: {
@@ -55,7 +65,9 @@ export class DoorError extends SwitchboardError {
 /** The door's error handler: the gateway's mapping of statuses, in OpenAI's shape. */
 export function openAiErrorHandler(err: FastifyError | Error, req: FastifyRequest, reply: FastifyReply): void {
   if (err instanceof DoorError) {
-    void reply.status(err.status).send(openAiError(err.status, { code: err.code, message: err.message, ...(err.details ?? {}) }, err.param));
+    void reply
+      .status(err.status)
+      .send(openAiError(err.status, { code: err.code, message: err.message, ...(err.details ?? {}) }, err.param));
     return;
   }
   if ((err as FastifyError).code === "FST_ERR_CTP_BODY_TOO_LARGE") {
@@ -78,7 +90,11 @@ export function openAiErrorHandler(err: FastifyError | Error, req: FastifyReques
  * onSend hook of the door's routes: a Switchboard-shaped error answer (`{ ok:false, error }`),
  * such as the gateway's 401 from the auth hook, is rewritten in OpenAI's shape.
  */
-export async function reshapeErrorPayload(_req: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
+export async function reshapeErrorPayload(
+  _req: FastifyRequest,
+  reply: FastifyReply,
+  payload: unknown,
+): Promise<unknown> {
   if (reply.statusCode < 400 || typeof payload !== "string") return payload;
   let parsed: unknown;
   try {

@@ -16,7 +16,11 @@ import { AGENT_ID_HEADERS, doorSessionKey, firstHeader, SESSION_KEY_HEADERS } fr
 import { SseWriter } from "./sse.js";
 
 /** Why a turn gave no reply, as an OpenAI error (status, body). */
-function failureOf(outcome: TurnOutcome, runId: string, waitedSeconds: number): { status: number; body: ReturnType<typeof openAiError> } {
+function failureOf(
+  outcome: TurnOutcome,
+  runId: string,
+  waitedSeconds: number,
+): { status: number; body: ReturnType<typeof openAiError> } {
   const rec = outcome.record;
   if (!outcome.done) {
     const why = rec?.stalledReason ? ` (${rec.stalledReason})` : "";
@@ -50,7 +54,11 @@ export async function registerOpenAiDoor(app: FastifyInstance, svc: GatewayDeps)
       if (found) return found;
       // Any spelling the completions endpoint accepts names a model too.
       if (agentForModel(svc.config, id)) return { id, object: "model", created, owned_by: "switchboard" };
-      throw new DoorError("model_not_found", `The model '${id}' does not exist; GET /v1/models lists the agents`, "model");
+      throw new DoorError(
+        "model_not_found",
+        `The model '${id}' does not exist; GET /v1/models lists the agents`,
+        "model",
+      );
     });
 
     door.post("/v1/chat/completions", { bodyLimit: cfg.bodyBytes }, async (req, reply: FastifyReply) => {
@@ -63,7 +71,11 @@ export async function registerOpenAiDoor(app: FastifyInstance, svc: GatewayDeps)
       }
       const input = turnInputOf(body);
       assertMessageSize(messageLimit, [{ field: input.field, text: input.text }]);
-      const sessionKey = doorSessionKey(svc.config, { agentId, user: body.user, headerKey: firstHeader(req.headers, SESSION_KEY_HEADERS) });
+      const sessionKey = doorSessionKey(svc.config, {
+        agentId,
+        user: body.user,
+        headerKey: firstHeader(req.headers, SESSION_KEY_HEADERS),
+      });
       const turn = await startTurn(svc, sessionKey, input.text, input.systemPrompt);
       const ids = completionIds(turn.runId, body.model || `switchboard/${agentId}`);
       const headers = { "x-switchboard-run-id": turn.runId, "x-switchboard-session-key": turn.sessionKey };

@@ -16,8 +16,16 @@ const ChatMessage = z.looseObject({
 });
 
 export const ChatCompletionRequest = z.looseObject({
-  model: z.string().trim().max(200).optional().describe('`"<agentId>"`, `"switchboard/<agentId>"`, `"openclaw/default"` (the default agent)…'),
-  messages: z.array(ChatMessage).min(1).describe("only the last user message is sent; the session's own transcript is the history"),
+  model: z
+    .string()
+    .trim()
+    .max(200)
+    .optional()
+    .describe('`"<agentId>"`, `"switchboard/<agentId>"`, `"openclaw/default"` (the default agent)…'),
+  messages: z
+    .array(ChatMessage)
+    .min(1)
+    .describe("only the last user message is sent; the session's own transcript is the history"),
   stream: z.boolean().nullish(),
   stream_options: z.looseObject({ include_usage: z.boolean().optional() }).nullish(),
   user: z.string().trim().min(1).max(256).optional().describe("picks the session `agent:<agentId>:openai-user:<user>`"),
@@ -66,7 +74,9 @@ export function turnInputOf(req: ChatCompletionRequest): TurnInput {
   }
   const text = last >= 0 ? contentText(req.messages[last]!.content) : "";
   if (!text.trim()) {
-    throw new ValidationError("messages must contain a user message with text", [{ path: "messages", message: "no user message with text" }]);
+    throw new ValidationError("messages must contain a user message with text", [
+      { path: "messages", message: "no user message with text" },
+    ]);
   }
   const system = req.messages
     .filter((m) => m.role === "system" || m.role === "developer")
@@ -74,7 +84,9 @@ export function turnInputOf(req: ChatCompletionRequest): TurnInput {
     .filter(Boolean)
     .join("\n\n");
   if (system.length > MAX_SYSTEM_PROMPT_CHARS) {
-    throw new ValidationError(`system messages exceed ${MAX_SYSTEM_PROMPT_CHARS} characters`, [{ path: "messages", message: "system prompt too long" }]);
+    throw new ValidationError(`system messages exceed ${MAX_SYSTEM_PROMPT_CHARS} characters`, [
+      { path: "messages", message: "system prompt too long" },
+    ]);
   }
   return { text, field: `messages[${last}].content`, ...(system ? { systemPrompt: system } : {}) };
 }

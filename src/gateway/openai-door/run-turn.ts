@@ -18,7 +18,12 @@ export interface StartedTurn {
   sessionId: string;
 }
 
-export async function startTurn(svc: GatewayDeps, sessionKey: string, text: string, systemPrompt?: string): Promise<StartedTurn> {
+export async function startTurn(
+  svc: GatewayDeps,
+  sessionKey: string,
+  text: string,
+  systemPrompt?: string,
+): Promise<StartedTurn> {
   const entry = await ensureSession(svc, sessionKey);
   if (sessionSendPolicy(svc.config, sessionKey, entry) === "deny") throw new SendBlockedError(sessionKey);
   const { turn } = await enqueueTurnOnce(svc, {

@@ -15,7 +15,10 @@ export const SESSION_KEY_HEADERS = ["x-switchboard-session-key", "x-openclaw-ses
 /** Header names that pick the agent over the `model` field. */
 export const AGENT_ID_HEADERS = ["x-switchboard-agent-id", "x-openclaw-agent-id"] as const;
 
-export function firstHeader(headers: Record<string, string | string[] | undefined>, names: readonly string[]): string | undefined {
+export function firstHeader(
+  headers: Record<string, string | string[] | undefined>,
+  names: readonly string[],
+): string | undefined {
   for (const name of names) {
     const raw = headers[name];
     const value = (Array.isArray(raw) ? raw[0] : raw)?.trim();
