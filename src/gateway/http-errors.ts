@@ -39,13 +39,11 @@ export function httpErrorHandler(err: FastifyError | Error, req: FastifyRequest,
   // Redis away on the request path: say so plainly instead of a bare 500.
   const unavailable = isRedisDown(err);
   req.log.error({ err }, "request failed");
-  void reply
-    .status(unavailable ? 503 : 500)
-    .send({
-      ok: false,
-      error: {
-        code: unavailable ? "unavailable" : "internal",
-        message: unavailable ? "Redis is unavailable, try again" : err.message,
-      },
-    });
+  void reply.status(unavailable ? 503 : 500).send({
+    ok: false,
+    error: {
+      code: unavailable ? "unavailable" : "internal",
+      message: unavailable ? "Redis is unavailable, try again" : err.message,
+    },
+  });
 }

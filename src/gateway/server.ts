@@ -64,15 +64,13 @@ export async function createGateway(svc: GatewayDeps, opts: GatewayOptions = {})
       ]);
       // Workers report transcript storage refusing writes; turns are parked meanwhile.
       if (fault)
-        return reply
-          .status(503)
-          .send({
-            ok: false,
-            redis: "up",
-            storage: "unhealthy",
-            error: `${fault.code}: ${fault.message}`,
-            since: new Date(fault.since).toISOString(),
-          });
+        return reply.status(503).send({
+          ok: false,
+          redis: "up",
+          storage: "unhealthy",
+          error: `${fault.code}: ${fault.message}`,
+          since: new Date(fault.since).toISOString(),
+        });
       return { ok: true, redis: "up", storage: "ok" };
     } catch (err) {
       return reply.status(503).send({ ok: false, redis: "down", error: (err as Error).message });
