@@ -72,13 +72,3 @@ export function stopProgress(): void {
   if (s.tick) clearInterval(s.tick);
   if (s.shown) realStderr("\r\x1b[K");
 }
-
-/** Run `fn` under a spinner labelled `label`. */
-async function withProgress<T>(label: string, fn: () => Promise<T>): Promise<T> {
-  startProgress(label);
-  try {
-    return await fn();
-  } finally {
-    stopProgress();
-  }
-}

@@ -71,5 +71,3 @@ export const SessionMaintenanceSchema = z
     pruneAfterMs:
       pruneAfter ?? (pruneDays !== undefined ? pruneDays * DURATION_UNITS_MS.d! : 30 * DURATION_UNITS_MS.d!),
   }));
-
-type SessionMaintenanceConfig = z.output<typeof SessionMaintenanceSchema>;

@@ -397,7 +397,6 @@ export const ConfigSchema = z
 export type Config = z.output<typeof ConfigSchema>;
 export type ConfigInput = z.input<typeof ConfigSchema>;
 export type ResetPolicyConfig = z.output<typeof ResetPolicyConfigSchema>;
-type SendPolicyConfig = z.output<typeof SendPolicyConfigSchema>;
 export type RuntimeConfig = z.output<typeof RuntimeConfigSchema>;
 export type ScriptRule = z.output<typeof ScriptRuleSchema>;
 export type ChannelConfig = z.output<typeof ChannelConfigSchema>;

@@ -28,16 +28,6 @@ export const ProvenanceSchema = z.looseObject({
   sourceRunId: z.string().optional(),
 });
 
-const TranscriptMessageSchema = z.looseObject({
-  role: z.enum(["user", "assistant", "toolResult", "system", "tool"]).or(z.string()),
-  content: z.union([z.string(), z.array(ContentBlockSchema)]),
-  timestamp: z.number().optional(),
-  provenance: ProvenanceSchema.optional(),
-});
-
-type TextBlock = z.infer<typeof TextBlockSchema>;
-type ThinkingBlock = z.infer<typeof ThinkingBlockSchema>;
-type ToolCallBlock = z.infer<typeof ToolCallBlockSchema>;
 export type ContentBlock = z.infer<typeof ContentBlockSchema>;
 export type Provenance = z.infer<typeof ProvenanceSchema>;
 

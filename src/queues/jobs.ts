@@ -207,7 +207,6 @@ export type DeliverData = z.infer<typeof DeliverDataSchema>;
 export type ArchiveJobData = z.infer<typeof ArchiveDataSchema>;
 export type A2AState = z.infer<typeof A2AStateSchema>;
 export type A2AStepData = z.infer<typeof A2AStepDataSchema>;
-type SubagentAnnounceData = z.infer<typeof SubagentAnnounceDataSchema>;
 
 /** The job kind called `name` (continuations are stored by job name), or undefined. */
 export function jobKindByName(name: string): JobKind | undefined {

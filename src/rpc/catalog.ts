@@ -65,8 +65,3 @@ export const RPC_CATALOG: Record<string, RpcMethodDoc> = {
     params: DeliveriesListParams,
   },
 };
-
-/** The one-line description of `method` ("" when the catalog does not know it). */
-function rpcSummary(method: string): string {
-  return RPC_CATALOG[method]?.summary ?? "";
-}

@@ -76,7 +76,6 @@ export const InboundMessageSchema = z
   });
 
 export type InboundMessage = z.output<typeof InboundMessageSchema>;
-type InboundMessageInput = z.input<typeof InboundMessageSchema>;
 
 /** Parse an inbound body or throw ValidationError with every issue as `{ path, message }` (HTTP 400). */
 export function parseInboundMessage(body: unknown): InboundMessage {

@@ -104,4 +104,3 @@ export const SessionPatchSchema = z.strictObject({
   thinkingLevel: z.string().max(32).nullable().optional(),
   verboseLevel: z.string().max(32).nullable().optional(),
 });
-type SessionPatch = z.infer<typeof SessionPatchSchema>;
