@@ -5,7 +5,7 @@
  * messages still run after it, in order.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { FAST_WORKERS, startTestSystem, until, type ChildHandle, type TestSystem } from "../helpers/system.js";
+import { FAST_WORKERS, startTestSystem, type ChildHandle, type TestSystem } from "../helpers/system.js";
 import {
   conversation,
   expectTranscript,
@@ -17,6 +17,7 @@ import {
   timedWait,
   waitRunning,
 } from "../fixtures/runs-support.js";
+import { settle } from "../helpers/settle.js";
 
 // Long enough that starting a second worker process and serving another session fit inside it, also on a busy machine.
 const SLOW_MS = 6000;
@@ -99,7 +100,10 @@ describe("runs on BullMQ: worker crash", () => {
       ["after-2", "re: after-2"],
     ]);
     // One reply delivery per run, the re-run's included (deterministic delivery job ids).
-    await until(async () => (await deliveredReplies(sys, slow.sessionKey)).length >= 3, 10_000);
+    await settle(async () => (await deliveredReplies(sys, slow.sessionKey)).length >= 3, {
+      what: "3 replies delivered on the slow session, the re-run's included",
+      timeoutMs: 10_000,
+    });
     const delivered = await deliveredReplies(sys, slow.sessionKey);
     expect([...delivered].sort()).toEqual(["done: slow-1", "re: after-1", "re: after-2"]);
     // Nothing left in flight or queued, lease released.
