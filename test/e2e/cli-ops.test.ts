@@ -371,6 +371,8 @@ describe("progress on a terminal", () => {
   it("a command running over a second shows a spinner on a TTY, erased before its own output; none when piped", async () => {
     const hasScript = spawnSync("script", ["--version"], { stdio: "ignore" }).status === 0;
     if (!hasScript) throw new Error("this test needs `script` (util-linux) to give the CLI a terminal");
+    // The piped run waits out its 2 s alongside the terminal one (its few lines wait in the pipe).
+    const pipedRun = runCli(["send", "main", "hi", "--wait", "2", "--config", d.file], d.env);
     const cmd = `"${process.execPath}" "${CLI}" send main hi --wait 2 --config "${d.file}"`;
     const tty = spawnSync("script", ["-qec", cmd, "/dev/null"], { env: d.env, encoding: "utf8", timeout: 30_000 });
     // biome-ignore lint/suspicious/noControlCharactersInRegex: the spinner erases its line with ESC [K
@@ -378,7 +380,7 @@ describe("progress on a terminal", () => {
     // The final message follows an erased line: nothing of the spinner is left on it.
     // biome-ignore lint/suspicious/noControlCharactersInRegex: the spinner erases its line with ESC [K
     expect(tty.stdout).toMatch(/\r\x1b\[Krun [0-9a-f-]+: timeout: no worker is consuming the runs queue/);
-    const piped = await runCli(["send", "main", "hi", "--wait", "2", "--config", d.file], d.env);
+    const piped = await pipedRun;
     expect(piped.stderr, show(piped)).not.toContain("\x1b[");
     expect(piped.stderr).toMatch(/^run [0-9a-f-]+: timeout: /);
   }, 30_000);
