@@ -5,7 +5,8 @@
  * messages still run after it, in order.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { FAST_WORKERS, startTestSystem, type ChildHandle, type TestSystem } from "../helpers/system.js";
+import { FAST_WORKERS, type ChildHandle, type TestSystem } from "../helpers/system.js";
+import { cleanUp, deploy, onCleanUp } from "../helpers/api.js";
 import {
   conversation,
   expectTranscript,
@@ -22,13 +23,10 @@ import { settle } from "../helpers/settle.js";
 // Long enough that starting a second worker process and serving another session fit inside it, also on a busy machine.
 const SLOW_MS = 6000;
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c().catch(() => {});
-});
+afterEach(cleanUp);
 
 async function deployment(): Promise<TestSystem> {
-  const sys = await startTestSystem(
+  return await deploy(
     scriptConfig(
       [
         { when: { regex: "slow" }, delayMs: SLOW_MS, reply: "done: {{text}}" },
@@ -38,13 +36,11 @@ async function deployment(): Promise<TestSystem> {
     ),
     { gateway: true, workers: false },
   );
-  cleanups.push(() => sys.close());
-  return sys;
 }
 
 async function worker(sys: TestSystem): Promise<ChildHandle> {
   const w = await spawnWorker(sys.config);
-  cleanups.push(() => w.kill9());
+  onCleanUp(() => w.kill9());
   return w;
 }
 

@@ -4,7 +4,8 @@
  * on two different worker processes.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { FAST_WORKERS, startTestSystem, type ChildHandle, type TestSystem } from "../helpers/system.js";
+import { FAST_WORKERS, type ChildHandle, type TestSystem } from "../helpers/system.js";
+import { cleanUp, deploy, onCleanUp } from "../helpers/api.js";
 import { spawnWorker } from "../fixtures/runs-support.js";
 import { scriptAgent, queuesQuiet, tool, toolsConfig } from "../fixtures/tools-support.js";
 import { announceDeliveries, announced, completionTurns, COMPLETION, registry } from "../fixtures/subagents-support.js";
@@ -12,13 +13,10 @@ import { announceJobId } from "../../src/subagents/announce.js";
 import { settle } from "../helpers/settle.js";
 
 const MAIN = "agent:main:main";
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c().catch(() => {});
-});
+afterEach(cleanUp);
 
 async function deployment(): Promise<TestSystem> {
-  const sys = await startTestSystem(
+  return await deploy(
     toolsConfig({
       workers: { ...FAST_WORKERS },
       agents: {
@@ -54,13 +52,11 @@ async function deployment(): Promise<TestSystem> {
     }),
     { gateway: true, workers: false },
   );
-  cleanups.push(() => sys.close());
-  return sys;
 }
 
 async function worker(sys: TestSystem, args: string[] = []): Promise<ChildHandle> {
   const w = await spawnWorker(sys.config, args);
-  cleanups.push(() => w.kill9());
+  onCleanUp(() => w.kill9());
   return w;
 }
 
