@@ -284,9 +284,20 @@ export const ConfigSchema = z
         deliveryBackoffMs: z.number().int().min(10).max(600_000).default(1000),
         // On SIGTERM, how long running turns may finish before they are handed back to other workers.
         shutdownGraceMs: z.number().int().min(0).max(600_000).default(25_000),
+        // A drain that ran out of retries (Redis away for long) is tried again this much later, so
+        // the turns still in its session's inbox are not stranded until the next message.
+        rearmDrainDelayMs: z.number().int().min(0).max(600_000).default(5000),
         // A worker process serves its own Prometheus metrics here (0: a port the OS picks); off when unset.
         metricsPort: z.number().int().min(0).max(65_535).optional(),
         metricsHost: z.string().min(1).default("127.0.0.1"),
+      })
+      .prefault({}),
+    // The Redis-wide registry of running processes (docs/concepts/deployment-identity.md).
+    deployment: z
+      .strictObject({
+        // A process's record lives this long after its last heartbeat (sent every third of it):
+        // how soon a killed process disappears from the registry, doctor and start-up banners.
+        registryTtlMs: z.number().int().min(3000).max(600_000).default(15_000),
       })
       .prefault({}),
     maintenance: z

@@ -28,6 +28,7 @@ export async function joinDeployment(
       version: packageVersion(),
       prefix: config.redis.prefix,
       fingerprint: configFingerprint(config),
+      ttlMs: config.deployment.registryTtlMs,
       ...(opts.force ? { force: true } : {}),
       ...(opts.queues ? { queues: opts.queues } : {}),
     });

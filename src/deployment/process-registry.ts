@@ -24,9 +24,13 @@ import { fingerprintDifferences } from "./fingerprint.js";
 
 const LUA_DIR = new URL("./lua/", import.meta.url);
 
-/** A record lives this long after its last heartbeat. */
+/** A record lives this long after its last heartbeat, unless configured (`deployment.registryTtlMs`). */
 export const REGISTRY_TTL_MS = 15_000;
-export const HEARTBEAT_EVERY_MS = 5_000;
+
+/** A process heartbeats three times per TTL: its record survives two missed beats. */
+export function heartbeatEveryMs(p: Pick<ProcessRecord, "ttlMs">): number {
+  return Math.round((p.ttlMs ?? REGISTRY_TTL_MS) / 3);
+}
 
 export type ProcessRole = "start" | "gateway" | "worker";
 
@@ -45,6 +49,8 @@ export interface ProcessRecord {
   skewMs: number;
   gatewayUrl?: string;
   queues?: string[];
+  /** Its record's lifetime after a heartbeat (absent in records of versions that had no setting for it). */
+  ttlMs?: number;
 }
 
 /** A live record as read back, with its last heartbeat on Redis's clock. */
@@ -92,7 +98,7 @@ export async function listProcesses(redis: RedisClient): Promise<LiveProcess[]> 
     if (!j) return;
     try {
       const rec = JSON.parse(j) as ProcessRecord;
-      out.push({ ...rec, heartbeatAt: expiry.get(ids[i]!)! - REGISTRY_TTL_MS });
+      out.push({ ...rec, heartbeatAt: expiry.get(ids[i]!)! - (rec.ttlMs ?? REGISTRY_TTL_MS) });
     } catch {
       // A record some other version wrote in a shape we cannot read: not ours to judge.
     }
@@ -110,7 +116,7 @@ export interface Registration {
 
 /**
  * Join the registry: refuse (DeploymentMismatchError) when a live, unforced process of the same
- * prefix has another fingerprint, unless `force`. Then heartbeat every HEARTBEAT_EVERY_MS on
+ * prefix has another fingerprint, unless `force`. Then heartbeat every third of the TTL on
  * `redis` (a connection this registration owns and closes on leave()).
  */
 export async function joinRegistry(
@@ -122,8 +128,9 @@ export async function joinRegistry(
   const keys = [REGISTRY_KEYS.expiries, REGISTRY_KEYS.records];
   const { force, ...fields } = init;
   const host = hostname();
-  const record: ProcessRecord = {
+  const record: ProcessRecord & { ttlMs: number } = {
     ...fields,
+    ttlMs: fields.ttlMs ?? REGISTRY_TTL_MS,
     id: `${host}:${process.pid}:${randomBytes(4).toString("hex")}`,
     host,
     pid: process.pid,
@@ -138,7 +145,7 @@ export async function joinRegistry(
     return (await join(keys, [
       record.id,
       JSON.stringify(record),
-      REGISTRY_TTL_MS,
+      record.ttlMs,
       forced ? "1" : "0",
       record.prefix,
       record.fingerprint.hash,
@@ -159,12 +166,12 @@ export async function joinRegistry(
   const timer = setInterval(() => {
     beating = (async () => {
       const t0 = Date.now();
-      const serverNow = Number(await beat(keys, [record.id, JSON.stringify(record), REGISTRY_TTL_MS]));
+      const serverNow = Number(await beat(keys, [record.id, JSON.stringify(record), record.ttlMs]));
       record.skewMs = Math.round((t0 + Date.now()) / 2 - serverNow);
     })().catch(() => {
       // Redis away: the record may expire meanwhile; the next beat puts it back.
     });
-  }, HEARTBEAT_EVERY_MS);
+  }, heartbeatEveryMs(record));
   timer.unref();
   return {
     record,

@@ -15,7 +15,7 @@ import { StorageFaults } from "../runs/storage-faults.js";
 import { configFingerprint, fingerprintDifferences, type ConfigFingerprint } from "../deployment/fingerprint.js";
 import {
   describeProcess,
-  HEARTBEAT_EVERY_MS,
+  heartbeatEveryMs,
   listProcesses,
   measureSkew,
   type LiveProcess,
@@ -263,11 +263,14 @@ export function judgeProcesses(config: Config, all: LiveProcess[], nowMs: number
     });
   for (const p of mine) {
     const age = nowMs - p.heartbeatAt;
-    if (age > 2 * HEARTBEAT_EVERY_MS) {
+    const every = heartbeatEveryMs(p);
+    if (age > 2 * every) {
       out.push({
         check: "processes",
         level: "warn",
-        message: `${describeProcess(p)}: last heartbeat ${Math.round(age / 1000)} s ago (every ${HEARTBEAT_EVERY_MS / 1000} s expected)`,
+        message:
+          `${describeProcess(p)}: last heartbeat ${Math.round(age / 1000)} s ago ` +
+          `(every ${every / 1000} s expected)`,
         fix: "a blocked event loop or a flaky Redis link on that host",
       });
     }
@@ -349,7 +352,7 @@ export function judgeAlive(
   const match = processes.filter(
     (p) => p.host === host && p.prefix === prefix && (role === "any" || p.role === role || p.role === "start"),
   );
-  const fresh = match.filter((p) => nowMs - p.heartbeatAt <= 2 * HEARTBEAT_EVERY_MS);
+  const fresh = match.filter((p) => nowMs - p.heartbeatAt <= 2 * heartbeatEveryMs(p));
   if (fresh.length)
     return {
       check: "alive",

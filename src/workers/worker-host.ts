@@ -18,8 +18,6 @@ import type { ToolInvokerFactory } from "../runtimes/types.js";
 import { RunningTurns, TurnExecutor } from "./turn-executor.js";
 import { registerOutboundMetrics, registerTurnMetrics } from "../metrics/index.js";
 
-/** How long after a drain exhausted its retries another one is tried. */
-const REARM_DRAIN_DELAY_MS = 5000;
 /** After the grace period, how long handed-back turns get to return their jobs (then they are left to stall). */
 const HAND_BACK_TIMEOUT_MS = 5000;
 /** With no job left, how long BullMQ's own close may take (it hangs while Redis is away). */
@@ -104,7 +102,7 @@ export async function startWorkerHost(svc: WorkerDeps, opts: WorkerHostOptions):
       // turns until its next message: re-arm one later. The inbox still holds them.
       if ((name === "runs" || name === "subagents") && job && job.attemptsMade >= (job.opts.attempts ?? 1)) {
         const sessionKey = (job.data as { sessionKey?: string }).sessionKey;
-        if (sessionKey) void requestDrain(svc, sessionKey, REARM_DRAIN_DELAY_MS).catch(() => {});
+        if (sessionKey) void requestDrain(svc, sessionKey, w.rearmDrainDelayMs).catch(() => {});
       }
     });
     workers.push(worker);

@@ -12,13 +12,14 @@ import { afterAll, describe, expect, it } from "vitest";
 import { setTimeout as sleep } from "node:timers/promises";
 import { RedisKeys } from "../../src/storage/redis-keys.js";
 import { newRedis, testConfig } from "../helpers/context.js";
-import { FAST_WORKERS, until } from "../helpers/system.js";
+import { FAST_WORKERS } from "../helpers/system.js";
 import { readTranscript, scriptConfig } from "../fixtures/runs-support.js";
 import { ChaosCluster } from "./cluster.js";
 import { GatewayClient } from "./gateway-client.js";
 import { seededRandom, type Random } from "./random.js";
 import { DELAY_BUCKETS_MS, runSessionClient, type ChaosLog, type SentMessage } from "./session-client.js";
 import { checkRuns, checkTimedOutWaits, checkTranscript, type FinalRun } from "./verify.js";
+import { settle } from "../helpers/settle.js";
 
 const SCALE = Math.max(1, Number(process.env.CHAOS_SCALE ?? 1));
 const SEED = Number(process.env.CHAOS_SEED ?? Math.floor(Math.random() * 2 ** 31));
@@ -64,7 +65,11 @@ async function infraChaos(c: ChaosCluster, client: GatewayClient, rnd: Random, s
     await c.restartRedis(rnd.int(200, 1500));
     await at(startAt, slice * (k + 0.45 + 0.2 * rnd.next()));
     const slot = k % 2;
-    await until(() => client.pending(slot, WAIT_PATH) >= 2, 20_000, 5);
+    await settle(() => client.pending(slot, WAIT_PATH) >= 2, {
+      what: `2 agent.wait requests pending on gateway ${slot}`,
+      timeoutMs: 20_000,
+      stepMs: 5,
+    });
     await c.killGateway(slot, rnd.int(300, 1500));
   }
 }

@@ -8,7 +8,8 @@ import { join } from "node:path";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { QUEUE_NAMES } from "../../src/queues/queue-names.js";
-import { ROOT, startTestSystem, until, type TestSystem } from "../helpers/system.js";
+import { ROOT, startTestSystem, type TestSystem } from "../helpers/system.js";
+import { settle } from "../helpers/settle.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const TOKEN = "board-token-123";
@@ -45,8 +46,14 @@ beforeAll(async () => {
     const waited = await sys.rpc("agent.wait", { runId, timeoutMs: 10_000 });
     expect(waited).toMatchObject({ status: "ok" });
   }
-  await until(async () => ((await sys.svc.queues.runs.getJobCounts("completed")).completed ?? 0) >= 1, 10_000);
-  await until(async () => ((await sys.svc.queues.delivery.getJobCounts("completed")).completed ?? 0) >= 2, 10_000);
+  await settle(async () => ((await sys.svc.queues.runs.getJobCounts("completed")).completed ?? 0) >= 1, {
+    what: "a completed job on the runs queue",
+    timeoutMs: 10_000,
+  });
+  await settle(async () => ((await sys.svc.queues.delivery.getJobCounts("completed")).completed ?? 0) >= 2, {
+    what: "2 completed jobs on the delivery queue",
+    timeoutMs: 10_000,
+  });
 
   browser = await chromium.launch({
     executablePath: CHROMIUM,

@@ -16,7 +16,7 @@ import { createServices } from "../../src/app/services.js";
 import { parseConfig, type ConfigInput } from "../../src/config/index.js";
 import { configFingerprint } from "../../src/deployment/fingerprint.js";
 import {
-  HEARTBEAT_EVERY_MS,
+  heartbeatEveryMs,
   listProcesses,
   REGISTRY_TTL_MS,
   type ProcessRecord,
@@ -26,7 +26,8 @@ import { REGISTRY_KEYS } from "../../src/storage/redis-keys.js";
 import { cliEnv, runCli, show } from "../helpers/cli-run.js";
 import { tempDir, uniquePrefix } from "../helpers/context.js";
 import { freePort, startPrivateRedis, type PrivateRedis } from "../helpers/redis-server.js";
-import { CLI, spawnSwitchboard, until, type ChildHandle } from "../helpers/system.js";
+import { CLI, spawnSwitchboard, type ChildHandle } from "../helpers/system.js";
+import { settle } from "../helpers/settle.js";
 
 // Up before the suites are collected: the deployments below are written at collection time.
 const redis: PrivateRedis = await startPrivateRedis();
@@ -370,6 +371,8 @@ describe("progress on a terminal", () => {
   it("a command running over a second shows a spinner on a TTY, erased before its own output; none when piped", async () => {
     const hasScript = spawnSync("script", ["--version"], { stdio: "ignore" }).status === 0;
     if (!hasScript) throw new Error("this test needs `script` (util-linux) to give the CLI a terminal");
+    // The piped run waits out its 2 s alongside the terminal one (its few lines wait in the pipe).
+    const pipedRun = runCli(["send", "main", "hi", "--wait", "2", "--config", d.file], d.env);
     const cmd = `"${process.execPath}" "${CLI}" send main hi --wait 2 --config "${d.file}"`;
     const tty = spawnSync("script", ["-qec", cmd, "/dev/null"], { env: d.env, encoding: "utf8", timeout: 30_000 });
     // biome-ignore lint/suspicious/noControlCharactersInRegex: the spinner erases its line with ESC [K
@@ -377,22 +380,30 @@ describe("progress on a terminal", () => {
     // The final message follows an erased line: nothing of the spinner is left on it.
     // biome-ignore lint/suspicious/noControlCharactersInRegex: the spinner erases its line with ESC [K
     expect(tty.stdout).toMatch(/\r\x1b\[Krun [0-9a-f-]+: timeout: no worker is consuming the runs queue/);
-    const piped = await runCli(["send", "main", "hi", "--wait", "2", "--config", d.file], d.env);
+    const piped = await pipedRun;
     expect(piped.stderr, show(piped)).not.toContain("\x1b[");
     expect(piped.stderr).toMatch(/^run [0-9a-f-]+: timeout: /);
   }, 30_000);
 });
 
 it("a killed process's record expires by itself; doctor --alive then fails", async () => {
-  const d = deployment();
+  // A short TTL (the default is 15 s) so the wait is short: the expiry is the same mechanism.
+  const ttlMs = 3000;
+  const d = deployment({ deployment: { registryTtlMs: ttlMs } });
   const w = await spawn(["worker", "--config", d.file], d);
   const pid = w.child.pid!;
   expect((await runCli(["doctor", "--alive", "worker", "--config", d.file], d.env)).code).toBe(0);
   await w.kill9();
   expect((await listProcesses(admin)).map((p) => p.pid)).toContain(pid);
   const killedAt = Date.now();
-  await until(async () => !(await listProcesses(admin)).some((p) => p.pid === pid), REGISTRY_TTL_MS + 5000, 250);
-  expect(Date.now() - killedAt).toBeGreaterThan(REGISTRY_TTL_MS - HEARTBEAT_EVERY_MS - 1000);
+  await settle(async () => !(await listProcesses(admin)).some((p) => p.pid === pid), {
+    what: "the killed worker's registry record expiring",
+    timeoutMs: ttlMs + 5000,
+    stepMs: 100,
+  });
+  // Not removed at once: it lived out the TTL after its last heartbeat, which was at most one
+  // beat before the kill.
+  expect(Date.now() - killedAt).toBeGreaterThan(ttlMs - heartbeatEveryMs({ ttlMs }) - 1000);
   const r = await runCli(["doctor", "--alive", "worker", "--config", d.file], d.env);
   expect(r.code, show(r)).toBe(1);
   expect(r.stdout).toMatch(

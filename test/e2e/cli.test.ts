@@ -12,8 +12,9 @@ import { startEmbeddedRedis } from "../../src/app/embedded-redis.js";
 import { runtimeFilePath, type RuntimeInfo } from "../../src/app/runtime-file.js";
 import { QUEUE_NAMES } from "../../src/queues/queue-names.js";
 import { tempDir, testRedisUrl, uniquePrefix } from "../helpers/context.js";
-import { CLI, ROOT, spawnSwitchboard, until, type ChildHandle } from "../helpers/system.js";
+import { CLI, ROOT, spawnSwitchboard, type ChildHandle } from "../helpers/system.js";
 import { cliEnv, runCli, show, type CliResult } from "../helpers/cli-run.js";
+import { settle } from "../helpers/settle.js";
 
 const FIXTURES = join(ROOT, "test/fixtures");
 
@@ -52,10 +53,13 @@ describe("switchboard start + operator commands over HTTP", () => {
 
   beforeAll(async () => {
     server = await spawnSwitchboard(["start", "--config", configFile], { ...env } as Record<string, string>);
-    runtime = (await until((): RuntimeInfo | false => {
-      const p = runtimeFilePath(state.dir);
-      return existsSync(p) && (JSON.parse(readFileSync(p, "utf8")) as RuntimeInfo);
-    }, 5000)) as RuntimeInfo;
+    runtime = (await settle(
+      (): RuntimeInfo | false => {
+        const p = runtimeFilePath(state.dir);
+        return existsSync(p) && (JSON.parse(readFileSync(p, "utf8")) as RuntimeInfo);
+      },
+      { what: "the runtime file written by start", timeoutMs: 5000 },
+    )) as RuntimeInfo;
   }, 30_000);
 
   it("writes the runtime file with the real gateway URL (port 0 resolved) and its pid", async () => {
@@ -312,7 +316,10 @@ describe("embedded Redis", () => {
     expect(await r.config("GET", "dir")).toEqual(["dir", embedded.dataDir]);
     expect(await r.config("GET", "appendonly")).toEqual(["appendonly", "yes"]);
     r.disconnect();
-    await until(() => readdirSync(embedded.dataDir).length > 0, 5000); // AOF dir written under the state dir
+    await settle(() => readdirSync(embedded.dataDir).length > 0, {
+      what: "the AOF dir written under the state dir",
+      timeoutMs: 5000,
+    }); // AOF dir written under the state dir
     await embedded.stop();
     const after = new Redis(embedded.url, {
       maxRetriesPerRequest: 0,

@@ -9,8 +9,9 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import JSON5 from "json5";
-import { CLI, ROOT, spawnSwitchboard, until, type ChildHandle } from "../helpers/system.js";
+import { CLI, ROOT, spawnSwitchboard, type ChildHandle } from "../helpers/system.js";
 import { tempDir, testRedisUrl, uniquePrefix } from "../helpers/context.js";
+import { settle } from "../helpers/settle.js";
 
 const run = promisify(execFile);
 let start: ChildHandle;
@@ -45,13 +46,12 @@ describe("examples/subagents.json5 with switchboard start", () => {
     expect((await cli("send", "main", "research tides", "--wait", "15")).trim()).toBe(
       "Main: two researchers are on it (accepted, accepted). Their results will follow.",
     );
-    const history = await until(
+    const history = await settle(
       async () => {
         const h = await cli("history", "main");
         return (h.match(/researcher reports/g) ?? []).length >= 2 ? h : undefined;
       },
-      20_000,
-      200,
+      { what: "both researchers' reports in main's history", timeoutMs: 20_000, stepMs: 200 },
     );
     expect(history).toContain(
       "Main: the history researcher reports: the history of tides: three sources agree, one disagrees.",

@@ -9,8 +9,9 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import JSON5 from "json5";
-import { CLI, ROOT, spawnSwitchboard, until, type ChildHandle } from "../helpers/system.js";
+import { CLI, ROOT, spawnSwitchboard, type ChildHandle } from "../helpers/system.js";
 import { tempDir, testRedisUrl, uniquePrefix } from "../helpers/context.js";
+import { settle } from "../helpers/settle.js";
 
 const run = promisify(execFile);
 let start: ChildHandle;
@@ -46,12 +47,15 @@ describe("examples/two-agents.json5 with switchboard start", () => {
       "Bob says: The plan for 'what is the plan': ship on Friday, review on Monday.",
     );
     // The reply-back loop and the announce step run after the send returned.
-    const bob = await until(async () => {
-      const out = await cli("history", "agent:bob:main");
-      return out.includes("Agent-to-agent announce step.") && out.includes("Bob: I answered a question from Alice.")
-        ? out
-        : "";
-    }, 15_000);
+    const bob = await settle(
+      async () => {
+        const out = await cli("history", "agent:bob:main");
+        return out.includes("Agent-to-agent announce step.") && out.includes("Bob: I answered a question from Alice.")
+          ? out
+          : "";
+      },
+      { what: "the announce step and bob's answer in his history", timeoutMs: 15_000 },
+    );
     expect(bob).toContain("user ← agent:alice:main: what is the plan");
     expect(bob).toContain("assistant: The plan for 'what is the plan': ship on Friday, review on Monday.");
     expect(bob).toContain("user ← agent:alice:main: Thanks, Bob, that settles it.");

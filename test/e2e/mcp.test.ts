@@ -20,11 +20,11 @@ import {
   ROOT,
   spawnSwitchboard,
   startTestSystem,
-  until,
   writeConfigFile,
   type ChildHandle,
   type TestSystem,
 } from "../helpers/system.js";
+import { settle } from "../helpers/settle.js";
 
 const MAIN = "agent:main:main";
 const BOB = "agent:bob:main";
@@ -249,7 +249,10 @@ describe("switchboard mcp over stdio", () => {
     send({ jsonrpc: "2.0", method: "notifications/initialized" });
     send({ jsonrpc: "2.0", id: 2, method: "tools/list" });
     send({ jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "session_status", arguments: {} } });
-    await until(() => out.split("\n").filter(Boolean).length >= 3, 20_000);
+    await settle(() => out.split("\n").filter(Boolean).length >= 3, {
+      what: "3 answers on the MCP server's stdout",
+      timeoutMs: 20_000,
+    });
     child.stdin.end();
     const code = await Promise.race([exited, new Promise<"hung">((r) => setTimeout(() => r("hung"), 10_000))]);
     if (code === "hung") child.kill("SIGKILL");
@@ -348,10 +351,13 @@ describe("switchboard mcp: sub-agents", () => {
       expect(childRun).toMatchObject({ status: "ok" });
       expect(childRun.reply).toContain("summarise the day");
       // subagents: the child, seen from the MCP session, until its result is announced back.
-      const subagents = await until(async () => {
-        const r = await callTool(client, "subagents", { action: "list" });
-        return r.body.recent?.[0]?.announce === "delivered" ? r.body : undefined;
-      });
+      const subagents = await settle(
+        async () => {
+          const r = await callTool(client, "subagents", { action: "list" });
+          return r.body.recent?.[0]?.announce === "delivered" ? r.body : undefined;
+        },
+        { what: "the child's result announced back" },
+      );
       expect(subagents.recent[0]).toMatchObject({
         sessionKey: spawned.body.childSessionKey,
         label: "mcp-child",

@@ -27,12 +27,12 @@ export function onCleanUp(fn: () => Promise<unknown>): void {
  * deployment they serve). Call it from the `afterEach` or `afterAll` that matches where the
  * deployments are made. A failing cleanup does not stop the others.
  */
-async function cleanUp(): Promise<void> {
+export async function cleanUp(): Promise<void> {
   for (const c of cleanups.splice(0).reverse()) await c().catch(() => {});
 }
 
 /** A whole Switchboard (gateway on port 0 + in-process workers unless `opts` says otherwise), closed by `cleanUp`. */
-async function deploy(overrides: ConfigInput = {}, opts?: SystemOptions): Promise<TestSystem> {
+export async function deploy(overrides: ConfigInput = {}, opts?: SystemOptions): Promise<TestSystem> {
   const sys = await startTestSystem(overrides, opts);
   onCleanUp(() => sys.close());
   return sys;

@@ -10,7 +10,6 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Config, ConfigInput } from "../../src/config/index.js";
 import { startSystem, type SwitchboardSystem, type SystemOptions } from "../../src/app/system.js";
 import { tempDir, testConfig } from "./context.js";
-import { settle } from "./settle.js";
 
 export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 export const CLI = join(ROOT, "dist/src/cli/main.js");
@@ -141,12 +140,4 @@ export async function spawnSwitchboard(
       await exited;
     },
   };
-}
-
-/**
- * Poll until `fn` returns a truthy value (or throw after `timeoutMs`). Older form of `settle`
- * (helpers/settle.ts), which new waits use: it names what it waits for in the failure.
- */
-export async function until<T>(fn: () => Promise<T> | T, timeoutMs = 15_000, stepMs = 50): Promise<T> {
-  return await settle(fn, { what: "a condition (until)", timeoutMs, stepMs });
 }

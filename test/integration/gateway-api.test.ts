@@ -6,7 +6,8 @@
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { httpJson, startTestSystem, until, type TestSystem } from "../helpers/system.js";
+import { httpJson, startTestSystem, type TestSystem } from "../helpers/system.js";
+import { settle } from "../helpers/settle.js";
 
 const TOKEN = "gw-test-token-0123456789";
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -239,7 +240,10 @@ describe("sessions.* RPC", () => {
       resetReason: "reset",
     });
 
-    await until(() => files().some((f) => f.startsWith(`${r.sessionId}.jsonl.reset.`)), 10_000);
+    await settle(() => files().some((f) => f.startsWith(`${r.sessionId}.jsonl.reset.`)), {
+      what: "the old transcript archived as .reset",
+      timeoutMs: 10_000,
+    });
     expect(files()).not.toContain(`${r.sessionId}.jsonl`);
 
     const hist = await sys.rpc("chat.history", { sessionKey: key });
@@ -275,7 +279,10 @@ describe("sessions.* RPC", () => {
     expect((await rpcRaw("sessions.resolve", { label: "doomed" })).body.ok).toBe(false);
     const listed = await sys.rpc("sessions.list", {});
     expect(listed.sessions.map((s: { key: string }) => s.key)).not.toContain(key);
-    await until(() => files().some((f) => f.startsWith(`${r.sessionId}.jsonl.deleted.`)), 10_000);
+    await settle(() => files().some((f) => f.startsWith(`${r.sessionId}.jsonl.deleted.`)), {
+      what: "the deleted session's transcript archived as .deleted",
+      timeoutMs: 10_000,
+    });
 
     const again = await rpcRaw("sessions.delete", { key });
     expect(again.body).toMatchObject({ ok: false, error: { code: "session_not_found" } });
@@ -340,7 +347,10 @@ describe("chat.history, agent, agent.wait", () => {
     expect(new Set(results.map((r) => r.runId)).size).toBe(1);
     expect(results.filter((r) => !r.duplicate)).toHaveLength(1);
     await sys.rpc("agent.wait", { runId: results[0].runId, timeoutMs: 10_000 });
-    await until(async () => (await sys.svc.inbox.depth(key)) === 0 && !(await sys.svc.inbox.hasInflight(key)), 5000);
+    await settle(async () => (await sys.svc.inbox.depth(key)) === 0 && !(await sys.svc.inbox.hasInflight(key)), {
+      what: "the session's inbox and in-flight slot empty",
+      timeoutMs: 5000,
+    });
     const hist = await sys.rpc("chat.history", { sessionKey: key });
     expect(hist.messages.filter((m: { role: string }) => m.role === "user")).toHaveLength(1);
     expect(hist.messages.filter((m: { role: string }) => m.role === "assistant")).toHaveLength(1);

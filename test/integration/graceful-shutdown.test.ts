@@ -12,7 +12,6 @@ import type { SystemOptions } from "../../src/app/system.js";
 import {
   spawnSwitchboard,
   startTestSystem,
-  until,
   writeConfigFile,
   type ChildHandle,
   type TestSystem,
@@ -31,7 +30,7 @@ import {
   type Inbound,
 } from "../fixtures/runs-support.js";
 import { metricsUrlOf, scrape, valueOf } from "../helpers/prometheus.js";
-import { pace } from "../helpers/settle.js";
+import { pace, settle } from "../helpers/settle.js";
 
 /** Lease TTL (and BullMQ job lock): what a crashed worker's session would wait for. */
 const LEASE_TTL_MS = 10_000;
@@ -93,7 +92,11 @@ async function sigterm(p: ChildHandle): Promise<{ code: number | null; ms: numbe
 /** Every job done (a drain completes just after its last turn's record is published): none failed, none left active. */
 async function expectNoFailedOrStalledJobs(sys: TestSystem): Promise<void> {
   for (const q of [sys.svc.queues.runs, sys.svc.queues.delivery]) {
-    await until(async () => (await q.getJobCounts("active")).active === 0, 10_000, 25);
+    await settle(async () => (await q.getJobCounts("active")).active === 0, {
+      what: `no active job on the ${q.name} queue`,
+      timeoutMs: 10_000,
+      stepMs: 25,
+    });
     expect(await q.getJobCounts("failed", "active")).toEqual({ failed: 0, active: 0 });
   }
   expect(await sys.svc.deadLetters.count()).toBe(0);
@@ -118,7 +121,11 @@ describe("graceful shutdown: workers", () => {
     expect(conversation(readTranscript(sys.config, slow.sessionId))).toEqual([]);
 
     // B begins the handed-back turn (its second attempt) without waiting for the lease to expire.
-    await until(async () => ((await getRun(sys, slow.runId)).attempts ?? 0) >= 2, LEASE_TTL_MS, 20);
+    await settle(async () => ((await getRun(sys, slow.runId)).attempts ?? 0) >= 2, {
+      what: "a worker starting the handed-back turn (attempt 2)",
+      timeoutMs: LEASE_TTL_MS,
+      stepMs: 20,
+    });
     const handOverMs = Date.now() - t0;
     expect(handOverMs).toBeLessThan(LEASE_TTL_MS / 3);
 
@@ -131,10 +138,13 @@ describe("graceful shutdown: workers", () => {
       ["after-1", "re: after-1"],
     ]);
     // B counted the handed-back turn as a redelivery and ran both turns (counted just after each finish).
-    const m = await until(async () => {
-      const e = await scrape(metricsUrlOf(b));
-      return valueOf(e, "switchboard_turn_duration_seconds_count") >= 2 ? e : null;
-    }).then((e) => e!);
+    const m = await settle(
+      async () => {
+        const e = await scrape(metricsUrlOf(b));
+        return valueOf(e, "switchboard_turn_duration_seconds_count") >= 2 ? e : null;
+      },
+      { what: "worker B's metrics counting both turns" },
+    );
     expect(valueOf(m, "switchboard_redeliveries_total")).toBe(1);
     expect(valueOf(m, "switchboard_turn_duration_seconds_count", { status: "ok" })).toBe(2);
     await expectNoFailedOrStalledJobs(sys);
@@ -155,10 +165,13 @@ describe("graceful shutdown: workers", () => {
     expect(await getRun(sys, slow.runId)).toMatchObject({ status: "ok", reply: "done: slow-2", attempts: 1 });
     // ...and took no further turn: B runs the next one.
     expect((await timedWait(sys, next.runId, 10_000)).result).toMatchObject({ status: "ok", reply: "re: next-2" });
-    const m = await until(async () => {
-      const e = await scrape(metricsUrlOf(b));
-      return valueOf(e, "switchboard_runs_total") >= 1 ? e : null;
-    }).then((e) => e!);
+    const m = await settle(
+      async () => {
+        const e = await scrape(metricsUrlOf(b));
+        return valueOf(e, "switchboard_runs_total") >= 1 ? e : null;
+      },
+      { what: "worker B's metrics counting the next run" },
+    );
     expect(valueOf(m, "switchboard_runs_total", { status: "ok" })).toBe(1);
     expect(valueOf(m, "switchboard_redeliveries_total")).toBe(0);
     expectTranscript(sys, slow, [
@@ -175,7 +188,11 @@ describe("graceful shutdown: workers", () => {
     await waitRunning(sys, slow.runId);
     const exited = once(a.child, "exit");
     a.child.kill("SIGTERM");
-    await until(() => /shutting down/.test(a.output()), 5000, 10);
+    await settle(() => /shutting down/.test(a.output()), {
+      what: "worker A logging that it is shutting down",
+      timeoutMs: 5000,
+      stepMs: 10,
+    });
     const t0 = Date.now();
     a.child.kill("SIGTERM");
     await exited;
@@ -211,14 +228,22 @@ describe("graceful shutdown: workers", () => {
     for (let i = 0; i < pool.length; i++) {
       // Let the current pool hold turns before taking one of its workers down.
       const seen = n;
-      await until(() => n >= seen + 10, 20_000, 20);
+      await settle(() => n >= seen + 10, {
+        what: "10 more messages sent before stopping a worker",
+        timeoutMs: 20_000,
+        stepMs: 20,
+      });
       const stopped = await sigterm(pool[i]!);
       expect(stopped.code).toBe(0);
       handedOver += handedBack(pool[i]!);
       pool[i] = await worker(sys);
     }
     const seen = n;
-    await until(() => n >= seen + 10, 20_000, 20);
+    await settle(() => n >= seen + 10, {
+      what: "10 more messages sent to the last pool",
+      timeoutMs: 20_000,
+      stepMs: 20,
+    });
     flowing = false;
     await producer;
 
@@ -240,9 +265,9 @@ describe("graceful shutdown: workers", () => {
     let redelivered = 0;
     for (const w of pool) redelivered += valueOf(await scrape(metricsUrlOf(w)), "switchboard_redeliveries_total");
     expect(redelivered).toBeLessThanOrEqual(rerun.length);
-    await until(
+    await settle(
       async () => (await sys.svc.queues.delivery.getJobCounts("active", "waiting", "delayed")).active === 0,
-      10_000,
+      { what: "no active delivery job", timeoutMs: 10_000 },
     );
     await expectNoFailedOrStalledJobs(sys);
   }, 150_000);
@@ -269,7 +294,11 @@ describe("graceful shutdown: gateway", () => {
       }));
     });
     // G subscribes to run completions with its first wait.
-    await until(async () => (await subscribers()) > before, 10_000, 20);
+    await settle(async () => (await subscribers()) > before, {
+      what: "gateway G subscribed to run completions",
+      timeoutMs: 10_000,
+      stepMs: 20,
+    });
 
     const t0 = Date.now();
     const exit = sigterm(g);

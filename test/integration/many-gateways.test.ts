@@ -13,7 +13,7 @@ import { ChaosCluster } from "../chaos/cluster.js";
 import { httpJson, readyz } from "../fixtures/runs-support.js";
 import { scriptAgent, toolsConfig } from "../fixtures/tools-support.js";
 import { testConfig } from "../helpers/context.js";
-import { until } from "../helpers/system.js";
+import { settle } from "../helpers/settle.js";
 
 const ALICE = "agent:alice:main";
 const SLOW_MS = 2500;
@@ -126,12 +126,15 @@ describe("two gateways, three workers, one Redis", () => {
       }
     });
     // Every run is executing on some worker, with its wait pending on A: now A dies.
-    await until(async () => {
-      const states = await Promise.all(
-        runs.map(async (r) => (await httpJson("GET", `${B}/v1/runs/${r.runId}`)).body.status),
-      );
-      return states.every((s) => s === "running");
-    }, 15_000);
+    await settle(
+      async () => {
+        const states = await Promise.all(
+          runs.map(async (r) => (await httpJson("GET", `${B}/v1/runs/${r.runId}`)).body.status),
+        );
+        return states.every((s) => s === "running");
+      },
+      { what: "every run running on some worker", timeoutMs: 15_000 },
+    );
     const killedAt = Date.now();
     await cluster.gateways[0]!.kill9();
     expect(await readyz(A, 500)).toBe(0);

@@ -7,9 +7,10 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { ROOT, startTestSystem, until, type TestSystem } from "../helpers/system.js";
+import { ROOT, startTestSystem, type TestSystem } from "../helpers/system.js";
 import { inbound, scriptConfig, spawnWorker, timedWait } from "../fixtures/runs-support.js";
 import { metricsUrlOf, parseExposition, samplesOf, scrape, valueOf, type Exposition } from "../helpers/prometheus.js";
+import { settle } from "../helpers/settle.js";
 
 const TURN_MS = 40;
 
@@ -50,13 +51,16 @@ describe("metrics", () => {
 
     // A turn is counted just after its record is published, its reply delivered a little later:
     // wait until the worker has counted them all, then check the exact numbers.
-    const w = await until(async () => {
-      const e = await scrape(workerMetrics);
-      return valueOf(e, "switchboard_deliveries_total", { status: "delivered" }) >= turns &&
-        valueOf(e, "switchboard_runs_total") >= turns
-        ? e
-        : null;
-    }).then((e) => e!);
+    const w = await settle(
+      async () => {
+        const e = await scrape(workerMetrics);
+        return valueOf(e, "switchboard_deliveries_total", { status: "delivered" }) >= turns &&
+          valueOf(e, "switchboard_runs_total") >= turns
+          ? e
+          : null;
+      },
+      { what: "the worker's metrics counting every run and delivery" },
+    );
     expectValidExposition(w);
     // Every turn once: the duration histogram's count is the number of turns run.
     expect(valueOf(w, "switchboard_turn_duration_seconds_count", { status: "ok" })).toBe(turns);

@@ -7,7 +7,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestSystem, until, type TestSystem } from "../helpers/system.js";
+import { startTestSystem, type TestSystem } from "../helpers/system.js";
 import { sessionsCommand } from "../../src/cli/commands/sessions.js";
 import {
   chat,
@@ -21,6 +21,7 @@ import {
   transcript,
   type Msg,
 } from "../fixtures/tools-support.js";
+import { settle } from "../helpers/settle.js";
 
 const ALICE = "agent:alice:main";
 const BOB = "agent:bob:main";
@@ -86,8 +87,9 @@ describe("owner-only /send (commands.ownerAllowFrom)", () => {
     expect(res.body).toMatchObject({ command: "send", refused: "not_owner" });
     expect(res.body.sendPolicy).toBeUndefined();
     expect((await sys.svc.sessions.get(key))?.sendPolicy).toBeUndefined();
-    const refusal = await until(async () =>
-      (await deliveries(sys, key)).find((d) => d.message.includes("Only an owner")),
+    const refusal = await settle(
+      async () => (await deliveries(sys, key)).find((d) => d.message.includes("Only an owner")),
+      { what: "the owner-only refusal delivered to the group" },
     );
     expect(refusal).toMatchObject({ channel: "tg", to: "ops-room" });
     // The group is still heard: the next message runs.
@@ -133,7 +135,9 @@ describe("one sanitiser for everything handed to another agent or a channel", ()
       agentId: "bob",
     });
     await sys.rpc("agent.wait", { runId: r.body.runId, timeoutMs: 10_000 });
-    const d = await until(async () => (await deliveries(sys, BOB)).find((x) => x.id === `reply-${r.body.runId}`));
+    const d = await settle(async () => (await deliveries(sys, BOB)).find((x) => x.id === `reply-${r.body.runId}`), {
+      what: "bob's reply delivered",
+    });
     expect(d.message).toBe("Bob answer");
   });
 });

@@ -7,8 +7,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { enqueueTurn, requestDrain } from "../../src/runs/enqueue.js";
-import { startTestSystem, until, type TestSystem } from "../helpers/system.js";
+import { startTestSystem, type TestSystem } from "../helpers/system.js";
 import { readTranscript, scriptConfig, textOf } from "../fixtures/runs-support.js";
+import { settle } from "../helpers/settle.js";
 
 let sys: TestSystem;
 
@@ -192,7 +193,9 @@ describe("no poison loops behind the edge", () => {
       .exec();
     await requestDrain(sys.svc, first.sessionKey);
     expect(await waitDone(runId)).toMatchObject({ status: "ok", reply: 'echo: says "runId":"x"' });
-    await until(async () => !(await sys.svc.inbox.hasInflight(first.sessionKey)));
+    await settle(async () => !(await sys.svc.inbox.hasInflight(first.sessionKey)), {
+      what: "the legacy turn's in-flight slot freed",
+    });
     await expectCanaryAnswered("legacy");
   });
 });

@@ -7,9 +7,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
-import { startTestSystem, until, type TestSystem } from "../helpers/system.js";
+import { startTestSystem, type TestSystem } from "../helpers/system.js";
 import { enqueueTurn } from "../../src/runs/enqueue.js";
 import { rotateSession } from "../../src/rotation/rotate.js";
+import { settle } from "../helpers/settle.js";
 
 let sys: TestSystem;
 beforeAll(async () => {
@@ -181,13 +182,18 @@ describe("/stop keeps what dropped turns carried", () => {
     await sys.rpc("agent.wait", { runId: first.body.runId, timeoutMs: 10_000 });
     const oldSessionId = first.body.sessionId;
     const slow = await sys.post("/v1/inbound", { ...dm, text: "slow one" });
-    await until(async () => (await sys.get(`/v1/runs/${slow.body.runId}`)).body.status === "running");
+    await settle(async () => (await sys.get(`/v1/runs/${slow.body.runId}`)).body.status === "running", {
+      what: "the slow run running",
+    });
     const reset = await sys.post("/v1/inbound", { ...dm, text: "/new" }); // queued behind the slow run
     expect(reset.body.isNewSession).toBe(true);
     const stop = await sys.post("/v1/inbound", { ...dm, text: "/stop" });
     expect(stop.body.stopped).toBe(2);
     const dir = join(sys.config.storage.dir, "agents", "main", "sessions");
-    await until(() => readdirSync(dir).some((f) => f.startsWith(`${oldSessionId}.jsonl.reset.`)), 10_000);
+    await settle(() => readdirSync(dir).some((f) => f.startsWith(`${oldSessionId}.jsonl.reset.`)), {
+      what: "the old transcript archived as .reset",
+      timeoutMs: 10_000,
+    });
     expect(existsSync(join(dir, `${oldSessionId}.jsonl`))).toBe(false);
   });
 });

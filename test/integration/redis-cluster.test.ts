@@ -16,7 +16,6 @@ import {
   FAST_WORKERS,
   ROOT,
   startTestSystem,
-  until,
   writeConfigFile,
   type ChildHandle,
   type TestSystem,
@@ -34,6 +33,7 @@ import {
   toolsConfig,
   transcript,
 } from "../fixtures/tools-support.js";
+import { settle } from "../helpers/settle.js";
 
 const CLI_MISSING = !hasRedisCli();
 // Long enough for a second worker process to be running before the first one is killed.
@@ -197,7 +197,10 @@ describe.skipIf(CLI_MISSING)("Switchboard on a Redis Cluster (3 masters)", () =>
       ["user", "hello there"],
       ["assistant", "alice: hello there"],
     ]);
-    await until(async () => (await deliveries(chatSys, r.sessionKey)).some((d) => d.status === "delivered"), 10_000);
+    await settle(async () => (await deliveries(chatSys, r.sessionKey)).some((d) => d.status === "delivered"), {
+      what: "alice's reply delivered",
+      timeoutMs: 10_000,
+    });
     expect((await deliveries(chatSys, r.sessionKey)).map((d) => d.message)).toEqual(["alice: hello there"]);
   });
 
@@ -228,11 +231,14 @@ describe.skipIf(CLI_MISSING)("Switchboard on a Redis Cluster (3 masters)", () =>
     const run = await getRun(chatSys, r.runId);
     expect(run.reply).toBe("Bob says: plan for 'what is the plan': ship Friday");
     // The flow ends with bob's announce step; then nothing is left in any queue.
-    await until(async () => {
-      const t = await transcript(chatSys, "agent:bob:main");
-      const i = t.findIndex((m) => m.role === "user" && textOf(m) === ANNOUNCE_TEXT);
-      return i >= 0 && t.slice(i + 1).some((m) => m.role === "assistant");
-    }, 15_000);
+    await settle(
+      async () => {
+        const t = await transcript(chatSys, "agent:bob:main");
+        const i = t.findIndex((m) => m.role === "user" && textOf(m) === ANNOUNCE_TEXT);
+        return i >= 0 && t.slice(i + 1).some((m) => m.role === "assistant");
+      },
+      { what: "bob's answer to the announce step", timeoutMs: 15_000 },
+    );
     await queuesQuiet(chatSys);
     // maxPingPongTurns 2: alice hears bob's reply (step 1), bob hears alice's answer (step 2).
     const aliceSteps = (await transcript(chatSys, r.sessionKey)).filter(isInterSessionUser);
@@ -258,7 +264,11 @@ describe.skipIf(CLI_MISSING)("Switchboard on a Redis Cluster (3 masters)", () =>
       return res.body as { runId: string; sessionKey: string; sessionId: string };
     };
     const slow = await post("slow job");
-    await until(async () => (await getRun(crashSys, slow.runId)).status === "running", 15_000, 25);
+    await settle(async () => (await getRun(crashSys, slow.runId)).status === "running", {
+      what: "the slow run running on worker A",
+      timeoutMs: 15_000,
+      stepMs: 25,
+    });
     // Only A was up when the run started, so A holds it; B joins idle.
     const b = await spawnWorker(crashSys.config);
     cleanups.push(() => b.kill9());
@@ -284,9 +294,9 @@ describe.skipIf(CLI_MISSING)("Switchboard on a Redis Cluster (3 masters)", () =>
     const ids = lines.filter((l) => l.type === "message").map((l) => l.id);
     expect(new Set(ids).size).toBe(ids.length);
     // One delivery per run, the re-run's included.
-    await until(
+    await settle(
       async () => (await deliveries(crashSys, slow.sessionKey)).filter((d) => d.status === "delivered").length >= 2,
-      10_000,
+      { what: "both replies delivered, the re-run's included", timeoutMs: 10_000 },
     );
     expect((await deliveries(crashSys, slow.sessionKey)).map((d) => d.message).sort()).toEqual([
       "done: slow job",

@@ -5,7 +5,8 @@
  * messages still run after it, in order.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { FAST_WORKERS, startTestSystem, until, type ChildHandle, type TestSystem } from "../helpers/system.js";
+import { FAST_WORKERS, type ChildHandle, type TestSystem } from "../helpers/system.js";
+import { cleanUp, deploy, onCleanUp } from "../helpers/api.js";
 import {
   conversation,
   expectTranscript,
@@ -17,17 +18,15 @@ import {
   timedWait,
   waitRunning,
 } from "../fixtures/runs-support.js";
+import { settle } from "../helpers/settle.js";
 
 // Long enough that starting a second worker process and serving another session fit inside it, also on a busy machine.
 const SLOW_MS = 6000;
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c().catch(() => {});
-});
+afterEach(cleanUp);
 
 async function deployment(): Promise<TestSystem> {
-  const sys = await startTestSystem(
+  return await deploy(
     scriptConfig(
       [
         { when: { regex: "slow" }, delayMs: SLOW_MS, reply: "done: {{text}}" },
@@ -37,13 +36,11 @@ async function deployment(): Promise<TestSystem> {
     ),
     { gateway: true, workers: false },
   );
-  cleanups.push(() => sys.close());
-  return sys;
 }
 
 async function worker(sys: TestSystem): Promise<ChildHandle> {
   const w = await spawnWorker(sys.config);
-  cleanups.push(() => w.kill9());
+  onCleanUp(() => w.kill9());
   return w;
 }
 
@@ -99,7 +96,10 @@ describe("runs on BullMQ: worker crash", () => {
       ["after-2", "re: after-2"],
     ]);
     // One reply delivery per run, the re-run's included (deterministic delivery job ids).
-    await until(async () => (await deliveredReplies(sys, slow.sessionKey)).length >= 3, 10_000);
+    await settle(async () => (await deliveredReplies(sys, slow.sessionKey)).length >= 3, {
+      what: "3 replies delivered on the slow session, the re-run's included",
+      timeoutMs: 10_000,
+    });
     const delivered = await deliveredReplies(sys, slow.sessionKey);
     expect([...delivered].sort()).toEqual(["done: slow-1", "re: after-1", "re: after-2"]);
     // Nothing left in flight or queued, lease released.

@@ -5,9 +5,9 @@
  * (waiters of the running and the queued runs are told `killed` promptly).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startPeer, startTestSystem, until, type TestSystem } from "../helpers/system.js";
+import { startPeer, startTestSystem, type TestSystem } from "../helpers/system.js";
 import { conversation, getRun, inbound, readTranscript, scriptConfig, timedWait } from "../fixtures/runs-support.js";
-import { pace } from "../helpers/settle.js";
+import { pace, settle } from "../helpers/settle.js";
 
 const SLOW_MS = 1200;
 const LONG_MS = 8000;
@@ -87,7 +87,11 @@ describe("runs on BullMQ: agent.wait", () => {
 
   it("/stop on the session makes waiters of the running and the queued runs get killed promptly", async () => {
     const running = await inbound(a, "w4", "long-4");
-    await until(async () => (await getRun(a, running.runId)).status === "running", 10_000, 25);
+    await settle(async () => (await getRun(a, running.runId)).status === "running", {
+      what: "run long-4 running",
+      timeoutMs: 10_000,
+      stepMs: 25,
+    });
     const queued = await inbound(a, "w4", "queued-behind");
     expect((await getRun(a, queued.runId)).status).toBe("queued");
     const waitRunning = timedWait(b, running.runId, 20_000);

@@ -7,7 +7,8 @@
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { startTestSystem, until, type TestSystem } from "../helpers/system.js";
+import { startTestSystem, type TestSystem } from "../helpers/system.js";
+import { settle } from "../helpers/settle.js";
 
 const DAY = 86_400_000;
 const systems: TestSystem[] = [];
@@ -59,7 +60,9 @@ describe("session.maintenance", () => {
     for (const k of ["old1", "old2", "n1"]) expect(await sys.svc.sessions.get(`agent:main:${k}`)).toBeNull();
     for (const k of ["n2", "n3", "n4"]) expect(await sys.svc.sessions.get(`agent:main:${k}`)).not.toBeNull();
     const dir = join(sys.config.storage.dir, "agents", "main", "sessions");
-    await until(() => readdirSync(dir).some((f) => f.startsWith(`${oldSid}.jsonl.deleted.`)));
+    await settle(() => readdirSync(dir).some((f) => f.startsWith(`${oldSid}.jsonl.deleted.`)), {
+      what: "the pruned session's transcript archived as .deleted",
+    });
     expect(existsSync(join(dir, `${oldSid}.jsonl`))).toBe(false);
     expect(await sys.rpc("sessions.cleanup", { dryRun: false })).toMatchObject({ pruned: [], capped: [] });
   });
@@ -72,7 +75,10 @@ describe("session.maintenance", () => {
     systems.push(sys);
     await seed(sys, "agent:main:stale", Date.now() - 3 * 3_600_000);
     await seed(sys, "agent:main:recent", Date.now());
-    await until(async () => (await sys.svc.sessions.get("agent:main:stale")) === null, 15_000);
+    await settle(async () => (await sys.svc.sessions.get("agent:main:stale")) === null, {
+      what: "the scheduled prune removing the stale session",
+      timeoutMs: 15_000,
+    });
     expect(await sys.svc.sessions.get("agent:main:recent")).not.toBeNull();
   });
 

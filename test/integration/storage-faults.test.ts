@@ -22,9 +22,10 @@ import {
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { startTestSystem, until, writeConfigFile, spawnSwitchboard, type TestSystem } from "../helpers/system.js";
+import { startTestSystem, writeConfigFile, spawnSwitchboard, type TestSystem } from "../helpers/system.js";
 import { tempDir } from "../helpers/context.js";
 import { readTranscript, readyz, scriptConfig, textOf } from "../fixtures/runs-support.js";
+import { settle } from "../helpers/settle.js";
 
 const isRoot = process.getuid?.() === 0;
 const NOBODY = 65534;
@@ -136,7 +137,10 @@ describe.skipIf(!isRoot)("storage faults (root: tmpfs and a non-root worker)", (
       }
     }
     // Unhealthy is visible, and a caller who stops waiting is told why.
-    await until(async () => (await readyz(sys.url)) === 503, 10_000);
+    await settle(async () => (await readyz(sys.url)) === 503, {
+      what: "/readyz answering 503 (storage unhealthy)",
+      timeoutMs: 10_000,
+    });
     const ready = await sys.get("/readyz");
     expect(ready.body).toMatchObject({ ok: false, storage: "unhealthy" });
     expect(ready.body.error).toMatch(/ENOSPC/);
@@ -147,7 +151,10 @@ describe.skipIf(!isRoot)("storage faults (root: tmpfs and a non-root worker)", (
 
     free();
     for (const id of runIds) expect((await sys.rpc("agent.wait", { runId: id, timeoutMs: 20_000 })).status).toBe("ok");
-    await until(async () => (await readyz(sys.url)) === 200, 10_000);
+    await settle(async () => (await readyz(sys.url)) === 200, {
+      what: "/readyz answering 200 again",
+      timeoutMs: 10_000,
+    });
     for (const p of peers) expectWholeTranscript(sys, sessionIds.get(p)!, sent.get(p)!);
     expect((await sys.rpc("deadletters.list")).count).toBe(0);
   }, 60_000);
@@ -187,7 +194,10 @@ describe.skipIf(!isRoot)("storage faults (root: tmpfs and a non-root worker)", (
     // A new session needs a new file: EACCES. (The existing session may still be written through
     // a handle its worker opened before the change, as any process with an open file would.)
     const newcomer = await inbound(sys, "newcomer", "newcomer hello");
-    await until(async () => (await readyz(sys.url)) === 503, 10_000);
+    await settle(async () => (await readyz(sys.url)) === 503, {
+      what: "/readyz answering 503 (storage unhealthy)",
+      timeoutMs: 10_000,
+    });
     const waited = await sys.rpc("agent.wait", { runId: newcomer.runId, timeoutMs: 300 });
     expect(waited).toMatchObject({ status: "timeout" });
     expect(waited.error).toMatch(/EACCES/);
@@ -197,7 +207,10 @@ describe.skipIf(!isRoot)("storage faults (root: tmpfs and a non-root worker)", (
       expect((await sys.rpc("agent.wait", { runId: id, timeoutMs: 20_000 })).status).toBe("ok");
     expectWholeTranscript(sys, first.sessionId, texts);
     expectWholeTranscript(sys, newcomer.sessionId, ["newcomer hello"]);
-    await until(async () => (await readyz(sys.url)) === 200, 10_000);
+    await settle(async () => (await readyz(sys.url)) === 200, {
+      what: "/readyz answering 200 again",
+      timeoutMs: 10_000,
+    });
   }, 60_000);
 
   it("past the deadline a run fails with the reason, its message is a dead letter, and it replays once storage is back", async () => {
@@ -253,9 +266,9 @@ describe.skipIf(!isRoot)("storage faults: what a parked turn keeps", () => {
     const free = fillDisk(disk);
     const parked = await inbound(sys, "sec", `look it up${PAD}`);
     // Parked after its runtime ran: the outcome is on the record, the secret is not.
-    const saved = await until(
+    const saved = await settle(
       async () => (await sys.svc.redis.hget(sys.svc.keys.run(parked.runId), "resultOutput")) ?? false,
-      10_000,
+      { what: "the parked run's result saved on its record", timeoutMs: 10_000 },
     );
     expect(saved).toContain("sessions_list");
     expect(saved).not.toContain(secret);
@@ -280,7 +293,10 @@ describe.skipIf(isRoot)("storage faults (non-root: unwritable directory in-proce
     mkdirSync(join(storage, "agents"), { recursive: true });
     chmodTree(storage, 0o444, 0o555);
     const second = await inbound(sys, "u", "u m1");
-    await until(async () => (await readyz(sys.url)) === 503, 10_000);
+    await settle(async () => (await readyz(sys.url)) === 503, {
+      what: "/readyz answering 503 (storage unhealthy)",
+      timeoutMs: 10_000,
+    });
     chmodTree(storage, 0o644, 0o755);
     expect((await sys.rpc("agent.wait", { runId: second.runId, timeoutMs: 20_000 })).status).toBe("ok");
     expectWholeTranscript(sys, first.sessionId, ["u hello", "u m1"]);

@@ -9,10 +9,11 @@ import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { announceJobId } from "../../src/subagents/announce.js";
-import { startTestSystem, until, type TestSystem } from "../helpers/system.js";
+import { startTestSystem, type TestSystem } from "../helpers/system.js";
 import { parseExposition, valueOf } from "../helpers/prometheus.js";
 import { scriptAgent, queuesQuiet, tool, toolsConfig, textOf } from "../fixtures/tools-support.js";
 import { announced, completionTurns, COMPLETION } from "../fixtures/subagents-support.js";
+import { settle } from "../helpers/settle.js";
 
 const ATTEMPTS = 3;
 
@@ -96,10 +97,13 @@ describe("an announce that exhausts its retries", () => {
 
     // The job is in the announce queue's failed set after all its attempts.
     const jobId = announceJobId(spawn.childSessionKey, spawn.runId);
-    const job = await until(async () => {
-      const j = await sys.svc.queues.announce.getJob(jobId);
-      return j && (await j.getState()) === "failed" ? j : undefined;
-    }, 10_000);
+    const job = await settle(
+      async () => {
+        const j = await sys.svc.queues.announce.getJob(jobId);
+        return j && (await j.getState()) === "failed" ? j : undefined;
+      },
+      { what: "the announce job failed after all its attempts", timeoutMs: 10_000 },
+    );
     expect(job!.attemptsMade).toBe(ATTEMPTS);
     expect(job!.failedReason).toContain("webhook answered 503");
 

@@ -4,20 +4,19 @@
  * on two different worker processes.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { FAST_WORKERS, startTestSystem, until, type ChildHandle, type TestSystem } from "../helpers/system.js";
+import { FAST_WORKERS, type ChildHandle, type TestSystem } from "../helpers/system.js";
+import { cleanUp, deploy, onCleanUp } from "../helpers/api.js";
 import { spawnWorker } from "../fixtures/runs-support.js";
 import { scriptAgent, queuesQuiet, tool, toolsConfig } from "../fixtures/tools-support.js";
 import { announceDeliveries, announced, completionTurns, COMPLETION, registry } from "../fixtures/subagents-support.js";
 import { announceJobId } from "../../src/subagents/announce.js";
+import { settle } from "../helpers/settle.js";
 
 const MAIN = "agent:main:main";
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c().catch(() => {});
-});
+afterEach(cleanUp);
 
 async function deployment(): Promise<TestSystem> {
-  const sys = await startTestSystem(
+  return await deploy(
     toolsConfig({
       workers: { ...FAST_WORKERS },
       agents: {
@@ -53,13 +52,11 @@ async function deployment(): Promise<TestSystem> {
     }),
     { gateway: true, workers: false },
   );
-  cleanups.push(() => sys.close());
-  return sys;
 }
 
 async function worker(sys: TestSystem, args: string[] = []): Promise<ChildHandle> {
   const w = await spawnWorker(sys.config, args);
-  cleanups.push(() => w.kill9());
+  onCleanUp(() => w.kill9());
   return w;
 }
 
@@ -83,7 +80,11 @@ describe("sub-agents: crashes and cross-process kills", () => {
     const a = await worker(sys, ["--queues", "runs,subagents,delivery,maintenance"]);
     await startRequester(sys);
     const res = await tool(sys, "sessions_spawn", MAIN, { task: "research" });
-    await until(async () => (await sys.get(`/v1/runs/${res.runId}`)).body.status === "ok", 15_000, 20);
+    await settle(async () => (await sys.get(`/v1/runs/${res.runId}`)).body.status === "ok", {
+      what: "the child run ok (its announce not yet delivered)",
+      timeoutMs: 15_000,
+      stepMs: 20,
+    });
     const job = await sys.svc.queues.announce.getJob(announceJobId(res.childSessionKey, res.runId));
     expect(await job?.getState()).toBe("waiting");
     await a.kill9();
@@ -98,7 +99,11 @@ describe("sub-agents: crashes and cross-process kills", () => {
     const a = await worker(sys);
     await startRequester(sys);
     const res = await tool(sys, "sessions_spawn", MAIN, { task: "research again" });
-    await until(async () => (await sys.get(`/v1/runs/${res.runId}`)).body.status === "ok", 15_000, 5);
+    await settle(async () => (await sys.get(`/v1/runs/${res.runId}`)).body.status === "ok", {
+      what: "the child run ok",
+      timeoutMs: 15_000,
+      stepMs: 5,
+    });
     await a.kill9();
     await worker(sys);
     expect(await announced(sys, res.runId, 30_000)).toMatchObject({ status: "ok", announce: "delivered" });
@@ -123,11 +128,19 @@ describe("sub-agents: crashes and cross-process kills", () => {
       grandKeys.map(async (k) => (await registry(sys).get((await registry(sys).currentRunOf(k))!))!),
     );
     const hanging = runsOf.find((r) => r.task === "hang a")!;
-    await until(async () => (await sys.get(`/v1/runs/${hanging.runId}`)).body.status === "running", 15_000);
-    const completion = await until(async () => {
-      const inflight = await sys.svc.inbox.inflightTurn(fanKey!);
-      return inflight && (await sys.get(`/v1/runs/${inflight.runId}`)).body.status === "running" ? inflight : undefined;
-    }, 20_000);
+    await settle(async () => (await sys.get(`/v1/runs/${hanging.runId}`)).body.status === "running", {
+      what: "grandchild 'hang a' running",
+      timeoutMs: 15_000,
+    });
+    const completion = await settle(
+      async () => {
+        const inflight = await sys.svc.inbox.inflightTurn(fanKey!);
+        return inflight && (await sys.get(`/v1/runs/${inflight.runId}`)).body.status === "running"
+          ? inflight
+          : undefined;
+      },
+      { what: "quick b's completion turn running in the fan-out session", timeoutMs: 20_000 },
+    );
 
     const list = await tool(sys, "subagents", MAIN, {});
     expect(list.active).toEqual([expect.objectContaining({ label: "orch", status: "ok", pendingDescendants: 1 })]);

@@ -5,7 +5,7 @@
  * and are all announced once.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestSystem, until, type TestSystem } from "../helpers/system.js";
+import { startTestSystem, type TestSystem } from "../helpers/system.js";
 import { readFile } from "node:fs/promises";
 import {
   chat,
@@ -18,6 +18,7 @@ import {
   textOf,
 } from "../fixtures/tools-support.js";
 import { announceDeliveries, announced, completionTurns, COMPLETION, registry } from "../fixtures/subagents-support.js";
+import { settle } from "../helpers/settle.js";
 
 const BOSS = "agent:boss:main";
 const MAIN = "agent:main:main";
@@ -148,7 +149,10 @@ describe("orchestrators, yield and maxConcurrent", () => {
     // It did not wait for its child: the child (300 ms of work) ended after the yield.
     expect(child.endedAt!).toBeGreaterThan(yieldRun.endedAt);
 
-    await until(async () => (await completionTurns(sys, key)).length === 1, 15_000);
+    await settle(async () => (await completionTurns(sys, key)).length === 1, {
+      what: "the child's completion turn in the requester's session",
+      timeoutMs: 15_000,
+    });
     await queuesQuiet(sys);
     const lines = await transcript(sys, key);
     // Two tool calls only: the spawn and the yield; the sessions_list after it never ran.
@@ -207,13 +211,12 @@ describe("orchestrators, yield and maxConcurrent", () => {
     const runIds: string[] = [];
     for (let i = 0; i < 50; i++) {
       // maxChildrenPerAgent (20) bounds what is pending at once: wait for a free slot, not a sleep.
-      const res = await until(
+      const res = await settle(
         async () => {
           const r = await tool(sys, "sessions_spawn", MAIN, { task: `job ${i}` });
           return r.status === "accepted" ? r : undefined;
         },
-        60_000,
-        25,
+        { what: `a free child slot to spawn job ${i}`, timeoutMs: 60_000, stepMs: 25 },
       );
       runIds.push(res.runId);
     }

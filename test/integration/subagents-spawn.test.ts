@@ -5,9 +5,10 @@
  * fork, cleanup, tool profiles, steer and kill.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestSystem, until, type TestSystem } from "../helpers/system.js";
+import { startTestSystem, type TestSystem } from "../helpers/system.js";
 import { chat, scriptAgent, queuesQuiet, tool, toolsConfig, transcript, textOf } from "../fixtures/tools-support.js";
 import { announceDeliveries, announced, completionTurns, COMPLETION } from "../fixtures/subagents-support.js";
+import { settle } from "../helpers/settle.js";
 
 const MAIN = "agent:main:main";
 const SUBKEY = /^agent:researcher:subagent:[0-9a-f-]{36}$/;
@@ -309,7 +310,9 @@ describe("sessions_spawn and the durable announce", () => {
       text: "the secret word is marmalade",
       agentId: "main",
     });
-    await until(async () => (await transcript(sys, key)).length >= 2);
+    await settle(async () => (await transcript(sys, key)).length >= 2, {
+      what: "the group message's turn in the requester's transcript",
+    });
     const res = await tool(sys, "sessions_spawn", key, { task: "what was the secret?", context: "fork" });
     expect(res).toMatchObject({ status: "accepted", context: "fork" });
     await announced(sys, res.runId);
@@ -412,7 +415,9 @@ describe("sessions_spawn and the durable announce", () => {
       agentId: "researcher",
       label: "steerable",
     });
-    await until(async () => (await sys.get(`/v1/runs/${res.runId}`)).body.status === "running");
+    await settle(async () => (await sys.get(`/v1/runs/${res.runId}`)).body.status === "running", {
+      what: "the steerable child running",
+    });
     const long = await tool(sys, "subagents", key, { action: "steer", target: "steerable", message: "x".repeat(4001) });
     expect(long).toMatchObject({ status: "error", error: "Message too long (4001 chars, max 4000)." });
     const steered = await tool(sys, "subagents", key, {
@@ -454,7 +459,9 @@ describe("sessions_spawn and the durable announce", () => {
       text: "slowturn please",
       agentId: "main",
     });
-    await until(async () => (await sys.get(`/v1/runs/${r.body.runId}`)).body.status === "running");
+    await settle(async () => (await sys.get(`/v1/runs/${r.body.runId}`)).body.status === "running", {
+      what: "the requester's slow turn running",
+    });
     const res = await tool(sys, "sessions_spawn", key, { task: "quick one", agentId: "researcher" });
     // The child ends long before the requester's slow turn does; its completion waits in the inbox.
     const run = await announced(sys, res.runId);

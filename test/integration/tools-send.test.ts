@@ -4,7 +4,7 @@
  * outcome is read back from agent.wait, chat.history, run records and /v1/deliveries.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestSystem, until, type TestSystem } from "../helpers/system.js";
+import { startTestSystem, type TestSystem } from "../helpers/system.js";
 import {
   ANNOUNCE_TEXT,
   chat,
@@ -19,7 +19,7 @@ import {
   transcript,
   type Msg,
 } from "../fixtures/tools-support.js";
-import { quietPeriod } from "../helpers/settle.js";
+import { quietPeriod, settle } from "../helpers/settle.js";
 
 const ALICE = "agent:alice:main";
 const BOB = "agent:bob:main";
@@ -155,12 +155,15 @@ describe("sessions_send (maxPingPongTurns 0)", () => {
     const waited = await sys.rpc("agent.wait", { runId: res.runId, timeoutMs: 10_000 });
     expect(waited).toMatchObject({ status: "ok", reply: "bob slow: slow question" });
     // With no ping-pong the reply is handed to the requester as an inter-session user line.
-    const late = await until(async () => {
-      const lines = (await transcript(sys, ALICE)).filter(
-        (m) => isInterSessionUser(m) && textOf(m) === "bob slow: slow question",
-      );
-      return lines.length > 0 ? lines : undefined;
-    }, 10_000);
+    const late = await settle(
+      async () => {
+        const lines = (await transcript(sys, ALICE)).filter(
+          (m) => isInterSessionUser(m) && textOf(m) === "bob slow: slow question",
+        );
+        return lines.length > 0 ? lines : undefined;
+      },
+      { what: "bob's late reply in alice's transcript", timeoutMs: 10_000 },
+    );
     expect(late).toHaveLength(1);
     expect(late![0]!.provenance).toMatchObject({
       kind: "inter_session",
@@ -204,7 +207,10 @@ describe("sessions_send (maxPingPongTurns 0)", () => {
       timeoutSeconds: 10,
     });
     expect(res.status).toBe("ok");
-    await until(async () => (await deliveries(sys, BOB)).filter((d) => d.kind === "announce").length > before, 10_000);
+    await settle(async () => (await deliveries(sys, BOB)).filter((d) => d.kind === "announce").length > before, {
+      what: "bob's announce delivered",
+      timeoutMs: 10_000,
+    });
     await queuesQuiet(sys);
     const announces = (await deliveries(sys, BOB)).filter((d) => d.kind === "announce");
     expect(announces).toHaveLength(before + 1);
@@ -231,11 +237,14 @@ describe("sessions_send (maxPingPongTurns 0)", () => {
       timeoutSeconds: 10,
     });
     expect(res).toMatchObject({ status: "ok", reply: "carol: keep quiet" });
-    await until(async () => {
-      const c = await transcript(sys, CAROL);
-      const i = c.findIndex((m) => m.role === "user" && textOf(m) === ANNOUNCE_TEXT);
-      return i >= 0 && c.slice(i + 1).some((m) => m.role === "assistant" && textOf(m) === "ANNOUNCE_SKIP");
-    }, 10_000);
+    await settle(
+      async () => {
+        const c = await transcript(sys, CAROL);
+        const i = c.findIndex((m) => m.role === "user" && textOf(m) === ANNOUNCE_TEXT);
+        return i >= 0 && c.slice(i + 1).some((m) => m.role === "assistant" && textOf(m) === "ANNOUNCE_SKIP");
+      },
+      { what: "carol's ANNOUNCE_SKIP answer to the announce step", timeoutMs: 10_000 },
+    );
     await queuesQuiet(sys);
     const carol = await deliveries(sys, CAROL);
     expect(carol.some((d) => d.kind === "announce")).toBe(false);
@@ -288,12 +297,12 @@ describe("sessions_send (maxPingPongTurns 0)", () => {
     expect((await transcript(sys, BOB)).filter(isInterSessionUser).length).toBeGreaterThanOrEqual(8);
     // A person writing to bob's bot again still gets the answer on bob's chat.
     await chat(sys, "bob", "99", "still there?");
-    await until(
+    await settle(
       async () =>
         (await deliveries(sys, BOB)).some(
           (d) => d.kind === "reply" && d.message === "bob: still there?" && d.to === "99",
         ),
-      10_000,
+      { what: "bob's reply to 'still there?' delivered on his chat", timeoutMs: 10_000 },
     );
   });
 });
@@ -344,11 +353,14 @@ describe.each([0, 2, 5])("reply-back loop with maxPingPongTurns %i", (turns) => 
     const tgt = (await chat(sys, "tgt", `t${n}`, "hello")).sessionKey;
     const res = await tool(sys, "sessions_send", req, { sessionKey: tgt, message, timeoutSeconds });
     // The flow always ends with the announce step in the target.
-    await until(async () => {
-      const t = await transcript(sys, tgt);
-      const i = t.findIndex((m) => m.role === "user" && textOf(m) === ANNOUNCE_TEXT);
-      return i >= 0 && t.slice(i + 1).some((m) => m.role === "assistant");
-    }, 15_000);
+    await settle(
+      async () => {
+        const t = await transcript(sys, tgt);
+        const i = t.findIndex((m) => m.role === "user" && textOf(m) === ANNOUNCE_TEXT);
+        return i >= 0 && t.slice(i + 1).some((m) => m.role === "assistant");
+      },
+      { what: "the target's answer to the announce step", timeoutMs: 15_000 },
+    );
     await queuesQuiet(sys);
     const reqLines = (await transcript(sys, req)).filter(isInterSessionUser);
     const tgtLines = (await transcript(sys, tgt)).filter(isInterSessionUser);
@@ -404,11 +416,14 @@ describe.each([0, 2, 5])("reply-back loop with maxPingPongTurns %i", (turns) => 
       timeoutSeconds: 10,
     });
     expect(res).toMatchObject({ status: "ok", reply: "tgt: from nowhere" });
-    await until(async () => {
-      const t = await transcript(sys, tgt);
-      const i = t.findIndex((m) => m.role === "user" && textOf(m) === ANNOUNCE_TEXT);
-      return i >= 0 && t.slice(i + 1).some((m) => m.role === "assistant");
-    }, 10_000);
+    await settle(
+      async () => {
+        const t = await transcript(sys, tgt);
+        const i = t.findIndex((m) => m.role === "user" && textOf(m) === ANNOUNCE_TEXT);
+        return i >= 0 && t.slice(i + 1).some((m) => m.role === "assistant");
+      },
+      { what: "the target's answer to the announce step", timeoutMs: 10_000 },
+    );
     await queuesQuiet(sys);
     const lines = (await transcript(sys, tgt)).filter(isInterSessionUser).map(textOf);
     expect(lines).toEqual(["from nowhere", ANNOUNCE_TEXT]);
@@ -483,7 +498,10 @@ describe("agent-to-agent chains are bounded by session.agentToAgent.maxHops", ()
         timeoutSeconds: 0,
       });
       expect(kick.status).toBe("accepted");
-      await until(async () => (await toolResults(sys)).some((t) => t.result.status === "forbidden"), 15_000);
+      await settle(async () => (await toolResults(sys)).some((t) => t.result.status === "forbidden"), {
+        what: "the send past maxHops refused (forbidden)",
+        timeoutMs: 15_000,
+      });
       await queuesQuiet(sys, 600);
       const results = await toolResults(sys);
       // hop 1 B→C, hop 2 C→A, hop 3 A→B accepted; the 4th relay (B at hop 4) is refused.
@@ -512,7 +530,10 @@ describe("agent-to-agent chains are bounded by session.agentToAgent.maxHops", ()
         message: "start the storm",
         timeoutSeconds: 0,
       });
-      await until(async () => (await toolResults(sys)).some((t) => t.result.status === "forbidden"), 15_000);
+      await settle(async () => (await toolResults(sys)).some((t) => t.result.status === "forbidden"), {
+        what: "the send past maxHops refused (forbidden)",
+        timeoutMs: 15_000,
+      });
       await queuesQuiet(sys, 800, 30_000);
       const runs = (await runRecordCount(sys)) - runsBefore;
       // Without the bound this never stops: every run relays, and every accepted send makes a

@@ -8,8 +8,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startPrivateRedis, type PrivateRedis } from "../helpers/redis-server.js";
 import { newRedis } from "../helpers/context.js";
-import { startTestSystem, until, type TestSystem } from "../helpers/system.js";
+import { startTestSystem, type TestSystem } from "../helpers/system.js";
 import { inbound, scriptConfig } from "../fixtures/runs-support.js";
+import { settle } from "../helpers/settle.js";
 
 let redis: PrivateRedis;
 /** A gateway-only process and no workers: the run stays queued. */
@@ -52,7 +53,11 @@ describe("agent.wait during a Redis outage", () => {
     const pending = waitCall(r.runId, 1500);
     // The wait has read the run record (and registered) once Redis saw that read; then Redis
     // goes away until after the wait's timeout.
-    await until(async () => (await hgetallCalls()) > reads, 5000, 10);
+    await settle(async () => (await hgetallCalls()) > reads, {
+      what: "the wait reading the run record from Redis",
+      timeoutMs: 5000,
+      stepMs: 10,
+    });
     redisDown = true;
     await redis.kill9();
     const answer = await pending;

@@ -11,6 +11,10 @@ redis.call("ZREMRANGEBYSCORE", KEYS[1], "-inf", now)
 local ttl = tonumber(ARGV[3])
 redis.call("HSET", KEYS[2], ARGV[1], ARGV[2])
 redis.call("ZADD", KEYS[1], now + ttl, ARGV[1])
-redis.call("PEXPIRE", KEYS[1], ttl * 10)
-redis.call("PEXPIRE", KEYS[2], ttl * 10)
+-- The registry outlives no deployment by long: gone 10 TTLs after the last heartbeat. Only ever
+-- lengthened here: processes may be configured with different TTLs, and a short one's must not
+-- cut a long one's short.
+for _, k in ipairs(KEYS) do
+  if redis.call("PTTL", k) < ttl * 10 then redis.call("PEXPIRE", k, ttl * 10) end
+end
 return now
