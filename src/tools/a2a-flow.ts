@@ -29,7 +29,7 @@ import { sanitizeForHandoff } from "../history/handoff.js";
 import { enqueueTurn } from "../runs/enqueue.js";
 import { isTerminal, type Turn } from "../runs/turn.js";
 import { storedRoute } from "../session/stored-route.js";
-import { enqueueDelivery } from "../delivery/deliver.js";
+import { enqueueOrSettleDelivery } from "../delivery/deliver.js";
 import { uuidFrom } from "../runs/derived-id.js";
 import type { KnownEntry } from "../runs/entry-cache.js";
 import type { ExpectedEntry } from "../runs/run-records.js";
@@ -52,8 +52,11 @@ type FlowDeps = Pick<ToolDeps, "config" | "keys">;
 /** How a step reads a session entry: its exact stored JSON and the decoded entry, or null (no session). */
 export type EntryReader = (sessionKey: string) => Promise<KnownEntry | null>;
 
-/** One thing a step does: queue a turn (`ifExists`: only if that key exists at the finish), or deliver. */
-export type FlowEffect = { push: Turn; ifExists?: string } | { deliver: DeliverData };
+/**
+ * One thing a step does: queue a turn (`ifExists`: only if that key exists at the finish), or
+ * deliver (`entry`: the session's entry, on which a delivery with nothing to send is settled).
+ */
+export type FlowEffect = { push: Turn; ifExists?: string } | { deliver: DeliverData; entry: SessionEntry | null };
 
 export interface FlowPlan {
   effects: FlowEffect[];
@@ -252,7 +255,7 @@ async function afterAnnounce({ state, d, read }: StepContext): Promise<Decided> 
     message: d.reply.trim(),
     kind: "announce",
   };
-  return { effects: [{ deliver }], result: { done: "announced" } };
+  return { effects: [{ deliver, entry: known?.entry ?? null }], result: { done: "announced" } };
 }
 
 /** A step that failed ends the flow; a requester that stopped waiting for the first run is told (if late). */
@@ -320,7 +323,7 @@ export function createA2AProcessor(svc: ToolDeps) {
       return raw ? { raw, entry: JSON.parse(raw) as SessionEntry } : null;
     });
     for (const e of plan.effects) {
-      if ("deliver" in e) await enqueueDelivery(svc, e.deliver);
+      if ("deliver" in e) await enqueueOrSettleDelivery(svc, e.deliver, e.entry);
       // The run is terminal: whether its caller stopped waiting is settled, so the flag is read.
       else if (!e.ifExists || (await svc.redis.exists(e.ifExists)) === 1) await enqueueTurn(svc, e.push);
     }

@@ -21,7 +21,7 @@ import type { LeaseHandle } from "../runs/session-lease.js";
 import { isTerminal, type TerminalStatus, type Turn } from "../runs/turn.js";
 import type { TranscriptEntry, TranscriptMessage } from "../history/transcript-types.js";
 import { isSilentReply } from "../history/silent-reply.js";
-import { enqueueDelivery } from "../delivery/deliver.js";
+import { enqueueDelivery, enqueueOrSettleDelivery } from "../delivery/deliver.js";
 import { enqueueContinuation } from "../runs/continuation.js";
 import { sanitizeForHandoff } from "../history/handoff.js";
 import { interSessionProvenance } from "../runtimes/inter-session.js";
@@ -478,7 +478,7 @@ export class TurnExecutor {
       const plan = flow ? await planA2AStep(svc, flow, async (key) => await knownEntry(svc, key)) : undefined;
       const pushes: FinishPush[] = [];
       for (const e of plan?.effects ?? []) {
-        if ("deliver" in e) await enqueueDelivery(svc, e.deliver);
+        if ("deliver" in e) await enqueueOrSettleDelivery(svc, e.deliver, e.entry);
         else pushes.push({ turn: e.push, ...(e.ifExists ? { ifExists: e.ifExists } : {}) });
       }
       const res = await svc.runs.finishStep(
