@@ -62,7 +62,10 @@ export interface FinishPush {
   ifExists?: string;
 }
 
-/** What a push in the finish did: like `Inbox.push`, or `skipped` (its condition did not hold, or the run had ended already). */
+/**
+ * What a push in the finish did: like `Inbox.push`, or `skipped` (its condition did not hold, or
+ * the run had ended already).
+ */
 export type PushResult = "wake" | "queued" | "exists" | "skipped";
 
 /** A session entry the pushes were decided on, as the worker knew it (null: no such session). */

@@ -113,7 +113,7 @@ function stepTurn(
   return { ...t, sessionKey, agentId: entry.agentId, sessionId: entry.sessionId, enqueuedAt: now, messageTs: now };
 }
 
-/** What a phase handler gets: the step's data (reply cleaned for hand-off), the flow's own state, how to read entries. */
+/** What a phase handler gets: the step's data (reply cleaned for hand-off), the flow's state, how to read entries. */
 interface StepContext {
   svc: FlowDeps;
   d: A2AStepData;
@@ -266,7 +266,9 @@ async function afterFailure({ svc, d, state, read }: StepContext): Promise<Decid
   if (!known) return { effects: [], result };
   const turn = stepTurn(known.entry, state.requesterKey, {
     runId: stepRunId(d.runId, "failure-notice"),
-    text: `[sessions_send] Your message to ${state.targetKey} (run ${d.primaryRunId}) ended with status ${d.status}${d.error ? `: ${d.error}` : ""}.`,
+    text:
+      `[sessions_send] Your message to ${state.targetKey} (run ${d.primaryRunId}) ended with status ` +
+      `${d.status}${d.error ? `: ${d.error}` : ""}.`,
     step: "turn",
     provenance: "system",
     hop: state.hop + 1,
