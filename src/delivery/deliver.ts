@@ -13,6 +13,7 @@ import { DeliveryLog, sendThroughChannel } from "./index.js";
 import { sessionSendPolicy } from "../session/stored-send-policy.js";
 import { deliveryCounted } from "../metrics/index.js";
 import { addJob, jobData, type DeliverData } from "../queues/jobs.js";
+import type { SessionEntry } from "../session/session-entry.js";
 
 export type { DeliverData } from "../queues/jobs.js";
 
@@ -73,6 +74,43 @@ export async function deliverOnce(
   await log.attempt(d.id, "delivered");
   deliveryCounted("delivered");
   return { status: "delivered" };
+}
+
+/**
+ * What a delivery comes to without any attempt: `blocked` (sendPolicy deny, decided on the
+ * session `entry`) or `no_route` (no adapter for its channel), else null (it must be sent).
+ * The same decisions, in the same order, as `deliverOnce`.
+ */
+function settledWithoutSending(
+  config: Config,
+  d: DeliverData,
+  entry: SessionEntry | null,
+): { status: "blocked" | "no_route"; error: string } | null {
+  if (sessionSendPolicy(config, d.sessionKey, entry) === "deny")
+    return { status: "blocked", error: "send blocked by session policy" };
+  if (!config.channels[d.route.channel])
+    return { status: "no_route", error: `no adapter configured for channel ${d.route.channel}` };
+  return null;
+}
+
+/**
+ * Queue a delivery, or, when nothing is to be sent (no adapter for its channel, or the session's
+ * sendPolicy denies it: decided on `entry`, the session entry the caller holds), record its
+ * outcome at once in one round trip: a job that can only write that record is skipped. The
+ * record is the same either way (`GET /v1/deliveries`), and writing it again is harmless.
+ */
+export async function enqueueOrSettleDelivery(
+  svc: Pick<DeliveryDeps, "queues" | "config" | "redis" | "keys">,
+  data: DeliverData,
+  entry: SessionEntry | null,
+): Promise<void> {
+  const settled = settledWithoutSending(svc.config, data, entry);
+  if (!settled) return await enqueueDelivery(svc, data);
+  await new DeliveryLog(svc.redis, svc.keys).open(
+    { id: data.id, sessionKey: data.sessionKey, kind: data.kind, message: data.message, ...data.route },
+    settled,
+  );
+  deliveryCounted(settled.status);
 }
 
 /** Queue an outbound message (reply, announce or explicit `send`) with retries. */

@@ -39,7 +39,11 @@ export class DeliveryLog {
    * record instead of leaving it without its fields and index entries, and never resets the
    * status or attempts of one that exists.
    */
-  async open(rec: Omit<DeliveryRecord, "status" | "attempts" | "ts"> & { ts?: number }): Promise<void> {
+  async open(
+    rec: Omit<DeliveryRecord, "status" | "attempts" | "ts"> & { ts?: number },
+    /** A delivery already settled without an attempt (no adapter, blocked): its outcome, in the same MULTI. */
+    settled?: { status: DeliveryStatus; error: string },
+  ): Promise<void> {
     const key = this.keys.delivery(rec.id);
     const ts = rec.ts ?? Date.now();
     const fields: Record<string, string> = {
@@ -57,6 +61,7 @@ export class DeliveryLog {
     };
     const m = this.redis.multi();
     for (const [f, v] of Object.entries(fields)) m.hsetnx(key, f, v);
+    if (settled) m.hset(key, { status: settled.status, error: settled.error.slice(0, 500) });
     m.expire(key, TTL_SECONDS);
     m.zadd(this.keys.deliveryIndex(), "NX", ts, rec.id);
     m.zadd(this.keys.deliveriesBySession(rec.sessionKey), "NX", ts, rec.id);

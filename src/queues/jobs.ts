@@ -167,7 +167,11 @@ export const JOBS = {
     data: NoData,
     options: () => ({ removeOnComplete: { count: 100 }, removeOnFail: { count: 100 } }),
   }),
-  /** The next step of the agent-to-agent flow after a sessions_send (src/tools/a2a-flow.ts). */
+  /**
+   * The next step of the agent-to-agent flow, as a job: only for turns dropped by `/stop` and for
+   * steps added by the previous release; a finishing worker applies steps in its finish
+   * (src/tools/a2a-flow.ts, docs/design/runs.md).
+   */
   a2aStep: defineJob({
     name: "a2a.step",
     queue: "announce",

@@ -1,6 +1,8 @@
 /**
- * Continuations: the job a turn asks for once it has an outcome (the next agent-to-agent step,
- * a sub-agent's announce). Added with the job id its kind derives from the runId
+ * Continuations: the job a turn asks for once it has an outcome (a sub-agent's announce; an
+ * agent-to-agent step only when no worker finishes the turn, e.g. one dropped by `/stop`: a
+ * finishing worker applies that step in the finish itself, see src/workers/turn-executor.ts).
+ * Added with the job id its kind derives from the runId
  * (src/queues/jobs.ts) and retried like any job, so it is added once even when the turn is
  * re-run, and the steps it enqueues are idempotent too.
  */

@@ -10,7 +10,9 @@ import type { LeaseHandle, SessionLeases } from "./session-lease.js";
 import { serializeTurn, type Turn } from "./turn.js";
 import {
   RUN_RECORD_TTL_SECONDS,
+  pendingWakeMember,
   pendingWakeSuffix,
+  queuedRecordFields,
   recordFromPairs,
   type RawBegun,
   type RunRecord,
@@ -29,6 +31,8 @@ export interface BegunTurn {
   record: RunRecord | null;
   /** The session's entry (null if the session was deleted meanwhile). */
   entry: SessionEntry | null;
+  /** That entry's JSON exactly as stored (what a finish can check it against). */
+  entryJson?: string | null;
 }
 
 export class Inbox {
@@ -62,17 +66,6 @@ export class Inbox {
     turn: Turn,
     opts: { expectEntry?: string } = {},
   ): Promise<"wake" | "queued" | "exists" | { changed: string | null }> {
-    const fields: Record<string, string> = {
-      runId: turn.runId,
-      sessionKey: turn.sessionKey,
-      agentId: turn.agentId,
-      sessionId: turn.sessionId,
-      step: turn.step,
-      status: "queued",
-      createdAt: String(turn.enqueuedAt),
-      ...(turn.source ? { sourceSessionKey: turn.source.sessionKey, sourceTool: turn.source.tool } : {}),
-      ...(turn.traceId ? { traceId: turn.traceId } : {}),
-    };
     const res = await this.pushLua(
       [
         this.keys.run(turn.runId),
@@ -87,7 +80,7 @@ export class Inbox {
         Date.now(),
         pendingWakeMember(turn),
         opts.expectEntry ?? "",
-        ...Object.entries(fields).flat(),
+        ...queuedRecordFields(turn),
       ],
     );
     if (Array.isArray(res)) return { changed: (res[1] as string | null) ?? null };
@@ -198,7 +191,12 @@ export class Inbox {
     if (!turn) return { corrupt: raw };
     // A turn stored without its runId first (an older writer): its record is read here.
     const record = pairs.length ? recordFromPairs(pairs) : await this.records.get(turn.runId);
-    return { turn, record, entry: entryRaw ? (JSON.parse(entryRaw) as SessionEntry) : null };
+    return {
+      turn,
+      record,
+      entry: entryRaw ? (JSON.parse(entryRaw) as SessionEntry) : null,
+      entryJson: entryRaw || null,
+    };
   }
 
   /** Move an unreadable in-flight entry to the dead letters (fenced, atomic). */
@@ -235,11 +233,6 @@ export class Inbox {
     const items = (res?.[0]?.[1] as string[] | undefined) ?? [];
     return items.map(parseTurn).filter((t): t is Turn => t !== null);
   }
-}
-
-/** `<runId>|<sessionKey>`: unique per push, so clearing one never clears a later one. */
-function pendingWakeMember(turn: Turn): string {
-  return turn.runId + pendingWakeSuffix(turn.sessionKey);
 }
 
 /** A stored turn, or null when the entry is not one (corrupted by hand or by a bug). */

@@ -10,7 +10,7 @@ import type { RedisKeys } from "../storage/redis-keys.js";
 import type { LeaseHandle } from "./session-lease.js";
 import type { DeadLetter } from "./dead-letters.js";
 import { luaSafeJson } from "../text/well-formed.js";
-import { isTerminal, turnMarker, type RunStatus, type TerminalStatus } from "./turn.js";
+import { isTerminal, serializeTurn, turnMarker, type RunStatus, type TerminalStatus, type Turn } from "./turn.js";
 
 const LUA_DIR = new URL("./lua/", import.meta.url);
 
@@ -46,12 +46,45 @@ export interface RunRecord {
   stalledReason?: string;
   /** The run ended its turn through sessions_yield (its message): it is `ok` with no reply. */
   yielded?: string;
+  /** The agent-to-agent step its finish applied (JSON: `{ next }` or `{ done }`), when it followed one. */
+  a2a?: string;
 }
 
 export interface FinishOptions {
   deadLetter?: DeadLetter;
   notify?: RunRecord;
 }
+
+/** A turn the finish queues in the same step (the next agent-to-agent step), once per runId. */
+export interface FinishPush {
+  turn: Turn;
+  /** Queued only if this key exists when the run turns terminal (a sessions_send caller's late flag). */
+  ifExists?: string;
+}
+
+/**
+ * What a push in the finish did: like `Inbox.push`, or `skipped` (its condition did not hold, or
+ * the run had ended already).
+ */
+export type PushResult = "wake" | "queued" | "exists" | "skipped";
+
+/** A session entry the pushes were decided on, as the worker knew it (null: no such session). */
+export interface ExpectedEntry {
+  sessionKey: string;
+  raw: string | null;
+}
+
+export interface FinishStepOptions extends FinishOptions {
+  /** Begin the session's next turn in the same step (and release the lease when there is none). */
+  beginNext: boolean;
+  pushes: FinishPush[];
+  expectEntries: ExpectedEntry[];
+}
+
+export type FinishStepResult =
+  | { finished: boolean; next: RawBegun | null; pushed: PushResult[] }
+  /** An expected entry changed: nothing was done; `raw` is the current one. */
+  | { changed: ExpectedEntry };
 
 /** A turn as begin-next.lua returns it: its JSON, its record's field/value list, its session entry JSON. */
 export type RawBegun = [string, string[], string | null];
@@ -95,26 +128,36 @@ export class RunRecords {
     fields: Record<string, string | number> = {},
     opts: FinishOptions = {},
   ): Promise<boolean> {
-    return (await this.runFinish(lease, runId, status, fields, opts, undefined)) === 1;
+    return (await this.runFinish(lease, runId, status, fields, opts, false)) === 1;
   }
 
   /**
-   * `finish`, then begin the session's next turn in the same script (begin-next.lua): one round
-   * trip per turn for a busy session. `next` is the begun turn as turn-begin returns it, or
-   * null when the inbox was empty (then, with `releaseWhenEmpty`, the lease is released too).
+   * `finish`, plus in the same script: the turns its outcome leads to (`pushes`, each once per
+   * runId; see run-finish.lua), and with `beginNext` the session's next turn (one round trip per
+   * turn for a busy session; with nothing left the lease is released). The pushes were decided
+   * on `expectEntries`; if one of them changed, nothing is done and the current entry comes back.
    */
-  async finishAndBegin(
+  async finishStep(
     lease: LeaseHandle,
     runId: string,
     status: TerminalStatus,
     fields: Record<string, string | number>,
-    opts: FinishOptions & { releaseWhenEmpty: boolean },
-  ): Promise<{ finished: boolean; next: RawBegun | null }> {
-    const [finished, next] = (await this.runFinish(lease, runId, status, fields, opts, opts.releaseWhenEmpty)) as [
-      number,
-      RawBegun | false | null,
-    ];
-    return { finished: finished === 1, next: next || null };
+    opts: FinishStepOptions,
+  ): Promise<FinishStepResult> {
+    const res = (await this.runFinish(lease, runId, status, fields, opts, opts.beginNext, opts)) as
+      | number
+      | [number, RawBegun | null, number[]];
+    if (typeof res === "number") return { finished: res === 1, next: null, pushed: [] };
+    if (res[0] === -1) {
+      const i = (res[1] as unknown as number) - 1;
+      return { changed: { sessionKey: opts.expectEntries[i]!.sessionKey, raw: (res[2] as unknown as string) ?? null } };
+    }
+    const codes = res[2] ?? [];
+    return {
+      finished: res[0] === 1,
+      next: res[1] || null,
+      pushed: opts.pushes.map((_, i) => PUSH_RESULTS[String(codes[i])] ?? "skipped"),
+    };
   }
 
   private async runFinish(
@@ -123,7 +166,8 @@ export class RunRecords {
     status: TerminalStatus,
     fields: Record<string, string | number>,
     opts: FinishOptions,
-    beginNext: boolean | undefined,
+    beginNext: boolean,
+    step: { pushes: FinishPush[]; expectEntries: ExpectedEntry[] } = { pushes: [], expectEntries: [] },
   ): Promise<unknown> {
     const all = { ...fields, status, endedAt: fields.endedAt ?? Date.now() };
     const flat = Object.entries(all).flatMap(([k, v]) => [k, String(v)]);
@@ -135,9 +179,35 @@ export class RunRecords {
           }),
         )
       : "";
-    const keys = [lease.fenceKey, this.keys.run(runId), this.keys.inflight(lease.sessionKey), this.keys.deadLetters()];
-    if (beginNext !== undefined)
-      keys.push(this.keys.inbox(lease.sessionKey), this.keys.session(lease.sessionKey), this.keys.pendingWakes());
+    const now = Date.now();
+    const keys = [
+      lease.fenceKey,
+      this.keys.run(runId),
+      this.keys.inflight(lease.sessionKey),
+      this.keys.deadLetters(),
+      this.keys.inbox(lease.sessionKey),
+      this.keys.session(lease.sessionKey),
+      this.keys.pendingWakes(),
+      ...step.expectEntries.map((e) => this.keys.session(e.sessionKey)),
+    ];
+    const pushArgs: string[] = [];
+    for (const p of step.pushes) {
+      const runKey = this.keys.run(p.turn.runId);
+      keys.push(
+        runKey,
+        this.keys.inbox(p.turn.sessionKey),
+        this.keys.inflight(p.turn.sessionKey),
+        p.ifExists ?? runKey,
+      );
+      const record = queuedRecordFields(p.turn);
+      pushArgs.push(
+        serializeTurn(p.turn),
+        pendingWakeMember(p.turn),
+        p.ifExists ? "1" : "0",
+        String(record.length),
+        ...record,
+      );
+    }
     try {
       return await this.finishLua(keys, [
         lease.token,
@@ -147,11 +217,15 @@ export class RunRecords {
         turnMarker(runId),
         opts.deadLetter ? luaSafeJson(opts.deadLetter) : "",
         notify,
-        beginNext !== undefined ? "1" : "0",
+        beginNext ? "1" : "0",
         this.keys.run(""),
-        Date.now(),
+        now,
         beginNext ? "1" : "0",
         pendingWakeSuffix(lease.sessionKey),
+        step.expectEntries.length,
+        step.pushes.length,
+        ...step.expectEntries.map((e) => e.raw ?? ""),
+        ...pushArgs,
         ...flat,
       ]);
     } catch (err) {
@@ -185,6 +259,30 @@ export class RunRecords {
 /** A pending wake is `<runId>|<sessionKey>` (unique per push); scripts that begin turns get the suffix. */
 export function pendingWakeSuffix(sessionKey: string): string {
   return `|${sessionKey}`;
+}
+
+/** `<runId>|<sessionKey>`: unique per push, so clearing one never clears a later one. */
+export function pendingWakeMember(turn: Turn): string {
+  return turn.runId + pendingWakeSuffix(turn.sessionKey);
+}
+
+/** The push scripts' answers (push-turn.lua), by code. */
+const PUSH_RESULTS: Record<string, PushResult> = { "2": "wake", "1": "queued", "0": "exists", "-1": "skipped" };
+
+/** The record of a turn just queued, as a field/value list (push-turn.lua writes it). */
+export function queuedRecordFields(turn: Turn): string[] {
+  const fields: Record<string, string> = {
+    runId: turn.runId,
+    sessionKey: turn.sessionKey,
+    agentId: turn.agentId,
+    sessionId: turn.sessionId,
+    step: turn.step,
+    status: "queued",
+    createdAt: String(turn.enqueuedAt),
+    ...(turn.source ? { sourceSessionKey: turn.source.sessionKey, sourceTool: turn.source.tool } : {}),
+    ...(turn.traceId ? { traceId: turn.traceId } : {}),
+  };
+  return Object.entries(fields).flat();
 }
 
 function num(v: string | undefined): number | undefined {
@@ -247,5 +345,6 @@ export function decodeRecord(h: Record<string, string>): RunRecord {
   if (h.cancelRequested) rec.cancelRequested = h.cancelRequested;
   if (h.stalledReason && !isTerminal(h.status)) rec.stalledReason = h.stalledReason;
   if (h.yielded !== undefined) rec.yielded = h.yielded;
+  if (h.a2a) rec.a2a = h.a2a;
   return rec;
 }

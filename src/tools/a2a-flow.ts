@@ -1,17 +1,25 @@
 /**
- * What happens after a sessions_send, as chained jobs on the `announce` queue (each visible in
- * Bull Board, each retried by BullMQ, none held in memory):
+ * What happens after a sessions_send: the agent-to-agent flow, decided step by step when each
+ * run of it finishes (docs/concepts/tools.md, "The agent-to-agent flow"):
  *
- *   target run finishes ─▶ a2a.step(after-primary)
+ *   target run finishes (phase after-primary)
  *     └─ reply-back loop: turn 1 in the REQUESTER with the target's reply, turn 2 in the target…
  *        up to maxPingPongTurns, stopped early by exactly REPLY_SKIP / NO_REPLY or the hop bound
- *   ─▶ announce turn in the TARGET ─▶ a2a.step(after-announce)
+ *   ─▶ announce turn in the TARGET (phase after-announce)
  *     └─ ANNOUNCE_SKIP (or silence): nothing; anything else: a durable delivery to the target's
  *        channel (stored delivery context, else parsed from its key).
  *
- * Each step is a turn enqueued with a continuation, so the next job is added (with a job id
- * derived from the runId) when that turn has its result. A requester whose wait timed out still
- * gets the reply: the flow sees the `late` flag and delivers it even with zero ping-pong turns.
+ * `planA2AStep` decides a step: the turns to queue next (runIds derived from the run they
+ * follow) and the deliveries to make. The worker that finished the run applies it inline: the
+ * deliveries are added (ids derived from the runId) before the finish, and the turns are queued
+ * by the finish script itself, in the same atomic step as the run turning terminal
+ * (run-finish.lua), so a step is never lost nor doubled, and no job polls for the run to end.
+ * A requester whose wait timed out still gets the reply: that turn is queued only if the late
+ * flag exists at the finish, which the caller sets atomically against the run turning terminal.
+ *
+ * `a2a.step` jobs on the announce queue remain for what has no finishing worker: turns dropped
+ * by `/stop` (their flow learns they were killed) and steps added by workers of the previous
+ * release during a rolling restart. Their processor applies the same plan once the run is terminal.
  */
 import { retryLater } from "../queues/retry-later.js";
 import type { Job } from "bullmq";
@@ -19,12 +27,15 @@ import type { ToolDeps } from "./tool-deps.js";
 import { isSilentReply } from "../history/silent-reply.js";
 import { sanitizeForHandoff } from "../history/handoff.js";
 import { enqueueTurn } from "../runs/enqueue.js";
-import { isTerminal } from "../runs/turn.js";
+import { isTerminal, type Turn } from "../runs/turn.js";
 import { storedRoute } from "../session/stored-route.js";
-import { enqueueDelivery } from "../delivery/deliver.js";
+import { enqueueOrSettleDelivery } from "../delivery/deliver.js";
 import { uuidFrom } from "../runs/derived-id.js";
+import type { KnownEntry } from "../runs/entry-cache.js";
+import type { ExpectedEntry } from "../runs/run-records.js";
+import type { SessionEntry } from "../session/session-entry.js";
 import { ANNOUNCE_MESSAGE, announceContext, replyContext } from "./a2a-prompts.js";
-import { JOBS, continuationOf, jobData, type A2AState, type A2AStepData } from "../queues/jobs.js";
+import { JOBS, continuationOf, jobData, type A2AState, type A2AStepData, type DeliverData } from "../queues/jobs.js";
 import type { TurnContinuation } from "../runs/turn.js";
 
 /** The flow's state, carried from step to step; its schema is in the jobs table. */
@@ -35,8 +46,47 @@ const MAX_TERMINAL_WAITS = 200;
 
 export const A2A_STEP = JOBS.a2aStep.name;
 
+/** What deciding a step needs: the flow's limits and the late flag's key. */
+type FlowDeps = Pick<ToolDeps, "config" | "keys">;
+
+/** How a step reads a session entry: its exact stored JSON and the decoded entry, or null (no session). */
+export type EntryReader = (sessionKey: string) => Promise<KnownEntry | null>;
+
+/**
+ * One thing a step does: queue a turn (`ifExists`: only if that key exists at the finish), or
+ * deliver (`entry`: the session's entry, on which a delivery with nothing to send is settled).
+ */
+export type FlowEffect = { push: Turn; ifExists?: string } | { deliver: DeliverData; entry: SessionEntry | null };
+
+export interface FlowPlan {
+  effects: FlowEffect[];
+  /** What the step decided, for operators: on the finished run's record (`a2a`) or the job's result. */
+  result: Record<string, unknown>;
+  /** The session entries it was decided on (checked again by the finish that applies it). */
+  entries: ExpectedEntry[];
+}
+
+/** The step data of a turn whose continuation is an agent-to-agent step, with that run's outcome. */
+export function a2aStepOf(
+  continuation: TurnContinuation | undefined,
+  runId: string,
+  outcome: { status: A2AStepData["status"]; reply?: string; error?: string },
+): A2AStepData | null {
+  if (continuation?.name !== A2A_STEP) return null;
+  const data = {
+    ...continuation.data,
+    runId,
+    reply: outcome.reply ?? "",
+    status: outcome.status,
+    ...(outcome.error ? { error: outcome.error } : {}),
+  };
+  const parsed = JOBS.a2aStep.data.safeParse(data);
+  if (!parsed.success) throw new Error(`invalid agent-to-agent step data on run ${runId}: ${parsed.error.message}`);
+  return parsed.data;
+}
+
 /** The step job that follows the turn `runId` (filled in with its outcome when it has one). */
-function continuation(svc: ToolDeps, runId: string, state: A2AState): TurnContinuation {
+function continuation(svc: FlowDeps, runId: string, state: A2AState): TurnContinuation {
   return continuationOf("a2aStep", runId, state, svc.config);
 }
 
@@ -45,33 +95,50 @@ function stops(reply: string | undefined): boolean {
   return isSilentReply("reply-back", reply);
 }
 
-/** False when that side has no session (an HTTP caller that never chatted, a deleted one): no step. */
 /**
- * Step turns get runIds derived from the run they follow, so a retried announce-queue job
- * re-enqueues nothing (enqueueTurn skips a runId that already exists).
+ * Step turns get runIds derived from the run they follow, so deciding a step again (a re-run
+ * after a crash, a retried job) queues nothing new: a runId that exists is not queued twice.
  */
 function stepRunId(afterRunId: string, kind: string): string {
   return uuidFrom(`a2a:${afterRunId}:${kind}`);
 }
 
-async function enqueueStep(
-  svc: ToolDeps,
-  state: A2AState,
+/** A turn of the flow in the session `entry` (fixed sessionId, as every queued turn). */
+function stepTurn(
+  entry: SessionEntry,
+  sessionKey: string,
+  t: Omit<Turn, "sessionKey" | "agentId" | "sessionId" | "enqueuedAt" | "messageTs">,
+): Turn {
+  const now = Date.now();
+  return { ...t, sessionKey, agentId: entry.agentId, sessionId: entry.sessionId, enqueuedAt: now, messageTs: now };
+}
+
+/** What a phase handler gets: the step's data (reply cleaned for hand-off), the flow's state, how to read entries. */
+interface StepContext {
+  svc: FlowDeps;
+  d: A2AStepData;
+  state: A2AState;
+  maxHops: number;
+  read: EntryReader;
+}
+
+type Decided = { effects: FlowEffect[]; result: Record<string, unknown> };
+
+/** Reply-back turn `turnNo` in `to`'s session, or null when that side has no session (no step). */
+async function replyStep(
+  { svc, state, read }: StepContext,
   afterRunId: string,
   to: "requester" | "target",
   text: string,
   turnNo: number,
-): Promise<boolean> {
+): Promise<FlowEffect | null> {
   const toKey = to === "requester" ? state.requesterKey : state.targetKey;
   const fromKey = to === "requester" ? state.targetKey : state.requesterKey;
-  const entry = await svc.sessions.get(toKey);
-  if (!entry) return false;
+  const known = await read(toKey);
+  if (!known) return null;
   const runId = stepRunId(afterRunId, `reply-${turnNo}`);
-  await enqueueTurn(svc, {
+  const turn = stepTurn(known.entry, toKey, {
     runId,
-    sessionKey: toKey,
-    agentId: entry.agentId,
-    sessionId: entry.sessionId,
     text,
     step: "reply",
     provenance: "inter_session",
@@ -87,18 +154,16 @@ async function enqueueStep(
       hop: state.hop + 1,
     }),
   });
-  return true;
+  return { push: turn };
 }
 
-async function enqueueAnnounce(svc: ToolDeps, state: A2AState, afterRunId: string): Promise<void> {
-  const entry = await svc.sessions.get(state.targetKey);
-  if (!entry) return;
+/** The announce turn in the target, or nothing when the target has no session. */
+async function announceStep({ svc, state, read }: StepContext, afterRunId: string): Promise<FlowEffect[]> {
+  const known = await read(state.targetKey);
+  if (!known) return [];
   const runId = stepRunId(afterRunId, "announce");
-  await enqueueTurn(svc, {
+  const turn = stepTurn(known.entry, state.targetKey, {
     runId,
-    sessionKey: state.targetKey,
-    agentId: entry.agentId,
-    sessionId: entry.sessionId,
     text: ANNOUNCE_MESSAGE,
     step: "announce",
     provenance: "inter_session",
@@ -108,32 +173,12 @@ async function enqueueAnnounce(svc: ToolDeps, state: A2AState, afterRunId: strin
     traceId: state.traceId,
     continuation: continuation(svc, runId, { ...state, phase: "after-announce", hop: state.hop + 1 }),
   });
-}
-
-async function deliverAnnounce(svc: ToolDeps, state: A2AState, runId: string, reply: string): Promise<void> {
-  const entry = await svc.sessions.get(state.targetKey);
-  // No route at all is still recorded (as no_route on the "none" channel), never dropped.
-  const route = storedRoute(state.targetKey, entry) ?? { channel: "none" };
-  await enqueueDelivery(svc, {
-    id: `announce-${runId}`,
-    sessionKey: state.targetKey,
-    route,
-    message: reply.trim(),
-    kind: "announce",
-  });
-}
-
-/** What a phase handler gets: the step's data (reply cleaned for hand-off) and the flow's own state. */
-interface StepContext {
-  svc: ToolDeps;
-  d: A2AStepData;
-  state: A2AState;
-  maxHops: number;
+  return [{ push: turn }];
 }
 
 /**
- * The flow as a phase table: a step job runs the handler of the phase it follows (once that run
- * is terminal and ended `ok`; a failed run ends the flow, see the processor).
+ * The flow as a phase table: the handler of the phase a finished run followed decides the next
+ * step (when that run ended `ok`; a failed run ends the flow, see planA2AStep).
  *
  * | phase          | the run it follows                  | next                                            |
  * |----------------|-------------------------------------|-------------------------------------------------|
@@ -143,31 +188,30 @@ interface StepContext {
  * |                |                                     | side stops, or turns / hops run out             |
  * | after-announce | the target's announce turn          | a delivery to the target's channel, unless silent|
  */
-const PHASES: Record<A2AState["phase"], (c: StepContext) => Promise<Record<string, unknown>>> = {
+const PHASES: Record<A2AState["phase"], (c: StepContext) => Promise<Decided>> = {
   "after-primary": afterPrimary,
   "after-reply": afterReply,
   "after-announce": afterAnnounce,
 };
 
-async function afterPrimary({ svc, d, state, maxHops }: StepContext): Promise<Record<string, unknown>> {
+async function afterPrimary(c: StepContext): Promise<Decided> {
+  const { svc, d, state, maxHops, read } = c;
   state.round1 = d.reply;
   state.latest = d.reply;
-  // Read, not consumed: a retried job must see it again (it expires on its own).
-  const late = (await svc.redis.exists(svc.keys.a2aLate(d.primaryRunId))) === 1;
   const loop = state.maxTurns > 0 && state.requesterKey !== state.targetKey && !stops(d.reply);
   // No requester session to reply in: straight to the announce, as OpenClaw skips the loop.
-  if (loop && state.hop < maxHops && (await enqueueStep(svc, state, d.runId, "requester", d.reply, 1))) {
-    return { next: "reply-1" };
+  if (loop && state.hop < maxHops) {
+    const step = await replyStep(c, d.runId, "requester", d.reply, 1);
+    if (step) return { effects: [step], result: { next: "reply-1" } };
   }
-  // No loop, but a requester that stopped waiting must still get the reply (#36369).
-  if (late && !stops(d.reply) && state.requesterKey !== state.targetKey) {
-    const entry = await svc.sessions.get(state.requesterKey);
-    if (entry) {
-      await enqueueTurn(svc, {
+  const effects: FlowEffect[] = [];
+  // No loop, but a requester that stopped waiting must still get the reply (#36369): queued only
+  // if its late flag is there when this run turns terminal.
+  if (!stops(d.reply) && state.requesterKey !== state.targetKey) {
+    const known = await read(state.requesterKey);
+    if (known) {
+      const turn = stepTurn(known.entry, state.requesterKey, {
         runId: stepRunId(d.runId, "late-reply"),
-        sessionKey: state.requesterKey,
-        agentId: entry.agentId,
-        sessionId: entry.sessionId,
         text: d.reply,
         step: "reply",
         provenance: "inter_session",
@@ -176,83 +220,121 @@ async function afterPrimary({ svc, d, state, maxHops }: StepContext): Promise<Re
         hop: state.hop + 1,
         traceId: state.traceId,
       });
+      effects.push({ push: turn, ifExists: svc.keys.a2aLate(d.primaryRunId) });
     }
   }
-  await enqueueAnnounce(svc, state, d.runId);
-  return { next: "announce", lateReplyDelivered: late };
+  effects.push(...(await announceStep(c, d.runId)));
+  return { effects, result: { next: "announce", lateReply: effects.length > 1 ? "if-late" : "none" } };
 }
 
 /** The side that just replied was `current`. */
-async function afterReply({ svc, d, state, maxHops }: StepContext): Promise<Record<string, unknown>> {
+async function afterReply(c: StepContext): Promise<Decided> {
+  const { d, state, maxHops } = c;
   if (!stops(d.reply)) state.latest = d.reply;
   if (stops(d.reply) || state.turn >= state.maxTurns || state.hop >= maxHops) {
-    await enqueueAnnounce(svc, state, d.runId);
-    return { next: "announce", stoppedBy: stops(d.reply) ? "skip" : state.hop >= maxHops ? "hops" : "turns" };
+    return {
+      effects: await announceStep(c, d.runId),
+      result: { next: "announce", stoppedBy: stops(d.reply) ? "skip" : state.hop >= maxHops ? "hops" : "turns" },
+    };
   }
   const nextSide = d.current === "requester" ? "target" : "requester";
-  if (await enqueueStep(svc, state, d.runId, nextSide, d.reply, state.turn + 1))
-    return { next: `reply-${state.turn + 1}` };
-  await enqueueAnnounce(svc, state, d.runId);
-  return { next: "announce", stoppedBy: "missing-session" };
+  const step = await replyStep(c, d.runId, nextSide, d.reply, state.turn + 1);
+  if (step) return { effects: [step], result: { next: `reply-${state.turn + 1}` } };
+  return { effects: await announceStep(c, d.runId), result: { next: "announce", stoppedBy: "missing-session" } };
 }
 
-async function afterAnnounce({ svc, d, state }: StepContext): Promise<Record<string, unknown>> {
-  if (isSilentReply("announce", d.reply)) return { done: "announce-skipped" };
-  await deliverAnnounce(svc, state, d.runId, d.reply);
-  return { done: "announced" };
+async function afterAnnounce({ state, d, read }: StepContext): Promise<Decided> {
+  if (isSilentReply("announce", d.reply)) return { effects: [], result: { done: "announce-skipped" } };
+  const known = await read(state.targetKey);
+  // No route at all is still recorded (as no_route on the "none" channel), never dropped.
+  const route = storedRoute(state.targetKey, known?.entry ?? null) ?? { channel: "none" };
+  const deliver: DeliverData = {
+    id: `announce-${d.runId}`,
+    sessionKey: state.targetKey,
+    route,
+    message: d.reply.trim(),
+    kind: "announce",
+  };
+  return { effects: [{ deliver, entry: known?.entry ?? null }], result: { done: "announced" } };
 }
 
+/** A step that failed ends the flow; a requester that stopped waiting for the first run is told (if late). */
+async function afterFailure({ svc, d, state, read }: StepContext): Promise<Decided> {
+  const result = { done: "step-failed", status: d.status };
+  if (d.phase !== "after-primary" || state.requesterKey === state.targetKey) return { effects: [], result };
+  const known = await read(state.requesterKey);
+  if (!known) return { effects: [], result };
+  const turn = stepTurn(known.entry, state.requesterKey, {
+    runId: stepRunId(d.runId, "failure-notice"),
+    text:
+      `[sessions_send] Your message to ${state.targetKey} (run ${d.primaryRunId}) ended with status ` +
+      `${d.status}${d.error ? `: ${d.error}` : ""}.`,
+    step: "turn",
+    provenance: "system",
+    hop: state.hop + 1,
+    traceId: state.traceId,
+  });
+  return { effects: [{ push: turn, ifExists: svc.keys.a2aLate(d.primaryRunId) }], result };
+}
+
+/**
+ * Decide the step that follows the run `data.runId` (its outcome is in `data`): the turns to
+ * queue and deliveries to make, and the session entries that decision read. Pure apart from
+ * those reads, so it can be decided again (a re-run, a changed entry) with the same runIds.
+ */
+export async function planA2AStep(svc: FlowDeps, data: A2AStepData, read: EntryReader): Promise<FlowPlan> {
+  // Everything this flow passes on (reply-back turns, the announce post, a late reply) is the
+  // other side's answer cleaned of reasoning and tool scaffolding, and so is what it tests
+  // for REPLY_SKIP / ANNOUNCE_SKIP (`<think>…</think>REPLY_SKIP` is a skip).
+  const d = { ...data, reply: sanitizeForHandoff(data.reply) };
+  // Only the flow's own state travels on; this step's result fields do not.
+  const { runId: _runId, reply: _reply, status: _status, error: _error, terminalWaits: _waits, ...state } = d;
+  const entries = new Map<string, string | null>();
+  const recordingRead: EntryReader = async (key) => {
+    const known = await read(key);
+    if (!entries.has(key)) entries.set(key, known?.raw ?? null);
+    return known;
+  };
+  const c: StepContext = { svc, d, state, maxHops: svc.config.session.agentToAgent.maxHops, read: recordingRead };
+  const decided = d.status && d.status !== "ok" ? await afterFailure(c) : await PHASES[d.phase](c);
+  return { ...decided, entries: [...entries].map(([sessionKey, raw]) => ({ sessionKey, raw })) };
+}
+
+/**
+ * The `a2a.step` job: a step with no finishing worker to apply it inline (a turn dropped by
+ * `/stop`, a step added by a worker of the previous release). It waits for the run to be
+ * terminal, then applies the same plan one effect at a time; each is idempotent (derived runIds
+ * and delivery ids), so a retried job repeats nothing.
+ */
 export function createA2AProcessor(svc: ToolDeps) {
   return async (job: Job, token?: string): Promise<Record<string, unknown>> => {
     if (job.name !== A2A_STEP) throw new Error(`unknown announce job ${job.name}`);
-    const data = jobData("a2aStep", job);
-    // Everything this flow passes on (reply-back turns, the announce post, a late reply) is the
-    // other side's answer cleaned of reasoning and tool scaffolding, and so is what it tests
-    // for REPLY_SKIP / ANNOUNCE_SKIP (`<think>…</think>REPLY_SKIP` is a skip).
-    const d = { ...data, reply: sanitizeForHandoff(data.reply) };
-    // The continuation is added just before the run is finished: act once it is terminal.
+    const d = jobData("a2aStep", job);
     const rec = await svc.runs.get(d.runId);
     if (rec && !isTerminal(rec.status)) {
-      // Normally milliseconds (the run finishes right after adding this job); bounded so a run
-      // that never finishes cannot keep this job polling forever.
+      // Only a previous release adds this job before the run finishes; bounded so a run that
+      // never finishes cannot keep this job polling forever.
       const waits = (d.terminalWaits ?? 0) + 1;
       if (waits > MAX_TERMINAL_WAITS)
         throw new Error(`run ${d.runId} did not finish within ${MAX_TERMINAL_WAITS} checks`);
       await job.updateData({ ...job.data, terminalWaits: waits });
       return await retryLater(job, token, Math.min(100 * waits, 5000));
     }
-    // Only the flow's own state travels on; this job's result fields do not.
-    const { runId: _runId, reply: _reply, status: _status, error: _error, terminalWaits: _waits, ...state } = d;
-
-    if (d.status && d.status !== "ok") {
-      // A step that failed ends the flow. A requester that stopped waiting for the first run is
-      // told, instead of never hearing back.
-      const late = d.phase === "after-primary" && (await svc.redis.exists(svc.keys.a2aLate(d.primaryRunId))) === 1;
-      if (late) await notifyRequesterOfFailure(svc, state, d);
-      return { done: "step-failed", status: d.status, requesterNotified: late };
+    const plan = await planA2AStep(svc, d, async (key) => {
+      const raw = await svc.redis.get(svc.keys.session(key));
+      return raw ? { raw, entry: JSON.parse(raw) as SessionEntry } : null;
+    });
+    for (const e of plan.effects) {
+      if ("deliver" in e) await enqueueOrSettleDelivery(svc, e.deliver, e.entry);
+      // The run is terminal: whether its caller stopped waiting is settled, so the flag is read.
+      else if (!e.ifExists || (await svc.redis.exists(e.ifExists)) === 1) await enqueueTurn(svc, e.push);
     }
-    return await PHASES[d.phase]({ svc, d, state, maxHops: svc.config.session.agentToAgent.maxHops });
+    return plan.result;
   };
 }
 
-async function notifyRequesterOfFailure(svc: ToolDeps, state: A2AState, d: A2AStepData): Promise<void> {
-  const entry = await svc.sessions.get(state.requesterKey);
-  if (!entry || state.requesterKey === state.targetKey) return;
-  await enqueueTurn(svc, {
-    runId: stepRunId(d.runId, "failure-notice"),
-    sessionKey: state.requesterKey,
-    agentId: entry.agentId,
-    sessionId: entry.sessionId,
-    text: `[sessions_send] Your message to ${state.targetKey} (run ${d.primaryRunId}) ended with status ${d.status}${d.error ? `: ${d.error}` : ""}.`,
-    step: "turn",
-    provenance: "system",
-    hop: state.hop + 1,
-    traceId: state.traceId,
-  });
-}
-
 export function primaryContinuation(
-  svc: ToolDeps,
+  svc: FlowDeps,
   runId: string,
   state: Omit<A2AState, "phase" | "turn">,
 ): TurnContinuation {

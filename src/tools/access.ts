@@ -31,16 +31,20 @@ export async function guard(
   targetKey: string,
 ): Promise<GuardResult> {
   const visibility = visibilityOf(svc, caller);
-  // `tree` is the caller and all it spawned, at any depth (docs/concepts/subagents.md, Visibility).
-  const isDescendant =
-    targetKey !== caller.sessionKey && (await svc.sessions.isDescendantOf(caller.sessionKey, targetKey));
-  return checkVisibility(svc.config, {
+  const input = {
     action,
     visibility,
     requesterKey: caller.sessionKey,
     requesterAgent: caller.agentId,
     targetKey,
     targetAgent: agentIdFromSessionKey(targetKey, defaultAgentId(svc.config)),
-    isDescendant,
-  });
+    isDescendant: false,
+  };
+  // Being a descendant only ever allows more, so the lineage (a read per generation) is walked
+  // only when the answer without it is no.
+  const withoutLineage = checkVisibility(svc.config, input);
+  if (withoutLineage.allowed || targetKey === caller.sessionKey) return withoutLineage;
+  // `tree` is the caller and all it spawned, at any depth (docs/concepts/subagents.md, Visibility).
+  const isDescendant = await svc.sessions.isDescendantOf(caller.sessionKey, targetKey);
+  return isDescendant ? checkVisibility(svc.config, { ...input, isDescendant }) : withoutLineage;
 }

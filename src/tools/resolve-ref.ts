@@ -9,8 +9,12 @@ import { canonicalSessionKey, resolveToolSessionRef } from "../session/key-canon
 import { looksLikeSessionId, shouldResolveSessionIdInput } from "../session/session-id.js";
 import { restrictedToSpawned } from "./access.js";
 import type { ToolCaller } from "./tool-context.js";
+import type { SessionEntry } from "../session/session-entry.js";
 
-export type RefResolution = { ok: true; key: string } | { ok: false; status: "error" | "forbidden"; error: string };
+/** A resolved key comes with its entry when the resolution read it (the caller need not read it again). */
+export type RefResolution =
+  | { ok: true; key: string; entry?: SessionEntry }
+  | { ok: false; status: "error" | "forbidden"; error: string };
 
 export async function resolveSessionRef(svc: ToolDeps, caller: ToolCaller, input: string): Promise<RefResolution> {
   const raw = input.trim();
@@ -32,7 +36,8 @@ export async function resolveSessionRef(svc: ToolDeps, caller: ToolCaller, input
     if (!looksLikeSessionId(raw)) return { ok: false, status: "error", error: (err as Error).message };
     key = "";
   }
-  if (key && (await svc.sessions.get(key))) return { ok: true, key };
+  const entry = key ? await svc.sessions.get(key) : null;
+  if (entry) return { ok: true, key, entry };
   if (looksLikeSessionId(raw) || shouldResolveSessionIdInput(raw)) {
     const byId = await svc.sessions.keyForSessionId(raw);
     if (byId) return { ok: true, key: byId };

@@ -16,6 +16,7 @@ import { enqueueTurn } from "../runs/enqueue.js";
 import { displaySessionKey } from "../session/key-canonical.js";
 import { parseThreadSuffix } from "../session/key-parse.js";
 import { ensureSession } from "../storage/ensure-session.js";
+import type { SessionEntry } from "../session/session-entry.js";
 import { sessionSendPolicy } from "../session/stored-send-policy.js";
 import { uuidFrom } from "../runs/derived-id.js";
 import { sanitizeForHandoff } from "../history/handoff.js";
@@ -52,6 +53,7 @@ export async function sessionsSend(
   if (!args.sessionKey && !args.label) return toolError("Either sessionKey or label is required", { runId });
 
   let targetKey: string;
+  let resolved: SessionEntry | undefined;
   if (args.label) {
     const agentId = args.agentId ?? caller.agentId;
     if (agentId !== caller.agentId) {
@@ -75,6 +77,7 @@ export async function sessionsSend(
     const ref = await resolveSessionRef(svc, caller, args.sessionKey!);
     if (!ref.ok) return { status: ref.status, error: ref.error, runId };
     targetKey = ref.key;
+    resolved = ref.entry;
   }
   const displayKey = displaySessionKey(svc.config, targetKey, caller.agentId);
   // Tool-routed messages must never show up inside a human-facing thread.
@@ -90,7 +93,8 @@ export async function sessionsSend(
       { runId, sessionKey: displayKey },
     );
   }
-  const target = await ensureSession(svc, targetKey);
+  // The entry resolving the key read a moment ago, else read (or created) now.
+  const target = resolved ?? (await ensureSession(svc, targetKey));
   // A denied target is an error, not a visibility matter: OpenClaw answers it as its agent RPC fails.
   if (sessionSendPolicy(svc.config, targetKey, target) === "deny")
     return toolError("send blocked by session policy", { runId, sessionKey: displayKey });

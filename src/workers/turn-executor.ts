@@ -21,7 +21,7 @@ import type { LeaseHandle } from "../runs/session-lease.js";
 import { isTerminal, type TerminalStatus, type Turn } from "../runs/turn.js";
 import type { TranscriptEntry, TranscriptMessage } from "../history/transcript-types.js";
 import { isSilentReply } from "../history/silent-reply.js";
-import { enqueueDelivery } from "../delivery/deliver.js";
+import { enqueueDelivery, enqueueOrSettleDelivery } from "../delivery/deliver.js";
 import { enqueueContinuation } from "../runs/continuation.js";
 import { sanitizeForHandoff } from "../history/handoff.js";
 import { interSessionProvenance } from "../runtimes/inter-session.js";
@@ -30,14 +30,19 @@ import { topicOpt, transcriptTopicOf } from "../session/transcript-topic.js";
 import { luaSafeJson, wellFormed } from "../text/well-formed.js";
 import { combineSignals } from "../runtimes/combined-signal.js";
 import type { BegunTurn } from "../runs/inbox.js";
-import type { RunRecord } from "../runs/run-records.js";
+import type { FinishPush, RawBegun, RunRecord } from "../runs/run-records.js";
+import { entryCache, knownEntry } from "../runs/entry-cache.js";
+import { requestDrain } from "../runs/enqueue.js";
+import { A2A_STEP, a2aStepOf, planA2AStep } from "../tools/a2a-flow.js";
 import type { SessionEntry } from "../session/session-entry.js";
 import type { HolderWriter } from "../transcript/holder-writer.js";
 
 /** How many recent transcript messages a runtime sees as history. */
 const HISTORY_LIMIT = 50;
+/** Times an agent-to-agent step is decided again because a session entry changed under it. */
+const MAX_FLOW_DECISIONS = 5;
 
-/** The turn the finish began after this one (see RunRecords.finishAndBegin): undefined when not asked. */
+/** The turn the finish began after this one (see RunRecords.finishStep): undefined when not asked. */
 export type NextTurn = BegunTurn | { corrupt: string } | null | undefined;
 
 export interface TurnOutcome {
@@ -378,12 +383,13 @@ export class TurnExecutor {
   }
 
   private async executeRegistered(
-    { turn, record, entry }: BegunTurn,
+    begun: BegunTurn,
     lease: LeaseHandle,
     controller: AbortController,
     beginNext: boolean | (() => boolean),
   ): Promise<TurnOutcome & { next?: NextTurn }> {
     const { svc } = this;
+    const { turn, record, entry } = begun;
     if (record?.cancelRequested) controller.abort(new Error(`run ${record.cancelRequested}`));
     if (record && isTerminal(record.status)) {
       // Finished before a crash freed the slot (or killed while queued): just free it now.
@@ -441,28 +447,62 @@ export class TurnExecutor {
 
     await this.enqueueFollowUps(turn, outcome);
     const notify = record ? { notify: record } : {};
-    if (!(typeof beginNext === "function" ? beginNext() : beginNext)) {
-      const finishedNow = await svc.runs.finish(
+    const begin = typeof beginNext === "function" ? beginNext() : beginNext;
+    const { finished, next } = await this.finishWithFlow(begun, lease, outcome, output, notify, begin);
+    // The next turn is begun (or the lease released): decode it first so a failure below cannot lose the release.
+    const begunNext = begin ? await svc.inbox.fromRaw(next, lease, true) : undefined;
+    if (finished) await this.updateSessionAfterRun(turn, entry, outcome, output);
+    return begin ? { ...outcome, next: begunNext } : outcome;
+  }
+
+  /**
+   * The finish (run-finish.lua), with the agent-to-agent step the outcome leads to applied in
+   * the same script: its turns queued atomically with the run turning terminal, its deliveries
+   * added just before (ids derived from the runId). The step is decided on the session entries
+   * this process knows (the one turn-begin read, the entry cache); the finish checks them and,
+   * if one changed, does nothing and hands back the current one to decide again.
+   */
+  private async finishWithFlow(
+    { turn, entryJson }: BegunTurn,
+    lease: LeaseHandle,
+    outcome: TurnOutcome,
+    output: RunOutput | undefined,
+    notify: { notify?: RunRecord },
+    beginNext: boolean,
+  ): Promise<{ finished: boolean; next: RawBegun | null }> {
+    const { svc } = this;
+    const flow = a2aStepOf(turn.continuation, turn.runId, outcome);
+    const cache = entryCache(svc);
+    if (flow && entryJson !== undefined) cache.set(turn.sessionKey, entryJson);
+    for (let attempt = 1; ; attempt++) {
+      const plan = flow ? await planA2AStep(svc, flow, async (key) => await knownEntry(svc, key)) : undefined;
+      const pushes: FinishPush[] = [];
+      for (const e of plan?.effects ?? []) {
+        if ("deliver" in e) await enqueueOrSettleDelivery(svc, e.deliver, e.entry);
+        else pushes.push({ turn: e.push, ...(e.ifExists ? { ifExists: e.ifExists } : {}) });
+      }
+      const res = await svc.runs.finishStep(
         lease,
         turn.runId,
         outcome.status,
-        resultFields(outcome, output),
-        notify,
+        { ...resultFields(outcome, output), ...(plan ? { a2a: JSON.stringify(plan.result) } : {}) },
+        { ...notify, beginNext, pushes, expectEntries: plan?.entries ?? [] },
       );
-      if (finishedNow) await this.updateSessionAfterRun(turn, entry, outcome, output);
-      return outcome;
+      if ("changed" in res) {
+        // Decided on an entry that changed since: decide again on the current one.
+        cache.set(res.changed.sessionKey, res.changed.raw);
+        if (attempt >= MAX_FLOW_DECISIONS)
+          throw new Error(`session ${res.changed.sessionKey} kept changing while run ${turn.runId} finished`);
+        continue;
+      }
+      // Queued into an idle session: wake its drainer (the script recorded the pending wake,
+      // which the maintenance sweep honours if this process dies first). A turn queued into
+      // this session and begun by the same finish needs no wake.
+      for (const [i, p] of pushes.entries())
+        if (res.pushed[i] === "wake" && !(p.turn.sessionKey === turn.sessionKey && res.next))
+          await requestDrain(svc, p.turn.sessionKey);
+      return res;
     }
-    const { finished, next } = await svc.runs.finishAndBegin(
-      lease,
-      turn.runId,
-      outcome.status,
-      resultFields(outcome, output),
-      { ...notify, releaseWhenEmpty: true },
-    );
-    // The next turn is begun (or the lease released): decode it first so a failure below cannot lose the release.
-    const begunNext = await svc.inbox.fromRaw(next, lease, true);
-    if (finished) await this.updateSessionAfterRun(turn, entry, outcome, output);
-    return { ...outcome, next: begunNext };
   }
 
   private async runRuntime(
@@ -586,7 +626,9 @@ export class TurnExecutor {
         kind: "reply",
       });
     }
-    await enqueueContinuation(svc, turn, outcome);
+    // An agent-to-agent step is applied by the finish itself (finishWithFlow); other
+    // continuations (a sub-agent's announce) are jobs.
+    if (turn.continuation?.name !== A2A_STEP) await enqueueContinuation(svc, turn, outcome);
   }
 
   /**

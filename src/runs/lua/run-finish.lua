@@ -7,13 +7,24 @@
   busy session costs one round trip per turn between runtimes; with nothing left it can release
   the lease too.
 
+  The turns the run's outcome leads to (the next agent-to-agent step) are queued in the same
+  step, with their records (push-turn.lua), so a finished run always has its next step queued
+  exactly once, whatever crashes: no job is added before the finish and no clean-up after it.
+  A push can be conditional on a key existing at the finish (the late flag of a sessions_send
+  caller that stopped waiting, set atomically against the run turning terminal). A push into
+  this same session comes before the next turn is begun, so the finish can begin it at once.
+  The steps were decided on session entries the worker knew (cached); each is checked first,
+  and when one changed nothing at all is done and the current entry is returned, so the worker
+  decides again on fresh data.
+
   The in-flight turn is recognised by the text `"runId":"<id>"` in its JSON (a plain search;
   inside a JSON string value every quote is escaped, so message text cannot fake it), never by
   decoding it: a decode that fails would keep the turn in-flight and re-run it forever.
 
   KEYS[1] lease, KEYS[2] run hash, KEYS[3] inflight list, KEYS[4] dead-letter hash,
-  KEYS[5] inbox list, KEYS[6] session entry, KEYS[7] pending wakes (all three only to begin the
-  next turn)
+  KEYS[5] inbox list, KEYS[6] session entry, KEYS[7] pending wakes,
+  KEYS[8 .. 7+C] session entries checked, then 4 keys per push: its run hash, inbox, inflight
+  list, and its condition key (any key when it has no condition)
   ARGV[1] token, ARGV[2] runId, ARGV[3] done channel, ARGV[4] record ttl seconds,
   ARGV[5] the turn's runId marker, ARGV[6] dead letter JSON ("" for none),
   ARGV[7] notification: the finished record as JSON, published after the runId and a newline so
@@ -21,24 +32,51 @@
   ARGV[8] "1": begin the next turn, ARGV[9] run key prefix, ARGV[10] now (ms),
   ARGV[11] "1": release the lease when there is no next turn,
   ARGV[12] pending-wake member suffix (`|<session key>`, see begin-next.lua),
-  ARGV[13..] field, value pairs (must include status and endedAt)
-  Returns 1 when finished now, 0 when the record was already terminal — or, when beginning the
-  next turn, { that number, the begun turn as turn-begin returns it or false } — or the error "STALE".
+  ARGV[13] C: session entries checked, ARGV[14] P: turns pushed,
+  then C expected entry JSONs ("": the session must not exist),
+  then per push: turn JSON, pending-wake member, "1" if conditional, N, then N record field/value items,
+  then field, value pairs of the finished record (must include status and endedAt)
+  Returns 1 when finished now, 0 when the record was already terminal; with a next turn asked
+  for or any check or push: { that number, the begun turn as turn-begin returns it or false,
+  { per push: 2 queued into an idle session, 1 queued, 0 runId existed, -1 condition not met }
+  (empty when not finished now) }; or { -1, index of the entry checked, its current JSON or
+  false } when a checked entry changed (nothing done); or the error "STALE".
 ]]
 --@include run-status
 --@include begin-next
+--@include push-turn
 if redis.call("GET", KEYS[1]) ~= ARGV[1] then
   return redis.error_reply("STALE")
+end
+local checks = tonumber(ARGV[13])
+local pushes = tonumber(ARGV[14])
+local a = 15
+for i = 1, checks do
+  local current = redis.call("GET", KEYS[7 + i])
+  local expected = ARGV[a]
+  if (expected == "" and current) or (expected ~= "" and current ~= expected) then
+    return { -1, i, current }
+  end
+  a = a + 1
+end
+local pushArgs = {}
+for p = 1, pushes do
+  local n = tonumber(ARGV[a + 3])
+  local fields = {}
+  for i = 1, n do fields[i] = ARGV[a + 3 + i] end
+  pushArgs[p] = { turn = ARGV[a], wake = ARGV[a + 1], conditional = ARGV[a + 2] == "1", fields = fields }
+  a = a + 4 + n
 end
 local head = redis.call("LINDEX", KEYS[3], 0)
 if head and string.find(head, ARGV[5], 1, true) then
   redis.call("LPOP", KEYS[3])
 end
 local finished = 0
+local pushed = {}
 local status = redis.call("HGET", KEYS[2], "status")
 if not is_terminal(status) then
   local fields = {}
-  for i = 13, #ARGV do fields[#fields + 1] = ARGV[i] end
+  for i = a, #ARGV do fields[#fields + 1] = ARGV[i] end
   redis.call("HSET", KEYS[2], unpack(fields))
   redis.call("EXPIRE", KEYS[2], tonumber(ARGV[4]))
   if ARGV[6] ~= "" then redis.call("HSET", KEYS[4], ARGV[2], ARGV[6]) end
@@ -48,8 +86,21 @@ if not is_terminal(status) then
     redis.call("PUBLISH", ARGV[3], ARGV[2])
   end
   finished = 1
+  for p = 1, pushes do
+    local k = 7 + checks + (p - 1) * 4
+    local push = pushArgs[p]
+    if push.conditional and redis.call("EXISTS", KEYS[k + 4]) == 0 then
+      pushed[p] = -1
+    else
+      pushed[p] = push_turn(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[7], push.turn, ARGV[4], ARGV[10],
+        push.wake, push.fields)
+    end
+  end
 end
-if ARGV[8] ~= "1" then return finished end
-local begun = begin_next(KEYS[5], KEYS[3], KEYS[6], ARGV[9], ARGV[10], KEYS[7], ARGV[12])
-if not begun and ARGV[11] == "1" then redis.call("DEL", KEYS[1]) end
-return { finished, begun or false }
+if ARGV[8] ~= "1" and checks == 0 and pushes == 0 then return finished end
+local begun = false
+if ARGV[8] == "1" then
+  begun = begin_next(KEYS[5], KEYS[3], KEYS[6], ARGV[9], ARGV[10], KEYS[7], ARGV[12]) or false
+  if not begun and ARGV[11] == "1" then redis.call("DEL", KEYS[1]) end
+end
+return { finished, begun, pushed }

@@ -24,19 +24,11 @@
   turns (nothing more to do), 0 when the runId already existed, or { -1, current entry JSON or
   false } when the entry changed (nothing queued).
 ]]
+--@include push-turn
 if ARGV[5] ~= "" then
   local entry = redis.call("GET", KEYS[5])
   if entry ~= ARGV[5] then return { -1, entry } end
 end
-if redis.call("EXISTS", KEYS[1]) == 1 then return 0 end
 local fields = {}
 for i = 6, #ARGV do fields[#fields + 1] = ARGV[i] end
-redis.call("HSET", KEYS[1], unpack(fields))
-redis.call("EXPIRE", KEYS[1], tonumber(ARGV[2]))
-local idle = redis.call("LLEN", KEYS[2]) == 0 and redis.call("LLEN", KEYS[3]) == 0
-redis.call("RPUSH", KEYS[2], ARGV[1])
-if idle then
-  redis.call("ZADD", KEYS[4], ARGV[3], ARGV[4])
-  return 2
-end
-return 1
+return push_turn(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], ARGV[4], fields)

@@ -1,0 +1,23 @@
+--[[
+  Shared by turn-push.lua and run-finish.lua (included with --@include; not a script itself).
+
+  push_turn(runKey, inboxKey, inflightKey, wakesKey, turnJson, ttl, now, wakeMember, fields):
+  queue a turn with its run record (status queued), once per runId. Returns 0 when the runId
+  already existed (nothing queued), 1 when queued behind other turns (the session's drain job
+  exists and reaches it), 2 when queued into an idle session (empty inbox, nothing in flight):
+  then a drain job must be added, and `wakeMember` is recorded in the pending-wakes zset until
+  a drainer takes the turn (begin-next.lua), so a caller that dies before adding it is covered
+  by the maintenance sweep.
+]]
+local function push_turn(runKey, inboxKey, inflightKey, wakesKey, turnJson, ttl, now, wakeMember, fields)
+  if redis.call("EXISTS", runKey) == 1 then return 0 end
+  redis.call("HSET", runKey, unpack(fields))
+  redis.call("EXPIRE", runKey, tonumber(ttl))
+  local idle = redis.call("LLEN", inboxKey) == 0 and redis.call("LLEN", inflightKey) == 0
+  redis.call("RPUSH", inboxKey, turnJson)
+  if idle then
+    redis.call("ZADD", wakesKey, now, wakeMember)
+    return 2
+  end
+  return 1
+end
