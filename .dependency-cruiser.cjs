@@ -23,7 +23,9 @@ module.exports = {
       severity: "error",
       from: { path: pure },
       to: {
-        path: "^src/(storage|transcript|queues|runs|rotation|runtimes|tools|gateway|rpc|mcp|workers|app|cli|inbound|subagents|delivery|metrics|deployment|doctor|import|auth)/",
+        path:
+          "^src/(storage|transcript|queues|runs|rotation|runtimes|tools|gateway|rpc|mcp|workers|app|cli|inbound|" +
+          "subagents|delivery|metrics|deployment|doctor|import|auth)/",
       },
     },
     {

@@ -62,7 +62,8 @@ async function main(): Promise<void> {
     const ctx: BenchContext = { redisUrl: redis.url, admin, quick: args.quick, rounds: args.rounds, log };
     const figures: Figure[] = FIGURES.filter((f) => !args.only || args.only.includes(f.id));
     log(
-      `bench: ${args.quick ? "quick" : "full"}, ${args.rounds} rounds, ${machine.cores} cores, node ${machine.node}, redis ${machine.redisVersion}, load ${loadBefore.toFixed(2)}`,
+      `bench: ${args.quick ? "quick" : "full"}, ${args.rounds} rounds, ${machine.cores} cores, ` +
+        `node ${machine.node}, redis ${machine.redisVersion}, load ${loadBefore.toFixed(2)}`,
     );
     for (const f of figures) {
       const t0 = Date.now();
@@ -87,7 +88,8 @@ async function main(): Promise<void> {
     const loadAfter = load1();
     console.log(renderTable(results));
     console.log(
-      `bench took ${(durationMs / 1000).toFixed(1)} s; load average ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after (${machine.cores} cores)`,
+      `bench took ${(durationMs / 1000).toFixed(1)} s; load average ${loadBefore.toFixed(2)} before, ` +
+        `${loadAfter.toFixed(2)} after (${machine.cores} cores)`,
     );
     const out =
       args.out ??

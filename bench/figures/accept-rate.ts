@@ -63,7 +63,11 @@ export const acceptRate: Figure = {
     return {
       id: this.id,
       title: this.title,
-      setup: `${n} \`agent\` RPCs per round over ${sessions} existing sessions, ${IN_FLIGHT} in flight on keep-alive connections, against a gateway-only process (no workers, so nothing but the accept path runs); the figure is requests answered per second. Baseline: the same requests against a fastify route doing one \`queue.add\`, no worker.`,
+      setup:
+        `${n} \`agent\` RPCs per round over ${sessions} existing sessions, ` +
+        `${IN_FLIGHT} in flight on keep-alive connections, against a gateway-only process (no workers, ` +
+        `so nothing but the accept path runs); the figure is requests answered per second. Baseline: ` +
+        `the same requests against a fastify route doing one \`queue.add\`, no worker.`,
       rows: [row],
       notes: [],
     };

@@ -182,7 +182,8 @@ export const roundTripsFigure: Figure = {
         bareRounds.push({ rt: w.client.roundTrips / n, cmd: w.serverTotal / n });
         if (i === 0)
           notes.push(
-            `bare job, client commands per job: ${topEntries(w.client.byName, n)}; Redis commands per job: ${topEntries(w.server, n, 12)}.`,
+            `bare job, client commands per job: ${topEntries(w.client.byName, n)}; Redis commands per job: ` +
+              `${topEntries(w.server, n, 12)}.`,
           );
       }
     } finally {
@@ -218,7 +219,8 @@ export const roundTripsFigure: Figure = {
           turnCmd.baseline.push(bareRounds[i]!.cmd);
           if (i === 0) {
             notes.push(
-              `turn, client commands per turn (${(w.client.commands / n).toFixed(1)} commands in ${(w.client.roundTrips / n).toFixed(1)} round trips): ${topEntries(w.client.byName, n, 14)}.`,
+              `turn, client commands per turn (${(w.client.commands / n).toFixed(1)} commands in ` +
+                `${(w.client.roundTrips / n).toFixed(1)} round trips): ${topEntries(w.client.byName, n, 14)}.`,
             );
             notes.push(`turn, Redis commands per turn: ${topEntries(w.server, n, 14)}.`);
           }
@@ -267,10 +269,15 @@ export const roundTripsFigure: Figure = {
           flowCmd.baseline.push(bareRounds[i]!.cmd);
           if (i === 0) {
             notes.push(
-              `sessions_send flow, whole chain including the asking turn: ${(flow.client.roundTrips / flows).toFixed(1)} round trips, ${(flow.serverTotal / flows).toFixed(1)} Redis commands; the asking turn alone (a plain alice turn): ${(plain.client.roundTrips / flows).toFixed(1)} round trips, ${(plain.serverTotal / flows).toFixed(1)} commands.`,
+              `sessions_send flow, whole chain including the asking turn: ` +
+                `${(flow.client.roundTrips / flows).toFixed(1)} round trips, ` +
+                `${(flow.serverTotal / flows).toFixed(1)} Redis commands; ` +
+                `the asking turn alone (a plain alice turn): ${(plain.client.roundTrips / flows).toFixed(1)} ` +
+                `round trips, ${(plain.serverTotal / flows).toFixed(1)} commands.`,
             );
             notes.push(
-              `sessions_send flow, client commands per flow (whole chain): ${topEntries(flow.client.byName, flows, 14)}.`,
+              `sessions_send flow, client commands per flow (whole chain): ` +
+                `${topEntries(flow.client.byName, flows, 14)}.`,
             );
           }
         });
@@ -285,13 +292,24 @@ export const roundTripsFigure: Figure = {
       id: this.id,
       title: this.title,
       setup:
-        `Per turn: ${n} echo turns over ${sessions} sessions enqueued at once (\`enqueueTurn\`), worker host concurrency ${CONCURRENCY}. ` +
-        `Per flow: ${flows} concurrent conversations (at most half the ${CONCURRENCY} worker slots, since an asking turn holds its slot while it waits) of two script agents (the rules of examples/two-agents.json5, one alice/bob pair of sessions each): alice's turn calls sessions_send to bob and waits for his answer, ` +
-        `then the reply-back loop (alice thanks, bob answers REPLY_SKIP) and bob's announce (recorded as a delivery without a route); ${RUNS_PER_FLOW} runs per flow. ` +
-        `A flow's figure is the whole chain minus a plain alice turn measured in the same round, i.e. what the sessions_send adds to the turn that calls it. ` +
-        `Baseline: ${n} bare BullMQ jobs added at once and processed by a no-op Worker with concurrency ${CONCURRENCY}, counted the same way. ` +
-        `Counting: client round trips and commands by wrapping ioredis \`Redis.prototype.sendCommand\` in the bench process (every client of the system under test; a pipeline or MULTI counts as one round trip; blocking commands of idle workers count; the bench's own clients do not); ` +
-        `Redis commands from INFO commandstats deltas (commands inside Lua counted, INFO excluded). A window closes ${quietMs} ms after the last Redis command once every expected run finished, so wind-down work is included.`,
+        `Per turn: ${n} echo turns over ${sessions} sessions enqueued at once (\`enqueueTurn\`), ` +
+        `worker host concurrency ${CONCURRENCY}. ` +
+        `Per flow: ${flows} concurrent conversations (at most half the ${CONCURRENCY} worker slots, ` +
+        `since an asking turn holds its slot while it waits) of two script agents (the rules of ` +
+        `examples/two-agents.json5, one alice/bob pair of sessions each): ` +
+        `alice's turn calls sessions_send to bob and waits for his answer, ` +
+        `then the reply-back loop (alice thanks, bob answers REPLY_SKIP) ` +
+        `and bob's announce (recorded as a delivery without a route); ${RUNS_PER_FLOW} runs per flow. ` +
+        `A flow's figure is the whole chain minus a plain alice turn measured in the same round, i.e. ` +
+        `what the sessions_send adds to the turn that calls it. ` +
+        `Baseline: ${n} bare BullMQ jobs added at once and processed by a no-op Worker with concurrency ` +
+        `${CONCURRENCY}, counted the same way. ` +
+        `Counting: client round trips and commands by wrapping ioredis \`Redis.prototype.sendCommand\` in ` +
+        `the bench process (every client of the system under test; a pipeline or MULTI counts as one round ` +
+        `trip; blocking commands of idle workers count; the bench's own clients do not); ` +
+        `Redis commands from INFO commandstats deltas (commands inside Lua counted, INFO excluded). ` +
+        `A window closes ${quietMs} ms after the last Redis command once every expected run finished, ` +
+        `so wind-down work is included.`,
       rows: [turnRt, turnCmd, flowRt, flowCmd],
       notes,
     };

@@ -66,7 +66,12 @@ export const sendAndWait: Figure = {
     return {
       id: this.id,
       title: this.title,
-      setup: `${samples} sequential sends per round into one session: \`agent\` RPC, then \`agent.wait\` RPC until the run is finished (HTTP, keep-alive), gateway and workers (echo runtime) in one process; the figure is the p50 of the round. Baseline: ${samples} sequential \`queue.add\` → \`job.waitUntilFinished\` (QueueEvents) with a bare Worker, in-process.`,
+      setup:
+        `${samples} sequential sends per round into one session: \`agent\` RPC, ` +
+        `then \`agent.wait\` RPC until the run is finished (HTTP, keep-alive), ` +
+        `gateway and workers (echo runtime) in one process; the figure is the p50 of the round. Baseline: ` +
+        `${samples} sequential \`queue.add\` → \`job.waitUntilFinished\` (QueueEvents) with a bare Worker, ` +
+        `in-process.`,
       rows: [row],
       notes: [],
     };

@@ -74,7 +74,13 @@ export const turnsHttp: Figure = {
     return {
       id: this.id,
       title: this.title,
-      setup: `${n} \`agent\` RPCs (fire-and-forget) over ${sessions} existing sessions, ${IN_FLIGHT} requests in flight on keep-alive connections, gateway and workers (concurrency ${CONCURRENCY}, echo runtime) in one process, until every run-done notification arrived. Baseline: the same ${n} requests against a fastify route doing one \`queue.add\`, a bare Worker (concurrency ${CONCURRENCY}, no-op) in the same process, until every job completed. The HTTP client runs in the same process for both sides.`,
+      setup:
+        `${n} \`agent\` RPCs (fire-and-forget) over ${sessions} existing sessions, ` +
+        `${IN_FLIGHT} requests in flight on keep-alive connections, gateway and workers (concurrency ` +
+        `${CONCURRENCY}, echo runtime) in one process, until every run-done notification arrived. Baseline: ` +
+        `the same ${n} requests against a fastify route doing one \`queue.add\`, ` +
+        `a bare Worker (concurrency ${CONCURRENCY}, no-op) in the same process, until every job completed. ` +
+        `The HTTP client runs in the same process for both sides.`,
       rows: [row],
       notes: [],
     };

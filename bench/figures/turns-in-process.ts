@@ -118,7 +118,12 @@ export const turnsInProcess: Figure = {
     return {
       id: this.id,
       title: this.title,
-      setup: `${n} turns over ${sessions} sessions (echo runtime), all enqueued at once with \`enqueueTurn\`, worker host concurrency ${CONCURRENCY}, until every run-done notification arrived. Baseline: ${n} bare BullMQ jobs added at once, a Worker with concurrency ${CONCURRENCY} and a no-op processor, until every job completed. Same process, same Redis, both warmed; the side that goes first alternates by round.`,
+      setup:
+        `${n} turns over ${sessions} sessions (echo runtime), all enqueued at once with \`enqueueTurn\`, ` +
+        `worker host concurrency ${CONCURRENCY}, until every run-done notification arrived. Baseline: ` +
+        `${n} bare BullMQ jobs added at once, a Worker with concurrency ${CONCURRENCY} and a no-op processor, ` +
+        `until every job completed. Same process, same Redis, both warmed; ` +
+        `the side that goes first alternates by round.`,
       rows,
       notes: [],
     };

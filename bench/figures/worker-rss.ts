@@ -109,10 +109,18 @@ export const workerRss: Figure = {
     return {
       id: this.id,
       title: this.title,
-      setup: `${queued} echo turns over ${sessions} sessions queued (\`enqueueTurn\`) before a \`switchboard worker\` process (concurrency ${CONCURRENCY}) starts; its VmRSS is read from /proc every 50 ms (reported in MB of 10^6 bytes) until every turn finished, the peak is the figure (a fresh deployment and process per round). Baseline: ${queued} jobs queued (addBulk) before a bare BullMQ worker process (no-op, concurrency ${CONCURRENCY}) starts, sampled the same way until all completed.${ctx.quick ? " Quick run: a twentieth of the backlog." : ""}`,
+      setup:
+        `${queued} echo turns over ${sessions} sessions queued (\`enqueueTurn\`) ` +
+        `before a \`switchboard worker\` process (concurrency ${CONCURRENCY}) starts; ` +
+        `its VmRSS is read from /proc every 50 ms (reported in MB of 10^6 bytes) until every turn finished, ` +
+        `the peak is the figure (a fresh deployment and process per round). Baseline: ` +
+        `${queued} jobs queued (addBulk) before a bare BullMQ worker process (no-op, ` +
+        `concurrency ${CONCURRENCY}) starts, sampled the same way until all completed.` +
+        `${ctx.quick ? " Quick run: a twentieth of the backlog." : ""}`,
       rows: [row],
       notes: [
-        `drain time of the backlog by the switchboard worker, per round: ${drains.map((d) => `${(d / 1000).toFixed(1)} s`).join(", ")}.`,
+        `drain time of the backlog by the switchboard worker, per round: ` +
+          `${drains.map((d) => `${(d / 1000).toFixed(1)} s`).join(", ")}.`,
       ],
     };
   },

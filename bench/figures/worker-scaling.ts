@@ -87,7 +87,13 @@ export const workerScaling: Figure = {
     return {
       id: this.id,
       title: this.title,
-      setup: `\`switchboard worker\` processes (from dist/, concurrency ${perProcess} each), script runtime answering after \`delayMs: ${DELAY_MS}\`; ${n} turns per round over ${sessions} sessions (4x the ${2 * perProcess} slots of two processes), enqueued at once by the bench process. Rounds with one process first, then the second process joins for the two-process rounds; round i of each is paired. Throughput is the steady part of a round (finishes between the 10th and 90th percentile finish times). Ideal for this shape: 2x.`,
+      setup:
+        `\`switchboard worker\` processes (from dist/, concurrency ${perProcess} each), ` +
+        `script runtime answering after \`delayMs: ${DELAY_MS}\`; ${n} turns per round over ${sessions} ` +
+        `sessions (4x the ${2 * perProcess} slots of two processes), enqueued at once by the bench process. ` +
+        `Rounds with one process first, then the second process joins for the two-process rounds; ` +
+        `round i of each is paired. Throughput is the steady part of a round (finishes between the 10th and ` +
+        `90th percentile finish times). Ideal for this shape: 2x.`,
       rows: [row],
       notes: [],
     };

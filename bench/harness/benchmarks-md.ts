@@ -37,7 +37,8 @@ export function renderBenchmarksMd(results: FigureResult[], run: RunInfo): strin
     `- command: \`${run.command}\`${run.quick ? " (quick: fewer units, not comparable with a full run)" : ""}`,
     `- rounds: ${run.rounds}; the bench took ${(run.durationMs / 1000).toFixed(1)} s`,
     `- machine: ${m.cores} cores (${m.cpuModel}), ${m.memGiB.toFixed(1)} GiB RAM, ${m.platform}`,
-    `- node ${m.node}, redis-server ${m.redisVersion} (private instance started by the bench: AOF on, appendfsync everysec)`,
+    `- node ${m.node}, redis-server ${m.redisVersion} (private instance started by the bench: AOF on, ` +
+      `appendfsync everysec)`,
     `- load average (1 min): ${run.loadBefore.toFixed(2)} before, ${run.loadAfter.toFixed(2)} after`,
   ];
   if (busy) {
@@ -59,7 +60,9 @@ export function renderBenchmarksMd(results: FigureResult[], run: RunInfo): strin
       const s = summarize(row);
       const skipped = s.verdict === "skipped";
       out.push(
-        `| ${MARK[s.verdict]} | (${f.id}) ${cell(row.label)} | ${cell(formatJudged(row, s))} | ${skipped ? "" : `${formatValue(s.measured)} ${row.unit}`} | ${skipped ? "" : `${formatValue(s.baseline)} ${cell(row.unit)} (${cell(row.baselineLabel)})`} |`,
+        `| ${MARK[s.verdict]} | (${f.id}) ${cell(row.label)} | ${cell(formatJudged(row, s))} | ` +
+          `${skipped ? "" : `${formatValue(s.measured)} ${row.unit}`} | ` +
+          `${skipped ? "" : `${formatValue(s.baseline)} ${cell(row.unit)} (${cell(row.baselineLabel)})`} |`,
       );
     }
   }
@@ -68,7 +71,9 @@ export function renderBenchmarksMd(results: FigureResult[], run: RunInfo): strin
     for (const row of f.rows) {
       const s = summarize(row);
       out.push(
-        `**${row.label}**${row.target ? ` — target ${formatTarget(row.target, row.unit)}` : " — no target (information)"}: ${MARK[s.verdict]}`,
+        `**${row.label}**` +
+          `${row.target ? ` — target ${formatTarget(row.target, row.unit)}` : " — no target (information)"}: ` +
+          `${MARK[s.verdict]}`,
         "",
       );
       if (s.verdict === "skipped") {
@@ -79,11 +84,14 @@ export function renderBenchmarksMd(results: FigureResult[], run: RunInfo): strin
       row.measured.forEach((v, i) => {
         const b = row.baseline[i];
         out.push(
-          `| ${i + 1} | ${formatValue(v)} ${row.unit} | ${b === undefined ? "" : `${formatValue(b)} ${row.unit}`} | ${formatRatio(s.ratios[i] ?? Number.NaN)} |`,
+          `| ${i + 1} | ${formatValue(v)} ${row.unit} | ` +
+            `${b === undefined ? "" : `${formatValue(b)} ${row.unit}`} | ` +
+            `${formatRatio(s.ratios[i] ?? Number.NaN)} |`,
         );
       });
       out.push(
-        `| **median** | **${formatValue(s.measured)} ${row.unit}** | **${formatValue(s.baseline)} ${row.unit}** | **${formatRatio(s.ratio)}** |`,
+        `| **median** | **${formatValue(s.measured)} ${row.unit}** | ` +
+          `**${formatValue(s.baseline)} ${row.unit}** | **${formatRatio(s.ratio)}** |`,
         "",
       );
       out.push(`Baseline: ${row.baselineLabel}.`, "");

@@ -78,7 +78,8 @@ export async function startEmbeddedRedis(stateDir: string): Promise<EmbeddedRedi
     );
   } catch (err) {
     throw new Error(
-      `cannot start redis-server (${(err as Error).message}); install it (apt-get install -y redis-server) or set REDIS_URL`,
+      `cannot start redis-server (${(err as Error).message}); install it (apt-get install -y redis-server) ` +
+        `or set REDIS_URL`,
     );
   }
   const failed = new Promise<never>((_, reject) => {

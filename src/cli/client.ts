@@ -33,7 +33,8 @@ export function redisUnavailable(url: string, cause: string): RpcCallError {
   return new RpcCallError(
     "redis_unavailable",
     `Redis does not answer at ${url} (${cause}). Start Redis (\`redis-server\`, or \`docker compose up -d redis\`), ` +
-      "or point Switchboard at yours with REDIS_URL or redis.url in the config file (--config); `switchboard doctor` checks the setup.",
+      "or point Switchboard at yours with REDIS_URL or redis.url in the config file (--config); " +
+      "`switchboard doctor` checks the setup.",
   );
 }
 
@@ -43,7 +44,8 @@ export function gatewayUnreachable(base: string, err: unknown): RpcCallError {
   const why = cause?.code ?? cause?.message ?? (err as Error)?.message ?? String(err);
   return new RpcCallError(
     "gateway_unreachable",
-    `the gateway does not answer at ${base} (${why}). Start one (\`switchboard start\` or \`switchboard gateway\`) or fix --url / SWITCHBOARD_URL; ` +
+    `the gateway does not answer at ${base} (${why}). Start one ` +
+      `(\`switchboard start\` or \`switchboard gateway\`) or fix --url / SWITCHBOARD_URL; ` +
       "without --url, sessions, history and status read Redis directly.",
   );
 }

@@ -14,7 +14,12 @@ export function formatTable(rows: Record<string, unknown>[], columns: string[]):
       .map((v, i) => (numeric[i] ? fit(v, widths[i]!).padStart(widths[i]!) : fit(v, widths[i]!).padEnd(widths[i]!)))
       .join("  ")
       .trimEnd();
-  return `${[line(columns), line(widths.map((w) => "-".repeat(w))), ...rows.map((r) => line(columns.map((c) => cell(r[c]))))].join("\n")}\n`;
+  const lines = [
+    line(columns),
+    line(widths.map((w) => "-".repeat(w))),
+    ...rows.map((r) => line(columns.map((c) => cell(r[c])))),
+  ];
+  return `${lines.join("\n")}\n`;
 }
 
 export function printTable(rows: Record<string, unknown>[], columns: string[]): void {

@@ -17,7 +17,9 @@ import type { SessionEntry } from "../session/session-entry.js";
 
 export type { DeliverData } from "../queues/jobs.js";
 
-/** What queueing and sending a delivery reads and writes: the channels in the config, the log, the send policy's entry. */
+/**
+ * What queueing and sending a delivery reads and writes: the channels in the config, the log, the send policy's entry.
+ */
 export interface DeliveryDeps {
   config: Config;
   redis: RedisClient;

@@ -78,7 +78,8 @@ export function fingerprintDifferences(mine: ConfigFingerprint, theirs: ConfigFi
     out.push(`default agent: here "${mine.defaultAgent}", deployment "${theirs.defaultAgent}"`);
   if (mine.defaultRuntime.digest !== theirs.defaultRuntime.digest) {
     out.push(
-      `agents.defaults.runtime: here ${describeRuntime(mine.defaultRuntime)}, deployment ${describeRuntime(theirs.defaultRuntime)}`,
+      `agents.defaults.runtime: here ${describeRuntime(mine.defaultRuntime)}, ` +
+        `deployment ${describeRuntime(theirs.defaultRuntime)}`,
     );
   }
   const ids = [...new Set([...Object.keys(mine.agents), ...Object.keys(theirs.agents)])].sort();

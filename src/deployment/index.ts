@@ -55,7 +55,8 @@ export function sharingSummary(self: Pick<ProcessRecord, "prefix">, others: Live
     .sort(([a], [b]) => (a === self.prefix ? -1 : b === self.prefix ? 1 : a.localeCompare(b)))
     .map(
       ([prefix, ps]) =>
-        `${countRoles(ps)} on prefix "${prefix}"${prefix === self.prefix ? " (this deployment)" : " (another deployment)"}`,
+        `${countRoles(ps)} on prefix ` +
+        `"${prefix}"${prefix === self.prefix ? " (this deployment)" : " (another deployment)"}`,
     );
   const who = others.length === 1 ? "1 other Switchboard process" : `${others.length} other Switchboard processes`;
   return `SHARED with ${who}: ${parts.join("; ")}`;

@@ -92,7 +92,9 @@ export async function checkRedis(redis: RedisClient, url: string): Promise<Findi
     out.push({
       check: "redis",
       level: "fail",
-      message: `maxmemory-policy is ${policy}: Redis may evict queue jobs, leases and session entries under memory pressure`,
+      message:
+        `maxmemory-policy is ${policy}: ` +
+        `Redis may evict queue jobs, leases and session entries under memory pressure`,
       fix: "CONFIG SET maxmemory-policy noeviction (and put it in redis.conf)",
     });
   }
@@ -135,7 +137,9 @@ export function checkStorage(config: Config): Finding[] {
     {
       check: "storage",
       level: "ok",
-      message: `${dir} writable, ${fs.type}, ${formatBytes(fs.freeBytes)} free of ${formatBytes(fs.totalBytes)}${note?.level === "ok" ? ` (${note.note})` : ""}`,
+      message:
+        `${dir} writable, ${fs.type}, ${formatBytes(fs.freeBytes)} free of ` +
+        `${formatBytes(fs.totalBytes)}${note?.level === "ok" ? ` (${note.note})` : ""}`,
     },
   ];
   if (note?.level === "warn")
@@ -171,7 +175,9 @@ export async function checkStorageFault(svc: DoctorDeps): Promise<Finding[]> {
     {
       check: "storage",
       level: "fail",
-      message: `workers report transcript writes failing since ${new Date(fault.since).toISOString()} (${fault.code}: ${fault.message}); turns are parked`,
+      message:
+        `workers report transcript writes failing since ${new Date(fault.since).toISOString()} (${fault.code}: ` +
+        `${fault.message}); turns are parked`,
       fix: "fix the storage on the workers' hosts; parked turns resume by themselves",
     },
   ];
@@ -226,7 +232,11 @@ export function judgeProcesses(config: Config, all: LiveProcess[], nowMs: number
     {
       check: "processes",
       level: "ok",
-      message: `prefix "${config.redis.prefix}": ${summary}${otherPrefixes.length ? `; other prefixes on this Redis: ${otherPrefixes.map((p) => `"${p}"`).join(", ")}` : ""}`,
+      message:
+        `prefix "${config.redis.prefix}": ${summary}` +
+        (otherPrefixes.length
+          ? `; other prefixes on this Redis: ${otherPrefixes.map((p) => `"${p}"`).join(", ")}`
+          : ""),
     },
   ];
   const byHash = new Map<string, LiveProcess[]>();
@@ -238,7 +248,10 @@ export function judgeProcesses(config: Config, all: LiveProcess[], nowMs: number
       out.push({
         check: "processes",
         level: "fail",
-        message: `${g.map(describeProcess).join(", ")} run${g.length === 1 ? "s" : ""} other agents/runtimes than ${groups[0]!.map(describeProcess).join(", ")}: ${fingerprintDifferences(g[0]!.fingerprint, ref).join("; ")}`,
+        message:
+          `${g.map(describeProcess).join(", ")} run${g.length === 1 ? "s" : ""} other agents/runtimes than ` +
+          `${groups[0]!.map(describeProcess).join(", ")}: ` +
+          `${fingerprintDifferences(g[0]!.fingerprint, ref).join("; ")}`,
         fix: "restart them with one config",
       });
     }
@@ -246,10 +259,11 @@ export function judgeProcesses(config: Config, all: LiveProcess[], nowMs: number
   const here: ConfigFingerprint = configFingerprint(config);
   const reference = mine.find((p) => !p.forced)?.fingerprint;
   if (reference && reference.hash !== here.hash) {
+    const differences = fingerprintDifferences(here, reference).join("; ");
     out.push({
       check: "processes",
       level: "warn",
-      message: `this config differs from the running deployment's: ${fingerprintDifferences(here, reference).join("; ")}`,
+      message: `this config differs from the running deployment's: ${differences}`,
       fix: "a worker or gateway started with it would be refused (or pass --force)",
     });
   }
@@ -286,7 +300,9 @@ export function judgeClocks(localSkewMs: number, processes: LiveProcess[]): Find
   out.push({
     check: "clock",
     level: "ok",
-    message: `this host is ${ahead(localSkewMs)} Redis${processes.length ? `; registered processes within ${worst} ms of it` : ""}`,
+    message:
+      `this host is ${ahead(localSkewMs)} ` +
+      `Redis${processes.length ? `; registered processes within ${worst} ms of it` : ""}`,
   });
   const fix = "synchronise the clocks (NTP: chrony or systemd-timesyncd)";
   if (Math.abs(localSkewMs) > MAX_CLOCK_SKEW_MS)
@@ -357,13 +373,17 @@ export function judgeAlive(
     return {
       check: "alive",
       level: "ok",
-      message: `${fresh.map(describeProcess).join(", ")}: heartbeat ${Math.round((nowMs - fresh[0]!.heartbeatAt) / 1000)} s ago`,
+      message:
+        `${fresh.map(describeProcess).join(", ")}: heartbeat ` +
+        `${Math.round((nowMs - fresh[0]!.heartbeatAt) / 1000)} s ago`,
     };
   if (match.length)
     return {
       check: "alive",
       level: "fail",
-      message: `${describeProcess(match[0]!)} has not sent a heartbeat for ${Math.round((nowMs - match[0]!.heartbeatAt) / 1000)} s`,
+      message:
+        `${describeProcess(match[0]!)} has not sent a heartbeat for ` +
+        `${Math.round((nowMs - match[0]!.heartbeatAt) / 1000)} s`,
       fix: "it is stuck: restart it",
     };
   return {

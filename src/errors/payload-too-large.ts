@@ -11,7 +11,8 @@ export class PayloadTooLargeError extends SwitchboardError {
       : "request body is too large";
     const limit = opts.field
       ? `the message limit is ${opts.limitBytes} bytes of UTF-8 text`
-      : `the body limit is ${opts.bodyLimitBytes} bytes (messages may have up to ${opts.limitBytes} bytes of UTF-8 text)`;
+      : `the body limit is ${opts.bodyLimitBytes} bytes ` +
+        `(messages may have up to ${opts.limitBytes} bytes of UTF-8 text)`;
     super("payload_too_large", `${what}; ${limit} (gateway.limits.messageBytes)`, {
       limitBytes: opts.limitBytes,
       ...(opts.field ? { field: opts.field } : {}),

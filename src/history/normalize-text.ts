@@ -205,7 +205,10 @@ function stripRelevantMemories(text: string): string {
 const MINIMAX_WRAPPER_RE = /<\/?minimax:tool_call>/gi;
 const INVOKE_OPEN_RE = /<invoke\b[^<>]*>/gi;
 
-/** MiniMax leaks tool calls as `<invoke name=…>…</invoke>` inside `<minimax:tool_call>`; only then is `<invoke>` touched. */
+/**
+ * MiniMax leaks tool calls as `<invoke name=…>…</invoke>` inside `<minimax:tool_call>`; only then is `<invoke>`
+ * touched.
+ */
 function stripMinimaxToolCalls(text: string): string {
   if (!/minimax:tool_call/i.test(text)) return text;
   const code = findCodeRegions(text);
@@ -296,7 +299,10 @@ function stripToolCallXml(text: string): string {
   return out;
 }
 
-/** End of a JSON-ish value starting at `start` (after blanks); the text's end when it never closes; null when none is there. */
+/**
+ * End of a JSON-ish value starting at `start` (after blanks); the text's end when it never closes; null when none is
+ * there.
+ */
 function consumeJsonish(input: string, start: number): number | null {
   let index = start;
   while (index < input.length && /[ \t\r\n]/.test(input[index] ?? "")) index += 1;

@@ -94,7 +94,8 @@ const VALUE_PATTERNS: ValuePattern[] = [
   {
     name: "assignment",
     re: new RegExp(
-      String.raw`(?<![A-Za-z0-9_-])(?<name>[A-Za-z0-9_-]*?(?:key|token|secret|passwd|password))["']?[ \t]*[=:][ \t]*${ASSIGNED_VALUE}`,
+      "(?<![A-Za-z0-9_-])(?<name>[A-Za-z0-9_-]*?(?:key|token|secret|passwd|password))" +
+        String.raw`["']?[ \t]*[=:][ \t]*${ASSIGNED_VALUE}`,
       "dgi",
     ),
     accept: (m) => isSecretName(m.groups?.name ?? ""),
@@ -103,12 +104,20 @@ const VALUE_PATTERNS: ValuePattern[] = [
   // JSON fields: `"apiKey": "…"` (key case-insensitive, escaped quotes inside the value allowed).
   {
     name: "json",
-    re: /"(?:api[Kk]ey|api_key|token|secret|password|passwd|access[Tt]oken|access_token|refresh[Tt]oken|refresh_token)"\s*:\s*"(?<v>(?:[^"\\\n]|\\.)+)"/dgi,
+    re: new RegExp(
+      '"(?:api[Kk]ey|api_key|token|secret|password|passwd|access[Tt]oken|access_token|' +
+        String.raw`refresh[Tt]oken|refresh_token)"\s*:\s*"(?<v>(?:[^"\\\n]|\\.)+)"`,
+      "dgi",
+    ),
   },
   // CLI flags: `--api-key VALUE`, `--token=VALUE`; `--token-file` is another flag and is kept.
   {
     name: "cli",
-    re: /--(?:api[-_]?key|hook[-_]token|token|secret|password|passwd)(?:[ \t]+|=)(?:"(?<v>[^"\n]+)"|'(?<v2>[^'\n]+)'|(?<v3>[^\s"']+))/dg,
+    re: new RegExp(
+      String.raw`--(?:api[-_]?key|hook[-_]token|token|secret|password|passwd)(?:[ \t]+|=)` +
+        String.raw`(?:"(?<v>[^"\n]+)"|'(?<v2>[^'\n]+)'|(?<v3>[^\s"']+))`,
+      "dg",
+    ),
   },
   // Authorization headers (any token length).
   { name: "authorization", re: /\b[Aa]uthorization\s*[:=]\s*[Bb]earer\s+(?<v>[A-Za-z0-9._\-+=/~]+)/dg },

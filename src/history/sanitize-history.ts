@@ -48,7 +48,9 @@ export interface SanitizeHistoryResult {
   truncated: boolean;
   /** Messages were dropped by the byte cap or replaced by the hard cap. */
   droppedMessages: boolean;
-  /** A text field was cut, a thinking signature or image data removed, or a message replaced by the 128 KB placeholder. */
+  /**
+   * A text field was cut, a thinking signature or image data removed, or a message replaced by the 128 KB placeholder.
+   */
   contentTruncated: boolean;
   /** At least one credential was masked. */
   contentRedacted: boolean;

@@ -67,13 +67,16 @@ export function formatImportSummary(r: ImportReport, examplesPerReason = 3): str
   out.push(`${r.dryRun ? "Dry run (nothing written)" : "Imported"} from ${r.stateDir}`);
   out.push(`  stores: ${r.stores.json.length} sessions.json, ${r.stores.sqlite.length} SQLite`);
   out.push(
-    `  sessions: ${s.found} found, ${s.created} ${r.dryRun ? "to create" : "created"}, ${s.updated} ${r.dryRun ? "to update" : "updated"}, ` +
+    `  sessions: ${s.found} found, ${s.created} ${r.dryRun ? "to create" : "created"}, ` +
+      `${s.updated} ${r.dryRun ? "to update" : "updated"}, ` +
       `${s.unchanged} unchanged, ${s.keptNewer} kept (newer in Switchboard), ${s.skipped} skipped`,
   );
   const ls = t.linesSkipped;
   out.push(
-    `  transcripts: ${t.read} read, ${t.linesWritten} lines ${r.dryRun ? "to write" : "written"}, ${t.linesPresent} already present, ` +
-      `${ls.unparseable + ls.not_an_entry + ls.unreadable} lines skipped (${ls.unparseable} unparseable, ${ls.not_an_entry} not an entry, ${ls.unreadable} unreadable)`,
+    `  transcripts: ${t.read} read, ${t.linesWritten} lines ${r.dryRun ? "to write" : "written"}, ` +
+      `${t.linesPresent} already present, ` +
+      `${ls.unparseable + ls.not_an_entry + ls.unreadable} lines skipped (${ls.unparseable} unparseable, ` +
+      `${ls.not_an_entry} not an entry, ${ls.unreadable} unreadable)`,
   );
   const byReason = new Map<string, typeof r.skipped>();
   for (const k of r.skipped) byReason.set(k.reason, [...(byReason.get(k.reason) ?? []), k]);

@@ -91,7 +91,8 @@ function sqliteTranscript(db: Database, dbFile: string, sessionId: string): Tran
     describe: `${dbFile}#${sessionId}`,
     async *lines(): AsyncIterable<RawTranscriptLine> {
       const stmt = db.prepare(
-        "SELECT seq, event_json, event_zstd FROM transcript_events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+        "SELECT seq, event_json, event_zstd FROM transcript_events " +
+          "WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
       );
       try {
         let after = -Infinity;

@@ -253,7 +253,8 @@ export function continuationOf(
 export class InvalidJobDataError extends Error {
   constructor(kind: string, error: z.ZodError) {
     super(
-      `invalid ${kind} job data: ${error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ")}`,
+      `invalid ${kind} job data: ` +
+        `${error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ")}`,
     );
     this.name = "InvalidJobDataError";
   }

@@ -243,7 +243,8 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
         ...(noWorker
           ? {
               error:
-                "no worker is consuming the runs queue: the run waits until one starts (switchboard worker, or switchboard start)",
+                "no worker is consuming the runs queue: the run waits until one starts " +
+                "(switchboard worker, or switchboard start)",
             }
           : {}),
         ...(record.startedAt ? { startedAt: record.startedAt } : {}),

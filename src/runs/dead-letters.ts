@@ -16,7 +16,10 @@ export interface DeadLetter {
   sessionKey: string;
   /** Why the turn was given up. */
   reason: string;
-  /** `storage`: storage stayed unavailable past the deadline; `permanent`: the turn cannot run; `corrupt`: unreadable turn data. */
+  /**
+   * `storage`: storage stayed unavailable past the deadline; `permanent`: the turn cannot run; `corrupt`: unreadable
+   * turn data.
+   */
   kind: "storage" | "permanent" | "corrupt";
   failedAt: number;
   /** How many times this message was replayed before (0 for a first failure). */

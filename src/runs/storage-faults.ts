@@ -63,8 +63,10 @@ export class StorageFaults {
     const expired = now - since >= this.deadlineMs;
     const until = new Date(since + this.deadlineMs).toISOString();
     const reason = expired
-      ? `transcript storage unavailable since ${new Date(since).toISOString()} (${fault.code}): gave up after ${Math.round((now - since) / 60_000)} min`
-      : `transcript storage unavailable (${fault.code}: ${fault.message}); the run is parked and retried until ${until}`;
+      ? `transcript storage unavailable since ${new Date(since).toISOString()} (${fault.code}): ` +
+        `gave up after ${Math.round((now - since) / 60_000)} min`
+      : `transcript storage unavailable (${fault.code}: ${fault.message}); ` +
+        `the run is parked and retried until ${until}`;
     const first = previous ? (JSON.parse(previous) as StorageFaultReport).since : now;
     const report: StorageFaultReport = {
       code: fault.code,

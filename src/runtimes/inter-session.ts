@@ -29,7 +29,9 @@ export function interSessionProvenance(source: InterSessionSource): Provenance {
   };
 }
 
-/** `[Inter-session message] sourceSession=… sourceChannel=… sourceTool=… sourceRunId=… isUser=false` + newline + text. */
+/**
+ * `[Inter-session message] sourceSession=… sourceChannel=… sourceTool=… sourceRunId=… isUser=false` + newline + text.
+ */
 export function markInterSession(text: string, provenance: Provenance): string {
   if (text.startsWith(INTER_SESSION_MARKER)) return text;
   const parts = [INTER_SESSION_MARKER];

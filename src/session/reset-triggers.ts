@@ -142,7 +142,11 @@ function unique(list: string[]): string | undefined {
 
 /** The fixed greeting instruction used for a bare `/new` or `/reset`. */
 export const GREETING_PROMPT =
-  "A new session was started via /new or /reset. If runtime-provided startup context is included for this first turn, use it before responding to the user. Then greet the user in your configured persona, if one is provided. Be yourself - use your defined voice, mannerisms, and mood. Keep it to 1-3 sentences and ask what they want to do. If the runtime model differs from default_model in the system prompt, mention the default model. Do not mention internal steps, files, tools, or reasoning.";
+  "A new session was started via /new or /reset. If runtime-provided startup context is included for this " +
+  "first turn, use it before responding to the user. Then greet the user in your configured persona, " +
+  "if one is provided. Be yourself - use your defined voice, mannerisms, and mood. " +
+  "Keep it to 1-3 sentences and ask what they want to do. If the runtime model differs from default_model in " +
+  "the system prompt, mention the default model. Do not mention internal steps, files, tools, or reasoning.";
 
 /** The greeting turn's user text: the fixed prompt plus a `Current time: …` line. */
 export function greetingPrompt(now: number, timeZone: string = hostTimeZone()): string {
@@ -165,7 +169,9 @@ export function currentTimeLine(now: number, timeZone: string = hostTimeZone()):
   }).formatToParts(new Date(now));
   const get = (type: Intl.DateTimeFormatPartTypes): string => parts.find((p) => p.type === type)?.value ?? "";
   const day = Number(get("day"));
-  const local = `${get("weekday")}, ${get("month")} ${day}${ordinalSuffix(day)}, ${get("year")} - ${get("hour")}:${get("minute")} ${get("dayPeriod").toUpperCase()}`;
+  const local =
+    `${get("weekday")}, ${get("month")} ${day}${ordinalSuffix(day)}, ` +
+    `${get("year")} - ${get("hour")}:${get("minute")} ${get("dayPeriod").toUpperCase()}`;
   const iso = new Date(now).toISOString();
   const utc = `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
   return `Current time: ${local} (${timeZone}) / ${utc}`;

@@ -100,9 +100,12 @@ export function announceBody(f: AnnounceFacts): string {
 }
 
 export const SUBAGENT_ACTION =
-  "Convert this completion into a concise internal orchestration update for your parent agent in your own words. If this result is duplicate or no update is needed, reply ONLY: NO_REPLY.";
+  "Convert this completion into a concise internal orchestration update for your parent agent in your own " +
+  "words. If this result is duplicate or no update is needed, reply ONLY: NO_REPLY.";
 export const USER_ACTION =
-  "The result above was already posted to the user's chat. Reply only if you have something to add (for example a summary once all expected completions arrived); otherwise reply ONLY: NO_REPLY.";
+  "The result above was already posted to the user's chat. " +
+  "Reply only if you have something to add (for example a summary once all expected completions arrived); " +
+  "otherwise reply ONLY: NO_REPLY.";
 
 /** The requester's turn: the block, marked as runtime-generated data, with what to do next. */
 export function announceTurnText(f: AnnounceFacts): string {

@@ -25,7 +25,10 @@ export function deliveryParamError(key: string): string {
 }
 
 export function invalidAgentIdError(agentId: string): string {
-  return `Invalid agentId "${agentId}". Agent IDs must match [a-z0-9][a-z0-9_-]{0,63}. Use agents_list to discover valid targets.`;
+  return (
+    `Invalid agentId "${agentId}". Agent IDs must match [a-z0-9][a-z0-9_-]{0,63}. ` +
+    `Use agents_list to discover valid targets.`
+  );
 }
 
 export function isValidAgentId(agentId: string): boolean {
@@ -82,19 +85,25 @@ export function maxChildrenError(active: number, max: number): string {
 }
 
 export const REQUIRE_AGENT_ID_ERROR =
-  "sessions_spawn requires explicit agentId when requireAgentId is configured. Use agents_list to see allowed agent ids.";
+  "sessions_spawn requires explicit agentId when requireAgentId is configured. " +
+  "Use agents_list to see allowed agent ids.";
 export const SANDBOX_INHERIT_ERROR =
   "Sandboxed sessions cannot spawn unsandboxed subagents. Set a sandboxed target agent or use the same agent runtime.";
 export const SANDBOX_REQUIRE_ERROR =
-  'sessions_spawn sandbox="require" needs a sandboxed target runtime. Pick a sandboxed agentId or use sandbox="inherit".';
+  'sessions_spawn sandbox="require" needs a sandboxed target runtime. ' +
+  'Pick a sandboxed agentId or use sandbox="inherit".';
 export const MODE_SESSION_ERROR = 'mode="session" requires thread=true so the subagent can stay bound to a thread.';
 export const THREAD_UNAVAILABLE_ERROR =
   "thread=true is unavailable because no channel plugin registered subagent_spawning hooks.";
 export const ACP_UNSUPPORTED_ERROR =
-  'runtime="acp" is not supported by Switchboard: external harness agents (ACP) cannot be spawned. Use runtime="subagent" (the default).';
+  'runtime="acp" is not supported by Switchboard: external harness agents (ACP) cannot be spawned. ' +
+  'Use runtime="subagent" (the default).';
 
 export const SPAWN_NOTE =
-  "Auto-announce is push-based. After spawning children, do NOT call sessions_list, sessions_history, exec sleep, or any polling tool. Wait for completion events to arrive as user messages, track expected child session keys, and only send your final answer after ALL expected completions arrive. If a child completion event arrives AFTER your final answer, reply ONLY with NO_REPLY.";
+  "Auto-announce is push-based. After spawning children, do NOT call sessions_list, sessions_history, " +
+  "exec sleep, or any polling tool. Wait for completion events to arrive as user messages, " +
+  "track expected child session keys, and only send your final answer after ALL expected completions arrive. " +
+  "If a child completion event arrives AFTER your final answer, reply ONLY with NO_REPLY.";
 
 export function invalidThinkingError(level: string): string {
   return `Invalid thinking level "${level}". Use one of: ${THINKING_LEVELS.join(", ")}.`;
@@ -116,7 +125,8 @@ export function roleAt(depth: number, maxDepth: number): "orchestrator" | "leaf"
 /** The child's first message: context lines, then the task (blank-line separated). */
 export function childTaskMessage(task: string, depth: number, maxDepth: number): string {
   return [
-    `[Subagent Context] You are running as a subagent (depth ${depth}/${maxDepth}). Results auto-announce to your requester; do not busy-poll for status.`,
+    `[Subagent Context] You are running as a subagent (depth ${depth}/${maxDepth}). ` +
+      `Results auto-announce to your requester; do not busy-poll for status.`,
     `[Subagent Task]: ${task}`,
   ].join("\n\n");
 }

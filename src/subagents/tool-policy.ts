@@ -59,5 +59,8 @@ export function effectiveTools(config: Config, subject: ToolSubject): SessionToo
 }
 
 export function toolForbiddenError(name: string): string {
-  return `Tool ${name} is not available to this session (see tools.profile, tools.alsoAllow, tools.deny and tools.subagents.tools; /tools shows the list).`;
+  return (
+    `Tool ${name} is not available to this session (see tools.profile, tools.alsoAllow, ` +
+    `tools.deny and tools.subagents.tools; /tools shows the list).`
+  );
 }

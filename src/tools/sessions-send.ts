@@ -31,7 +31,8 @@ import { agentToAgentAllowed } from "./visibility.js";
 const LUA_DIR = new URL("./lua/", import.meta.url);
 const DEFAULT_TIMEOUT_SECONDS = 30;
 export const THREAD_TARGET_ERROR =
-  "sessions_send cannot target a thread session for inter-agent coordination. Use the parent channel session key instead.";
+  "sessions_send cannot target a thread session for inter-agent coordination. " +
+  "Use the parent channel session key instead.";
 const LATE_FLAG_TTL_SECONDS = 7 * 24 * 3600;
 
 export async function sessionsSend(

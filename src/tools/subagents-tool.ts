@@ -121,7 +121,8 @@ export async function subagentsTool(svc: ToolDeps, caller: ToolCaller, rawArgs: 
       ? items
           .map(
             (i) =>
-              `${i.index}. ${i.label || i.task} [${i.status}${i.status === "running" ? "" : `, announce ${i.announce}`}] ${i.sessionKey}`,
+              `${i.index}. ${i.label || i.task} ` +
+              `[${i.status}${i.status === "running" ? "" : `, announce ${i.announce}`}] ${i.sessionKey}`,
           )
           .join("\n")
       : "no subagents.";

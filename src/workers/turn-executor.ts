@@ -229,7 +229,9 @@ function yieldedEntries(runId: string, output: RunOutput, now: number): Transcri
       customType: "openclaw.sessions_yield",
       data: {
         message,
-        note: `${message}\n\n[Context: The previous turn ended intentionally via sessions_yield while waiting for a follow-up event.]`,
+        note:
+          `${message}\n\n[Context: The previous turn ended intentionally via sessions_yield while waiting for ` +
+          `a follow-up event.]`,
       },
     },
   ];

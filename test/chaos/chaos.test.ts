@@ -124,7 +124,8 @@ async function leftovers(c: ChaosCluster, sent: SentMessage[]): Promise<string[]
 
 describe("chaos", () => {
   it(
-    `${SESSIONS * MESSAGES_PER_SESSION} messages over ${SESSIONS} sessions through worker kills, a Redis restart and a gateway kill: nothing lost, doubled or reordered`,
+    `${SESSIONS * MESSAGES_PER_SESSION} messages over ${SESSIONS} sessions through worker kills, ` +
+      `a Redis restart and a gateway kill: nothing lost, doubled or reordered`,
     async () => {
       const t0 = Date.now();
       const rules = DELAY_BUCKETS_MS.map((delayMs, i) => ({
@@ -183,9 +184,12 @@ describe("chaos", () => {
       const waitsFailedOver = log.waits.filter((w) => w.failures.includes("network")).length;
       const { workerKills, redisRestarts, gatewayKills } = c.counters;
       console.log(
-        `chaos: ${log.messages.length} messages (${acked} acked, ${retriedSends} retried, ${log.messages.filter((m) => m.duplicate).length} duplicate acks) ` +
-          `over ${SESSIONS} sessions; ${workerKills} worker kills, ${redisRestarts} redis restarts, ${gatewayKills} gateway kills; ` +
-          `waits ${waitsAnswered} answered, ${waitsTimedOut} timed out then finished, ${waitsFailedOver} failed over; ` +
+        `chaos: ${log.messages.length} messages (${acked} acked, ${retriedSends} retried, ` +
+          `${log.messages.filter((m) => m.duplicate).length} duplicate acks) ` +
+          `over ${SESSIONS} sessions; ${workerKills} worker kills, ${redisRestarts} redis restarts, ` +
+          `${gatewayKills} gateway kills; ` +
+          `waits ${waitsAnswered} answered, ${waitsTimedOut} timed out then finished, ` +
+          `${waitsFailedOver} failed over; ` +
           `sends ${((sendsDoneAt - startAt) / 1000).toFixed(1)} s, total ${((Date.now() - t0) / 1000).toFixed(1)} s; ` +
           `problems ${problems.length}; scale ${SCALE} seed ${SEED}`,
       );

@@ -78,7 +78,8 @@ export function checkTimedOutWaits(waits: WaitRecord[], finals: Map<string, Fina
     if (typeof f !== "object") problems.push(`timed-out wait s${w.session}#${w.seq}: its run never finished (${f})`);
     else if (f.endedAt !== undefined && f.endedAt < w.sentAt) {
       problems.push(
-        `wait s${w.session}#${w.seq} said timeout but its run had ended ${w.sentAt - f.endedAt} ms before the wait was sent`,
+        `wait s${w.session}#${w.seq} said timeout but its run had ended ${w.sentAt - f.endedAt} ms before ` +
+          `the wait was sent`,
       );
     }
   }

@@ -26,7 +26,8 @@ const failedAssets: string[] = [];
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) {
     throw new Error(
-      `Chromium not found at ${CHROMIUM}: install it with \`apt-get update && apt-get install -y chromium\` (the CI script does this)`,
+      `Chromium not found at ${CHROMIUM}: install it with \`apt-get update && apt-get install -y chromium\` ` +
+        `(the CI script does this)`,
     );
   }
   rmSync(SCREENSHOT, { force: true }); // never pass on a stale screenshot

@@ -111,7 +111,8 @@ describe("deployment identity", () => {
   it("a worker with the same agents joins and says whom it shares Redis with", async () => {
     const w = await spawn(["worker", "--config", a.file], a);
     expect(w.output()).toContain(
-      `prefix "${a.prefix}": SHARED with 1 other Switchboard process: 1 start on prefix "${a.prefix}" (this deployment)\n`,
+      `prefix "${a.prefix}": SHARED with 1 other Switchboard process: ` +
+        `1 start on prefix "${a.prefix}" (this deployment)\n`,
     );
     await w.stop();
     expect(w.child.exitCode).toBe(0);
@@ -124,7 +125,8 @@ describe("deployment identity", () => {
     const r = await runCli(["worker", "--config", b.file], b.env);
     expect(r.code, show(r)).toBe(1);
     expect(r.stderr).toContain(
-      `error [deployment_mismatch]: this config's agents/runtimes differ from the running deployment (prefix "${a.prefix}": start pid ${start.child.pid} on `,
+      `error [deployment_mismatch]: this config's agents/runtimes differ from the running deployment (prefix ` +
+        `"${a.prefix}": start pid ${start.child.pid} on `,
     );
     expect(r.stderr).toContain('  - agent "helper": configured here, not in the deployment\n');
     expect(r.stderr).toMatch(
@@ -168,7 +170,8 @@ describe("deployment identity", () => {
       expect(lines[0]).toBe(`ok    config     ${a.file}`);
       expect(r.stdout).toMatch(
         new RegExp(
-          `^ok {4}redis {6}${redis.url.replace(/[/.]/g, "\\$&")}: Redis \\d+\\.\\d+\\.\\d+, ping \\d+ ms, maxmemory-policy noeviction$`,
+          `^ok {4}redis {6}${redis.url.replace(/[/.]/g, "\\$&")}: Redis \\d+\\.\\d+\\.\\d+, ping \\d+ ms, ` +
+            `maxmemory-policy noeviction$`,
           "m",
         ),
       );
@@ -257,7 +260,11 @@ describe("deployment identity", () => {
       const r = await runCli(["doctor"], { ...d.env, REDIS_URL: "redis://127.0.0.1:1" });
       expect(r.code, show(r)).toBe(1);
       expect(r.stdout).toMatch(
-        /^FAIL {2}redis {4}redis:\/\/127\.0\.0\.1:1 does not answer \(.*ECONNREFUSED.*\)\n +→ start Redis, or set REDIS_URL \/ redis\.url in /m,
+        new RegExp(
+          String.raw`^FAIL {2}redis {4}redis:\/\/127\.0\.0\.1:1 does not answer \(.*ECONNREFUSED.*\)\n +` +
+            String.raw`→ start Redis, or set REDIS_URL \/ redis\.url in `,
+          "m",
+        ),
       );
       expect(r.stdout).toMatch(/^ok {4}storage /m);
     }, 30_000);
@@ -294,7 +301,10 @@ describe("errors that say what to do", () => {
     const r = await runCli(["send", "main", "anyone there?", "--wait", "1", "--config", d.file], d.env);
     expect(r.code, show(r)).toBe(2);
     expect(r.stderr).toMatch(
-      /^run [0-9a-f-]+: timeout: no worker is consuming the runs queue: the run waits until one starts \(switchboard worker, or switchboard start\)\n$/,
+      new RegExp(
+        "^run [0-9a-f-]+: timeout: no worker is consuming the runs queue: " +
+          String.raw`the run waits until one starts \(switchboard worker, or switchboard start\)\n$`,
+      ),
     );
   });
 
@@ -309,7 +319,8 @@ describe("errors that say what to do", () => {
     const port = await runCli(["sessions", "--config", d.file], { ...d.env, SWITCHBOARD_PORT: "abc" });
     expect(port.code, show(port)).toBe(1);
     expect(port.stderr).toBe(
-      `error [invalid_config]: config file ${d.file}:\n  SWITCHBOARD_PORT: must be a port number 0-65535 (got "abc"; it sets gateway.port)\n`,
+      `error [invalid_config]: config file ${d.file}:\n  SWITCHBOARD_PORT: ` +
+        `must be a port number 0-65535 (got "abc"; it sets gateway.port)\n`,
     );
   });
 
@@ -318,13 +329,18 @@ describe("errors that say what to do", () => {
     const gw = await runCli(["send", "main", "hi", "--url", `http://127.0.0.1:${closed}`], d.env);
     expect(gw.code, show(gw)).toBe(1);
     expect(gw.stderr).toBe(
-      `error [gateway_unreachable]: the gateway does not answer at http://127.0.0.1:${closed} (ECONNREFUSED). Start one (\`switchboard start\` or \`switchboard gateway\`) or fix --url / SWITCHBOARD_URL; without --url, sessions, history and status read Redis directly.\n`,
+      `error [gateway_unreachable]: the gateway does not answer at http://127.0.0.1:${closed} ` +
+        `(ECONNREFUSED). Start one (\`switchboard start\` or \`switchboard gateway\`) ` +
+        `or fix --url / SWITCHBOARD_URL; without --url, sessions, history and status read Redis directly.\n`,
     );
     const rd = await runCli(["sessions"], { ...d.env, REDIS_URL: "redis://127.0.0.1:1" });
     expect(rd.code, show(rd)).toBe(1);
     const line = rd.stderr.split("\n").find((l) => l.startsWith("error"));
     expect(line).toMatch(
-      /^error \[redis_unavailable\]: Redis does not answer at redis:\/\/127\.0\.0\.1:1 \(connect ECONNREFUSED 127\.0\.0\.1:1\)\. Start Redis .*REDIS_URL or redis\.url/,
+      new RegExp(
+        String.raw`^error \[redis_unavailable\]: Redis does not answer at redis:\/\/127\.0\.0\.1:1 ` +
+          String.raw`\(connect ECONNREFUSED 127\.0\.0\.1:1\)\. Start Redis .*REDIS_URL or redis\.url`,
+      ),
     );
   });
 });
@@ -350,7 +366,10 @@ describe("output into a pipe that closes early", () => {
       ["history reader-1", "head -n 0", 0],
       ["status", "head -n 0", 0],
     ] as const) {
-      const script = `set -o pipefail; "$NODE" "$CLI" ${cmd} --config "$CFG" 2>"$ERR" | ${reader}; echo "exit $?"; cat "$ERR"`;
+      const script = [
+        `set -o pipefail; "$NODE" "$CLI" ${cmd} --config "$CFG" 2>"$ERR" | ${reader};`,
+        `echo "exit $?"; cat "$ERR"`,
+      ].join(" ");
       const err = join(d.state, "..", "stderr.txt");
       const res = spawnSync("bash", ["-c", script], {
         env: { ...d.env, NODE: process.execPath, CLI, CFG: d.file, ERR: err },
@@ -368,7 +387,7 @@ describe("output into a pipe that closes early", () => {
 describe("progress on a terminal", () => {
   const d = deployment();
 
-  it("a command running over a second shows a spinner on a TTY, erased before its own output; none when piped", async () => {
+  it("a command over a second shows a spinner on a TTY, erased before its own output; none when piped", async () => {
     const hasScript = spawnSync("script", ["--version"], { stdio: "ignore" }).status === 0;
     if (!hasScript) throw new Error("this test needs `script` (util-linux) to give the CLI a terminal");
     // The piped run waits out its 2 s alongside the terminal one (its few lines wait in the pipe).

@@ -355,7 +355,10 @@ describe("embedded Redis", () => {
     const cfg = join(dir.dir, "switchboard.json5");
     // No redis.url; a prefix and a port only. REDIS_URL is unset below.
     writeFileSync(cfg, JSON.stringify({ redis: { prefix: "emb" }, gateway: { port: 0 } }));
-    const probe = `const s=require("net").connect(+process.argv[1],"127.0.0.1");s.on("connect",()=>{console.log("open");process.exit(0)});s.on("error",()=>{console.log("closed");process.exit(0)})`;
+    const probe =
+      `const s=require("net").connect(+process.argv[1],"127.0.0.1");` +
+      `s.on("connect",()=>{console.log("open");process.exit(0)});` +
+      `s.on("error",()=>{console.log("closed");process.exit(0)})`;
     const script = `
 set -u
 mkdir -p "$OUT"
@@ -366,7 +369,9 @@ SB=$!
 i=0
 until grep -q ready "$OUT/start.log"; do
   i=$((i+1))
-  if ! kill -0 $SB 2>/dev/null || [ $i -gt 300 ]; then echo died-or-timeout > "$OUT/error"; kill -9 $SB 2>/dev/null; exit 0; fi
+  if ! kill -0 $SB 2>/dev/null || [ $i -gt 300 ]; then
+    echo died-or-timeout > "$OUT/error"; kill -9 $SB 2>/dev/null; exit 0
+  fi
   sleep 0.1
 done
 cp "$STATE/run/switchboard.json" "$OUT/runtime.json"
@@ -393,7 +398,9 @@ PORT=$("$NODE" -e 'console.log(new URL(require(process.argv[1]).redisUrl).port)'
       timeout: 45_000,
     });
     const read = (f: string) => (existsSync(join(out, f)) ? readFileSync(join(out, f), "utf8") : `(missing ${f})`);
-    const diag = `unshare ${unshareArgs.join(" ")}: exit ${res.status} ${res.error?.message ?? ""}\n${res.stderr}\nstart.log:\n${read("start.log")}`;
+    const diag =
+      `unshare ${unshareArgs.join(" ")}: exit ${res.status} ` +
+      `${res.error?.message ?? ""}\n${res.stderr}\nstart.log:\n${read("start.log")}`;
     // Leftover redis-server with this state dir (outside or inside the namespace: same pid space)?
     const leaked = readdirSync("/proc")
       .filter((p) => /^\d+$/.test(p))

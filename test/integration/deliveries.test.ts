@@ -294,7 +294,7 @@ describe("send RPC and GET /v1/deliveries filters", () => {
 });
 
 describe("delivery records after a crash", () => {
-  it("a record half made by a worker that died (only its id written) is completed and indexed by the retry", async () => {
+  it("a record half made by a dead worker (only its id written) is completed and indexed by the retry", async () => {
     const { DeliveryLog } = await import("../../src/delivery/delivery-log.js");
     const log = new DeliveryLog(sys.svc.redis, sys.svc.keys);
     const id = `half-made-${Date.now()}`;

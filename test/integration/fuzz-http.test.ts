@@ -151,12 +151,14 @@ describe("HTTP fuzz (fast-check)", () => {
       );
       if (out.failed) {
         throw new Error(
-          `fuzz failed (replay with FUZZ_SEED=${out.seed} FUZZ_RUNS=${RUNS}): ${(out.errorInstance as Error | undefined)?.message ?? "no error"}`,
+          `fuzz failed (replay with FUZZ_SEED=${out.seed} FUZZ_RUNS=${RUNS}): ` +
+            `${(out.errorInstance as Error | undefined)?.message ?? "no error"}`,
         );
       }
       const seconds = ((Date.now() - started) / 1000).toFixed(1);
       console.info(
-        `fuzz: ${total} requests in ${seconds}s, ${accepted} accepted; statuses ${JSON.stringify(Object.fromEntries(statuses))}`,
+        `fuzz: ${total} requests in ${seconds}s, ${accepted} accepted; ` +
+          `statuses ${JSON.stringify(Object.fromEntries(statuses))}`,
       );
 
       expect(total).toBeGreaterThanOrEqual(RUNS);
@@ -194,7 +196,7 @@ describe("HTTP fuzz (fast-check)", () => {
     expect(probe.isAdmin).toBeUndefined();
   });
 
-  it("leaves no session wedged: a canary to every fuzzed session, and to one just sent a lone surrogate, is answered", async () => {
+  it("no session wedged: a canary to every fuzzed session, and to one sent a lone surrogate, is answered", async () => {
     const inbound = (from: string, text: string) =>
       sys.post("/v1/inbound", { channel: "web", chatType: "dm", from, text });
 

@@ -223,7 +223,7 @@ describe("sessions.* RPC", () => {
     expect(unknownField.status).toBe(400);
   });
 
-  it("sessions.reset returns a new sessionId, keeps label and sendPolicy, and the maintenance job archives the old transcript", async () => {
+  it("sessions.reset: new sessionId, label and sendPolicy kept; maintenance archives the old transcript", async () => {
     const key = "agent:main:reset-me";
     const r = await runAgent(key, "before reset");
     await sys.rpc("sessions.patch", { key, label: "resettable", sendPolicy: "allow" });

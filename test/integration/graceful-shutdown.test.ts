@@ -103,7 +103,7 @@ async function expectNoFailedOrStalledJobs(sys: TestSystem): Promise<void> {
 }
 
 describe("graceful shutdown: workers", () => {
-  it("a turn still running when the grace is over is handed back and taken over at once, not after the lease TTL", async () => {
+  it("a turn still running past the grace is handed back and taken over at once, not after the lease TTL", async () => {
     const sys = await deployment(5000, { shutdownGraceMs: 300 });
     const a = await worker(sys);
     const slow = await inbound(sys, "alice", "slow-1");
@@ -150,7 +150,7 @@ describe("graceful shutdown: workers", () => {
     await expectNoFailedOrStalledJobs(sys);
   }, 60_000);
 
-  it("a turn that fits in the grace finishes on the stopping worker; the session's next turn goes to another", async () => {
+  it("a turn that fits in the grace finishes on the stopping worker; the next turn goes to another", async () => {
     const sys = await deployment(1500, { shutdownGraceMs: 15_000 });
     const a = await worker(sys);
     const slow = await inbound(sys, "bob", "slow-2");
@@ -274,7 +274,7 @@ describe("graceful shutdown: workers", () => {
 });
 
 describe("graceful shutdown: gateway", () => {
-  it("a SIGTERM'd gateway answers its waiting clients with timeout before it exits; they get the result on another gateway", async () => {
+  it("a SIGTERM'd gateway answers waiting clients with timeout; they get the result on another gateway", async () => {
     // Workers and a second gateway in this process; gateway G is an OS process.
     const sys = await deployment(4000, {}, { gateway: true, workers: {} });
     const g = await spawnGateway(sys.config);

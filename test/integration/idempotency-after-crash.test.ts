@@ -32,7 +32,7 @@ describe("idempotent sends after a crash mid-send", () => {
     expect((await timedWait(sys, runId, 10_000)).result).toMatchObject({ status: "ok", reply: "re: after the crash" });
   });
 
-  it("inbound: a messageId claim left pending by a dead gateway is not acknowledged until the message is queued", async () => {
+  it("inbound: a messageId claim left pending by a dead gateway is not acked until the message is queued", async () => {
     const messageId = "tg-crash-1";
     const body = { channel: "telegram", chatType: "dm", from: "crashy", text: "after the crash", messageId };
     // What a gateway killed after claiming the messageId, before queueing the turn, leaves behind.

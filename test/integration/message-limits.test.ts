@@ -152,7 +152,7 @@ describe("a body over the body limit: the same 413, naming both limits", () => {
 });
 
 describe("config", () => {
-  it("defaults to 1 MiB of message text and a body limit of 2 × that + 64 KiB; bodyBytes below messageBytes is refused", () => {
+  it("defaults: 1 MiB of message text, a body limit of 2 × that + 64 KiB; bodyBytes below messageBytes refused", () => {
     const cfg = parseConfig({});
     expect(cfg.gateway.limits.messageBytes).toBe(DEFAULT_MESSAGE_BYTES);
     expect(DEFAULT_MESSAGE_BYTES).toBe(1024 * 1024);

@@ -27,7 +27,7 @@ function expectValidExposition(e: Exposition): void {
 }
 
 describe("metrics", () => {
-  it("a worker's port counts the turns it ran; the gateway shows HTTP latency by route and the deployment", async () => {
+  it("a worker's port counts its turns; the gateway shows HTTP latency by route and the deployment", async () => {
     const sys: TestSystem = await startTestSystem(
       scriptConfig([{ delayMs: TURN_MS, reply: "re: {{text}}" }], { workers: { metricsPort: 0 } }),
       { gateway: true, workers: false },

@@ -258,7 +258,8 @@ describe("openai runtime against a local chat-completions server", () => {
       {
         role: "system",
         content:
-          "You are a switchboard test agent.\n\nAgent-to-agent message context:\nAgent 1 (requester) session: agent:ops:main.",
+          "You are a switchboard test agent.\n\nAgent-to-agent message context:\nAgent 1 (requester) " +
+          "session: agent:ops:main.",
       },
       { role: "user", content: "hello" },
       { role: "assistant", content: "hi there" },
@@ -326,11 +327,12 @@ describe("openai runtime against a local chat-completions server", () => {
     expect(sent.at(-1)).toEqual({
       role: "user",
       content:
-        "[Inter-session message] sourceSession=agent:ops:main sourceTool=sessions_send sourceRunId=run-42 isUser=false\ndeploy finished",
+        "[Inter-session message] sourceSession=agent:ops:main sourceTool=sessions_send sourceRunId=run-42 " +
+        "isUser=false\ndeploy finished",
     });
   });
 
-  it("uses the session's model override and the 'unused' key without apiKeyEnv; no tools → no tools field", async () => {
+  it("uses the session's model override, the 'unused' key without apiKeyEnv; no tools → no tools field", async () => {
     const tools = new RecordingTools(() => null, []);
     server.script(() => ({ body: completion({ content: "REPLY_SKIP" }) }));
     const out = await new OpenAIRuntime(config({ apiKeyEnv: undefined, systemPrompt: undefined })).run(
@@ -411,7 +413,7 @@ describe("openai runtime against a local chat-completions server", () => {
     expect(out.toolCalls?.map((c) => c.name)).toEqual(["sessions_send", "sessions_list"]);
   });
 
-  it("an HTTP 500 becomes a clear error with status and body snippet, without the key, and is not retried", async () => {
+  it("an HTTP 500 becomes a clear error with status and body snippet, without the key, not retried", async () => {
     server.script((req) => ({
       status: 500,
       body: {

@@ -26,7 +26,8 @@ import { settle } from "../helpers/settle.js";
 const ALICE = "agent:alice:main";
 const BOB = "agent:bob:main";
 const THREAD_ERROR =
-  "sessions_send cannot target a thread session for inter-agent coordination. Use the parent channel session key instead.";
+  "sessions_send cannot target a thread session for inter-agent coordination. " +
+  "Use the parent channel session key instead.";
 
 let sys: TestSystem;
 
@@ -154,7 +155,7 @@ describe("sessions_send targets", () => {
 });
 
 describe("inter-session input", () => {
-  it("reaches the receiving runtime marked isUser=false, and its transcript line names source session and run", async () => {
+  it("reaches the runtime marked isUser=false, and its transcript line names source session and run", async () => {
     const res = await tool(sys, "sessions_send", ALICE, {
       sessionKey: BOB,
       message: "mark? please",
@@ -162,7 +163,10 @@ describe("inter-session input", () => {
     });
     expect(res.status).toBe("ok");
     expect(res.reply).toMatch(
-      /^\[Inter-session message\] sourceSession=agent:alice:main .*sourceTool=sessions_send.* isUser=false\nmark\? please$/,
+      new RegExp(
+        String.raw`^\[Inter-session message\] sourceSession=agent:alice:main .*sourceTool=sessions_send.* ` +
+          String.raw`isUser=false\nmark\? please$`,
+      ),
     );
     await queuesQuiet(sys);
     const bobLines = await transcript(sys, BOB);
@@ -236,7 +240,7 @@ describe("resets as OpenClaw documents them", () => {
     }
   });
 
-  it("explicit /new carries the chat's toggles but not sendPolicy; a stale rollover clears them; sessions.reset keeps them", async () => {
+  it("/new carries toggles but not sendPolicy; a stale rollover clears them; sessions.reset keeps them", async () => {
     const T = Date.now();
     const dm = { channel: "idlechan", chatType: "dm", from: "u8" };
     const start = await post({ ...dm, text: "hi", timestamp: T });

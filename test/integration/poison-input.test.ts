@@ -137,7 +137,7 @@ describe("no poison loops behind the edge", () => {
     expect(letter.raw).toBe('{"runId": "half a turn');
   });
 
-  it("a turn that can never run ends as error at once, is dead-lettered, and replays into the current session", async () => {
+  it("a turn that can never run errors at once, is dead-lettered, and replays into the current session", async () => {
     const first = await inboundRaw(JSON.stringify({ channel: "web", chatType: "dm", from: "doomed", text: "setup" }));
     await waitDone(first.runId);
     // A sessionId that is not a safe file name: no retry can ever write its transcript.

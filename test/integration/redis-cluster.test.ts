@@ -75,7 +75,7 @@ function runCli(
 
 if (CLI_MISSING) {
   describe("Redis Cluster", () => {
-    it.skip("skipped: redis-cli is not installed (apt-get install -y redis-tools); it is needed to create the cluster", () => {});
+    it.skip("skipped: redis-cli is not installed (apt-get install -y redis-tools); it creates the cluster", () => {});
   });
 }
 

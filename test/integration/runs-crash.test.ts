@@ -53,7 +53,7 @@ async function deliveredReplies(sys: TestSystem, sessionKey: string): Promise<st
 }
 
 describe("runs on BullMQ: worker crash", () => {
-  it("a run whose worker was killed -9 is finished by a worker started later, once, and the session goes on in order", async () => {
+  it("a run whose worker was killed -9 is finished once by a later worker; the session goes on in order", async () => {
     const sys = await deployment();
     const a = await worker(sys);
 

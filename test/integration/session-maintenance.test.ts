@@ -24,7 +24,7 @@ async function seed(sys: TestSystem, key: string, updatedAt: number): Promise<st
 }
 
 describe("session.maintenance", () => {
-  it("warn mode reports what enforce removes; sessions.cleanup enforces on demand and archives transcripts", async () => {
+  it("warn mode reports what enforce removes; sessions.cleanup enforces on demand, archives transcripts", async () => {
     const sys = await startTestSystem({
       session: { reset: { mode: "off" }, maintenance: { pruneAfter: "1d", maxEntries: 3 } },
       maintenance: { sweepEveryMs: 3_600_000 },

@@ -213,7 +213,7 @@ describe.skipIf(!isRoot)("storage faults (root: tmpfs and a non-root worker)", (
     });
   }, 60_000);
 
-  it("past the deadline a run fails with the reason, its message is a dead letter, and it replays once storage is back", async () => {
+  it("past the deadline a run fails with the reason, is dead-lettered, and replays once storage is back", async () => {
     const disk = smallDisk();
     const sys = await startTestSystem(
       scriptConfig(RULES, { storage: { dir: disk, faultRetryMaxDelayMs: 200, faultDeadlineMinutes: 0.02 } }),
@@ -248,7 +248,7 @@ describe.skipIf(!isRoot)("storage faults (root: tmpfs and a non-root worker)", (
 });
 
 describe.skipIf(!isRoot)("storage faults: what a parked turn keeps", () => {
-  it("the outcome saved while parked holds no credential from its tool calls, and the turn completes whole", async () => {
+  it("the outcome saved while parked holds no credential from its tool calls; the turn completes whole", async () => {
     const disk = smallDisk();
     const secret = "sk-proj-abcdefghijklmnopqrstuvwx123456";
     const rules = [

@@ -74,7 +74,7 @@ async function expectAnnouncedOnce(sys: TestSystem, childKey: string): Promise<v
 }
 
 describe("sub-agents: crashes and cross-process kills", () => {
-  it("worker killed -9 after the child completed, before its announce ran: announced once by another worker", async () => {
+  it("worker killed -9 after the child completed, before its announce: announced once by another worker", async () => {
     const sys = await deployment();
     // A has no announce worker: the announce job is guaranteed to be still pending when A dies.
     const a = await worker(sys, ["--queues", "runs,subagents,delivery,maintenance"]);
@@ -94,7 +94,7 @@ describe("sub-agents: crashes and cross-process kills", () => {
     await expectAnnouncedOnce(sys, res.childSessionKey);
   }, 90_000);
 
-  it("worker killed -9 the moment the child's run is finished (announce in any state): still exactly once", async () => {
+  it("worker killed -9 the moment the child's run finished (announce in any state): still exactly once", async () => {
     const sys = await deployment();
     const a = await worker(sys);
     await startRequester(sys);
@@ -119,7 +119,8 @@ describe("sub-agents: crashes and cross-process kills", () => {
     const res = await tool(sys, "sessions_spawn", MAIN, { task: "orchestrate", label: "orch" });
     const orch = await announced(sys, res.runId, 20_000);
     expect(orch.status).toBe("ok");
-    // Below it: "fan out" spawned "hang a" (hangs) and "quick b" (done; its completion turn hangs in the fan-out session).
+    // Below it: "fan out" spawned "hang a" (hangs) and "quick b" (done; its completion turn hangs in the fan-out
+    // session).
     const [fanKey] = await sys.svc.sessions.childKeys(res.childSessionKey);
     const fanRun = await announced(sys, (await registry(sys).currentRunOf(fanKey!))!, 20_000);
     const grandKeys = await sys.svc.sessions.childKeys(fanKey!);

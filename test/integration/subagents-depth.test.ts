@@ -125,7 +125,7 @@ describe("orchestrators, yield and maxConcurrent", () => {
     expect(await tool(sys, "subagents", grandKey!, {})).toMatchObject({ status: "forbidden" });
   });
 
-  it("sessions_yield ends the turn: no further tool, no reply delivered; the completion is the requester's next turn", async () => {
+  it("sessions_yield ends the turn: no more tools, no reply; the completion is the requester's next turn", async () => {
     const r = await sys.post("/v1/inbound", {
       channel: "tg",
       chatType: "group",

@@ -122,7 +122,10 @@ describe("sessions_spawn and the durable announce", () => {
     expect(msg).toContain("Result:\nfound: [Subagent Context]");
     expect(msg).toMatch(/Notes: task: look up the tide tables; child session kept \(cleanup: keep\)/);
     expect(msg).toMatch(
-      /Stats: runtime \S+ • tokens 1\.0k \(in 12 \/ out 1\.0k\) • sessionKey agent:researcher:subagent:\S+ • sessionId [0-9a-f-]{36} • transcript \S+\.jsonl/,
+      new RegExp(
+        String.raw`Stats: runtime \S+ • tokens 1\.0k \(in 12 \/ out 1\.0k\) ` +
+          String.raw`• sessionKey agent:researcher:subagent:\S+ • sessionId [0-9a-f-]{36} • transcript \S+\.jsonl`,
+      ),
     );
 
     // And once into the requester's session, as an inter-session turn from the child.
@@ -165,7 +168,8 @@ describe("sessions_spawn and the durable announce", () => {
         MAIN,
         { task: "x", agentId: "Bad Id!" },
         "error",
-        'Invalid agentId "Bad Id!". Agent IDs must match [a-z0-9][a-z0-9_-]{0,63}. Use agents_list to discover valid targets.',
+        'Invalid agentId "Bad Id!". Agent IDs must match [a-z0-9][a-z0-9_-]{0,63}. ' +
+          "Use agents_list to discover valid targets.",
       ],
       [
         MAIN,
@@ -183,7 +187,8 @@ describe("sessions_spawn and the durable announce", () => {
         "agent:picky:main",
         { task: "x" },
         "forbidden",
-        "sessions_spawn requires explicit agentId when requireAgentId is configured. Use agents_list to see allowed agent ids.",
+        "sessions_spawn requires explicit agentId when requireAgentId is configured. " +
+          "Use agents_list to see allowed agent ids.",
       ],
       [
         "agent:alice:main",
@@ -201,7 +206,8 @@ describe("sessions_spawn and the durable announce", () => {
         MAIN,
         { task: "x", sandbox: "require" },
         "forbidden",
-        'sessions_spawn sandbox="require" needs a sandboxed target runtime. Pick a sandboxed agentId or use sandbox="inherit".',
+        'sessions_spawn sandbox="require" needs a sandboxed target runtime. ' +
+          'Pick a sandboxed agentId or use sandbox="inherit".',
       ],
       [MAIN, { task: "x", thinking: "galactic" }, "error", 'Invalid thinking level "galactic".'],
       [MAIN, { task: "x", model: "not a model" }, "error", 'Invalid model "not a model"'],
@@ -222,7 +228,8 @@ describe("sessions_spawn and the durable announce", () => {
     expect(sandboxed).toMatchObject({
       status: "forbidden",
       error:
-        "Sandboxed sessions cannot spawn unsandboxed subagents. Set a sandboxed target agent or use the same agent runtime.",
+        "Sandboxed sessions cannot spawn unsandboxed subagents. " +
+        "Set a sandboxed target agent or use the same agent runtime.",
     });
     const boxed = await tool(sys, "sessions_spawn", "agent:boxed:main", { task: "inside the box" });
     expect(boxed.status).toBe("accepted");
@@ -372,7 +379,8 @@ describe("sessions_spawn and the durable announce", () => {
     expect(r.body).toMatchObject({
       command: "tools",
       status:
-        "Tools: sessions_list, sessions_history, sessions_send, session_status, sessions_spawn, agents_list, sessions_yield, subagents",
+        "Tools: sessions_list, sessions_history, sessions_send, session_status, sessions_spawn, agents_list, " +
+        "sessions_yield, subagents",
     });
     expect(await sys.svc.inbox.depth(MAIN)).toBe(0); // a command, not a turn
   });

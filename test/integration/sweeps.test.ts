@@ -59,7 +59,7 @@ const idleMsg = (from: string, timestamp: number, text = "hi") => ({
 });
 
 describe("sweepOnce", () => {
-  it("rotates idle-stale sessions without a new message, archives their transcripts, leaves fresh ones alone", async () => {
+  it("rotates idle-stale sessions without a new message, archives transcripts, leaves fresh ones alone", async () => {
     const T = Date.UTC(2031, 0, 5, 12);
     const stale = await Promise.all(["s1", "s2", "s3"].map((u) => inbound(sys, idleMsg(u, T))));
     const fresh = await inbound(sys, idleMsg("f1", T + 5 * MIN));
@@ -214,7 +214,7 @@ describe("sweepOnce", () => {
     });
   });
 
-  it("a stale session with a turn queued or running is not rotated under it (later, it is, and the archive holds the whole turn)", async () => {
+  it("a stale session is not rotated under a queued/running turn (later it is; the archive has it whole)", async () => {
     const T = Date.UTC(2031, 3, 25, 12);
     const a = await inbound(sys, idleMsg("busy", T, "slow work"));
     await waitRunning(sys, a.runId, 5000);

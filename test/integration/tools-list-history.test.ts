@@ -147,7 +147,7 @@ afterAll(async () => {
 });
 
 describe("sessions_list", () => {
-  it("row fields: display key `main`, kind, channel, ids, tokens, an existing transcript path, delivery context", async () => {
+  it("row fields: display key `main`, kind, channel, ids, tokens, existing transcript, delivery context", async () => {
     const r = await list({});
     const row = r.sessions.find((s: { key: string }) => s.key === "main");
     expect(row).toMatchObject({
@@ -234,7 +234,7 @@ describe("sessions_list", () => {
     expect(none.messages).toBeUndefined();
   });
 
-  it("includeDerivedTitles: the person's first message (60 chars, cut at a word, …), else name, else id and date", async () => {
+  it("includeDerivedTitles: first user message (60 chars, cut at a word, …), else name, else id and date", async () => {
     const r = await list({ includeDerivedTitles: true });
     const title = (k: string) => r.sessions.find((s: { key: string }) => s.key === k)?.title;
     const t = title(TITLED) as string;
@@ -313,7 +313,8 @@ describe("sessions_history", () => {
     await write(DIRTY, [
       user(`my key is ${secret}`),
       assistant(
-        `<think>private plan: leak ${secret}</think>The answer is 42.<tool_call>{"name":"exec","arguments":{"cmd":"ls"}}</tool_call>`,
+        `<think>private plan: leak ${secret}</think>The answer is 42.` +
+          `<tool_call>{"name":"exec","arguments":{"cmd":"ls"}}</tool_call>`,
       ),
       line({ role: "assistant", content: [{ type: "text", text: "done" }], usage: { input: 1, output: 2 } }),
       assistant("y".repeat(5000)),
@@ -338,7 +339,7 @@ describe("sessions_history", () => {
     expect(textOf(raw[0]!)).toContain(secret);
   });
 
-  it("sessions_list messageLimit rows get exactly sessions_history's sanitising, redaction, truncation and flags", async () => {
+  it("sessions_list messageLimit rows: sessions_history's exact sanitising, redaction, truncation, flags", async () => {
     const key = "agent:main:dirtylist";
     await put(key, "other");
     const secret = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
@@ -376,7 +377,8 @@ describe("sessions_history", () => {
     expect(r.messages.length).toBeGreaterThan(10);
     const ids = r.messages.map((m: Msg) => Number(/^m(\d+) /.exec(textOf(m))![1]));
     expect(ids.at(-1)).toBe(2999);
-    expect(ids).toEqual(Array.from({ length: ids.length }, (_, i) => 3000 - ids.length + i)); // a contiguous newest tail
+    // a contiguous newest tail
+    expect(ids).toEqual(Array.from({ length: ids.length }, (_, i) => 3000 - ids.length + i));
     expect(ms).toBeLessThan(1000);
     // The largest limit is still capped by bytes.
     const max = await history({ sessionKey: BIG, limit: 100_000 });

@@ -138,7 +138,7 @@ describe("sessions_send (maxPingPongTurns 0)", () => {
     expect(human?.provenance?.kind).not.toBe("inter_session");
   });
 
-  it("timeout: the caller hears `timeout`, the run goes on and its late reply still reaches the requester", async () => {
+  it("timeout: the caller hears `timeout`, the run goes on, its late reply still reaches the requester", async () => {
     const t0 = Date.now();
     const res = await tool(sys, "sessions_send", ALICE, {
       sessionKey: BOB,
@@ -406,7 +406,7 @@ describe.each([0, 2, 5])("reply-back loop with maxPingPongTurns %i", (turns) => 
     }
   });
 
-  it("a caller without a stored session (an HTTP client) still gets the announce step, and no reply steps", async () => {
+  it("a caller without a stored session (an HTTP client) still gets the announce step, no reply steps", async () => {
     n += 1;
     const tgt = (await chat(sys, "tgt", `t${n}`, "hello")).sessionKey;
     const ghost = `agent:req:ghost-${n}`;

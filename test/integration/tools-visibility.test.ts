@@ -198,7 +198,7 @@ describe("visibility tree", () => {
     expect(two.sessions[0].updatedAt).toBeGreaterThanOrEqual(two.sessions[1].updatedAt);
   });
 
-  it("self and every descendant are reachable: children, grandchildren, great-grandchildren, across agents", async () => {
+  it("self and all descendants are reachable: children, grand- and great-grandchildren, across agents", async () => {
     await expectAllowed(sys, MAIN, ["current", CHILD, GRANDCHILD, GREAT, XCHILD, XGRAND]);
     await expectAllowed(sys, CHILD, [GRANDCHILD, GREAT, XGRAND]);
   });
@@ -211,7 +211,7 @@ describe("visibility tree", () => {
     await expectForbidden(sys, SIBLING, [CHILD, GRANDCHILD, GREAT], treeText);
   });
 
-  it("other agents' sessions are refused with the cross-agent text (a cross-agent descendant's parent too)", async () => {
+  it("other agents' sessions are refused with cross-agent text (a cross-agent descendant's parent too)", async () => {
     await expectForbidden(sys, MAIN, [OPS_A, GUEST], crossText);
     await expectForbidden(sys, XGRAND, [CHILD], crossText);
   });
@@ -237,7 +237,7 @@ describe("visibility agent", () => {
     await expectAllowed(sys, MAIN, [GROUP, GRANDCHILD]);
   });
 
-  it("other agents are refused with the cross-agent text, spawned children included (agent = same agent only)", async () => {
+  it("other agents are refused with cross-agent text, spawned children too (agent = same agent only)", async () => {
     await expectForbidden(sys, MAIN, [OPS_A, GUEST, XCHILD], crossText);
   });
 });

@@ -515,7 +515,8 @@ describe("TranscriptStore across processes", () => {
     expect(switches).toBeGreaterThanOrEqual(10);
     console.log(
       `[transcript] ${children} processes x ${perChild} entries (${total} unique) in ~${elapsed} ms ` +
-        `(incl. process start); written per child: ${results.map((r) => r.written).join(", ")}; writer switches ${switches}`,
+        `(incl. process start); written per child: ${results.map((r) => r.written).join(", ")}; ` +
+        `writer switches ${switches}`,
     );
   }, 120_000);
 });

@@ -152,7 +152,7 @@ describe("bench round-trip counter (real Redis)", () => {
     excluded.disconnect();
   });
 
-  it("a lone command is one round trip, a pipeline or MULTI one whatever it holds; scripts are named; excluded clients are not counted", async () => {
+  it("one round trip per lone command, pipeline or MULTI; scripts named; excluded clients not counted", async () => {
     roundTrips.install();
     roundTrips.install(); // idempotent: the prototype is wrapped once
     const k = uniquePrefix("rt");

@@ -94,7 +94,8 @@ describe("inter-session marker", () => {
     };
     const marked = markInterSession("hi", p);
     expect(marked).toBe(
-      "[Inter-session message] sourceSession=agent:a:main sourceChannel=tg sourceTool=sessions_send sourceRunId=r1 isUser=false\nhi",
+      "[Inter-session message] sourceSession=agent:a:main sourceChannel=tg sourceTool=sessions_send " +
+        "sourceRunId=r1 isUser=false\nhi",
     );
     expect(markInterSession(marked, p)).toBe(marked);
     expect(runtimePromptText({ text: "hi" })).toBe("hi");

@@ -132,7 +132,7 @@ describe("docker-compose.yml", () => {
     expect(services.worker!.healthcheck!.test).toEqual(["CMD", "switchboard", "doctor", "--alive", "worker"]);
   });
 
-  it("sets only environment variables Switchboard reads; its config file exists in the image and is valid with them", () => {
+  it("sets only env variables Switchboard reads; its config file exists in the image and is valid with them", () => {
     const known = new Set<string>([...ENV_OVERRIDES.map((o) => o.env), "SWITCHBOARD_CONFIG", "LOG_LEVEL"]);
     for (const [name, s] of switchboardServices) {
       const env = envOf(s);

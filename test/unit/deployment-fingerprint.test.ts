@@ -92,7 +92,8 @@ describe("sharingSummary", () => {
       proc("worker", "sb"),
     ]);
     expect(s).toBe(
-      'SHARED with 4 other Switchboard processes: 2 workers, 1 gateway on prefix "sb" (this deployment); 1 worker on prefix "aa" (another deployment)',
+      'SHARED with 4 other Switchboard processes: 2 workers, 1 gateway on prefix "sb" (this deployment); ' +
+        '1 worker on prefix "aa" (another deployment)',
     );
     expect(sharingSummary({ prefix: "sb" }, [proc("start", "x")])).toBe(
       'SHARED with 1 other Switchboard process: 1 start on prefix "x" (another deployment)',

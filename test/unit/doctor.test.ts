@@ -75,7 +75,8 @@ describe("doctor verdict and report", () => {
     const split = judgeProcesses(config, [proc({}), proc({ pid: 11 }), proc({ pid: 12, fingerprint: other })], NOW);
     const fail = split.find((f) => f.level === "fail");
     expect(fail?.message).toBe(
-      'worker pid 12 on h1 runs other agents/runtimes than worker pid 10 on h1, worker pid 11 on h1: agent "helper": configured here, not in the deployment',
+      "worker pid 12 on h1 runs other agents/runtimes than worker pid 10 on h1, worker pid 11 on h1: " +
+        'agent "helper": configured here, not in the deployment',
     );
     const mine = judgeProcesses(parseConfig({ agents: { list: [{ id: "main" }, { id: "helper" }] } }), [proc({})], NOW);
     expect(mine.map((f) => f.level)).toEqual(["ok", "warn"]);
@@ -174,7 +175,8 @@ describe("config problems from the environment", () => {
       {
         path: "REDIS_URL",
         message:
-          'must be a redis://, rediss://, redis+cluster:// or rediss+cluster:// URL (got "localhost:6379"; it sets redis.url)',
+          'must be a redis://, rediss://, redis+cluster:// or rediss+cluster:// URL (got "localhost:6379"; ' +
+          "it sets redis.url)",
       },
     ]);
     expect(issues({ SWITCHBOARD_TOKEN: "short" })).toEqual([

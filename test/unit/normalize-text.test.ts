@@ -53,7 +53,8 @@ describe("normalizeAssistantText: plain-text tool-call XML", () => {
     ],
     [
       "function_calls with XML payload",
-      `${tag("function_calls")}<invoke name="search"><parameter name="q">x</parameter></invoke>${tag("function_calls", true)}Text`,
+      `${tag("function_calls")}<invoke name="search">` +
+        `<parameter name="q">x</parameter></invoke>${tag("function_calls", true)}Text`,
       "Text",
     ],
     ["tool_calls with JSON array", `${block("tool_calls", '[{"id":"1"}]')}after`, "after"],

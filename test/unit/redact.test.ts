@@ -127,7 +127,8 @@ describe("redactSecrets: PEM private keys keep BEGIN/END lines", () => {
     const block = `-----BEGIN PRIVATE KEY-----\n${body}\n-----END PRIVATE KEY-----`;
     const out = redactSecrets(`${block}\nmiddle\n${block}`).text;
     expect(out).toBe(
-      "-----BEGIN PRIVATE KEY-----\n…redacted…\n-----END PRIVATE KEY-----\nmiddle\n-----BEGIN PRIVATE KEY-----\n…redacted…\n-----END PRIVATE KEY-----",
+      "-----BEGIN PRIVATE KEY-----\n…redacted…\n-----END PRIVATE KEY-----\nmiddle\n" +
+        "-----BEGIN PRIVATE KEY-----\n…redacted…\n-----END PRIVATE KEY-----",
     );
   });
 
@@ -137,7 +138,9 @@ describe("redactSecrets: PEM private keys keep BEGIN/END lines", () => {
   });
 
   it("public keys and certificates are not secrets", () => {
-    const input = `-----BEGIN PUBLIC KEY-----\n${body}\n-----END PUBLIC KEY-----\n-----BEGIN CERTIFICATE-----\nMII\n-----END CERTIFICATE-----`;
+    const input =
+      `-----BEGIN PUBLIC KEY-----\n${body}\n-----END PUBLIC KEY-----\n` +
+      `-----BEGIN CERTIFICATE-----\nMII\n-----END CERTIFICATE-----`;
     expect(redactSecrets(input)).toEqual({ text: input, redacted: false });
   });
 });

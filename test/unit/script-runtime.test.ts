@@ -124,7 +124,8 @@ describe("script runtime: templating", () => {
       {
         when: { regex: "^(\\w+) to (\\w+)(?: via (\\w+))?" },
         reply:
-          "{{text}}|{{sessionKey}}|{{agentId}}|{{runId}}|{{step}}|{{sessionId}}|{{provenance}}|{{1}}|{{ 2 }}|[{{3}}]|[{{9}}]|{{0}}",
+          "{{text}}|{{sessionKey}}|{{agentId}}|{{runId}}|{{step}}|{{sessionId}}|{{provenance}}|" +
+          "{{1}}|{{ 2 }}|[{{3}}]|[{{9}}]|{{0}}",
       },
     ]);
     const out = await r.run(runInput("send to ops", { step: "reply", provenance: "inter_session", runId: "r-9" }));
@@ -204,13 +205,15 @@ describe("script runtime: templating", () => {
           { name: "sessions_send", args: { sessionKey: "{{tool.0.sessions.1.key}}", message: "hi" } },
         ],
         reply:
-          "{{tool.1.status}}|{{tool.1.reply}}|{{tool.0.count}}|{{tool.0.sessions.0}}|[{{tool.0.missing}}]|[{{tool.5.status}}]|{{tool.1}}",
+          "{{tool.1.status}}|{{tool.1.reply}}|{{tool.0.count}}|{{tool.0.sessions.0}}|" +
+          "[{{tool.0.missing}}]|[{{tool.5.status}}]|{{tool.1}}",
       },
     ]);
     const out = await r.run(runInput("go", { tools }));
     expect(tools.calls[1]!.args).toEqual({ sessionKey: "agent:ops:main", message: "hi" });
     expect(out.reply).toBe(
-      'ok|got agent:ops:main|2|{"key":"agent:main:main"}|[]|[]|{"status":"ok","reply":"got agent:ops:main","runId":"r2"}',
+      'ok|got agent:ops:main|2|{"key":"agent:main:main"}|[]|[]|' +
+        '{"status":"ok","reply":"got agent:ops:main","runId":"r2"}',
     );
   });
 
@@ -308,7 +311,8 @@ describe("script runtime: fail, delay, abort", () => {
       const p = rt.run({ runId: "r", agentId: "main", sessionKey: "agent:main:main", sessionId: "s", text: "x",
         step: "turn", provenance: "user", loadHistory: async () => [], signal: ac.signal, tools });
       setTimeout(() => ac.abort("stop"), 50);
-      try { await p; console.log("resolved"); } catch (e) { console.log(e instanceof RunAbortedError ? "aborted" : "other " + e); }
+      try { await p; console.log("resolved"); }
+      catch (e) { console.log(e instanceof RunAbortedError ? "aborted" : "other " + e); }
     `;
     const started = performance.now();
     const result = await new Promise<{ code: number | null; out: string }>((resolve, reject) => {

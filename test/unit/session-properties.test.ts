@@ -596,7 +596,7 @@ describe("freshness across daylight-saving changes", () => {
     );
   });
 
-  it("with daily and idle together, whichever expires first wins, idle names the reason when both do, and stale stays stale", () => {
+  it("daily + idle: whichever expires first wins, idle names the reason when both do, stale stays stale", () => {
     const policyArb = fc.oneof(
       fc.record({
         mode: fc.constant("daily" as const),
@@ -655,7 +655,7 @@ describe("reset policy resolution", () => {
     { requiredKeys: [] },
   );
 
-  it("a resetByChannel entry replaces everything else for its channel (only the deployment's zone still backs it)", () => {
+  it("a resetByChannel entry replaces everything else for its channel (only the deployment's zone backs it)", () => {
     fc.assert(
       fc.property(sessionCfg, policyCfg, spKey, spChannel, (session, byChannel, sessionKey, ch) => {
         const full = parseConfig({ session: { ...session, resetByChannel: { [ch]: byChannel } } });
@@ -671,7 +671,7 @@ describe("reset policy resolution", () => {
     );
   });
 
-  it("every resolved policy is usable: daily names an hour 0..23 and a zone, off carries nothing, idle never goes negative", () => {
+  it("every resolved policy is usable: daily has hour 0..23 and a zone, off has nothing, idle never negative", () => {
     fc.assert(
       fc.property(
         sessionCfg,
@@ -716,7 +716,9 @@ describe("credential redaction, every family", () => {
         fc.constantFrom(..."aZ09".split("")),
       )
       .map(([body, last]) => body + last);
-  /** [text carrying the secret, the secret value itself]. Values have 3+ characters, PEM bodies 10+: see the last test. */
+  /**
+   * [text carrying the secret, the secret value itself]. Values have 3+ characters, PEM bodies 10+: see the last test.
+   */
   const secret = fc.oneof<fc.Arbitrary<[string, string]>[]>(
     run(`${alnum}_-`, 8, 40).map((v) => [`sk-${v}`, `sk-${v}`]),
     run(alnum, 20, 40).map((v) => [`ghp_${v}`, `ghp_${v}`]),

@@ -123,7 +123,8 @@ export async function serveCommand(
     ? " (started with --force: its agents/runtimes differ from the deployment's)"
     : "";
   process.stderr.write(
-    `switchboard ${mode} uses redis ${config.redis.url}${embedded ? " (embedded)" : ""}, prefix "${config.redis.prefix}"${forced}: ${sharingSummary(registration.record, registration.others)}\n`,
+    `switchboard ${mode} uses redis ${config.redis.url}${embedded ? " (embedded)" : ""}, ` +
+      `prefix "${config.redis.prefix}"${forced}: ${sharingSummary(registration.record, registration.others)}\n`,
   );
   process.stderr.write(`switchboard ${mode} ready${where ? `:${where}` : ""}\n`);
   onShutdown(async () => {

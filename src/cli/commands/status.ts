@@ -69,14 +69,18 @@ export async function statusCommand(opts: GlobalOptions & { json?: boolean }): P
     ];
     if (!r.up)
       lines.push(
-        "         start Redis, or point REDIS_URL / redis.url (--config) at it; `switchboard doctor` checks the whole setup",
+        "         start Redis, or point REDIS_URL / redis.url (--config) at it; " +
+          "`switchboard doctor` checks the whole setup",
       );
     if (out.queues) {
       const st = out.storage as { healthy: boolean; code?: string; message?: string; since?: number };
       const dl = out.deadLetters as number;
       lines.push(
         `Workers: ${out.workers}`,
-        `Storage: ${st.healthy ? "ok" : `UNHEALTHY since ${new Date(st.since ?? 0).toISOString()} (${st.code}: ${st.message}); turns are parked`}`,
+        st.healthy
+          ? "Storage: ok"
+          : `Storage: UNHEALTHY since ${new Date(st.since ?? 0).toISOString()} (${st.code}: ${st.message}); ` +
+              "turns are parked",
         `Dead letters: ${dl}${dl ? "  (switchboard deadletters to list and replay)" : ""}`,
         "",
         formatTable(

@@ -89,7 +89,9 @@ export function buildOpenApiDocument(opts: OpenApiOptions): Json {
     post: {
       tags: ["inbound"],
       summary: "A channel message arrives: routed to its session and queued as a turn",
-      description: `\`text\` may have up to ${opts.messageBytes} bytes of UTF-8. Reset triggers and /send, /status, /stop, /tools are handled here; a denied sendPolicy answers blocked:"send_policy_deny".`,
+      description:
+        `\`text\` may have up to ${opts.messageBytes} bytes of UTF-8. Reset triggers and /send, /status, ` +
+        `/stop, /tools are handled here; a denied sendPolicy answers blocked:"send_policy_deny".`,
       requestBody: {
         required: true,
         content: { "application/json": { schema: c.ref("InboundMessage", InboundMessageSchema) } },
@@ -177,9 +179,12 @@ export function buildOpenApiDocument(opts: OpenApiOptions): Json {
       operationId: "createChatCompletion",
       summary: "OpenAI-compatible chat completion: one turn of an agent session",
       description: [
-        '`model` names the agent: `"<agentId>"`, `"switchboard/<agentId>"`, or `"openclaw/default"` (the default agent).',
-        "The session: the `x-switchboard-session-key` (or `x-openclaw-session-key`) header, else `user` → `agent:<agentId>:openai-user:<user>`, else a new session per request.",
-        `Only the last user message is sent (up to ${opts.messageBytes} bytes); system messages become the turn's extra system prompt; the session's own transcript is the history.`,
+        '`model` names the agent: `"<agentId>"`, `"switchboard/<agentId>"`, ' +
+          'or `"openclaw/default"` (the default agent).',
+        "The session: the `x-switchboard-session-key` (or `x-openclaw-session-key`) header, " +
+          "else `user` → `agent:<agentId>:openai-user:<user>`, else a new session per request.",
+        `Only the last user message is sent (up to ${opts.messageBytes} bytes); ` +
+          `system messages become the turn's extra system prompt; the session's own transcript is the history.`,
         "`stream: true` answers `text/event-stream`: `data: {chat.completion.chunk}` events, then `data: [DONE]`.",
       ].join("\n\n"),
       parameters: [
@@ -255,8 +260,11 @@ export function buildOpenApiDocument(opts: OpenApiOptions): Json {
       title: "Switchboard gateway",
       version: "v1",
       description:
-        "Session gateway for AI agents. Every endpoint but /healthz and /readyz needs `Authorization: Bearer <token>` when gateway.auth.token is set (Basic auth with the token as password is accepted too). " +
-        `One message size limit for every door: ${opts.messageBytes} bytes of UTF-8 text (gateway.limits.messageBytes), 413 payload_too_large above it.`,
+        "Session gateway for AI agents. " +
+        "Every endpoint but /healthz and /readyz needs `Authorization: Bearer <token>` " +
+        "when gateway.auth.token is set (Basic auth with the token as password is accepted too). " +
+        `One message size limit for every door: ${opts.messageBytes} bytes of UTF-8 text ` +
+        `(gateway.limits.messageBytes), 413 payload_too_large above it.`,
     },
     tags: [
       { name: "inbound", description: "messages arriving from channels" },

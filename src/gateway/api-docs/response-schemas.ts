@@ -21,7 +21,8 @@ export const ErrorBody = z
     }),
   })
   .describe(
-    "Every Switchboard error: 400 invalid input, 401 no/wrong token, 403, 404, 409, 413 over the size limit, 503 Redis away",
+    "Every Switchboard error: 400 invalid input, 401 no/wrong token, 403, 404, 409, 413 over the size limit, " +
+      "503 Redis away",
   );
 
 export const InboundResult = z.object({

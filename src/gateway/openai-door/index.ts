@@ -24,7 +24,9 @@ function failureOf(
   const rec = outcome.record;
   if (!outcome.done) {
     const why = rec?.stalledReason ? ` (${rec.stalledReason})` : "";
-    const message = `run ${runId} is still ${rec?.status ?? "queued"} after ${waitedSeconds} s${why}; it goes on: GET /v1/runs/${runId}`;
+    const message =
+      `run ${runId} is still ${rec?.status ?? "queued"} after ${waitedSeconds} s${why}; it goes on: ` +
+      `GET /v1/runs/${runId}`;
     return { status: 504, body: openAiError(504, { code: "timeout", message, runId }) };
   }
   const status = rec!.status === "timeout" ? 504 : 500;

@@ -27,7 +27,8 @@
   ARGV[11] expected rev or "": compare-and-set on any change since the caller read the entry
 
   Returns the new entry JSON, or an error reply:
-    "ERR_CONFLICT <current sessionId>", "ERR_BUSY", "ERR_EXISTS", "ERR_MISSING", "ERR_LABEL <holder>", "ERR_LINEAGE <field>", "ERR_NO_SESSION_ID"
+    "ERR_CONFLICT <current sessionId>", "ERR_BUSY", "ERR_EXISTS", "ERR_MISSING", "ERR_LABEL <holder>",
+    "ERR_LINEAGE <field>", "ERR_NO_SESSION_ID"
 ]]
 local oldRaw = redis.call("GET", KEYS[1])
 local mode = ARGV[7]
