@@ -135,10 +135,11 @@ describe("deployment identity", () => {
     expect(r.stderr).toContain("--force");
     expect(r.stderr).not.toContain("ready");
     // Every message is answered by the deployment's agent, never by an echo from the refused one.
-    for (let i = 0; i < 3; i++) {
-      const sent = await runCli(["send", `peer-${i}`, `hello ${i}`, "--wait", "10", "--config", a.file], a.env);
-      expect(sent.stdout, show(sent)).toBe("the deployment's agent\n");
-    }
+    // Three CLI processes at once: each is a separate session, so they do not wait on each other.
+    const sends = await Promise.all(
+      [0, 1, 2].map((i) => runCli(["send", `peer-${i}`, `hello ${i}`, "--wait", "10", "--config", a.file], a.env)),
+    );
+    for (const sent of sends) expect(sent.stdout, show(sent)).toBe("the deployment's agent\n");
   }, 60_000);
 
   it("--force starts it anyway, says so, and does not lock the deployment's own config out", async () => {
