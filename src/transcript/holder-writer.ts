@@ -47,9 +47,12 @@ const SYNC_EVERY_MS = 1000;
 /** The cached handle no longer names the file at its path (renamed or deleted meanwhile). */
 class StaleHandle extends Error {}
 const IDLE_CLOSE_MS = 5000;
+/** Transcript paths remembered (see path); the map starts over past this many sessions. */
+const MAX_CACHED_PATHS = 10_000;
 
 export class HolderWriter {
   private readonly files = new Map<string, OpenFile>();
+  private readonly paths = new Map<string, string>();
   private readonly timer: NodeJS.Timeout;
 
   constructor(
@@ -62,7 +65,16 @@ export class HolderWriter {
   }
 
   path(agentId: string, sessionId: string, topicId?: string | number): string {
-    return transcriptPath(this.storageDir, agentId, sessionId, topicId);
+    // A pure function of its arguments (validation, resolve, the inside-the-dir check) asked
+    // several times per turn for the same session: remembered, only for ids that passed.
+    const key = `${agentId}/${sessionId}/${topicId === undefined ? "" : `${typeof topicId}:${topicId}`}`;
+    let file = this.paths.get(key);
+    if (file === undefined) {
+      file = transcriptPath(this.storageDir, agentId, sessionId, topicId);
+      if (this.paths.size >= MAX_CACHED_PATHS) this.paths.clear();
+      this.paths.set(key, file);
+    }
+    return file;
   }
 
   /**
