@@ -94,8 +94,12 @@ export class HolderWriter {
     const f = await this.handle(file);
     const run = f.chain.then(async () => {
       // Checked once per lease holding (fencing token), not per write: between two holdings of
-      // this process another worker may have written, archived or torn the file.
-      if (holder === undefined || f.checkedFor !== holder) {
+      // this process another worker may have written, archived or torn the file. Not when this
+      // handle was used under the token just before this one: fencing tokens are a per-session
+      // counter and every writer of a live transcript holds the lease, so nobody else held it
+      // in between, and the file is as this handle left it. A session's back-to-back drains in
+      // one process skip the stat, a thread-pool round trip on the path of every single turn.
+      if (holder === undefined || (f.checkedFor !== holder && f.checkedFor !== holder - 1)) {
         const onDisk = await stat(file).catch(() => null);
         // Renamed (archived) or deleted behind this handle: never write into the old file.
         if (!onDisk || onDisk.ino !== f.ino || onDisk.dev !== f.dev) throw new StaleHandle();
@@ -114,6 +118,7 @@ export class HolderWriter {
         throw err;
       }
       f.size = size + buf.length;
+      if (holder !== undefined) f.checkedFor = holder;
       f.dirty = this.fsync !== "always";
       f.lastUse = Date.now();
     });
