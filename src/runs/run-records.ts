@@ -169,16 +169,18 @@ export class RunRecords {
     beginNext: boolean,
     step: { pushes: FinishPush[]; expectEntries: ExpectedEntry[] } = { pushes: [], expectEntries: [] },
   ): Promise<unknown> {
-    const all = { ...fields, status, endedAt: fields.endedAt ?? Date.now() };
-    const flat = Object.entries(all).flatMap(([k, v]) => [k, String(v)]);
-    const notify = opts.notify
-      ? luaSafeJson(
-          decodeRecord({
-            ...encodeRecord(opts.notify),
-            ...Object.fromEntries(Object.entries(all).map(([k, v]) => [k, String(v)])),
-          }),
-        )
-      : "";
+    // The fields as a flat list for the script and, with `notify`, over the record as it stood:
+    // built in one pass (this runs once per turn).
+    const merged = opts.notify ? encodeRecord(opts.notify) : undefined;
+    const flat: string[] = [];
+    const put = (k: string, v: string) => {
+      flat.push(k, v);
+      if (merged) merged[k] = v;
+    };
+    for (const k in fields) if (k !== "status" && k !== "endedAt") put(k, String(fields[k]));
+    put("status", status);
+    put("endedAt", String(fields.endedAt ?? Date.now()));
+    const notify = merged ? luaSafeJson(decodeRecord(merged)) : "";
     const now = Date.now();
     const keys = [
       lease.fenceKey,
@@ -271,18 +273,25 @@ const PUSH_RESULTS: Record<string, PushResult> = { "2": "wake", "1": "queued", "
 
 /** The record of a turn just queued, as a field/value list (push-turn.lua writes it). */
 export function queuedRecordFields(turn: Turn): string[] {
-  const fields: Record<string, string> = {
-    runId: turn.runId,
-    sessionKey: turn.sessionKey,
-    agentId: turn.agentId,
-    sessionId: turn.sessionId,
-    step: turn.step,
-    status: "queued",
-    createdAt: String(turn.enqueuedAt),
-    ...(turn.source ? { sourceSessionKey: turn.source.sessionKey, sourceTool: turn.source.tool } : {}),
-    ...(turn.traceId ? { traceId: turn.traceId } : {}),
-  };
-  return Object.entries(fields).flat();
+  const fields = [
+    "runId",
+    turn.runId,
+    "sessionKey",
+    turn.sessionKey,
+    "agentId",
+    turn.agentId,
+    "sessionId",
+    turn.sessionId,
+    "step",
+    turn.step,
+    "status",
+    "queued",
+    "createdAt",
+    String(turn.enqueuedAt),
+  ];
+  if (turn.source) fields.push("sourceSessionKey", turn.source.sessionKey, "sourceTool", turn.source.tool);
+  if (turn.traceId) fields.push("traceId", turn.traceId);
+  return fields;
 }
 
 function num(v: string | undefined): number | undefined {

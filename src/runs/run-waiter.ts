@@ -37,6 +37,8 @@ export class RunWaiter {
       const nl = message.indexOf("\n");
       if (nl < 0) return void this.check(message);
       const runId = message.slice(0, nl);
+      // Every run's finish comes here; only one somebody waits for here is worth decoding.
+      if (!this.waiters.get(runId)?.size) return;
       const rec = parseRecord(message.slice(nl + 1));
       if (rec && isTerminal(rec.status)) this.deliver(runId, rec);
       else void this.check(runId);

@@ -64,5 +64,5 @@ export function serializeTurn(turn: Turn): string {
 
 /** The text that marks a serialized turn as `runId`'s, found without decoding (run-finish.lua). */
 export function turnMarker(runId: string): string {
-  return JSON.stringify({ runId }).slice(1, -1);
+  return `"runId":${JSON.stringify(runId)}`;
 }

@@ -128,9 +128,14 @@ export function createToolRuntime(svc: ToolDeps): ToolRuntime {
         ...(ctx.subagentRole ? { subagentRole: ctx.subagentRole } : {}),
         onYield: (message) => (yielded = message),
       };
-      const allowed = new Set<string>(effectiveTools(svc.config, caller));
+      // Worked out when a runtime first asks for the definitions: a turn whose runtime offers
+      // no tools (echo, most script rules) never needs the list.
+      let allowed: Set<string> | undefined;
       const invoker: ToolInvoker = {
-        definitions: () => definitions.filter((d) => allowed.has(d.name)),
+        definitions: () => {
+          allowed ??= new Set<string>(effectiveTools(svc.config, caller));
+          return definitions.filter((d) => allowed?.has(d.name));
+        },
         // After sessions_yield the turn is over: runtimes stop calling tools (they check
         // `yielded`); one that does not is refused anything else in this turn.
         call: async (name, args) =>

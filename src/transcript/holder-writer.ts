@@ -47,9 +47,12 @@ const SYNC_EVERY_MS = 1000;
 /** The cached handle no longer names the file at its path (renamed or deleted meanwhile). */
 class StaleHandle extends Error {}
 const IDLE_CLOSE_MS = 5000;
+/** Transcript paths remembered (see path); the map starts over past this many sessions. */
+const MAX_CACHED_PATHS = 10_000;
 
 export class HolderWriter {
   private readonly files = new Map<string, OpenFile>();
+  private readonly paths = new Map<string, string>();
   private readonly timer: NodeJS.Timeout;
 
   constructor(
@@ -62,7 +65,16 @@ export class HolderWriter {
   }
 
   path(agentId: string, sessionId: string, topicId?: string | number): string {
-    return transcriptPath(this.storageDir, agentId, sessionId, topicId);
+    // A pure function of its arguments (validation, resolve, the inside-the-dir check) asked
+    // several times per turn for the same session: remembered, only for ids that passed.
+    const key = `${agentId}/${sessionId}/${topicId === undefined ? "" : `${typeof topicId}:${topicId}`}`;
+    let file = this.paths.get(key);
+    if (file === undefined) {
+      file = transcriptPath(this.storageDir, agentId, sessionId, topicId);
+      if (this.paths.size >= MAX_CACHED_PATHS) this.paths.clear();
+      this.paths.set(key, file);
+    }
+    return file;
   }
 
   /**
@@ -82,8 +94,12 @@ export class HolderWriter {
     const f = await this.handle(file);
     const run = f.chain.then(async () => {
       // Checked once per lease holding (fencing token), not per write: between two holdings of
-      // this process another worker may have written, archived or torn the file.
-      if (holder === undefined || f.checkedFor !== holder) {
+      // this process another worker may have written, archived or torn the file. Not when this
+      // handle was used under the token just before this one: fencing tokens are a per-session
+      // counter and every writer of a live transcript holds the lease, so nobody else held it
+      // in between, and the file is as this handle left it. A session's back-to-back drains in
+      // one process skip the stat, a thread-pool round trip on the path of every single turn.
+      if (holder === undefined || (f.checkedFor !== holder && f.checkedFor !== holder - 1)) {
         const onDisk = await stat(file).catch(() => null);
         // Renamed (archived) or deleted behind this handle: never write into the old file.
         if (!onDisk || onDisk.ino !== f.ino || onDisk.dev !== f.dev) throw new StaleHandle();
@@ -102,6 +118,7 @@ export class HolderWriter {
         throw err;
       }
       f.size = size + buf.length;
+      if (holder !== undefined) f.checkedFor = holder;
       f.dirty = this.fsync !== "always";
       f.lastUse = Date.now();
     });

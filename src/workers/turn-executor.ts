@@ -28,7 +28,7 @@ import { interSessionProvenance } from "../runtimes/inter-session.js";
 import { redactTranscriptEntries, redactValue } from "../history/redact-transcript.js";
 import { topicOpt, transcriptTopicOf } from "../session/transcript-topic.js";
 import { luaSafeJson, wellFormed } from "../text/well-formed.js";
-import { combineSignals } from "../runtimes/combined-signal.js";
+import { linkSignals } from "../runtimes/combined-signal.js";
 import type { BegunTurn } from "../runs/inbox.js";
 import type { FinishPush, RawBegun, RunRecord } from "../runs/run-records.js";
 import { entryCache, knownEntry } from "../runs/entry-cache.js";
@@ -514,11 +514,13 @@ export class TurnExecutor {
     controller: AbortController,
   ): Promise<{ outcome: TurnOutcome; output?: RunOutput }> {
     const { svc } = this;
-    const combined = combineSignals(
-      [controller.signal, lease.lost],
+    // The registered controller is the turn's signal: a lost lease and the run timeout abort it too.
+    const unlink = linkSignals(
+      controller,
+      [lease.lost],
       turn.runTimeoutSeconds && turn.runTimeoutSeconds > 0 ? turn.runTimeoutSeconds * 1000 : undefined,
     );
-    const { signal } = combined;
+    const { signal } = controller;
     try {
       const runtime = createRuntime(agentRuntime(svc.config, turn.agentId));
       const tools = this.tools({
@@ -575,7 +577,7 @@ export class TurnExecutor {
       if (err instanceof StaleFenceError) throw err;
       return { outcome: { status: "error", error: wellFormed((err as Error)?.message ?? String(err)) } };
     } finally {
-      combined.dispose();
+      unlink();
     }
   }
 

@@ -1,7 +1,8 @@
 /**
  * The lease holder's transcript writer checks the file once per holding (lease token): a file
  * still as long as its handle left it is written at once; one another writer appended to, tore
- * or renamed is noticed before the write.
+ * or renamed is noticed before the write. Another writer holds the lease too, so it has a token
+ * between two of this handle's: the tests leave a gap where it writes.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { appendFileSync, mkdtempSync, readFileSync, renameSync, rmSync } from "node:fs";
@@ -45,8 +46,9 @@ describe("HolderWriter between holdings", () => {
     const { w, file } = setup();
     await w.write("main", "s1", [line("a")], undefined, 1);
     await w.write("main", "s1", [line("b")], undefined, 2);
+    // Token 3 was another writer's.
     appendFileSync(file, `${JSON.stringify(line("other"))}\n`);
-    await w.write("main", "s1", [line("c")], undefined, 3);
+    await w.write("main", "s1", [line("c")], undefined, 4);
     expect(ids(file)).toEqual(["a", "b", "other", "c"]);
   });
 
@@ -54,7 +56,7 @@ describe("HolderWriter between holdings", () => {
     const { w, file } = setup();
     await w.write("main", "s1", [line("a")], undefined, 1);
     appendFileSync(file, '{"type":"message","id":"torn","mess');
-    await w.write("main", "s1", [line("b")], undefined, 2);
+    await w.write("main", "s1", [line("b")], undefined, 3);
     expect(readFileSync(file, "utf8")).not.toContain("torn");
     expect(ids(file)).toEqual(["a", "b"]);
   });
@@ -63,8 +65,18 @@ describe("HolderWriter between holdings", () => {
     const { w, file } = setup();
     await w.write("main", "s1", [line("a")], undefined, 1);
     renameSync(file, `${file}.archived`);
-    await w.write("main", "s1", [line("b")], undefined, 2);
+    await w.write("main", "s1", [line("b")], undefined, 3);
     expect(ids(`${file}.archived`)).toEqual(["a"]);
     expect(ids(file)).toEqual(["b"]);
+  });
+
+  it("writes back-to-back holdings of one process in order, each line once", async () => {
+    const { w, file } = setup();
+    // Consecutive tokens: nobody held the lease in between, so the file is as the handle left it.
+    for (let t = 1; t <= 5; t++) await w.write("main", "s1", [line(`t${t}`)], undefined, t);
+    // A gap (token 6 was another writer's) is checked again: its append is kept, not overwritten.
+    appendFileSync(file, `${JSON.stringify(line("other"))}\n`);
+    await w.write("main", "s1", [line("t7")], undefined, 7);
+    expect(ids(file)).toEqual(["t1", "t2", "t3", "t4", "t5", "other", "t7"]);
   });
 });
