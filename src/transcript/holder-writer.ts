@@ -17,6 +17,7 @@
  * File handles stay open while written to and are closed after a short idle time, so a
  * session's consecutive turns reuse one handle.
  */
+import { fstatSync } from "node:fs";
 import { mkdir, open, stat, type FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { Logger } from "pino";
@@ -98,7 +99,7 @@ export class HolderWriter {
       // handle was used under the token just before this one: fencing tokens are a per-session
       // counter and every writer of a live transcript holds the lease, so nobody else held it
       // in between, and the file is as this handle left it. A session's back-to-back drains in
-      // one process skip the stat, a thread-pool round trip on the path of every single turn.
+      // one process skip the path stat, a thread-pool round trip on the path of every turn.
       if (holder === undefined || (f.checkedFor !== holder && f.checkedFor !== holder - 1)) {
         const onDisk = await stat(file).catch(() => null);
         // Renamed (archived) or deleted behind this handle: never write into the old file.
@@ -108,6 +109,13 @@ export class HolderWriter {
         // there is no torn tail to look for. One stat per holding in the common case.
         if (onDisk.size !== f.size) f.size = await cutTornTail(f.fh, onDisk.size, sessionId);
         f.checkedFor = holder;
+      } else {
+        // Consecutive tokens: no renames (archiving takes the lease, which leaves a gap), but
+        // `switchboard import` and a forked sessions_spawn append through the locked store
+        // without the lease. The handle's own length, a synchronous fstat (a syscall, no
+        // thread-pool hop), catches those, so an undo never truncates back past their lines.
+        const length = fstatSync(f.fh.fd).size;
+        if (length !== f.size) f.size = await cutTornTail(f.fh, length, sessionId);
       }
       const size = f.size;
       const buf = Buffer.from(size === 0 ? headerLine(sessionId, undefined) + body : body, "utf8");

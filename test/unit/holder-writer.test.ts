@@ -79,4 +79,17 @@ describe("HolderWriter between holdings", () => {
     await w.write("main", "s1", [line("t7")], undefined, 7);
     expect(ids(file)).toEqual(["t1", "t2", "t3", "t4", "t5", "other", "t7"]);
   });
+
+  it("notices a writer without the lease (import, a forked spawn) even between consecutive tokens", async () => {
+    const { w, file } = setup();
+    await w.write("main", "s1", [line("a")], undefined, 1);
+    // Whole lines appended outside the lease are kept, and the handle learns the new length.
+    appendFileSync(file, `${JSON.stringify(line("imported"))}\n`);
+    await w.write("main", "s1", [line("b")], undefined, 2);
+    // A torn tail left outside the lease is cut before the next write, not glued to it.
+    appendFileSync(file, '{"type":"message","id":"torn","mess');
+    await w.write("main", "s1", [line("c")], undefined, 3);
+    expect(ids(file)).toEqual(["a", "imported", "b", "c"]);
+    expect(readFileSync(file, "utf8")).not.toContain("torn");
+  });
 });
