@@ -33,7 +33,6 @@ import type { RuntimeConfig } from "../config/schema.js";
 import type { TranscriptMessage } from "../history/transcript-types.js";
 import { markInterSession, runtimePromptText } from "./inter-session.js";
 
-export { INTER_SESSION_MARKER, markInterSession } from "./inter-session.js";
 import { RunAbortedError, type AgentRuntime, type RunInput, type RunOutput, type ToolCallResult } from "./types.js";
 import { throwIfAborted, untilAborted } from "./abort.js";
 
