@@ -80,7 +80,7 @@ describe("import openclaw: generated state dir, both generations", () => {
     expect(() => readdirSync(join(config.storage.dir, "agents"))).toThrow();
   }, 60_000);
 
-  it(`imports ${TOTAL} sessions, then a second run changes nothing`, async () => {
+  it(`imports ${TOTAL} sessions: every entry and every line, with progress`, async () => {
     const progress: ImportProgress[] = [];
     const first = await importOpenClaw(targets, {
       stateDir: gen.dir,
@@ -127,7 +127,11 @@ describe("import openclaw: generated state dir, both generations", () => {
     });
     const topic = gen.sessions[4]!;
     expect(await targets.sessions.get(topic.key)).toMatchObject({ topicId: "4" });
+  }, 120_000);
 
+  // Runs on what the import above wrote (tests in a file run in order).
+  it("a second run over the unchanged state dir changes nothing", async () => {
+    expect(await targets.sessions.count()).toBe(TOTAL);
     const before = await snapshot();
     const second = await importOpenClaw(targets, { stateDir: gen.dir, concurrency: 16 });
     expect(second.sessions).toMatchObject({ created: 0, updated: 0, keptNewer: 0, unchanged: TOTAL });
