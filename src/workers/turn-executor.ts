@@ -158,16 +158,7 @@ function resultEntries(
           content: [{ type: "text", text: outcome.reply ?? "" }],
           timestamp: now,
           stopReason: "stop",
-          ...(output?.model ? { model: output.model } : {}),
-          ...(output?.usage
-            ? {
-                usage: {
-                  input: output.usage.input,
-                  output: output.usage.output,
-                  totalTokens: output.usage.input + output.usage.output,
-                },
-              }
-            : {}),
+          ...modelAndUsage(output),
         },
         now,
       ),
@@ -191,6 +182,22 @@ function resultEntries(
   return lines;
 }
 
+/** The model and token usage an assistant line records, when the runtime reported them. */
+function modelAndUsage(output: RunOutput | undefined): Pick<TranscriptMessage, "model" | "usage"> {
+  return {
+    ...(output?.model ? { model: output.model } : {}),
+    ...(output?.usage
+      ? {
+          usage: {
+            input: output.usage.input,
+            output: output.usage.output,
+            totalTokens: output.usage.input + output.usage.output,
+          },
+        }
+      : {}),
+  };
+}
+
 /**
  * A turn ended by sessions_yield, written as OpenClaw writes it: an empty assistant message
  * stopped as `aborted`, then a hidden `openclaw.sessions_yield` note (a `custom` line, not
@@ -208,16 +215,7 @@ function yieldedEntries(runId: string, output: RunOutput, now: number): Transcri
         content: [{ type: "text", text: "" }],
         timestamp: now,
         stopReason: "aborted",
-        ...(output.model ? { model: output.model } : {}),
-        ...(output.usage
-          ? {
-              usage: {
-                input: output.usage.input,
-                output: output.usage.output,
-                totalTokens: output.usage.input + output.usage.output,
-              },
-            }
-          : {}),
+        ...modelAndUsage(output),
       },
       now,
     ),

@@ -10,11 +10,8 @@
 import { Cluster } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hasRedisCli, startPrivateCluster, type ClusterNode, type PrivateCluster } from "../helpers/redis-cluster.js";
-import { spawn } from "node:child_process";
 import {
-  CLI,
   FAST_WORKERS,
-  ROOT,
   startTestSystem,
   writeConfigFile,
   type ChildHandle,
@@ -34,44 +31,11 @@ import {
   transcript,
 } from "../fixtures/tools-support.js";
 import { settle } from "../helpers/settle.js";
+import { cliEnv, runCli, show } from "../helpers/cli-run.js";
 
 const CLI_MISSING = !hasRedisCli();
 // Long enough for a second worker process to be running before the first one is killed.
 const SLOW_MS = 3000;
-
-/** `switchboard <args>` as a one-shot process with only `env` pointing it somewhere. */
-function runCli(
-  args: string[],
-  env: Record<string, string>,
-): Promise<{ code: number | null; stdout: string; out: string }> {
-  const base: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: "warn" };
-  for (const k of [
-    "REDIS_URL",
-    "SWITCHBOARD_URL",
-    "SWITCHBOARD_TOKEN",
-    "SWITCHBOARD_CONFIG",
-    "SWITCHBOARD_PORT",
-    "SWITCHBOARD_STATE_DIR",
-  ])
-    delete base[k];
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
-      cwd: ROOT,
-      env: { ...base, ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => (stdout += d));
-    child.stderr.on("data", (d) => (stderr += d));
-    const timer = setTimeout(() => child.kill("SIGKILL"), 25_000);
-    child.once("error", reject);
-    child.once("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, out: `exit ${code}\nstdout: ${stdout}\nstderr: ${stderr}` });
-    });
-  });
-}
 
 if (CLI_MISSING) {
   describe("Redis Cluster", () => {
@@ -314,15 +278,19 @@ describe.skipIf(CLI_MISSING)("Switchboard on a Redis Cluster (3 masters)", () =>
     // Gateway port 0 in the file: nothing answers over HTTP, so the CLI talks to Redis itself.
     const file = writeConfigFile(crashSys.config);
     const env = { REDIS_URL: cluster.url, SWITCHBOARD_STATE_DIR: crashSys.config.storage.dir };
-    const send = await runCli(["send", "main", "from the cli", "--wait", "15", "--json", "--config", file], env);
-    expect(send.code, send.out).toBe(0);
+    const send = await runCli(
+      ["send", "main", "from the cli", "--wait", "15", "--json", "--config", file],
+      cliEnv(env),
+      25_000,
+    );
+    expect(send.code, show(send)).toBe(0);
     expect(JSON.parse(send.stdout)).toMatchObject({
       sessionKey: "agent:main:main",
       status: "ok",
       reply: "re: from the cli",
     });
-    const status = await runCli(["status", "--json", "--config", file], env);
-    expect(status.code, status.out).toBe(0);
+    const status = await runCli(["status", "--json", "--config", file], cliEnv(env), 25_000);
+    expect(status.code, show(status)).toBe(0);
     const st = JSON.parse(status.stdout);
     expect(st).toMatchObject({
       gateway: { reachable: false },

@@ -8,10 +8,7 @@
   Returns {token, 0} when acquired, {0, pttl} when another holder still has it.
   A token is only ever used once: a holder that lost its lease can never match again.
 ]]
-local held = redis.call("PTTL", KEYS[1])
-if held > 0 or held == -1 then
-  return {0, held}
-end
-local token = redis.call("INCR", KEYS[2])
-redis.call("SET", KEYS[1], token, "PX", tonumber(ARGV[1]))
+--@include take-lease
+local token, held = take_lease(KEYS[1], KEYS[2], ARGV[1])
+if token == 0 then return {0, held} end
 return {token, 0}

@@ -12,12 +12,9 @@
   begun as turn-begin returns it (false: nothing to run, and the lease is released already).
 ]]
 --@include begin-next
-local held = redis.call("PTTL", KEYS[1])
-if held > 0 or held == -1 then
-  return {0, held}
-end
-local token = redis.call("INCR", KEYS[2])
-redis.call("SET", KEYS[1], token, "PX", tonumber(ARGV[1]))
+--@include take-lease
+local token, held = take_lease(KEYS[1], KEYS[2], ARGV[1])
+if token == 0 then return {0, held} end
 local begun = begin_next(KEYS[3], KEYS[4], KEYS[5], ARGV[2], ARGV[3], KEYS[6], ARGV[4])
 if not begun then redis.call("DEL", KEYS[1]) end
 return {token, begun or false}
