@@ -29,6 +29,8 @@ export interface RunRecord {
   createdAt?: number;
   startedAt?: number;
   endedAt?: number;
+  /** When the record turned terminal, by Redis's clock (set by the finish; endedAt is the worker's). */
+  terminalAt?: number;
   usage?: { input: number; output: number };
   attempts?: number;
   sourceSessionKey?: string;
@@ -338,6 +340,8 @@ export function decodeRecord(h: Record<string, string>): RunRecord {
   if (startedAt !== undefined) rec.startedAt = startedAt;
   const endedAt = num(h.endedAt);
   if (endedAt !== undefined) rec.endedAt = endedAt;
+  const terminalAt = num(h.terminalAt);
+  if (terminalAt !== undefined) rec.terminalAt = terminalAt;
   if (h.usageInput !== undefined || h.usageOutput !== undefined) {
     rec.usage = { input: Number(h.usageInput ?? 0), output: Number(h.usageOutput ?? 0) };
   }

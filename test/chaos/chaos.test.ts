@@ -102,6 +102,25 @@ async function finalRuns(client: GatewayClient, sent: SentMessage[]): Promise<Ma
   return finals;
 }
 
+/**
+ * When each run's record turned terminal, by Redis's clock (`terminalAt`, set by the finish),
+ * in place of the worker's `endedAt`: a finish held in a worker's command queue through the
+ * Redis restart lands after its endedAt, and a wait sent in between honestly times out.
+ */
+async function useTerminalTimes(c: ChaosCluster, finals: Map<string, FinalRun | string>): Promise<void> {
+  const keys = new RedisKeys(c.config.redis.prefix);
+  const redis = newRedis(c.redis.url);
+  try {
+    for (const [runId, f] of finals) {
+      if (typeof f !== "object") continue;
+      const at = await redis.hget(keys.run(runId), "terminalAt");
+      if (at) f.endedAt = Number(at);
+    }
+  } finally {
+    redis.disconnect();
+  }
+}
+
 /** Nothing is left queued or in flight in any session once every run has finished. */
 async function leftovers(c: ChaosCluster, sent: SentMessage[]): Promise<string[]> {
   const keys = new RedisKeys(c.config.redis.prefix);
@@ -165,6 +184,7 @@ describe("chaos", () => {
       const sendsDoneAt = Date.now();
 
       const finals = await finalRuns(client, log.messages);
+      await useTerminalTimes(c, finals);
       const problems = [...log.problems, ...checkRuns(log.messages, finals), ...checkTimedOutWaits(log.waits, finals)];
       for (let s = 0; s < SESSIONS; s++) {
         const sent = log.messages.filter((m) => m.session === s).sort((a, b) => a.seq - b.seq);

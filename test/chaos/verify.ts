@@ -9,6 +9,7 @@ import { expectedReply, seqOf, type SentMessage, type WaitRecord } from "./sessi
 export interface FinalRun {
   status: string;
   reply?: string;
+  /** When the run's record turned terminal (Redis's clock; the worker's endedAt when absent). */
   endedAt?: number;
 }
 

@@ -78,6 +78,10 @@ if not is_terminal(status) then
   local fields = {}
   for i = a, #ARGV do fields[#fields + 1] = ARGV[i] end
   redis.call("HSET", KEYS[2], unpack(fields))
+  -- When the record became terminal, on Redis's clock: endedAt is the worker's, taken before
+  -- the call, and a finish held in a client's queue through a Redis restart lands later.
+  local t = redis.call("TIME")
+  redis.call("HSET", KEYS[2], "terminalAt", tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
   redis.call("EXPIRE", KEYS[2], tonumber(ARGV[4]))
   if ARGV[6] ~= "" then redis.call("HSET", KEYS[4], ARGV[2], ARGV[6]) end
   if ARGV[7] ~= "" then
