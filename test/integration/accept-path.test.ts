@@ -76,6 +76,7 @@ describe("agent RPC with a cached session entry", () => {
     // Keep a turn in front (a waiting run keeps the session busy): later pushes are `queued`.
     const redis = a.svc.redis as unknown as { sendCommand: (cmd: { name: string }, ...rest: unknown[]) => unknown };
     const sent: string[] = [];
+    let runId = "";
     const orig = redis.sendCommand;
     await a.svc.redis.rpush(a.svc.keys.inflight(key), '{"runId":"placeholder","sessionKey":"x"}');
     try {
@@ -83,12 +84,13 @@ describe("agent RPC with a cached session entry", () => {
         sent.push(cmd.name);
         return orig.call(this, cmd, ...rest);
       };
-      const res = await a.rpc("agent", { sessionKey: key, message: "queued" });
-      expect(res.runId).toBeTruthy();
+      runId = (await a.rpc("agent", { sessionKey: key, message: "queued" })).runId;
     } finally {
       redis.sendCommand = orig;
       await a.svc.redis.del(a.svc.keys.inflight(key), a.svc.keys.inbox(key));
     }
     expect(sent).toEqual(["evalsha"]);
+    // That one command queued the turn: its run record exists, queued behind the placeholder.
+    expect(await a.svc.runs.get(runId)).toMatchObject({ runId, sessionKey: key, status: "queued" });
   });
 });
