@@ -277,6 +277,11 @@ export const ConfigSchema = z
     workers: z
       .strictObject({
         concurrency: z.number().int().min(1).max(1000).default(16),
+        // How a turn pushed into an idle session wakes a drainer (docs/design/runs.md): "ready-list"
+        // puts the session on a list workers block on (no BullMQ job, fewest round trips);
+        // "drain-job" adds a BullMQ drain job, so every drain shows in Bull Board. Read by every
+        // process that queues turns (gateways and workers); workers consume the list either way.
+        wake: z.enum(["ready-list", "drain-job"]).default("ready-list"),
         // How long a worker may go silent before its job (and session lease) is taken over.
         lockDurationMs: z.number().int().min(1000).max(600_000).default(30_000),
         stalledIntervalMs: z.number().int().min(1000).max(600_000).default(30_000),

@@ -7,6 +7,17 @@ import { randomUUID } from "node:crypto";
 import type { RunDeps } from "./run-deps.js";
 import type { Turn } from "./turn.js";
 import { addJob } from "../queues/jobs.js";
+import type { Config } from "../config/schema.js";
+import { isSubagentKey } from "../session/key-classify.js";
+
+/**
+ * Whether a push into an idle session readies it on the ready list (workers pop it as the wake)
+ * rather than asking for a drain job: `workers.wake: "ready-list"`, except for sub-agent
+ * sessions, which drain on the subagents queue so its global concurrency caps them.
+ */
+export function readyWake(config: Pick<Config, "workers">, sessionKey: string): boolean {
+  return config.workers.wake === "ready-list" && !isSubagentKey(sessionKey);
+}
 
 /**
  * Wake the session's drainer (its turns must already be in the inbox). The drain job is
@@ -52,10 +63,12 @@ export async function enqueueTurnIfEntry(
 ): Promise<{ turn: Turn; queued: boolean } | { changed: string | null }> {
   const now = Date.now();
   const turn: Turn = { ...req, runId: req.runId ?? randomUUID(), enqueuedAt: now, messageTs: req.messageTs ?? now };
-  const pushed = await svc.inbox.push(turn, expectEntry !== undefined ? { expectEntry } : {});
+  const ready = readyWake(svc.config, turn.sessionKey);
+  const pushed = await svc.inbox.push(turn, expectEntry !== undefined ? { expectEntry, ready } : { ready });
   if (typeof pushed === "object") return pushed;
-  // Queued behind other turns: the session's drain job exists and will reach this one.
-  if (pushed === "queued") return { turn, queued: true };
+  // Queued behind other turns: the session's drainer exists and will reach this one. Readied:
+  // the push put the session on the ready list in the same step, which is the wake.
+  if (pushed === "queued" || pushed === "ready") return { turn, queued: true };
   // Into an idle session, or a retry of a runId that existed (a first attempt may have pushed
   // and then died before adding the drain job): wake. The add is deduplicated per session.
   // The pending wake the push recorded is cleared by the drainer when it takes the turn

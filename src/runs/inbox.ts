@@ -54,9 +54,10 @@ export class Inbox {
 
   /**
    * Queue a turn and create its run record (status queued) atomically, once per runId.
-   * Says what the caller must do next: `wake` (queued into an idle session: add its drain job),
-   * `queued` (behind other turns: a drain job exists already), or `exists` (the runId existed;
-   * nothing queued).
+   * Says what the caller must do next: `ready` (queued into an idle session and put on the ready
+   * list in the same step: nothing more to do), `wake` (queued into an idle session: add its
+   * drain job), `queued` (behind other turns: a drain job exists already), or `exists` (the runId
+   * existed; nothing queued). `ready` is used when `opts.ready` asks for it (readyWake).
    *
    * With `expectEntry` (the session entry JSON the turn was built from, e.g. a cached copy) the
    * push happens only if the stored entry is still exactly that; otherwise nothing is queued and
@@ -64,8 +65,8 @@ export class Inbox {
    */
   async push(
     turn: Turn,
-    opts: { expectEntry?: string } = {},
-  ): Promise<"wake" | "queued" | "exists" | { changed: string | null }> {
+    opts: { expectEntry?: string; ready?: boolean } = {},
+  ): Promise<"ready" | "wake" | "queued" | "exists" | { changed: string | null }> {
     const res = await this.pushLua(
       [
         this.keys.run(turn.runId),
@@ -73,6 +74,7 @@ export class Inbox {
         this.keys.inflight(turn.sessionKey),
         this.keys.pendingWakes(),
         this.keys.session(turn.sessionKey),
+        this.keys.readyList(),
       ],
       [
         serializeTurn(turn),
@@ -80,11 +82,13 @@ export class Inbox {
         Date.now(),
         pendingWakeMember(turn),
         opts.expectEntry ?? "",
+        opts.ready ? "1" : "0",
         ...queuedRecordFields(turn),
       ],
     );
     if (Array.isArray(res)) return { changed: (res[1] as string | null) ?? null };
-    return res === 2 ? "wake" : res === 1 ? "queued" : "exists";
+    if (res === 2) return opts.ready ? "ready" : "wake";
+    return res === 1 ? "queued" : "exists";
   }
 
   /** Sessions whose wake-up was pending for longer than `olderThanMs` (its pusher died before adding it). */
@@ -108,6 +112,11 @@ export class Inbox {
     await this.redis.zrem(this.keys.pendingWakes(), member);
   }
 
+  /** Mark a pending wake as seen now (its session's lease is held: a drainer is on it). */
+  async touchWake(member: string, now = Date.now()): Promise<void> {
+    await this.redis.zadd(this.keys.pendingWakes(), "XX", now, member);
+  }
+
   /**
    * The start of a drain (lease-begin.lua): take the session's lease and begin its next turn in
    * one round trip. `begun` is null when there was nothing to run (the lease is already given
@@ -116,6 +125,7 @@ export class Inbox {
   async acquireAndBegin(
     leases: SessionLeases,
     sessionKey: string,
+    opts: { keepWake?: boolean } = {},
   ): Promise<
     | { acquired: false; retryInMs: number }
     | { acquired: true; lease: LeaseHandle; begun: BegunTurn | { corrupt: string } | null }
@@ -130,7 +140,8 @@ export class Inbox {
         this.keys.session(sessionKey),
         this.keys.pendingWakes(),
       ],
-      [leases.ttl, this.keys.run(""), askedAt, pendingWakeSuffix(sessionKey)],
+      // A ready-list drain keeps its wake until it ends (begin-next.lua): "" leaves it.
+      [leases.ttl, this.keys.run(""), askedAt, opts.keepWake ? "" : pendingWakeSuffix(sessionKey)],
     )) as [number, RawBegun | number | false | null];
     if (!token) return { acquired: false, retryInMs: leases.retryIn(res as number) };
     const lease = leases.holding(sessionKey, token, askedAt);

@@ -62,13 +62,15 @@ export interface FinishPush {
   turn: Turn;
   /** Queued only if this key exists when the run turns terminal (a sessions_send caller's late flag). */
   ifExists?: string;
+  /** Put the session on the ready list if the push finds it idle (readyWake), instead of a drain job. */
+  ready?: boolean;
 }
 
 /**
  * What a push in the finish did: like `Inbox.push`, or `skipped` (its condition did not hold, or
  * the run had ended already).
  */
-export type PushResult = "wake" | "queued" | "exists" | "skipped";
+export type PushResult = "ready" | "wake" | "queued" | "exists" | "skipped";
 
 /** A session entry the pushes were decided on, as the worker knew it (null: no such session). */
 export interface ExpectedEntry {
@@ -158,7 +160,10 @@ export class RunRecords {
     return {
       finished: res[0] === 1,
       next: res[1] || null,
-      pushed: opts.pushes.map((_, i) => PUSH_RESULTS[String(codes[i])] ?? "skipped"),
+      pushed: opts.pushes.map((p, i) => {
+        const r = PUSH_RESULTS[String(codes[i])] ?? "skipped";
+        return r === "wake" && p.ready ? "ready" : r;
+      }),
     };
   }
 
@@ -192,6 +197,7 @@ export class RunRecords {
       this.keys.inbox(lease.sessionKey),
       this.keys.session(lease.sessionKey),
       this.keys.pendingWakes(),
+      this.keys.readyList(),
       ...step.expectEntries.map((e) => this.keys.session(e.sessionKey)),
     ];
     const pushArgs: string[] = [];
@@ -207,7 +213,7 @@ export class RunRecords {
       pushArgs.push(
         serializeTurn(p.turn),
         pendingWakeMember(p.turn),
-        p.ifExists ? "1" : "0",
+        `${p.ifExists ? "c" : ""}${p.ready ? "r" : ""}`,
         String(record.length),
         ...record,
       );

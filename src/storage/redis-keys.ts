@@ -57,9 +57,16 @@ export class RedisKeys {
   fence(sessionKey: string): string {
     return `${this.base}:fence:${sessionKey}`;
   }
-  /** Sessions a push found idle, until their drain job is added (zset member `<runId>|<key>`, score ms). */
+  /**
+   * Sessions a push found idle, until a drainer has them (zset member `<runId>|<key>`, score ms):
+   * until their drain job takes the turn, or until their ready-list drain ends.
+   */
   pendingWakes(): string {
     return `${this.base}:wakes:pending`;
+  }
+  /** Sessions readied by a push into an idle inbox, oldest first (list of pending-wake members). */
+  readyList(): string {
+    return `${this.base}:wakes:ready`;
   }
   run(runId: string): string {
     return `${this.base}:run:${runId}`;

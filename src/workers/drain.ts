@@ -1,6 +1,8 @@
 /**
- * The `drain` job of the runs queue: "session S has turns waiting". Producers push the turn to
- * S's inbox, then add a drain job deduplicated by S with `keepLastIfActive` — so there is at
+ * A drain: run the turns of session S under its lease until the inbox is empty. It is started
+ * by a session popped from the ready list (ready-consumer.ts, the default wake-up) or by the
+ * `drain` job of the runs queue, which this module also provides. Producers that wake by job
+ * push the turn to S's inbox, then add a drain job deduplicated by S with `keepLastIfActive` — so there is at
  * most one drain of S active, plus one follow-up stored when a turn arrives mid-drain (BullMQ
  * re-creates it when the active one finishes). That closes the lost-wake-up window: a turn
  * pushed after the drainer's last empty take still gets a drainer.
@@ -44,6 +46,27 @@ export interface DrainResult {
   runs: string[];
 }
 
+/** What a drain of one session came to; the caller (a drain job, the ready consumer) acts on it. */
+export type DrainOutcome =
+  /** Another holder has the lease (or a crashed one's has not expired): ask again later. */
+  | { kind: "busy"; retryInMs: number }
+  /** Ran what it could; `more`: it yielded at MAX_TURNS_PER_DRAIN with turns still queued. */
+  | { kind: "done"; ran: number; runs: string[]; more: boolean }
+  /** The in-flight turn hit a storage fault: it stays first in line, retry after `parkMs`. */
+  | { kind: "parked"; parkMs: number }
+  /** Stopped with work left (a turn handed back, or the worker is shutting down); lease released. */
+  | { kind: "handedBack" };
+
+/** What a drain needs from whoever started it. */
+export interface DrainContext {
+  /** Retry state carried by a drain job (empty for a drain woken from the ready list). */
+  data: Pick<DrainData, "storageRetries" | "leaseWaitSince">;
+  /** A line for the operator (the job's log in Bull Board). */
+  log(line: string): Promise<unknown>;
+  /** Keep the session's pending wake until the drain ends (a ready-list drain clears its own). */
+  keepWake?: boolean;
+}
+
 type TurnStep = { status: string; next?: NextTurn } | { parkMs: number } | { handedBack: true };
 
 /**
@@ -51,7 +74,7 @@ type TurnStep = { status: string; next?: NextTurn } | { parkMs: number } | { han
  * that follows it runs them on another worker), and a turn handed back mid-run sends this job
  * back to the queue with the lease released, so another worker takes over at once.
  */
-export function createDrainProcessor(
+export function createSessionDrainer(
   svc: WorkerDeps,
   executor: TurnExecutor,
   stopping: AbortSignal = new AbortController().signal,
@@ -59,7 +82,7 @@ export function createDrainProcessor(
   /** End a turn that will not be retried: `error` on its record, its message dead-lettered. */
   async function giveUp(
     lease: LeaseHandle,
-    job: Job<DrainData>,
+    ctx: DrainContext,
     turn: Turn,
     kind: DeadLetter["kind"],
     reason: string,
@@ -79,12 +102,12 @@ export function createDrainProcessor(
       { sessionKey: turn.sessionKey, runId: turn.runId, kind, reason },
       "turn given up; message kept as a dead letter",
     );
-    await job.log(`run ${turn.runId} given up (${kind}): ${reason}`).catch(() => 0);
+    await ctx.log(`run ${turn.runId} given up (${kind}): ${reason}`).catch(() => 0);
   }
 
   async function runTurn(
     lease: LeaseHandle,
-    job: Job<DrainData>,
+    ctx: DrainContext,
     begun: BegunTurn,
     beginNext: () => boolean,
   ): Promise<TurnStep> {
@@ -102,40 +125,32 @@ export function createDrainProcessor(
         case "storage": {
           const park = await svc.storageFaults.onFault(turn.runId, failure);
           if (!park.expired) {
-            const parkMs = storageRetryDelayMs(job.data.storageRetries ?? 0, svc.config.storage.faultRetryMaxDelayMs);
-            await job.log(`run ${turn.runId} parked ${parkMs} ms: ${park.reason}`).catch(() => 0);
+            const parkMs = storageRetryDelayMs(ctx.data.storageRetries ?? 0, svc.config.storage.faultRetryMaxDelayMs);
+            await ctx.log(`run ${turn.runId} parked ${parkMs} ms: ${park.reason}`).catch(() => 0);
             return { parkMs };
           }
-          await giveUp(lease, job, turn, "storage", park.reason);
+          await giveUp(lease, ctx, turn, "storage", park.reason);
           return { status: "error" };
         }
         case "permanent":
-          await giveUp(lease, job, turn, "permanent", `cannot run this turn: ${failure.message}`);
+          await giveUp(lease, ctx, turn, "permanent", `cannot run this turn: ${failure.message}`);
           return { status: "error" };
         case "transient": {
           const failures = await svc.redis.hincrby(svc.keys.run(turn.runId), "infraFailures", 1);
-          if (failures < MAX_TURN_INFRA_FAILURES) throw err; // BullMQ retries the drain with backoff
-          await giveUp(lease, job, turn, "permanent", `gave up after ${failures} failures: ${failure.message}`);
+          if (failures < MAX_TURN_INFRA_FAILURES) throw err; // the drain is retried with backoff
+          await giveUp(lease, ctx, turn, "permanent", `gave up after ${failures} failures: ${failure.message}`);
           return { status: "error" };
         }
       }
     }
   }
 
-  return async (job: Job<DrainData>, token?: string): Promise<DrainResult> => {
-    const { sessionKey } = jobData("drain", job);
+  return async (sessionKey: string, ctx: DrainContext): Promise<DrainOutcome> => {
     // Lease and first turn in one round trip; an empty session gives the lease back in it too.
-    const acquired = await svc.inbox.acquireAndBegin(svc.leases, sessionKey);
-    if (!acquired.acquired) {
-      // Another holder is still inside its lease (or a crashed one has not expired yet).
-      const waits = (job.data.leaseWaits ?? 0) + 1;
-      if (waits > MAX_LEASE_WAITS)
-        throw new Error(`session ${sessionKey} lease stayed busy through ${MAX_LEASE_WAITS} waits`);
-      await job.updateData({ ...job.data, leaseWaits: waits, leaseWaitSince: job.data.leaseWaitSince ?? Date.now() });
-      return await retryLater(job, token, Math.min(acquired.retryInMs + 20, LEASE_POLL_MS));
-    }
+    const acquired = await svc.inbox.acquireAndBegin(svc.leases, sessionKey, { keepWake: ctx.keepWake ?? false });
+    if (!acquired.acquired) return { kind: "busy", retryInMs: acquired.retryInMs };
     const lease = acquired.lease;
-    leaseAcquired(job.data.leaseWaitSince);
+    leaseAcquired(ctx.data.leaseWaitSince);
     const runs: string[] = [];
     let parkMs: number | undefined;
     let handedBack = false;
@@ -155,15 +170,15 @@ export function createDrainProcessor(
           break;
         }
         if ("corrupt" in begun) {
-          await discardCorrupt(svc, lease, job, begun.corrupt);
+          await discardCorrupt(svc, lease, ctx, begun.corrupt);
           runs.push("corrupt:discarded");
           continue;
         }
         const timing = turnStarted(begun);
-        // The last turn of this job does not begin another: the next drain job will. Nor does a
+        // The last turn of this drain does not begin another: the next drain will. Nor does a
         // turn that finishes after the worker began shutting down.
         const last = runs.length + 1 >= MAX_TURNS_PER_DRAIN;
-        const step = await runTurn(lease, job, begun, () => !last && !stopping.aborted);
+        const step = await runTurn(lease, ctx, begun, () => !last && !stopping.aborted);
         if ("parkMs" in step) {
           parkMs = step.parkMs;
           break;
@@ -179,30 +194,57 @@ export function createDrainProcessor(
     } finally {
       await lease.release().catch(() => false);
     }
-    // Stopped with work left (a turn handed back, or not begun because the worker is shutting down).
-    if (handedBack || (stopping.aborted && !emptied && parkMs === undefined && runs.length < MAX_TURNS_PER_DRAIN)) {
-      // The turn stays in-flight (first in line) and the lease is free: whichever worker takes
-      // this job next runs it now, not after the lease TTL or the stall check.
-      await job.moveToWait(token);
-      throw new WaitingError();
-    }
-    if (parkMs !== undefined) {
-      // Parked: the turn stays in-flight (first in line) and this same job comes back later.
-      await job.updateData({
-        ...job.data,
-        storageRetries: (job.data.storageRetries ?? 0) + 1,
-        leaseWaitSince: undefined,
-      });
-      return await retryLater(job, token, parkMs);
-    }
-    // Yielded with work left: chain another drain (stored as the dedup follow-up while we are active).
-    if (runs.length >= MAX_TURNS_PER_DRAIN && (await svc.inbox.depth(sessionKey)) > 0)
-      await requestDrain(svc, sessionKey);
-    return { ran: runs.length, runs };
+    // Stopped with work left (a turn handed back, or not begun because the worker is shutting down):
+    // the turn stays in-flight (first in line) and the lease is free.
+    if (handedBack || (stopping.aborted && !emptied && parkMs === undefined && runs.length < MAX_TURNS_PER_DRAIN))
+      return { kind: "handedBack" };
+    if (parkMs !== undefined) return { kind: "parked", parkMs };
+    const more = runs.length >= MAX_TURNS_PER_DRAIN && (await svc.inbox.depth(sessionKey)) > 0;
+    return { kind: "done", ran: runs.length, runs, more };
   };
 }
 
-async function discardCorrupt(svc: WorkerDeps, lease: LeaseHandle, job: Job<DrainData>, raw: string): Promise<void> {
+export type SessionDrainer = ReturnType<typeof createSessionDrainer>;
+
+/** The `drain` job's processor: a drain of its session, with the job's retry state. */
+export function createDrainProcessor(svc: WorkerDeps, drainSession: SessionDrainer) {
+  return async (job: Job<DrainData>, token?: string): Promise<DrainResult> => {
+    const { sessionKey } = jobData("drain", job);
+    const out = await drainSession(sessionKey, { data: job.data, log: (line) => job.log(line) });
+    switch (out.kind) {
+      case "busy": {
+        const waits = (job.data.leaseWaits ?? 0) + 1;
+        if (waits > MAX_LEASE_WAITS)
+          throw new Error(`session ${sessionKey} lease stayed busy through ${MAX_LEASE_WAITS} waits`);
+        await job.updateData({ ...job.data, leaseWaits: waits, leaseWaitSince: job.data.leaseWaitSince ?? Date.now() });
+        return await retryLater(job, token, leasePollMs(out.retryInMs));
+      }
+      case "handedBack":
+        // Whichever worker takes this job next runs the turn now, not after the lease TTL or the stall check.
+        await job.moveToWait(token);
+        throw new WaitingError();
+      case "parked":
+        // The turn stays in-flight (first in line) and this same job comes back later.
+        await job.updateData({
+          ...job.data,
+          storageRetries: (job.data.storageRetries ?? 0) + 1,
+          leaseWaitSince: undefined,
+        });
+        return await retryLater(job, token, out.parkMs);
+      case "done":
+        // Yielded with work left: chain another drain (stored as the dedup follow-up while we are active).
+        if (out.more) await requestDrain(svc, sessionKey);
+        return { ran: out.ran, runs: out.runs };
+    }
+  };
+}
+
+/** How long a drain that found the lease held waits before it asks again. */
+export function leasePollMs(retryInMs: number): number {
+  return Math.min(retryInMs + 20, LEASE_POLL_MS);
+}
+
+async function discardCorrupt(svc: WorkerDeps, lease: LeaseHandle, ctx: DrainContext, raw: string): Promise<void> {
   const id = `corrupt-${createHash("sha256").update(raw).digest("hex").slice(0, 24)}`;
   const reason = "the queued turn is not readable (corrupt entry)";
   await svc.inbox.discard(lease, raw, {
@@ -216,5 +258,5 @@ async function discardCorrupt(svc: WorkerDeps, lease: LeaseHandle, job: Job<Drai
   });
   await svc.redis.hincrby(svc.keys.stats(), "runs_poisoned", 1);
   svc.log.error({ sessionKey: lease.sessionKey, id }, "corrupt turn moved to the dead letters");
-  await job.log(`corrupt in-flight entry moved to dead letter ${id}`).catch(() => 0);
+  await ctx.log(`corrupt in-flight entry moved to dead letter ${id}`).catch(() => 0);
 }

@@ -11,7 +11,7 @@
 import { retryLater } from "../queues/retry-later.js";
 import type { Job } from "bullmq";
 import { topicOpt } from "../session/transcript-topic.js";
-import { requestDrain } from "../runs/enqueue.js";
+import { rearmOverdueWakes, wakeOverdueMs } from "./overdue-wakes.js";
 import type { WorkerDeps } from "./worker-deps.js";
 import { entryStaleAt, freshnessOf } from "../session/entry-freshness.js";
 import { rotateSession } from "../rotation/rotate.js";
@@ -77,38 +77,12 @@ export async function sweepOnce(svc: WorkerDeps, now = Date.now()): Promise<Swee
   return result;
 }
 
-/**
- * A pending wake older than this lost its pusher (it adds the drain job within milliseconds), or
- * its turn has not been taken yet (every worker busy; the drainer clears it when it takes the
- * turn). The re-armed drain is deduplicated per session, so the second case costs nothing more.
- */
-const WAKE_OVERDUE_MS = 10_000;
-
-/**
- * Sessions whose turn was pushed into an idle inbox by a process that died before adding the
- * drain job (turn-push.lua): add it now. Later pushes skip the add while turns are queued, so
- * without this such a session would wait for ever.
- */
-export async function rearmOverdueWakes(svc: WorkerDeps, now = Date.now()): Promise<number> {
-  const overdue = await svc.inbox.overdueWakes(WAKE_OVERDUE_MS, svc.config.maintenance.sweepBatch, now);
-  for (const w of overdue) {
-    await requestDrain(svc, w.sessionKey);
-    await svc.inbox.clearWake(w.member);
-  }
-  if (overdue.length)
-    svc.log.warn(
-      { sessions: overdue.length },
-      "re-armed drains whose wake-up was not taken within 10 s (lost, or workers busy)",
-    );
-  return overdue.length;
-}
-
 export function createMaintenanceProcessor(svc: WorkerDeps) {
   const archiveLeases = new SessionLeases(svc.redis, svc.keys, ARCHIVE_LEASE_TTL_MS);
   return async (job: Job, token?: string): Promise<unknown> => {
     if (job.name === JOBS.sweep.name) {
       const r = await sweepOnce(svc);
-      const rearmed = await rearmOverdueWakes(svc);
+      const rearmed = await rearmOverdueWakes(svc, wakeOverdueMs(svc.config));
       await job.updateProgress(100);
       return { ...r, rearmed };
     }

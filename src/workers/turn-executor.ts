@@ -32,7 +32,7 @@ import { linkSignals } from "../runtimes/combined-signal.js";
 import type { BegunTurn } from "../runs/inbox.js";
 import type { FinishPush, RawBegun, RunRecord } from "../runs/run-records.js";
 import { entryCache, knownEntry } from "../runs/entry-cache.js";
-import { requestDrain } from "../runs/enqueue.js";
+import { readyWake, requestDrain } from "../runs/enqueue.js";
 import { A2A_STEP, a2aStepOf, planA2AStep } from "../tools/a2a-flow.js";
 import type { SessionEntry } from "../session/session-entry.js";
 import type { HolderWriter } from "../transcript/holder-writer.js";
@@ -479,7 +479,14 @@ export class TurnExecutor {
       const pushes: FinishPush[] = [];
       for (const e of plan?.effects ?? []) {
         if ("deliver" in e) await enqueueOrSettleDelivery(svc, e.deliver, e.entry);
-        else pushes.push({ turn: e.push, ...(e.ifExists ? { ifExists: e.ifExists } : {}) });
+        else
+          pushes.push({
+            turn: e.push,
+            ...(e.ifExists ? { ifExists: e.ifExists } : {}),
+            // Into another idle session the finish readies it itself; this session is begun by
+            // the finish or chained by the drain, so it never goes on the ready list.
+            ready: e.push.sessionKey !== turn.sessionKey && readyWake(svc.config, e.push.sessionKey),
+          });
       }
       const res = await svc.runs.finishStep(
         lease,
@@ -495,9 +502,9 @@ export class TurnExecutor {
           throw new Error(`session ${res.changed.sessionKey} kept changing while run ${turn.runId} finished`);
         continue;
       }
-      // Queued into an idle session: wake its drainer (the script recorded the pending wake,
-      // which the maintenance sweep honours if this process dies first). A turn queued into
-      // this session and begun by the same finish needs no wake.
+      // Queued into an idle session without readying it: wake its drainer (the script recorded
+      // the pending wake, which the maintenance sweep honours if this process dies first). A
+      // turn queued into this session and begun by the same finish needs no wake.
       for (const [i, p] of pushes.entries())
         if (res.pushed[i] === "wake" && !(p.turn.sessionKey === turn.sessionKey && res.next))
           await requestDrain(svc, p.turn.sessionKey);

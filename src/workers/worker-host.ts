@@ -10,7 +10,9 @@ import { CancelBus } from "../runs/cancel-bus.js";
 import { requestDrain } from "../runs/enqueue.js";
 import type { QueueName } from "../queues/queue-names.js";
 import { createDeliverProcessor } from "../delivery/deliver.js";
-import { createDrainProcessor } from "./drain.js";
+import { createDrainProcessor, createSessionDrainer } from "./drain.js";
+import { ReadyConsumer } from "./ready-consumer.js";
+import { Slots } from "./slots.js";
 import { createMaintenanceProcessor, ensureSweepScheduler } from "./maintenance.js";
 import { ensurePruneScheduler } from "./session-prune.js";
 import { HolderWriter } from "../transcript/holder-writer.js";
@@ -51,9 +53,22 @@ export async function startWorkerHost(svc: WorkerDeps, opts: WorkerHostOptions):
   const stopping = new AbortController();
   registerTurnMetrics();
   registerOutboundMetrics();
+  const { workers: w } = svc.config;
+  const drainSession = createSessionDrainer(svc, executor, stopping.signal);
+  const drainJob = createDrainProcessor(svc, drainSession) as Processor;
+  // The runs queue's drain jobs and the ready list share the process's slots.
+  const slots = new Slots(opts.concurrency ?? w.concurrency);
+  const consumer = opts.queues.includes("runs") ? new ReadyConsumer(svc, drainSession, slots, stopping.signal) : null;
   const processors: Partial<Record<QueueName, Processor>> = {
-    runs: createDrainProcessor(svc, executor, stopping.signal) as Processor,
-    subagents: createDrainProcessor(svc, executor, stopping.signal) as Processor,
+    runs: async (job, token) => {
+      await slots.acquire();
+      try {
+        return await drainJob(job, token);
+      } finally {
+        slots.release();
+      }
+    },
+    subagents: drainJob,
     delivery: createDeliverProcessor(svc) as Processor,
     maintenance: createMaintenanceProcessor(svc) as Processor,
     ...(opts.processors ?? {}),
@@ -78,7 +93,6 @@ export async function startWorkerHost(svc: WorkerDeps, opts: WorkerHostOptions):
         activeJobs--;
       }
     };
-  const { workers: w } = svc.config;
   const workers: Worker[] = [];
   for (const name of opts.queues) {
     const processor = processors[name];
@@ -115,6 +129,7 @@ export async function startWorkerHost(svc: WorkerDeps, opts: WorkerHostOptions):
   if (opts.queues.includes("subagents"))
     await svc.queues.subagents.setGlobalConcurrency(svc.config.agents.defaults.subagents.maxConcurrent);
   await Promise.all(workers.map((wk) => wk.waitUntilReady()));
+  consumer?.start();
   svc.log.info({ queues: opts.queues, concurrency: opts.concurrency ?? w.concurrency }, "workers started");
 
   return {
@@ -124,11 +139,15 @@ export async function startWorkerHost(svc: WorkerDeps, opts: WorkerHostOptions):
       if (stopping.signal.aborted) return;
       stopping.abort();
       const graceMs = opts.shutdownGraceMs ?? w.shutdownGraceMs;
-      // Not forced: BullMQ stops fetching and resolves once the active jobs are done.
-      const finished = Promise.all(workers.map((wk) => wk.close().catch(() => undefined)));
+      // Not forced: BullMQ stops fetching and resolves once the active jobs are done; the ready
+      // list consumer stops popping (within one blocking pop) and waits for its drains.
+      const finished = Promise.all([
+        ...workers.map((wk) => wk.close().catch(() => undefined)),
+        consumer?.close().catch(() => undefined),
+      ]);
       // Done when the jobs are: BullMQ's close can hang on an unreachable Redis (bullmq#4656)
       // with nothing left to wait for, and forcing it then changes nothing (it is already closing).
-      const idle = until(() => activeJobs === 0);
+      const idle = until(() => activeJobs === 0 && (consumer?.active ?? 0) === 0);
       const jobsDone = Promise.race([finished, idle.promise]);
       if (!(await within(jobsDone, graceMs))) {
         const handed = running.handBackAll();

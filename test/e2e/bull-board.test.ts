@@ -31,7 +31,9 @@ beforeAll(async () => {
     );
   }
   rmSync(SCREENSHOT, { force: true }); // never pass on a stale screenshot
-  sys = await startTestSystem({ gateway: { auth: { token: TOKEN } } });
+  // Every wake a drain job, so the runs queue lists the drains this test makes (by default a
+  // drain woken from the ready list is not a job: docs/design/runs.md, "Wake-ups").
+  sys = await startTestSystem({ gateway: { auth: { token: TOKEN } }, workers: { wake: "drain-job" } });
 
   // Two inbound DMs: each completes a run job and a reply delivery job (no adapter: no_route).
   const runIds: string[] = [];

@@ -1,6 +1,8 @@
 /**
  * A worker process killed with SIGKILL in the middle of a slow run: another worker process
- * takes the session over (BullMQ stall detection + the session lease expiring), the run is
+ * takes the session over (the run was woken from the ready list, so no BullMQ job stalls: its
+ * pending wake goes overdue once the session lease expired, and the overdue-wake check re-arms
+ * it as a drain job), the run is
  * finished exactly once (one user line, one reply, one delivery), and the session's later
  * messages still run after it, in order.
  */
@@ -80,6 +82,9 @@ describe("runs on BullMQ: worker crash", () => {
 
     const rec = await getRun(sys, slow.runId);
     expect(rec).toMatchObject({ status: "ok", reply: "done: slow-1", attempts: 2 });
+    // The re-run came from the drain job the overdue-wake check added for the lost wake.
+    const { active, completed } = await sys.svc.queues.runs.getJobCounts("active", "completed");
+    expect(active! + completed!).toBeGreaterThanOrEqual(1);
     const r1 = (await timedWait(sys, after1.runId, 10_000)).result;
     const r2 = (await timedWait(sys, after2.runId, 10_000)).result;
     expect(r1).toMatchObject({ status: "ok", reply: "re: after-1" });

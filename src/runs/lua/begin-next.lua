@@ -9,7 +9,9 @@
 
   A turn taken from the inbox also clears its pending wake (`<runId><wakeSuffix>` in the
   pending-wakes zset, see turn-push.lua): a drainer has reached it, so the wake it stood for
-  happened. This is what makes the pusher's own clean-up unnecessary.
+  happened. This is what makes the pusher's own clean-up unnecessary. A drain woken from the
+  ready list passes "" as `wakeSuffix`: its wake stays until the drain ends (and clears it), so a
+  worker killed mid-drain leaves it for the overdue-wake check (src/workers/ready-consumer.ts).
 
   The run record's key is built from the runId, under the same `{prefix}` hash tag as every
   declared key (as BullMQ builds job keys inside its scripts), so the script stays in one slot.
@@ -28,7 +30,7 @@ local function begin_next(inboxKey, inflightKey, sessionKey, runPrefix, now, wak
   local record = {}
   local runId = string.match(raw, '^{"runId":"([^"\\]+)"')
   if runId then
-    if fromInbox then redis.call("ZREM", wakesKey, runId .. wakeSuffix) end
+    if fromInbox and wakeSuffix ~= "" then redis.call("ZREM", wakesKey, runId .. wakeSuffix) end
     local runKey = runPrefix .. runId
     local status = redis.call("HGET", runKey, "status")
     if status and not is_terminal(status) then

@@ -7,7 +7,8 @@
   KEYS[1] lease, KEYS[2] fence (counter), KEYS[3] inbox (list), KEYS[4] inflight (list),
   KEYS[5] session entry, KEYS[6] pending wakes (zset)
   ARGV[1] ttl ms, ARGV[2] run key prefix (`{p}:run:`), ARGV[3] now (ms),
-  ARGV[4] pending-wake member suffix (`|<session key>`)
+  ARGV[4] pending-wake member suffix (`|<session key>`), or "" to keep the wake (a drain woken
+  from the ready list clears its own when it ends, see begin-next.lua)
   Returns {0, pttl} when another holder still has the lease; else {token, begun or false},
   begun as turn-begin returns it (false: nothing to run, and the lease is released already).
 ]]

@@ -1,15 +1,19 @@
 --[[
   Shared by turn-push.lua and run-finish.lua (included with --@include; not a script itself).
 
-  push_turn(runKey, inboxKey, inflightKey, wakesKey, turnJson, ttl, now, wakeMember, fields):
+  push_turn(runKey, inboxKey, inflightKey, wakesKey, turnJson, ttl, now, wakeMember, fields, readyKey):
   queue a turn with its run record (status queued), once per runId. Returns 0 when the runId
   already existed (nothing queued), 1 when queued behind other turns (the session's drain job
   exists and reaches it), 2 when queued into an idle session (empty inbox, nothing in flight):
   then a drain job must be added, and `wakeMember` is recorded in the pending-wakes zset until
   a drainer takes the turn (begin-next.lua), so a caller that dies before adding it is covered
   by the maintenance sweep.
+
+  With `readyKey` (a list; false for none) an idle session is also readied: `wakeMember` goes to
+  the back of the ready list, which workers pop as the wake-up itself (src/workers/ready-consumer.ts),
+  so no drain job is needed and 2 then means "readied".
 ]]
-local function push_turn(runKey, inboxKey, inflightKey, wakesKey, turnJson, ttl, now, wakeMember, fields)
+local function push_turn(runKey, inboxKey, inflightKey, wakesKey, turnJson, ttl, now, wakeMember, fields, readyKey)
   if redis.call("EXISTS", runKey) == 1 then return 0 end
   redis.call("HSET", runKey, unpack(fields))
   redis.call("EXPIRE", runKey, tonumber(ttl))
@@ -17,6 +21,7 @@ local function push_turn(runKey, inboxKey, inflightKey, wakesKey, turnJson, ttl,
   redis.call("RPUSH", inboxKey, turnJson)
   if idle then
     redis.call("ZADD", wakesKey, now, wakeMember)
+    if readyKey then redis.call("RPUSH", readyKey, wakeMember) end
     return 2
   end
   return 1

@@ -22,8 +22,8 @@
   decoding it: a decode that fails would keep the turn in-flight and re-run it forever.
 
   KEYS[1] lease, KEYS[2] run hash, KEYS[3] inflight list, KEYS[4] dead-letter hash,
-  KEYS[5] inbox list, KEYS[6] session entry, KEYS[7] pending wakes,
-  KEYS[8 .. 7+C] session entries checked, then 4 keys per push: its run hash, inbox, inflight
+  KEYS[5] inbox list, KEYS[6] session entry, KEYS[7] pending wakes, KEYS[8] ready list,
+  KEYS[9 .. 8+C] session entries checked, then 4 keys per push: its run hash, inbox, inflight
   list, and its condition key (any key when it has no condition)
   ARGV[1] token, ARGV[2] runId, ARGV[3] done channel, ARGV[4] record ttl seconds,
   ARGV[5] the turn's runId marker, ARGV[6] dead letter JSON ("" for none),
@@ -34,7 +34,8 @@
   ARGV[12] pending-wake member suffix (`|<session key>`, see begin-next.lua),
   ARGV[13] C: session entries checked, ARGV[14] P: turns pushed,
   then C expected entry JSONs ("": the session must not exist),
-  then per push: turn JSON, pending-wake member, "1" if conditional, N, then N record field/value items,
+  then per push: turn JSON, pending-wake member, flags ("c": conditional, "r": ready the session
+  if idle, see push-turn.lua), N, then N record field/value items,
   then field, value pairs of the finished record (must include status and endedAt)
   Returns 1 when finished now, 0 when the record was already terminal; with a next turn asked
   for or any check or push: { that number, the begun turn as turn-begin returns it or false,
@@ -52,7 +53,7 @@ local checks = tonumber(ARGV[13])
 local pushes = tonumber(ARGV[14])
 local a = 15
 for i = 1, checks do
-  local current = redis.call("GET", KEYS[7 + i])
+  local current = redis.call("GET", KEYS[8 + i])
   local expected = ARGV[a]
   if (expected == "" and current) or (expected ~= "" and current ~= expected) then
     return { -1, i, current }
@@ -64,7 +65,11 @@ for p = 1, pushes do
   local n = tonumber(ARGV[a + 3])
   local fields = {}
   for i = 1, n do fields[i] = ARGV[a + 3 + i] end
-  pushArgs[p] = { turn = ARGV[a], wake = ARGV[a + 1], conditional = ARGV[a + 2] == "1", fields = fields }
+  local flags = ARGV[a + 2]
+  pushArgs[p] = {
+    turn = ARGV[a], wake = ARGV[a + 1], fields = fields,
+    conditional = string.find(flags, "c", 1, true) ~= nil, ready = string.find(flags, "r", 1, true) ~= nil,
+  }
   a = a + 4 + n
 end
 local head = redis.call("LINDEX", KEYS[3], 0)
@@ -91,13 +96,13 @@ if not is_terminal(status) then
   end
   finished = 1
   for p = 1, pushes do
-    local k = 7 + checks + (p - 1) * 4
+    local k = 8 + checks + (p - 1) * 4
     local push = pushArgs[p]
     if push.conditional and redis.call("EXISTS", KEYS[k + 4]) == 0 then
       pushed[p] = -1
     else
       pushed[p] = push_turn(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[7], push.turn, ARGV[4], ARGV[10],
-        push.wake, push.fields)
+        push.wake, push.fields, push.ready and KEYS[8])
     end
   end
 end

@@ -17,10 +17,12 @@
   and a push in one round trip, with no window between them.
 
   KEYS[1] run hash, KEYS[2] inbox list, KEYS[3] inflight list, KEYS[4] pending wakes (zset),
-  KEYS[5] session entry (read only with ARGV[5])
+  KEYS[5] session entry (read only with ARGV[5]), KEYS[6] ready list (used only with ARGV[6])
   ARGV[1] turn JSON, ARGV[2] record ttl seconds, ARGV[3] now (ms), ARGV[4] pending-wake member,
-  ARGV[5] the entry JSON the turn was built from, or "" (no check), ARGV[6..] record field, value pairs
-  Returns 2 when queued into an idle session (add a drain job), 1 when queued behind other
+  ARGV[5] the entry JSON the turn was built from, or "" (no check),
+  ARGV[6] "1": ready an idle session on the ready list instead of asking for a drain job,
+  ARGV[7..] record field, value pairs
+  Returns 2 when queued into an idle session (readied, or: add a drain job), 1 when queued behind other
   turns (nothing more to do), 0 when the runId already existed, or { -1, current entry JSON or
   false } when the entry changed (nothing queued).
 ]]
@@ -30,5 +32,6 @@ if ARGV[5] ~= "" then
   if entry ~= ARGV[5] then return { -1, entry } end
 end
 local fields = {}
-for i = 6, #ARGV do fields[#fields + 1] = ARGV[i] end
-return push_turn(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], ARGV[4], fields)
+for i = 7, #ARGV do fields[#fields + 1] = ARGV[i] end
+return push_turn(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], ARGV[4], fields,
+  ARGV[6] == "1" and KEYS[6])

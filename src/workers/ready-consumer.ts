@@ -1,0 +1,157 @@
+/**
+ * The ready-list consumer: the wake-up path of `workers.wake: "ready-list"` (docs/design/runs.md,
+ * "Wake-ups"). A push that finds a session idle appends the session's pending-wake member to the
+ * ready list in the same script; a worker with a free slot pops it (BLPOP on its own
+ * connection) and drains the session at once. Against a drain job this saves the job's add, its
+ * fetch and its completion: two round trips on a turn's path and three BullMQ scripts per drain.
+ *
+ * The pending wake stays until the drain ends, so a worker killed after the pop is covered by the
+ * overdue-wake check (overdue-wakes.ts), which this loop runs every `workers.stalledIntervalMs`:
+ * the lease of the dead drain expires, the wake is overdue, a drain job re-runs the in-flight turn.
+ * Whatever a drain cannot finish here (the lease held elsewhere, a storage fault to wait out, a
+ * turn handed back at shutdown, more turns than one drain takes, a failure to retry) is handed to
+ * a drain job, which has retries, backoff and a place in Bull Board.
+ */
+import { StaleFenceError } from "../errors/index.js";
+import { requestDrain } from "../runs/enqueue.js";
+import type { RedisClient } from "../storage/redis-client.js";
+import { leasePollMs, type DrainOutcome, type SessionDrainer } from "./drain.js";
+import { rearmOverdueWakes, wakeOverdueMs } from "./overdue-wakes.js";
+import type { Slots } from "./slots.js";
+import type { WorkerDeps } from "./worker-deps.js";
+
+/** How long one BLPOP blocks: also how long a shutdown may wait for the loop to notice. */
+const BLOCK_SECONDS = 1;
+/** A drain that failed here is retried as a drain job this much later (then with its backoff). */
+const RETRY_AS_JOB_MS = 1000;
+/** Pause after a failed pop (Redis away) before trying again. */
+const POP_ERROR_PAUSE_MS = 500;
+
+export class ReadyConsumer {
+  private readonly conn: RedisClient;
+  private readonly drains = new Set<Promise<void>>();
+  private loop: Promise<void> | undefined;
+  private lastCheck = Date.now();
+  /** The blocking connection's CLIENT ID (one Redis only), to end its pop at once on close. */
+  private clientId: number | undefined;
+
+  constructor(
+    private readonly svc: WorkerDeps,
+    private readonly drainSession: SessionDrainer,
+    private readonly slots: Slots,
+    private readonly stopping: AbortSignal,
+  ) {
+    this.conn = svc.connection("worker");
+    if (!("nodes" in this.conn)) {
+      // Refreshed on every (re)connect: the id belongs to the socket.
+      const conn = this.conn;
+      conn.on("ready", () => {
+        void conn.client("ID").then(
+          (id) => (this.clientId = id as number),
+          () => (this.clientId = undefined),
+        );
+      });
+    }
+  }
+
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  /**
+   * Stop popping; resolves once the loop has left and the drains it started have ended. The
+   * pop under way is ended with CLIENT UNBLOCK, which answers it as a timeout: nothing popped is
+   * lost, as it could be if the socket were dropped (on a Cluster it runs out its second).
+   */
+  async close(): Promise<void> {
+    if (this.clientId !== undefined) await this.svc.redis.client("UNBLOCK", this.clientId).catch(() => undefined);
+    await this.loop;
+    await Promise.allSettled([...this.drains]);
+    this.conn.disconnect();
+  }
+
+  /** Drains running now that came from the ready list. */
+  get active(): number {
+    return this.drains.size;
+  }
+
+  private async run(): Promise<void> {
+    const { svc } = this;
+    while (!this.stopping.aborted) {
+      await this.slots.whenFree();
+      if (this.stopping.aborted) break;
+      let member: string | null;
+      try {
+        const popped = await this.conn.blpop(svc.keys.readyList(), BLOCK_SECONDS);
+        member = popped ? popped[1] : null;
+      } catch (err) {
+        if (this.stopping.aborted) break;
+        svc.log.warn({ err: (err as Error).message }, "ready list: pop failed; trying again");
+        await new Promise((r) => setTimeout(r, POP_ERROR_PAUSE_MS));
+        continue;
+      }
+      if (member !== null) {
+        // Popped: this worker owns the wake now, even if it is stopping (the drain hands it on).
+        await this.slots.acquire();
+        const drain = this.drainMember(member).finally(() => {
+          this.slots.release();
+          this.drains.delete(drain);
+        });
+        this.drains.add(drain);
+      }
+      await this.checkOverdueWakes();
+    }
+  }
+
+  private async checkOverdueWakes(): Promise<void> {
+    const { svc } = this;
+    const now = Date.now();
+    if (now - this.lastCheck < svc.config.workers.stalledIntervalMs) return;
+    this.lastCheck = now;
+    await rearmOverdueWakes(svc, wakeOverdueMs(svc.config), now).catch((err: Error) =>
+      svc.log.warn({ err: err.message }, "overdue wake check failed"),
+    );
+  }
+
+  private async drainMember(member: string): Promise<void> {
+    const { svc } = this;
+    const sessionKey = member.slice(member.indexOf("|") + 1);
+    let handedOn = true;
+    try {
+      const out = await this.drainSession(sessionKey, {
+        data: {},
+        keepWake: true,
+        log: async (line) => svc.log.info({ sessionKey }, line),
+      });
+      await this.handOn(sessionKey, out);
+    } catch (err) {
+      if (err instanceof StaleFenceError) {
+        // Another holder took the session over (this one stalled past its lease): it drains it.
+        svc.log.warn({ sessionKey, err: err.message }, "ready drain lost its lease");
+      } else {
+        svc.log.warn({ sessionKey, err: (err as Error).message }, "ready drain failed; retrying as a drain job");
+        handedOn = await requestDrain(svc, sessionKey, RETRY_AS_JOB_MS).then(
+          () => true,
+          () => false,
+        );
+      }
+    }
+    // The drain is over or a drain job has the session now. If even that add failed (Redis
+    // away), the wake stays pending and the overdue check re-arms it.
+    if (handedOn) await svc.inbox.clearWake(member).catch(() => undefined);
+  }
+
+  /** What this drain leaves to a drain job (see the module comment). */
+  private async handOn(sessionKey: string, out: DrainOutcome): Promise<void> {
+    switch (out.kind) {
+      case "busy":
+        return await requestDrain(this.svc, sessionKey, leasePollMs(out.retryInMs));
+      case "parked":
+        return await requestDrain(this.svc, sessionKey, out.parkMs);
+      case "handedBack":
+        return await requestDrain(this.svc, sessionKey);
+      case "done":
+        if (out.more) await requestDrain(this.svc, sessionKey);
+    }
+  }
+}

@@ -1,0 +1,108 @@
+/**
+ * Wake-ups (docs/design/runs.md, "Wake-ups"): with `workers.wake: "ready-list"` (the default) a
+ * push into an idle session puts it on the ready list and a worker drains it without a BullMQ
+ * job; what such a drain cannot finish goes to a drain job; the overdue-wake check re-arms a
+ * wake whose drainer is gone and leaves alone one whose session lease is held. With
+ * `"drain-job"` every wake is a drain job. A worker killed mid ready-list drain is covered in
+ * runs-crash.test.ts.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { randomUUID } from "node:crypto";
+import { cleanUp, deploy, getRun, waitRun } from "../helpers/api.js";
+import { FAST_WORKERS, type TestSystem } from "../helpers/system.js";
+import { inbound, scriptConfig } from "../fixtures/runs-support.js";
+import { settle } from "../helpers/settle.js";
+import { enqueueTurn } from "../../src/runs/enqueue.js";
+import { rearmOverdueWakes } from "../../src/workers/overdue-wakes.js";
+
+afterEach(cleanUp);
+
+const RULES = [{ reply: "re: {{text}}" }];
+
+async function drainJobs(sys: TestSystem): Promise<number> {
+  const counts = await sys.svc.queues.runs.getJobCounts();
+  return Object.values(counts).reduce((a, b) => a + b, 0);
+}
+
+async function wakesLeft(sys: TestSystem): Promise<{ pending: number; ready: number }> {
+  const { redis, keys } = sys.svc;
+  return { pending: await redis.zcard(keys.pendingWakes()), ready: await redis.llen(keys.readyList()) };
+}
+
+describe("ready-list wake-ups", () => {
+  it("turns into idle sessions are drained from the ready list, without a drain job, and leave no wake", async () => {
+    const sys = await deploy(scriptConfig(RULES, { workers: { ...FAST_WORKERS } }));
+    for (const from of ["ann", "ben", "cy"])
+      for (const text of ["one", "two"]) {
+        const run = await inbound(sys, from, text);
+        expect(await waitRun(sys, run.runId)).toMatchObject({ status: "ok", reply: `re: ${text}` });
+      }
+    expect(await drainJobs(sys)).toBe(0);
+    await settle(async () => (await wakesLeft(sys)).pending === 0, {
+      what: "every ready-list drain cleared its pending wake when it ended",
+    });
+    expect(await wakesLeft(sys)).toEqual({ pending: 0, ready: 0 });
+  });
+
+  it('with workers.wake "drain-job" a wake is a drain job and the ready list stays empty', async () => {
+    const sys = await deploy(scriptConfig(RULES, { workers: { ...FAST_WORKERS, wake: "drain-job" } }));
+    const run = await inbound(sys, "dee", "hello");
+    expect(await waitRun(sys, run.runId)).toMatchObject({ status: "ok", reply: "re: hello" });
+    // The run can be answered before its drain job is marked completed.
+    await settle(async () => (await sys.svc.queues.runs.getJobCounts()).completed! >= 1, {
+      what: "the drain job that ran the turn completed",
+    });
+    expect(await wakesLeft(sys)).toEqual({ pending: 0, ready: 0 });
+  });
+
+  it("a session whose lease is held elsewhere is handed to a drain job, which runs it once the lease is free", async () => {
+    const sys = await deploy(scriptConfig(RULES, { workers: { ...FAST_WORKERS } }));
+    const first = await inbound(sys, "eve", "first");
+    await waitRun(sys, first.runId);
+    // An archive job, say, holds the session: the ready-list drain cannot take it.
+    const held = await sys.svc.leases.tryAcquire(first.sessionKey);
+    if (!held.acquired) throw new Error("the test could not take the lease");
+    const second = await inbound(sys, "eve", "second");
+    await settle(async () => (await drainJobs(sys)) > 0, {
+      what: "the ready-list drain handed the busy session to a drain job",
+    });
+    expect((await getRun(sys, second.runId)).status).toBe("queued");
+    await held.lease.release();
+    expect(await waitRun(sys, second.runId)).toMatchObject({ status: "ok", reply: "re: second" });
+    await settle(async () => (await wakesLeft(sys)).pending === 0, {
+      what: "the wake cleared once a drain job had the session",
+    });
+  });
+
+  it("the overdue check touches a wake whose lease is held and re-arms one whose drainer is gone", async () => {
+    const sys = await deploy(scriptConfig(RULES), { gateway: true, workers: false });
+    const { svc } = sys;
+    const key = "agent:main:overdue";
+    const entry = await svc.sessions.upsert(key, { agentId: "main", kind: "other" }, { sessionId: randomUUID() });
+    const turn = await enqueueTurn(svc, {
+      sessionKey: key,
+      agentId: "main",
+      sessionId: entry.sessionId,
+      text: "hi",
+      step: "turn",
+      provenance: "user",
+    });
+    const member = `${turn.runId}|${key}`;
+    // Readied by the push itself: on the ready list and pending, no drain job.
+    expect(await svc.redis.lrange(svc.keys.readyList(), 0, -1)).toEqual([member]);
+    expect(await svc.redis.zscore(svc.keys.pendingWakes(), member)).not.toBeNull();
+    expect(await drainJobs(sys)).toBe(0);
+
+    const held = await svc.leases.tryAcquire(key);
+    if (!held.acquired) throw new Error("the test could not take the lease");
+    const later = Date.now() + 60_000;
+    expect(await rearmOverdueWakes(svc, 10_000, later)).toBe(0);
+    expect(Number(await svc.redis.zscore(svc.keys.pendingWakes(), member))).toBe(later);
+    expect(await drainJobs(sys)).toBe(0);
+
+    await held.lease.release();
+    expect(await rearmOverdueWakes(svc, 10_000, later + 60_000)).toBe(1);
+    expect(await svc.redis.zscore(svc.keys.pendingWakes(), member)).toBeNull();
+    expect((await svc.queues.runs.getJobCounts()).waiting).toBe(1);
+  });
+});

@@ -1,0 +1,61 @@
+/**
+ * A worker's drain slots (shared by drain jobs and the ready-list consumer) and which sessions a
+ * push may put on the ready list.
+ */
+import { describe, expect, it } from "vitest";
+import { Slots } from "../../src/workers/slots.js";
+import { readyWake } from "../../src/runs/enqueue.js";
+import { parseConfig } from "../../src/config/index.js";
+
+describe("Slots", () => {
+  it("hands out at most `size` slots and gives a released one to the first waiter", async () => {
+    const slots = new Slots(2);
+    await slots.acquire();
+    await slots.acquire();
+    expect(slots.free).toBe(0);
+    const order: string[] = [];
+    const a = slots.acquire().then(() => order.push("a"));
+    const b = slots.acquire().then(() => order.push("b"));
+    await Promise.resolve();
+    expect(order).toEqual([]);
+    slots.release();
+    await a;
+    expect(order).toEqual(["a"]);
+    expect(slots.free).toBe(0);
+    slots.release();
+    await b;
+    expect(order).toEqual(["a", "b"]);
+    slots.release();
+    slots.release();
+    expect(slots.free).toBe(2);
+  });
+
+  it("whenFree waits for a free slot without taking it", async () => {
+    const slots = new Slots(1);
+    await slots.acquire();
+    let woke = false;
+    const free = slots.whenFree().then(() => (woke = true));
+    await Promise.resolve();
+    expect(woke).toBe(false);
+    slots.release();
+    await free;
+    expect(woke).toBe(true);
+    expect(slots.free).toBe(1);
+    await slots.whenFree(); // resolves at once while one is free
+  });
+});
+
+describe("readyWake", () => {
+  it("readies plain sessions by default, never sub-agent sessions, and nothing with wake: drain-job", () => {
+    const ready = parseConfig({});
+    const jobs = parseConfig({ workers: { wake: "drain-job" } });
+    expect(ready.workers.wake).toBe("ready-list");
+    expect(readyWake(ready, "agent:main:telegram:dm:42")).toBe(true);
+    expect(readyWake(ready, "agent:main:subagent:abc")).toBe(false);
+    expect(readyWake(jobs, "agent:main:telegram:dm:42")).toBe(false);
+  });
+
+  it("refuses an unknown wake mode with a config error", () => {
+    expect(() => parseConfig({ workers: { wake: "poll" } } as never)).toThrow(/wake/);
+  });
+});
