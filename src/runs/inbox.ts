@@ -125,7 +125,7 @@ export class Inbox {
   async acquireAndBegin(
     leases: SessionLeases,
     sessionKey: string,
-    opts: { keepWake?: boolean } = {},
+    opts: { keepWake?: string } = {},
   ): Promise<
     | { acquired: false; retryInMs: number }
     | { acquired: true; lease: LeaseHandle; begun: BegunTurn | { corrupt: string } | null }
@@ -140,11 +140,12 @@ export class Inbox {
         this.keys.session(sessionKey),
         this.keys.pendingWakes(),
       ],
-      // A ready-list drain keeps its wake until it ends (begin-next.lua): "" leaves it.
-      [leases.ttl, this.keys.run(""), askedAt, opts.keepWake ? "" : pendingWakeSuffix(sessionKey)],
+      // A ready-list drain keeps its wake until it ends (begin-next.lua): "" leaves it, and
+      // the script that gives the lease back clears it.
+      [leases.ttl, this.keys.run(""), askedAt, opts.keepWake ? "" : pendingWakeSuffix(sessionKey), opts.keepWake ?? ""],
     )) as [number, RawBegun | number | false | null];
     if (!token) return { acquired: false, retryInMs: leases.retryIn(res as number) };
-    const lease = leases.holding(sessionKey, token, askedAt);
+    const lease = leases.holding(sessionKey, token, askedAt, opts.keepWake);
     try {
       return { acquired: true, lease, begun: await this.fromRaw((res || null) as RawBegun | null, lease, true) };
     } catch (err) {
@@ -179,6 +180,7 @@ export class Inbox {
           Date.now(),
           opts.releaseWhenEmpty ? "1" : "0",
           pendingWakeSuffix(lease.sessionKey),
+          lease.wake ?? "",
         ],
       )) as RawBegun | null;
     } catch (err) {

@@ -234,6 +234,7 @@ export class RunRecords {
         pendingWakeSuffix(lease.sessionKey),
         step.expectEntries.length,
         step.pushes.length,
+        lease.wake ?? "",
         ...step.expectEntries.map((e) => e.raw ?? ""),
         ...pushArgs,
         ...flat,

@@ -8,6 +8,11 @@
  *
  * A gateway shutting down hands its waits over (`handOver`): each answers at once as a
  * timeout with the run's current record, so the client asks again on another gateway.
+ *
+ * The finished records published in the last seconds are kept as they came (bounded, not
+ * decoded), so a wait for a run that finished just before it (the usual `agent` then `agent.wait`
+ * of a quick turn) is answered without a read. A terminal record never changes (run-finish.lua
+ * writes only a run that is not terminal yet), so such an answer is the one a read would give.
  */
 import type { RedisClient } from "../storage/redis-client.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
@@ -16,6 +21,11 @@ import { isTerminal } from "./turn.js";
 
 type Waiter = (rec: RunRecord) => void;
 
+/** How long, how many and how many characters of finished records are kept for waits that come late. */
+const RECENT_MS = 30_000;
+const RECENT_MAX = 4096;
+const RECENT_MAX_CHARS = 4 * 1024 * 1024;
+
 export class RunWaiter {
   private readonly waiters = new Map<string, Set<Waiter>>();
   private readonly ready: Promise<void>;
@@ -23,6 +33,9 @@ export class RunWaiter {
   /** Pending waits, each answerable early with "timed out" (hand-over). */
   private readonly expirers = new Set<() => void>();
   private handingOver = false;
+  /** runId → [when it came (ms), the finished record's JSON], oldest first. */
+  private readonly recent = new Map<string, [number, string]>();
+  private recentChars = 0;
 
   constructor(
     subscriber: RedisClient,
@@ -37,9 +50,11 @@ export class RunWaiter {
       const nl = message.indexOf("\n");
       if (nl < 0) return void this.check(message);
       const runId = message.slice(0, nl);
+      const json = message.slice(nl + 1);
+      this.remember(runId, json);
       // Every run's finish comes here; only one somebody waits for here is worth decoding.
       if (!this.waiters.get(runId)?.size) return;
-      const rec = parseRecord(message.slice(nl + 1));
+      const rec = parseRecord(json);
       if (rec && isTerminal(rec.status)) this.deliver(runId, rec);
       else void this.check(runId);
     });
@@ -54,6 +69,8 @@ export class RunWaiter {
 
   /** Resolves with the terminal record, or with the current (non-terminal) record on timeout. */
   async wait(runId: string, timeoutMs: number): Promise<{ record: RunRecord | null; timedOut: boolean }> {
+    const finished = this.recentlyFinished(runId);
+    if (finished) return { record: finished, timedOut: false };
     // The timeout holds even while the subscription is not up yet (Redis away at start).
     let timer: NodeJS.Timeout | undefined;
     const subscribed = await Promise.race([
@@ -111,6 +128,30 @@ export class RunWaiter {
         },
       );
     });
+  }
+
+  private remember(runId: string, json: string): void {
+    const now = Date.now();
+    const had = this.recent.get(runId);
+    if (had) {
+      this.recent.delete(runId);
+      this.recentChars -= had[1].length;
+    }
+    this.recent.set(runId, [now, json]);
+    this.recentChars += json.length;
+    for (const [id, [at, old]] of this.recent) {
+      if (this.recent.size <= RECENT_MAX && this.recentChars <= RECENT_MAX_CHARS && now - at <= RECENT_MS) break;
+      this.recent.delete(id);
+      this.recentChars -= old.length;
+    }
+  }
+
+  /** The record of a run whose finish was published here in the last seconds, if any. */
+  private recentlyFinished(runId: string): RunRecord | null {
+    const hit = this.recent.get(runId);
+    if (!hit || Date.now() - hit[0] > RECENT_MS) return null;
+    const rec = parseRecord(hit[1]);
+    return rec && isTerminal(rec.status) ? rec : null;
   }
 
   private async check(runId: string): Promise<void> {

@@ -26,6 +26,11 @@ export interface LeaseHandle {
   release(): Promise<boolean>;
   /** The lease was given up by a script (turn-begin on an empty inbox): stop renewing it. */
   released(): void;
+  /**
+   * The pending wake this holding keeps until it gives the session back (a drain woken from the
+   * ready list): the scripts that release the lease on an empty inbox clear it in the same step.
+   */
+  wake?: string;
 }
 
 export type AcquireResult = { acquired: true; lease: LeaseHandle } | { acquired: false; retryInMs: number };
@@ -70,7 +75,7 @@ export class SessionLeases {
    * The handle of a lease taken with `token` by a script sent at `askedAt` (tryAcquire, or
    * lease-begin.lua, which takes it and begins a turn in one step): renewed until released.
    */
-  holding(sessionKey: string, token: number, askedAt: number): LeaseHandle {
+  holding(sessionKey: string, token: number, askedAt: number, wake?: string): LeaseHandle {
     const leaseKey = this.keys.lease(sessionKey);
     const lost = new AbortController();
     // Counted from before the round trip that confirmed it: never later than Redis's own expiry.
@@ -102,6 +107,7 @@ export class SessionLeases {
     return {
       sessionKey,
       token,
+      ...(wake ? { wake } : {}),
       fenceKey: leaseKey,
       lost: lost.signal,
       heldUntil: () => confirmedAt + this.ttlMs,

@@ -50,8 +50,11 @@ export interface DrainResult {
 export type DrainOutcome =
   /** Another holder has the lease (or a crashed one's has not expired): ask again later. */
   | { kind: "busy"; retryInMs: number }
-  /** Ran what it could; `more`: it yielded at MAX_TURNS_PER_DRAIN with turns still queued. */
-  | { kind: "done"; ran: number; runs: string[]; more: boolean }
+  /**
+   * Ran what it could; `more`: it yielded at MAX_TURNS_PER_DRAIN with turns still queued;
+   * `emptied`: a script found the inbox empty and gave the lease back (clearing a kept wake).
+   */
+  | { kind: "done"; ran: number; runs: string[]; more: boolean; emptied: boolean }
   /** The in-flight turn hit a storage fault: it stays first in line, retry after `parkMs`. */
   | { kind: "parked"; parkMs: number }
   /** Stopped with work left (a turn handed back, or the worker is shutting down); lease released. */
@@ -63,8 +66,11 @@ export interface DrainContext {
   data: Pick<DrainData, "storageRetries" | "leaseWaitSince">;
   /** A line for the operator (the job's log in Bull Board). */
   log(line: string): Promise<unknown>;
-  /** Keep the session's pending wake until the drain ends (a ready-list drain clears its own). */
-  keepWake?: boolean;
+  /**
+   * The pending wake a ready-list drain keeps until it ends: the script that gives the lease back
+   * on an empty inbox clears it in the same step (otherwise the caller clears it).
+   */
+  keepWake?: string;
 }
 
 type TurnStep = { status: string; next?: NextTurn } | { parkMs: number } | { handedBack: true };
@@ -147,7 +153,11 @@ export function createSessionDrainer(
 
   return async (sessionKey: string, ctx: DrainContext): Promise<DrainOutcome> => {
     // Lease and first turn in one round trip; an empty session gives the lease back in it too.
-    const acquired = await svc.inbox.acquireAndBegin(svc.leases, sessionKey, { keepWake: ctx.keepWake ?? false });
+    const acquired = await svc.inbox.acquireAndBegin(
+      svc.leases,
+      sessionKey,
+      ctx.keepWake ? { keepWake: ctx.keepWake } : {},
+    );
     if (!acquired.acquired) return { kind: "busy", retryInMs: acquired.retryInMs };
     const lease = acquired.lease;
     leaseAcquired(ctx.data.leaseWaitSince);
@@ -200,7 +210,7 @@ export function createSessionDrainer(
       return { kind: "handedBack" };
     if (parkMs !== undefined) return { kind: "parked", parkMs };
     const more = runs.length >= MAX_TURNS_PER_DRAIN && (await svc.inbox.depth(sessionKey)) > 0;
-    return { kind: "done", ran: runs.length, runs, more };
+    return { kind: "done", ran: runs.length, runs, more, emptied };
   };
 }
 

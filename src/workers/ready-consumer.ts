@@ -5,7 +5,8 @@
  * connection) and drains the session at once. Against a drain job this saves the job's add, its
  * fetch and its completion: two round trips on a turn's path and three BullMQ scripts per drain.
  *
- * The pending wake stays until the drain ends, so a worker killed after the pop is covered by the
+ * The pending wake stays until the drain ends (the script that gives the lease back on an empty
+ * inbox clears it in the same step), so a worker killed after the pop is covered by the
  * overdue-wake check (overdue-wakes.ts), which this loop runs every `workers.stalledIntervalMs`:
  * the lease of the dead drain expires, the wake is overdue, a drain job re-runs the in-flight turn.
  * Whatever a drain cannot finish here (the lease held elsewhere, a storage fault to wait out, a
@@ -117,12 +118,15 @@ export class ReadyConsumer {
     const { svc } = this;
     const sessionKey = member.slice(member.indexOf("|") + 1);
     let handedOn = true;
+    let cleared = false;
     try {
       const out = await this.drainSession(sessionKey, {
         data: {},
-        keepWake: true,
+        keepWake: member,
         log: async (line) => svc.log.info({ sessionKey }, line),
       });
+      // A script that gave the lease back on an empty inbox cleared the wake with it.
+      cleared = out.kind === "done" && out.emptied;
       await this.handOn(sessionKey, out);
     } catch (err) {
       if (err instanceof StaleFenceError) {
@@ -138,7 +142,7 @@ export class ReadyConsumer {
     }
     // The drain is over or a drain job has the session now. If even that add failed (Redis
     // away), the wake stays pending and the overdue check re-arms it.
-    if (handedOn) await svc.inbox.clearWake(member).catch(() => undefined);
+    if (handedOn && !cleared) await svc.inbox.clearWake(member).catch(() => undefined);
   }
 
   /** What this drain leaves to a drain job (see the module comment). */

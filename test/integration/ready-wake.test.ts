@@ -55,7 +55,7 @@ describe("ready-list wake-ups", () => {
     expect(await wakesLeft(sys)).toEqual({ pending: 0, ready: 0 });
   });
 
-  it("a session whose lease is held elsewhere is handed to a drain job, which runs it once the lease is free", async () => {
+  it("a session whose lease is held elsewhere goes to a drain job, which runs it once the lease is free", async () => {
     const sys = await deploy(scriptConfig(RULES, { workers: { ...FAST_WORKERS } }));
     const first = await inbound(sys, "eve", "first");
     await waitRun(sys, first.runId);

@@ -64,6 +64,21 @@ describe("runs on BullMQ: agent.wait", () => {
     expect((await timedWait(b, r.runId, 0)).result).toMatchObject({ status: "ok", reply: "re: quick" });
   });
 
+  it("a wait for a run that just finished is answered from the notification every gateway got", async () => {
+    const r = await inbound(a, "w-recent", "quick");
+    expect((await timedWait(a, r.runId, 10_000)).result).toMatchObject({ status: "ok", reply: "re: quick" });
+    // Gateway b never waited for it, yet answers after the record is gone from Redis: from the
+    // finished record published with the notification, which b kept as it came.
+    await settle(async () => (await b.rpc("agent.wait", { runId: r.runId, timeoutMs: 0 })).status === "ok", {
+      what: "gateway b answers the finished run",
+    });
+    await a.svc.redis.del(a.svc.keys.run(r.runId));
+    expect((await timedWait(b, r.runId, 1000)).result).toMatchObject({ status: "ok", reply: "re: quick" });
+    // A run b has no notification for is read: gone from Redis, it is unknown.
+    const other = await b.post("/v1/rpc/agent.wait", { runId: "no-such-run-id", timeoutMs: 0 });
+    expect(other.body.error?.code).toBe("run_not_found");
+  });
+
   it("a wait with a short timeout returns status timeout, and the run still finishes ok", async () => {
     const r = await inbound(a, "w3", "slow-3");
     const { result, ms } = await timedWait(b, r.runId, 300);

@@ -8,7 +8,8 @@
   KEYS[5] session entry, KEYS[6] pending wakes (zset)
   ARGV[1] ttl ms, ARGV[2] run key prefix (`{p}:run:`), ARGV[3] now (ms),
   ARGV[4] pending-wake member suffix (`|<session key>`), or "" to keep the wake (a drain woken
-  from the ready list clears its own when it ends, see begin-next.lua)
+  from the ready list clears its own when it ends, see begin-next.lua),
+  ARGV[5] that kept wake, cleared in the same step as the lease is given back, or ""
   Returns {0, pttl} when another holder still has the lease; else {token, begun or false},
   begun as turn-begin returns it (false: nothing to run, and the lease is released already).
 ]]
@@ -17,5 +18,8 @@
 local token, held = take_lease(KEYS[1], KEYS[2], ARGV[1])
 if token == 0 then return {0, held} end
 local begun = begin_next(KEYS[3], KEYS[4], KEYS[5], ARGV[2], ARGV[3], KEYS[6], ARGV[4])
-if not begun then redis.call("DEL", KEYS[1]) end
+if not begun then
+  redis.call("DEL", KEYS[1])
+  if ARGV[5] ~= "" then redis.call("ZREM", KEYS[6], ARGV[5]) end
+end
 return {token, begun or false}

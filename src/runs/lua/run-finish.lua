@@ -33,6 +33,7 @@
   ARGV[11] "1": release the lease when there is no next turn,
   ARGV[12] pending-wake member suffix (`|<session key>`, see begin-next.lua),
   ARGV[13] C: session entries checked, ARGV[14] P: turns pushed,
+  ARGV[15] the pending wake this holding keeps (a ready-list drain's), cleared with the lease, or "",
   then C expected entry JSONs ("": the session must not exist),
   then per push: turn JSON, pending-wake member, flags ("c": conditional, "r": ready the session
   if idle, see push-turn.lua), N, then N record field/value items,
@@ -51,7 +52,7 @@ if redis.call("GET", KEYS[1]) ~= ARGV[1] then
 end
 local checks = tonumber(ARGV[13])
 local pushes = tonumber(ARGV[14])
-local a = 15
+local a = 16
 for i = 1, checks do
   local current = redis.call("GET", KEYS[8 + i])
   local expected = ARGV[a]
@@ -110,6 +111,9 @@ if ARGV[8] ~= "1" and checks == 0 and pushes == 0 then return finished end
 local begun = false
 if ARGV[8] == "1" then
   begun = begin_next(KEYS[5], KEYS[3], KEYS[6], ARGV[9], ARGV[10], KEYS[7], ARGV[12]) or false
-  if not begun and ARGV[11] == "1" then redis.call("DEL", KEYS[1]) end
+  if not begun and ARGV[11] == "1" then
+    redis.call("DEL", KEYS[1])
+    if ARGV[15] ~= "" then redis.call("ZREM", KEYS[7], ARGV[15]) end
+  end
 end
 return { finished, begun, pushed }
