@@ -84,6 +84,25 @@ export function createDeploymentRegistry(svc: DeploymentMetricsDeps): Registry {
       this.set({ deployment }, await svc.queues.runs.getWorkersCount());
     },
   });
+  // Drains woken from the ready list are not BullMQ jobs: these show that wake-up path.
+  new Gauge({
+    name: "switchboard_ready_sessions",
+    help: "Sessions on the ready list: readied by a push, waiting for a worker's free slot",
+    labelNames: ["deployment"],
+    registers,
+    async collect() {
+      this.set({ deployment }, await svc.redis.llen(svc.keys.readyList()));
+    },
+  });
+  new Gauge({
+    name: "switchboard_pending_wakes",
+    help: "Wake-ups not yet seen through: sessions waiting for a drainer, or being drained from the ready list",
+    labelNames: ["deployment"],
+    registers,
+    async collect() {
+      this.set({ deployment }, await svc.redis.zcard(svc.keys.pendingWakes()));
+    },
+  });
   new Gauge({
     name: "switchboard_storage_healthy",
     help: "0 while workers report transcript storage refusing writes",

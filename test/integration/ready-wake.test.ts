@@ -92,6 +92,10 @@ describe("ready-list wake-ups", () => {
     expect(await svc.redis.lrange(svc.keys.readyList(), 0, -1)).toEqual([member]);
     expect(await svc.redis.zscore(svc.keys.pendingWakes(), member)).not.toBeNull();
     expect(await drainJobs(sys)).toBe(0);
+    // Not a BullMQ job, so /metrics shows it.
+    const metrics = String((await sys.get("/metrics")).body);
+    expect(metrics).toMatch(/switchboard_ready_sessions\{[^}]*\} 1\n/);
+    expect(metrics).toMatch(/switchboard_pending_wakes\{[^}]*\} 1\n/);
 
     const held = await svc.leases.tryAcquire(key);
     if (!held.acquired) throw new Error("the test could not take the lease");
