@@ -110,6 +110,7 @@ describe("switchboard start + operator commands over HTTP", () => {
       new RegExp(`^Redis: +up \\(${testRedisUrl().replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}, \\d+ ms\\)$`, "m"),
     );
     expect(r.stdout).toMatch(/^Workers: [1-9]\d*$/m);
+    expect(r.stdout).toMatch(/^Ready: +\d+ sessions? waiting for a worker slot, \d+ wakes? pending$/m);
     // Aligned tables: a header, a rule of dashes as wide as each column, numbers aligned right.
     const lines = r.stdout.split("\n");
     const header = lines.findIndex((l) => /^queue +waiting +active +delayed +failed +workers$/.test(l));

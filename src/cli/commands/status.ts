@@ -30,6 +30,11 @@ export async function statusCommand(opts: GlobalOptions & { json?: boolean }): P
       };
     }
     out.queues = queues;
+    // The default wake-up is not a BullMQ job (docs/design/runs.md, "Wake-ups"): its backlog.
+    out.ready = {
+      sessions: await svc.redis.llen(svc.keys.readyList()),
+      pendingWakes: await svc.redis.zcard(svc.keys.pendingWakes()),
+    };
     out.workers = Math.max(...Object.values(queues).map((q) => (q as { workers: number }).workers));
     const fault = await StorageFaults.current(svc.redis, svc.keys);
     out.storage = fault
@@ -75,8 +80,11 @@ export async function statusCommand(opts: GlobalOptions & { json?: boolean }): P
     if (out.queues) {
       const st = out.storage as { healthy: boolean; code?: string; message?: string; since?: number };
       const dl = out.deadLetters as number;
+      const ready = out.ready as { sessions: number; pendingWakes: number };
       lines.push(
         `Workers: ${out.workers}`,
+        `Ready:   ${ready.sessions} session${ready.sessions === 1 ? "" : "s"} waiting for a worker slot, ` +
+          `${ready.pendingWakes} wake${ready.pendingWakes === 1 ? "" : "s"} pending`,
         st.healthy
           ? "Storage: ok"
           : `Storage: UNHEALTHY since ${new Date(st.since ?? 0).toISOString()} (${st.code}: ${st.message}); ` +
