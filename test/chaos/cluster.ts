@@ -1,6 +1,7 @@
 /**
  * The deployment the chaos suite breaks: a private redis-server with AOF, two `switchboard
- * gateway` processes and three `switchboard worker` processes, all real OS processes started
+ * gateway` processes (one waking idle sessions through the ready list, one with drain jobs) and
+ * three `switchboard worker` processes, all real OS processes started
  * from a config file. The chaos actions are real crashes (SIGKILL, no cleanup), each followed by
  * a replacement, as an operator's supervisor would do.
  */
@@ -16,6 +17,14 @@ export interface ChaosCounters {
   workerKills: number;
   redisRestarts: number;
   gatewayKills: number;
+}
+
+/**
+ * Gateway 0 wakes idle sessions through the ready list (the default), gateway 1 with drain jobs,
+ * so both wake-ups (and a deployment mixing them) go through the same crashes.
+ */
+function gatewayConfig(config: Config, slot: number): Config {
+  return slot === 1 ? { ...config, workers: { ...config.workers, wake: "drain-job" } } : config;
 }
 
 export class ChaosCluster {
@@ -38,7 +47,7 @@ export class ChaosCluster {
   static async start(makeConfig: (redisUrl: string) => Config, workerCount: number): Promise<ChaosCluster> {
     const redis = await startPrivateRedis({ appendonly: true, appendfsync: "always" });
     const config = makeConfig(redis.url);
-    const gateways = await Promise.all([spawnGateway(config), spawnGateway(config)]);
+    const gateways = await Promise.all([spawnGateway(config), spawnGateway(gatewayConfig(config, 1))]);
     const cluster = new ChaosCluster(config, redis, gateways);
     cluster.workers.push(...(await Promise.all(Array.from({ length: workerCount }, () => spawnWorker(config)))));
     return cluster;
@@ -70,7 +79,7 @@ export class ChaosCluster {
     await victim.kill9();
     this.counters.gatewayKills++;
     await sleep(downMs);
-    this.gateways[slot] = await retrying(() => spawnGateway(this.config, victim.port));
+    this.gateways[slot] = await retrying(() => spawnGateway(gatewayConfig(this.config, slot), victim.port));
   }
 
   async close(): Promise<void> {
