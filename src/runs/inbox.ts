@@ -112,6 +112,14 @@ export class Inbox {
     await this.redis.zrem(this.keys.pendingWakes(), member);
   }
 
+  /**
+   * Clear a wake that a drain job has taken over (the overdue re-arm), from the ready list too, so
+   * no worker pops it later for nothing. It is near the list's head when it is still there.
+   */
+  async retireWake(member: string): Promise<void> {
+    await this.redis.multi().zrem(this.keys.pendingWakes(), member).lrem(this.keys.readyList(), 1, member).exec();
+  }
+
   /** Mark a pending wake as seen now (its session's lease is held: a drainer is on it). */
   async touchWake(member: string, now = Date.now()): Promise<void> {
     await this.redis.zadd(this.keys.pendingWakes(), "XX", now, member);

@@ -11,8 +11,8 @@
  *
  * The finished records published in the last seconds are kept as they came (bounded, not
  * decoded), so a wait for a run that finished just before it (the usual `agent` then `agent.wait`
- * of a quick turn) is answered without a read. A terminal record never changes (run-finish.lua
- * writes only a run that is not terminal yet), so such an answer is the one a read would give.
+ * of a quick turn) is answered without a read. The finish is a record's last change (run-finish.lua
+ * writes only a run that is not terminal yet), so the fields a wait answers are those a read gives.
  */
 import type { RedisClient } from "../storage/redis-client.js";
 import type { RedisKeys } from "../storage/redis-keys.js";

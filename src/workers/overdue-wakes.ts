@@ -30,7 +30,7 @@ export async function rearmOverdueWakes(svc: WorkerDeps, overdueMs: number, now 
       continue;
     }
     await requestDrain(svc, w.sessionKey);
-    await svc.inbox.clearWake(w.member);
+    await svc.inbox.retireWake(w.member);
     rearmed++;
   }
   if (rearmed)

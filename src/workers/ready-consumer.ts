@@ -7,7 +7,7 @@
  *
  * The pending wake stays until the drain ends (the script that gives the lease back on an empty
  * inbox clears it in the same step), so a worker killed after the pop is covered by the
- * overdue-wake check (overdue-wakes.ts), which this loop runs every `workers.stalledIntervalMs`:
+ * overdue-wake check (overdue-wakes.ts), which each consumer runs every `workers.stalledIntervalMs`:
  * the lease of the dead drain expires, the wake is overdue, a drain job re-runs the in-flight turn.
  * Whatever a drain cannot finish here (the lease held elsewhere, a storage fault to wait out, a
  * turn handed back at shutdown, more turns than one drain takes, a failure to retry) is handed to
@@ -32,7 +32,8 @@ export class ReadyConsumer {
   private readonly conn: RedisClient;
   private readonly drains = new Set<Promise<void>>();
   private loop: Promise<void> | undefined;
-  private lastCheck = Date.now();
+  private checker: NodeJS.Timeout | undefined;
+  private checking = false;
   /** The blocking connection's CLIENT ID (one Redis only), to end its pop at once on close. */
   private clientId: number | undefined;
 
@@ -57,6 +58,9 @@ export class ReadyConsumer {
 
   start(): void {
     this.loop ??= this.run();
+    // On its own timer: a worker whose slots are all busy still re-arms lost wakes.
+    this.checker ??= setInterval(() => void this.checkOverdueWakes(), this.svc.config.workers.stalledIntervalMs);
+    this.checker.unref();
   }
 
   /**
@@ -65,6 +69,7 @@ export class ReadyConsumer {
    * lost, as it could be if the socket were dropped (on a Cluster it runs out its second).
    */
   async close(): Promise<void> {
+    clearInterval(this.checker);
     if (this.clientId !== undefined) await this.svc.redis.client("UNBLOCK", this.clientId).catch(() => undefined);
     await this.loop;
     await Promise.allSettled([...this.drains]);
@@ -79,59 +84,68 @@ export class ReadyConsumer {
   private async run(): Promise<void> {
     const { svc } = this;
     while (!this.stopping.aborted) {
-      await this.slots.whenFree();
-      if (this.stopping.aborted) break;
-      let member: string | null;
+      // The slot comes first: a popped session always has one.
+      await this.slots.acquire();
+      let member: string | null = null;
       try {
-        const popped = await this.conn.blpop(svc.keys.readyList(), BLOCK_SECONDS);
-        member = popped ? popped[1] : null;
+        if (!this.stopping.aborted) {
+          const popped = await this.conn.blpop(svc.keys.readyList(), BLOCK_SECONDS);
+          member = popped ? popped[1] : null;
+        }
       } catch (err) {
-        if (this.stopping.aborted) break;
-        svc.log.warn({ err: (err as Error).message }, "ready list: pop failed; trying again");
-        await new Promise((r) => setTimeout(r, POP_ERROR_PAUSE_MS));
+        if (!this.stopping.aborted) {
+          svc.log.warn({ err: (err as Error).message }, "ready list: pop failed; trying again");
+          await new Promise((r) => setTimeout(r, POP_ERROR_PAUSE_MS));
+        }
+      }
+      if (member === null) {
+        this.slots.release();
         continue;
       }
-      if (member !== null) {
-        // Popped: this worker owns the wake now, even if it is stopping (the drain hands it on).
-        await this.slots.acquire();
-        const drain = this.drainMember(member).finally(() => {
-          this.slots.release();
-          this.drains.delete(drain);
-        });
-        this.drains.add(drain);
-      }
-      await this.checkOverdueWakes();
+      const drain = this.drainMember(member).finally(() => {
+        this.slots.release();
+        this.drains.delete(drain);
+      });
+      this.drains.add(drain);
     }
   }
 
   private async checkOverdueWakes(): Promise<void> {
+    if (this.checking || this.stopping.aborted) return;
+    this.checking = true;
     const { svc } = this;
-    const now = Date.now();
-    if (now - this.lastCheck < svc.config.workers.stalledIntervalMs) return;
-    this.lastCheck = now;
-    await rearmOverdueWakes(svc, wakeOverdueMs(svc.config), now).catch((err: Error) =>
-      svc.log.warn({ err: err.message }, "overdue wake check failed"),
-    );
+    await rearmOverdueWakes(svc, wakeOverdueMs(svc.config))
+      .catch((err: Error) => svc.log.warn({ err: err.message }, "overdue wake check failed"))
+      .finally(() => (this.checking = false));
   }
 
   private async drainMember(member: string): Promise<void> {
     const { svc } = this;
     const sessionKey = member.slice(member.indexOf("|") + 1);
+    // Whether the wake may be cleared: the drain is over or a drain job has the session.
     let handedOn = true;
     let cleared = false;
     try {
-      const out = await this.drainSession(sessionKey, {
-        data: {},
-        keepWake: member,
-        log: async (line) => svc.log.info({ sessionKey }, line),
-      });
-      // A script that gave the lease back on an empty inbox cleared the wake with it.
-      cleared = out.kind === "done" && out.emptied;
-      await this.handOn(sessionKey, out);
+      if (this.stopping.aborted) {
+        // Popped as the worker began stopping: hand it on without beginning its turn.
+        await requestDrain(svc, sessionKey);
+      } else {
+        const out = await this.drainSession(sessionKey, {
+          data: {},
+          keepWake: member,
+          log: async (line) => svc.log.info({ sessionKey }, line),
+        });
+        // A script that gave the lease back on an empty inbox cleared the wake with it.
+        cleared = out.kind === "done" && out.emptied;
+        await this.handOn(sessionKey, out);
+      }
     } catch (err) {
       if (err instanceof StaleFenceError) {
-        // Another holder took the session over (this one stalled past its lease): it drains it.
+        // The lease was lost: another holder took over, or it lapsed (Redis away, a stalled
+        // event loop) with the turn still in flight and nobody on it. The wake stays: the
+        // overdue check leaves it while a lease is held and re-arms it once none is.
         svc.log.warn({ sessionKey, err: err.message }, "ready drain lost its lease");
+        handedOn = false;
       } else {
         svc.log.warn({ sessionKey, err: (err as Error).message }, "ready drain failed; retrying as a drain job");
         handedOn = await requestDrain(svc, sessionKey, RETRY_AS_JOB_MS).then(
@@ -140,8 +154,7 @@ export class ReadyConsumer {
         );
       }
     }
-    // The drain is over or a drain job has the session now. If even that add failed (Redis
-    // away), the wake stays pending and the overdue check re-arms it.
+    // If even the add failed (Redis away), the wake stays pending and the overdue check re-arms it.
     if (handedOn && !cleared) await svc.inbox.clearWake(member).catch(() => undefined);
   }
 

@@ -1,11 +1,10 @@
 /**
- * A worker process's drain slots (`workers.concurrency`), shared by the runs queue's drain jobs
- * and the ready-list consumer so that together they run at most that many sessions at once.
+ * The ready-list consumer's drain slots (`workers.concurrency`): a slot is taken before a
+ * session is popped, so a popped session always runs at once.
  */
 export class Slots {
   private used = 0;
   private readonly waiting: (() => void)[] = [];
-  private readonly freed: (() => void)[] = [];
 
   constructor(readonly size: number) {}
 
@@ -26,15 +25,6 @@ export class Slots {
   release(): void {
     const next = this.waiting.shift();
     if (next) next();
-    else {
-      this.used--;
-      for (const wake of this.freed.splice(0)) wake();
-    }
-  }
-
-  /** Resolves once a slot is free, without taking it. */
-  async whenFree(): Promise<void> {
-    if (this.free > 0 && this.waiting.length === 0) return;
-    await new Promise<void>((resolve) => this.freed.push(resolve));
+    else this.used--;
   }
 }

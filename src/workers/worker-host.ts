@@ -56,18 +56,14 @@ export async function startWorkerHost(svc: WorkerDeps, opts: WorkerHostOptions):
   const { workers: w } = svc.config;
   const drainSession = createSessionDrainer(svc, executor, stopping.signal);
   const drainJob = createDrainProcessor(svc, drainSession) as Processor;
-  // The runs queue's drain jobs and the ready list share the process's slots.
-  const slots = new Slots(opts.concurrency ?? w.concurrency);
-  const consumer = opts.queues.includes("runs") ? new ReadyConsumer(svc, drainSession, slots, stopping.signal) : null;
+  // The ready list gets `concurrency` slots of its own, as each queue's BullMQ worker does: a slot
+  // shared with the runs queue would leave drain jobs a saturated worker fetched waiting there
+  // (crash recoveries among them) while other workers idle (docs/design/runs.md, "Wake-ups").
+  const consumer = opts.queues.includes("runs")
+    ? new ReadyConsumer(svc, drainSession, new Slots(opts.concurrency ?? w.concurrency), stopping.signal)
+    : null;
   const processors: Partial<Record<QueueName, Processor>> = {
-    runs: async (job, token) => {
-      await slots.acquire();
-      try {
-        return await drainJob(job, token);
-      } finally {
-        slots.release();
-      }
-    },
+    runs: drainJob,
     subagents: drainJob,
     delivery: createDeliverProcessor(svc) as Processor,
     maintenance: createMaintenanceProcessor(svc) as Processor,

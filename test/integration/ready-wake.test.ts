@@ -74,6 +74,24 @@ describe("ready-list wake-ups", () => {
     });
   });
 
+  it("a ready drain whose lease lapses mid-turn keeps its wake; the overdue check has the turn run again", async () => {
+    const sys = await deploy(
+      scriptConfig([{ when: { regex: "slow" }, delayMs: 2500, reply: "done: {{text}}" }, ...RULES], {
+        workers: { ...FAST_WORKERS },
+      }),
+    );
+    const run = await inbound(sys, "fay", "slow-1");
+    await settle(async () => (await getRun(sys, run.runId)).status === "running", { what: "the slow turn running" });
+    // The lease lapses with nobody else taking it (Redis lost it, or renewals stalled): the
+    // holder's next renewal finds it gone and aborts the turn. Nothing else would wake the
+    // session: its turn is in flight, so later pushes find it busy.
+    await sys.svc.redis.del(sys.svc.keys.lease(run.sessionKey));
+    const after = await inbound(sys, "fay", "after");
+    expect(await waitRun(sys, run.runId, 20_000)).toMatchObject({ status: "ok", reply: "done: slow-1" });
+    expect((await getRun(sys, run.runId)).attempts).toBe(2);
+    expect(await waitRun(sys, after.runId)).toMatchObject({ status: "ok", reply: "re: after" });
+  }, 30_000);
+
   it("the overdue check touches a wake whose lease is held and re-arms one whose drainer is gone", async () => {
     const sys = await deploy(scriptConfig(RULES), { gateway: true, workers: false });
     const { svc } = sys;
@@ -107,6 +125,8 @@ describe("ready-list wake-ups", () => {
     await held.lease.release();
     expect(await rearmOverdueWakes(svc, 10_000, later + 60_000)).toBe(1);
     expect(await svc.redis.zscore(svc.keys.pendingWakes(), member)).toBeNull();
+    // Retired from the ready list too: no worker pops it later for nothing.
+    expect(await svc.redis.llen(svc.keys.readyList())).toBe(0);
     expect((await svc.queues.runs.getJobCounts()).waiting).toBe(1);
   });
 });

@@ -1,6 +1,5 @@
 /**
- * A worker's drain slots (shared by drain jobs and the ready-list consumer) and which sessions a
- * push may put on the ready list.
+ * The ready-list consumer's drain slots, and which sessions a push may put on the ready list.
  */
 import { describe, expect, it } from "vitest";
 import { Slots } from "../../src/workers/slots.js";
@@ -28,20 +27,6 @@ describe("Slots", () => {
     slots.release();
     slots.release();
     expect(slots.free).toBe(2);
-  });
-
-  it("whenFree waits for a free slot without taking it", async () => {
-    const slots = new Slots(1);
-    await slots.acquire();
-    let woke = false;
-    const free = slots.whenFree().then(() => (woke = true));
-    await Promise.resolve();
-    expect(woke).toBe(false);
-    slots.release();
-    await free;
-    expect(woke).toBe(true);
-    expect(slots.free).toBe(1);
-    await slots.whenFree(); // resolves at once while one is free
   });
 });
 
