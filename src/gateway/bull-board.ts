@@ -12,7 +12,7 @@ import type { Queues } from "../queues/queues.js";
 export const BOARD_PATH = "/admin/queues";
 
 const DESCRIPTIONS: Record<string, string> = {
-  runs: "Session drains: agent turns from inbound messages, sends and spawns",
+  runs: "Session drains run as jobs: retries, lease waits, long sessions (ready-list drains: see /metrics)",
   announce: "Agent-to-agent steps: reply-back loop and announce",
   delivery: "Outbound messages to channels (retried with backoff)",
   maintenance: "Reset/idle sweeps and transcript archiving",
