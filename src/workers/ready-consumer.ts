@@ -25,6 +25,8 @@ import type { WorkerDeps } from "./worker-deps.js";
 const BLOCK_SECONDS = 1;
 /** A drain that failed here is retried as a drain job this much later (then with its backoff). */
 const RETRY_AS_JOB_MS = 1000;
+/** Wakes that skip the batch pop after one found no backlog. */
+const EXTRA_POP_BACKOFF = 16;
 /** Pause after a failed pop (Redis away) before trying again. */
 const POP_ERROR_PAUSE_MS = 500;
 
@@ -34,6 +36,7 @@ export class ReadyConsumer {
   private loop: Promise<void> | undefined;
   private checker: NodeJS.Timeout | undefined;
   private checking = false;
+  private skipExtraPops = 0;
   /** The blocking connection's CLIENT ID (one Redis only), to end its pop at once on close. */
   private clientId: number | undefined;
 
@@ -102,12 +105,40 @@ export class ReadyConsumer {
         this.slots.release();
         continue;
       }
-      const drain = this.drainMember(member).finally(() => {
-        this.slots.release();
-        this.drains.delete(drain);
-      });
-      this.drains.add(drain);
+      this.startDrain(member);
+      await this.popMore();
     }
+  }
+
+  /**
+   * Under load the list holds more sessions than one pop takes: fill the other free slots in one
+   * round trip (`LPOP key count`). When such a pop comes back empty (no backlog), the next few
+   * wakes skip it, so a quiet deployment does not pay a wasted round trip per wake.
+   */
+  private async popMore(): Promise<void> {
+    if (this.skipExtraPops > 0) {
+      this.skipExtraPops--;
+      return;
+    }
+    let slots = 0;
+    while (!this.stopping.aborted && this.slots.tryAcquire()) slots++;
+    if (slots === 0) return;
+    const popped = await this.conn.lpop(this.svc.keys.readyList(), slots).catch(() => null);
+    if (!popped?.length) this.skipExtraPops = EXTRA_POP_BACKOFF;
+    for (const m of popped ?? []) {
+      slots--;
+      this.startDrain(m);
+    }
+    for (; slots > 0; slots--) this.slots.release();
+  }
+
+  /** Drain a popped session in the slot taken for it. */
+  private startDrain(member: string): void {
+    const drain = this.drainMember(member).finally(() => {
+      this.slots.release();
+      this.drains.delete(drain);
+    });
+    this.drains.add(drain);
   }
 
   private async checkOverdueWakes(): Promise<void> {

@@ -21,6 +21,13 @@ export class Slots {
     await new Promise<void>((resolve) => this.waiting.push(resolve));
   }
 
+  /** Take a slot if one is free now. */
+  tryAcquire(): boolean {
+    if (this.used >= this.size || this.waiting.length > 0) return false;
+    this.used++;
+    return true;
+  }
+
   /** Give a slot back: straight to the first waiter, if any. */
   release(): void {
     const next = this.waiting.shift();

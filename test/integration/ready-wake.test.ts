@@ -8,8 +8,8 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
-import { cleanUp, deploy, getRun, waitRun } from "../helpers/api.js";
-import { FAST_WORKERS, type TestSystem } from "../helpers/system.js";
+import { cleanUp, deploy, getRun, onCleanUp, waitRun } from "../helpers/api.js";
+import { FAST_WORKERS, startPeer, type TestSystem } from "../helpers/system.js";
 import { inbound, scriptConfig } from "../fixtures/runs-support.js";
 import { settle } from "../helpers/settle.js";
 import { enqueueTurn } from "../../src/runs/enqueue.js";
@@ -41,6 +41,24 @@ describe("ready-list wake-ups", () => {
     await settle(async () => (await wakesLeft(sys)).pending === 0, {
       what: "every ready-list drain cleared its pending wake when it ended",
     });
+    expect(await wakesLeft(sys)).toEqual({ pending: 0, ready: 0 });
+  });
+
+  it("a backlog of readied sessions is drained by a worker that starts later (batch pops), once each", async () => {
+    const sys = await deploy(scriptConfig(RULES, { workers: { ...FAST_WORKERS, concurrency: 8 } }), {
+      gateway: true,
+      workers: false,
+    });
+    const runs = [];
+    for (let i = 0; i < 30; i++) runs.push(await inbound(sys, `backlog-${i}`, `m${i}`));
+    expect(await sys.svc.redis.llen(sys.svc.keys.readyList())).toBe(30);
+    const worker = await startPeer(sys.config, { gateway: false, workers: {} });
+    onCleanUp(() => worker.close());
+    for (const [i, run] of runs.entries())
+      expect(await waitRun(sys, run.runId)).toMatchObject({ status: "ok", reply: `re: m${i}` });
+    for (const run of runs) expect((await getRun(sys, run.runId)).attempts).toBe(1);
+    expect(await drainJobs(sys)).toBe(0);
+    await settle(async () => (await wakesLeft(sys)).pending === 0, { what: "every wake of the backlog cleared" });
     expect(await wakesLeft(sys)).toEqual({ pending: 0, ready: 0 });
   });
 

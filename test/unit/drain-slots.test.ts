@@ -30,6 +30,21 @@ describe("Slots", () => {
   });
 });
 
+describe("Slots.tryAcquire", () => {
+  it("takes a free slot at once, and none while all are taken or someone waits", async () => {
+    const slots = new Slots(2);
+    expect(slots.tryAcquire()).toBe(true);
+    expect(slots.tryAcquire()).toBe(true);
+    expect(slots.tryAcquire()).toBe(false);
+    const waiter = slots.acquire();
+    slots.release(); // handed to the waiter, not freed
+    await waiter;
+    expect(slots.tryAcquire()).toBe(false);
+    slots.release();
+    expect(slots.tryAcquire()).toBe(true);
+  });
+});
+
 describe("readyWake", () => {
   it("readies plain sessions by default, never sub-agent sessions, and nothing with wake: drain-job", () => {
     const ready = parseConfig({});
