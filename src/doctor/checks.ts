@@ -26,8 +26,8 @@ import type { Finding } from "./report.js";
 /** Clocks further apart than this make run timestamps and daily/idle resets disagree between hosts. */
 export const MAX_CLOCK_SKEW_MS = 1000;
 /** Below BullMQ's minimum it refuses to run; below the recommended one some features degrade. */
-const REDIS_MIN = "5.0.0";
-const REDIS_RECOMMENDED = "6.2.0";
+/** Switchboard's scripts use LMOVE and LPOP with a count, both new in Redis 6.2. */
+const REDIS_MIN = "6.2.0";
 const LOW_DISK_BYTES = 1024 ** 3;
 
 export function versionBelow(version: string, min: string): boolean {
@@ -77,15 +77,8 @@ export async function checkRedis(redis: RedisClient, url: string): Promise<Findi
     out.push({
       check: "redis",
       level: "fail",
-      message: `Redis ${version} is older than ${REDIS_MIN}, which BullMQ needs`,
-      fix: `upgrade Redis (${REDIS_RECOMMENDED} or newer)`,
-    });
-  } else if (version !== "unknown" && versionBelow(version, REDIS_RECOMMENDED)) {
-    out.push({
-      check: "redis",
-      level: "warn",
-      message: `Redis ${version}: ${REDIS_RECOMMENDED} or newer is recommended`,
-      fix: "upgrade Redis",
+      message: `Redis ${version} is older than ${REDIS_MIN}, which Switchboard's scripts need (LMOVE, LPOP count)`,
+      fix: `upgrade Redis (${REDIS_MIN} or newer)`,
     });
   }
   if (policy !== "noeviction" && policy !== "unknown") {
