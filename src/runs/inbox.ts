@@ -113,6 +113,14 @@ export class Inbox {
   }
 
   /**
+   * Put a session back at the end of the ready list with its wake (a drain that yielded with
+   * turns left): other sessions go first, and the wake stays pending until a drain ends.
+   */
+  async reready(member: string, now = Date.now()): Promise<void> {
+    await this.redis.multi().zadd(this.keys.pendingWakes(), now, member).rpush(this.keys.readyList(), member).exec();
+  }
+
+  /**
    * Clear a wake that a drain job has taken over (the overdue re-arm), from the ready list too, so
    * no worker pops it later for nothing. It is near the list's head when it is still there.
    */

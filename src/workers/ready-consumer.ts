@@ -10,8 +10,9 @@
  * overdue-wake check (overdue-wakes.ts), which each consumer runs every `workers.stalledIntervalMs`:
  * the lease of the dead drain expires, the wake is overdue, a drain job re-runs the in-flight turn.
  * Whatever a drain cannot finish here (the lease held elsewhere, a storage fault to wait out, a
- * turn handed back at shutdown, more turns than one drain takes, a failure to retry) is handed to
- * a drain job, which has retries, backoff and a place in Bull Board.
+ * turn handed back at shutdown, a failure to retry) is handed to a drain job, which has retries,
+ * backoff and a place in Bull Board. A drain that yields with turns left (MAX_TURNS_PER_DRAIN)
+ * puts its session back at the end of the ready list instead, so other sessions go first.
  */
 import { StaleFenceError } from "../errors/index.js";
 import { requestDrain } from "../runs/enqueue.js";
@@ -168,7 +169,11 @@ export class ReadyConsumer {
         });
         // A script that gave the lease back on an empty inbox cleared the wake with it.
         cleared = out.kind === "done" && out.emptied;
-        await this.handOn(sessionKey, out);
+        if (out.kind === "done" && out.more) {
+          // Yielded with turns left: back of the ready list, wake kept (no drain job).
+          await svc.inbox.reready(member);
+          cleared = true;
+        } else await this.handOn(sessionKey, out);
       }
     } catch (err) {
       if (err instanceof StaleFenceError) {
@@ -199,7 +204,7 @@ export class ReadyConsumer {
       case "handedBack":
         return await requestDrain(this.svc, sessionKey);
       case "done":
-        if (out.more) await requestDrain(this.svc, sessionKey);
+        return;
     }
   }
 }

@@ -62,6 +62,24 @@ describe("ready-list wake-ups", () => {
     expect(await wakesLeft(sys)).toEqual({ pending: 0, ready: 0 });
   });
 
+  it("a session with more turns than one drain takes goes back on the ready list, not to a drain job", async () => {
+    const sys = await deploy(scriptConfig(RULES, { workers: { ...FAST_WORKERS } }), { gateway: true, workers: false });
+    const runs = [];
+    for (let i = 0; i < 45; i++) runs.push(await inbound(sys, "long", `n${i}`));
+    const worker = await startPeer(sys.config, { gateway: false, workers: {} });
+    onCleanUp(() => worker.close());
+    for (const [i, run] of runs.entries())
+      expect(await waitRun(sys, run.runId)).toMatchObject({ status: "ok", reply: `re: n${i}` });
+    // In order, each once: every run started after the one before it ended.
+    const records = await Promise.all(runs.map((r) => getRun(sys, r.runId)));
+    for (let i = 1; i < records.length; i++)
+      expect(records[i]!.startedAt!).toBeGreaterThanOrEqual(records[i - 1]!.endedAt!);
+    expect(records.every((r) => r.attempts === 1)).toBe(true);
+    expect(await drainJobs(sys)).toBe(0);
+    await settle(async () => (await wakesLeft(sys)).pending === 0, { what: "the wake cleared after the last drain" });
+    expect(await wakesLeft(sys)).toEqual({ pending: 0, ready: 0 });
+  });
+
   it('with workers.wake "drain-job" a wake is a drain job and the ready list stays empty', async () => {
     const sys = await deploy(scriptConfig(RULES, { workers: { ...FAST_WORKERS, wake: "drain-job" } }));
     const run = await inbound(sys, "dee", "hello");
