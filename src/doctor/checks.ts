@@ -176,7 +176,10 @@ export async function checkStorageFault(svc: DoctorDeps): Promise<Finding[]> {
   ];
 }
 
-export async function checkQueues(svc: DoctorDeps): Promise<Finding[]> {
+/** A wake pending this long was not taken by any worker: a worker that pops the ready list is missing. */
+const WAKE_STUCK_MS = 60_000;
+
+export async function checkQueues(svc: DoctorDeps, now = Date.now()): Promise<Finding[]> {
   const out: Finding[] = [];
   const parts: string[] = [];
   for (const name of QUEUE_NAMES) {
@@ -203,6 +206,20 @@ export async function checkQueues(svc: DoctorDeps): Promise<Finding[]> {
       });
     }
   }
+  // Ready-list wakes are not jobs (docs/design/runs.md, "Wake-ups"): their backlog, and wakes
+  // no worker took for a minute (the overdue check would have re-armed them as drain jobs).
+  const ready = await svc.redis.llen(svc.keys.readyList());
+  parts.push(`ready list ${ready}`);
+  const stuck = await svc.redis.zcount(svc.keys.pendingWakes(), "-inf", now - WAKE_STUCK_MS);
+  if (stuck > 0)
+    out.push({
+      check: "queues",
+      level: "warn",
+      message: `${stuck} session${stuck === 1 ? "" : "s"} woken over a minute ago and not drained yet`,
+      fix:
+        "every worker busy (add workers), or none pops the ready list: workers older than the " +
+        "gateways (upgrade workers first), or none runs the runs queue",
+    });
   const dead = await svc.deadLetters.count();
   if (dead > 0)
     out.push({

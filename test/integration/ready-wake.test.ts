@@ -151,6 +151,13 @@ describe("ready-list wake-ups", () => {
     expect(metrics).toMatch(/switchboard_ready_sessions\{[^}]*\} 1\n/);
     expect(metrics).toMatch(/switchboard_pending_wakes\{[^}]*\} 1\n/);
 
+    // doctor: fine now; a minute later (no worker here) it warns about the untaken wake.
+    const { checkQueues } = await import("../../src/doctor/checks.js");
+    expect((await checkQueues(svc)).filter((f) => /woken over a minute/.test(f.message))).toEqual([]);
+    const warned = (await checkQueues(svc, Date.now() + 61_000)).find((f) => /woken over a minute/.test(f.message));
+    expect(warned).toMatchObject({ level: "warn", message: "1 session woken over a minute ago and not drained yet" });
+    expect((await checkQueues(svc))[0]!.message).toMatch(/ready list 1$/);
+
     const held = await svc.leases.tryAcquire(key);
     if (!held.acquired) throw new Error("the test could not take the lease");
     const later = Date.now() + 60_000;
