@@ -11,7 +11,16 @@ import type { RedisClient } from "../storage/redis-client.js";
 import type { Logger } from "pino";
 import type { Config } from "../config/schema.js";
 import { createQueues, closeQueues, createRedis, type Queues } from "../queues/index.js";
-import { CancelBus, DeadLetters, Inbox, RunRecords, RunWaiter, SessionLeases, StorageFaults } from "../runs/index.js";
+import {
+  CancelBus,
+  DeadLetters,
+  Inbox,
+  PendingWakes,
+  RunRecords,
+  RunWaiter,
+  SessionLeases,
+  StorageFaults,
+} from "../runs/index.js";
 import { RedisKeys, SessionStore } from "../storage/index.js";
 import { TranscriptStore } from "../transcript/index.js";
 import type { DoctorDeps } from "../doctor/checks.js";
@@ -75,6 +84,7 @@ export function createServices(
     transcripts: new TranscriptStore({ redis, keys, storageDir: config.storage.dir }),
     leases: new SessionLeases(redis, keys, config.workers.lockDurationMs),
     inbox: new Inbox(redis, keys, runs),
+    wakes: new PendingWakes(redis, keys),
     runs,
     queues,
     cancels: new CancelBus(redis, keys),

@@ -8,10 +8,10 @@ import { luaCommand } from "../storage/lua-script.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
 import type { LeaseHandle, SessionLeases } from "./session-lease.js";
 import { serializeTurn, type Turn } from "./turn.js";
+import { pendingWakeMember, pendingWakeSuffix } from "./pending-wakes.js";
 import {
+  PUSH_RESULTS,
   RUN_RECORD_TTL_SECONDS,
-  pendingWakeMember,
-  pendingWakeSuffix,
   queuedRecordFields,
   recordFromPairs,
   type RawBegun,
@@ -57,7 +57,7 @@ export class Inbox {
    * Says what the caller must do next: `ready` (queued into an idle session and put on the ready
    * list in the same step: nothing more to do), `wake` (queued into an idle session: add its
    * drain job), `queued` (behind other turns: a drain job exists already), or `exists` (the runId
-   * existed; nothing queued). `ready` is used when `opts.ready` asks for it (readyWake).
+   * existed; nothing queued). Only a push with `opts.ready` (readyWake) readies.
    *
    * With `expectEntry` (the session entry JSON the turn was built from, e.g. a cached copy) the
    * push happens only if the stored entry is still exactly that; otherwise nothing is queued and
@@ -87,50 +87,7 @@ export class Inbox {
       ],
     );
     if (Array.isArray(res)) return { changed: (res[1] as string | null) ?? null };
-    if (res === 2) return opts.ready ? "ready" : "wake";
-    return res === 1 ? "queued" : "exists";
-  }
-
-  /** Sessions whose wake-up was pending for longer than `olderThanMs` (its pusher died before adding it). */
-  async overdueWakes(
-    olderThanMs: number,
-    limit: number,
-    now = Date.now(),
-  ): Promise<{ member: string; sessionKey: string }[]> {
-    const members = await this.redis.zrangebyscore(
-      this.keys.pendingWakes(),
-      "-inf",
-      now - olderThanMs,
-      "LIMIT",
-      0,
-      limit,
-    );
-    return members.map((member) => ({ member, sessionKey: member.slice(member.indexOf("|") + 1) }));
-  }
-
-  async clearWake(member: string): Promise<void> {
-    await this.redis.zrem(this.keys.pendingWakes(), member);
-  }
-
-  /**
-   * Put a session back at the end of the ready list with its wake (a drain that yielded with
-   * turns left): other sessions go first, and the wake stays pending until a drain ends.
-   */
-  async reready(member: string, now = Date.now()): Promise<void> {
-    await this.redis.multi().zadd(this.keys.pendingWakes(), now, member).rpush(this.keys.readyList(), member).exec();
-  }
-
-  /**
-   * Clear a wake that a drain job has taken over (the overdue re-arm), from the ready list too, so
-   * no worker pops it later for nothing. It is near the list's head when it is still there.
-   */
-  async retireWake(member: string): Promise<void> {
-    await this.redis.multi().zrem(this.keys.pendingWakes(), member).lrem(this.keys.readyList(), 1, member).exec();
-  }
-
-  /** Mark a pending wake as seen now (its session's lease is held: a drainer is on it). */
-  async touchWake(member: string, now = Date.now()): Promise<void> {
-    await this.redis.zadd(this.keys.pendingWakes(), "XX", now, member);
+    return PUSH_RESULTS[String(res)] as "ready" | "wake" | "queued" | "exists";
   }
 
   /**

@@ -10,6 +10,7 @@ import type { SessionStore } from "../storage/session-store.js";
 import type { CancelBus } from "./cancel-bus.js";
 import type { DeadLetters } from "./dead-letters.js";
 import type { Inbox } from "./inbox.js";
+import type { PendingWakes } from "./pending-wakes.js";
 import type { RunRecords } from "./run-records.js";
 
 export interface RunDeps {
@@ -17,6 +18,8 @@ export interface RunDeps {
   config: Config;
   sessions: SessionStore;
   inbox: Inbox;
+  /** Pending wakes and the ready list, outside the push scripts. */
+  wakes: PendingWakes;
   runs: RunRecords;
   queues: Queues;
   cancels: CancelBus;

@@ -9,6 +9,7 @@ import { luaCommand } from "../storage/lua-script.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
 import type { LeaseHandle } from "./session-lease.js";
 import type { DeadLetter } from "./dead-letters.js";
+import { pendingWakeMember, pendingWakeSuffix } from "./pending-wakes.js";
 import { luaSafeJson } from "../text/well-formed.js";
 import { isTerminal, serializeTurn, turnMarker, type RunStatus, type TerminalStatus, type Turn } from "./turn.js";
 
@@ -160,10 +161,7 @@ export class RunRecords {
     return {
       finished: res[0] === 1,
       next: res[1] || null,
-      pushed: opts.pushes.map((p, i) => {
-        const r = PUSH_RESULTS[String(codes[i])] ?? "skipped";
-        return r === "wake" && p.ready ? "ready" : r;
-      }),
+      pushed: opts.pushes.map((_, i) => PUSH_RESULTS[String(codes[i])] ?? "skipped"),
     };
   }
 
@@ -267,18 +265,14 @@ export class RunRecords {
   }
 }
 
-/** A pending wake is `<runId>|<sessionKey>` (unique per push); scripts that begin turns get the suffix. */
-export function pendingWakeSuffix(sessionKey: string): string {
-  return `|${sessionKey}`;
-}
-
-/** `<runId>|<sessionKey>`: unique per push, so clearing one never clears a later one. */
-export function pendingWakeMember(turn: Turn): string {
-  return turn.runId + pendingWakeSuffix(turn.sessionKey);
-}
-
 /** The push scripts' answers (push-turn.lua), by code. */
-const PUSH_RESULTS: Record<string, PushResult> = { "2": "wake", "1": "queued", "0": "exists", "-1": "skipped" };
+export const PUSH_RESULTS: Record<string, PushResult> = {
+  "3": "ready",
+  "2": "wake",
+  "1": "queued",
+  "0": "exists",
+  "-1": "skipped",
+};
 
 /** The record of a turn just queued, as a field/value list (push-turn.lua writes it). */
 export function queuedRecordFields(turn: Turn): string[] {

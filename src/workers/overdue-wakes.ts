@@ -22,15 +22,15 @@ export function wakeOverdueMs(config: Pick<Config, "workers">): number {
 
 /** Re-arm the overdue wakes (at most `maintenance.sweepBatch`); returns how many got a drain job. */
 export async function rearmOverdueWakes(svc: WorkerDeps, overdueMs: number, now = Date.now()): Promise<number> {
-  const overdue = await svc.inbox.overdueWakes(overdueMs, svc.config.maintenance.sweepBatch, now);
+  const overdue = await svc.wakes.overdue(overdueMs, svc.config.maintenance.sweepBatch, now);
   let rearmed = 0;
   for (const w of overdue) {
     if ((await svc.redis.exists(svc.keys.lease(w.sessionKey))) === 1) {
-      await svc.inbox.touchWake(w.member, now);
+      await svc.wakes.touch(w.member, now);
       continue;
     }
     await requestDrain(svc, w.sessionKey);
-    await svc.inbox.retireWake(w.member);
+    await svc.wakes.retire(w.member);
     rearmed++;
   }
   if (rearmed)

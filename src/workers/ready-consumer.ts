@@ -16,6 +16,7 @@
  */
 import { StaleFenceError } from "../errors/index.js";
 import { requestDrain } from "../runs/enqueue.js";
+import { wakeSession } from "../runs/pending-wakes.js";
 import type { RedisClient } from "../storage/redis-client.js";
 import { leasePollMs, type DrainOutcome, type SessionDrainer } from "./drain.js";
 import { rearmOverdueWakes, wakeOverdueMs } from "./overdue-wakes.js";
@@ -153,7 +154,7 @@ export class ReadyConsumer {
 
   private async drainMember(member: string): Promise<void> {
     const { svc } = this;
-    const sessionKey = member.slice(member.indexOf("|") + 1);
+    const sessionKey = wakeSession(member);
     // Whether the wake may be cleared: the drain is over or a drain job has the session.
     let handedOn = true;
     let cleared = false;
@@ -171,7 +172,7 @@ export class ReadyConsumer {
         cleared = out.kind === "done" && out.emptied;
         if (out.kind === "done" && out.more) {
           // Yielded with turns left: back of the ready list, wake kept (no drain job).
-          await svc.inbox.reready(member);
+          await svc.wakes.reready(member);
           cleared = true;
         } else await this.handOn(sessionKey, out);
       }
@@ -191,7 +192,7 @@ export class ReadyConsumer {
       }
     }
     // If even the add failed (Redis away), the wake stays pending and the overdue check re-arms it.
-    if (handedOn && !cleared) await svc.inbox.clearWake(member).catch(() => undefined);
+    if (handedOn && !cleared) await svc.wakes.clear(member).catch(() => undefined);
   }
 
   /** What this drain leaves to a drain job (see the module comment). */

@@ -503,7 +503,7 @@ export class TurnExecutor {
         continue;
       }
       // Queued into an idle session without readying it: wake its drainer (the script recorded
-      // the pending wake, which the maintenance sweep honours if this process dies first). A
+      // the pending wake, which the overdue-wake check honours if this process dies first). A
       // turn queued into this session and begun by the same finish needs no wake.
       for (const [i, p] of pushes.entries())
         if (res.pushed[i] === "wake" && !(p.turn.sessionKey === turn.sessionKey && res.next))

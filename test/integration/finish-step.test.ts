@@ -75,7 +75,7 @@ describe("finishStep", () => {
     expect(await inboxOf(b.key)).toHaveLength(1);
     // Idle target: its pending wake is recorded in the same step (the sweep honours it if the
     // worker dies before adding the drain job).
-    expect((await sys.svc.inbox.overdueWakes(0, 100)).map((w) => w.sessionKey)).toContain(b.key);
+    expect((await sys.svc.wakes.overdue(0, 100)).map((w) => w.sessionKey)).toContain(b.key);
 
     // The same finish again (a re-run that decided the same step): nothing more is queued.
     const again = await sys.svc.runs.finishStep(lease, running.runId, "ok", { reply: "hi" }, opts);
@@ -104,7 +104,7 @@ describe("finishStep", () => {
     expect(begun?.[0]).toContain(announce.runId);
     expect(await sys.svc.runs.get(announce.runId)).toMatchObject({ status: "running" });
     // Taken by this holder at once: no wake left pending for it.
-    expect((await sys.svc.inbox.overdueWakes(0, 100)).map((w) => w.member)).not.toContain(`${announce.runId}|${a.key}`);
+    expect((await sys.svc.wakes.overdue(0, 100)).map((w) => w.member)).not.toContain(`${announce.runId}|${a.key}`);
   });
 
   it("a conditional push follows the late flag as it stands at the finish", async () => {

@@ -51,7 +51,7 @@ describe("wake-ups", () => {
     expect(await sys.svc.inbox.push(second)).toBe("queued");
     expect(await sys.svc.inbox.push(second)).toBe("exists");
     // The pusher of `first` "died" before adding the drain job: the sweep's re-arm finds it.
-    expect((await sys.svc.inbox.overdueWakes(0, 10)).map((w) => w.sessionKey)).toContain(key);
+    expect((await sys.svc.wakes.overdue(0, 10)).map((w) => w.sessionKey)).toContain(key);
     const { rearmOverdueWakes } = await import("../../src/workers/overdue-wakes.js");
     expect(await rearmOverdueWakes(sys.svc, 10_000, Date.now() + 60_000)).toBeGreaterThanOrEqual(1);
     expect(await sys.rpc("agent.wait", { runId: first.runId, timeoutMs: 15_000 })).toMatchObject({
@@ -62,7 +62,7 @@ describe("wake-ups", () => {
       status: "ok",
       reply: "ok: second",
     });
-    expect((await sys.svc.inbox.overdueWakes(0, 10)).map((w) => w.sessionKey)).not.toContain(key);
+    expect((await sys.svc.wakes.overdue(0, 10)).map((w) => w.sessionKey)).not.toContain(key);
   });
 });
 

@@ -11,7 +11,7 @@
 
   With `readyKey` (a list; false for none) an idle session is also readied: `wakeMember` goes to
   the back of the ready list, which workers pop as the wake-up itself (src/workers/ready-consumer.ts),
-  so no drain job is needed and 2 then means "readied".
+  so no drain job is needed: it returns 3 then.
 ]]
 local function push_turn(runKey, inboxKey, inflightKey, wakesKey, turnJson, ttl, now, wakeMember, fields, readyKey)
   if redis.call("EXISTS", runKey) == 1 then return 0 end
@@ -21,7 +21,10 @@ local function push_turn(runKey, inboxKey, inflightKey, wakesKey, turnJson, ttl,
   redis.call("RPUSH", inboxKey, turnJson)
   if idle then
     redis.call("ZADD", wakesKey, now, wakeMember)
-    if readyKey then redis.call("RPUSH", readyKey, wakeMember) end
+    if readyKey then
+      redis.call("RPUSH", readyKey, wakeMember)
+      return 3
+    end
     return 2
   end
   return 1

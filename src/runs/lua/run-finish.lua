@@ -40,7 +40,8 @@
   then field, value pairs of the finished record (must include status and endedAt)
   Returns 1 when finished now, 0 when the record was already terminal; with a next turn asked
   for or any check or push: { that number, the begun turn as turn-begin returns it or false,
-  { per push: 2 queued into an idle session, 1 queued, 0 runId existed, -1 condition not met }
+  { per push: 3 queued into an idle session and readied, 2 queued into an idle session (add a
+  drain job), 1 queued, 0 runId existed, -1 condition not met }
   (empty when not finished now) }; or { -1, index of the entry checked, its current JSON or
   false } when a checked entry changed (nothing done); or the error "STALE".
 ]]

@@ -22,7 +22,8 @@
   ARGV[5] the entry JSON the turn was built from, or "" (no check),
   ARGV[6] "1": ready an idle session on the ready list instead of asking for a drain job,
   ARGV[7..] record field, value pairs
-  Returns 2 when queued into an idle session (readied, or: add a drain job), 1 when queued behind other
+  Returns 3 when queued into an idle session and readied (nothing more to do), 2 when queued into
+  an idle session (add a drain job), 1 when queued behind other
   turns (nothing more to do), 0 when the runId already existed, or { -1, current entry JSON or
   false } when the entry changed (nothing queued).
 ]]

@@ -1,0 +1,76 @@
+/**
+ * Pending wakes and the ready list (docs/design/runs.md, "Wake-ups"). A push that finds a session
+ * idle records `<runId>|<sessionKey>` in the pending-wakes zset (score: when) and, for a
+ * ready-list wake, appends it to the ready list, both inside the push script. The entry lives
+ * until a drainer has the session; these are the steps outside the scripts: the overdue check's
+ * reads and re-arms, and a ready drain's hand-offs.
+ */
+import type { RedisClient } from "../storage/redis-client.js";
+import type { RedisKeys } from "../storage/redis-keys.js";
+import type { Turn } from "./turn.js";
+
+export interface PendingWake {
+  member: string;
+  sessionKey: string;
+}
+
+/** A pending wake is `<runId>|<sessionKey>` (unique per push); scripts that begin turns get the suffix. */
+export function pendingWakeSuffix(sessionKey: string): string {
+  return `|${sessionKey}`;
+}
+
+/** `<runId>|<sessionKey>`: unique per push, so clearing one never clears a later one. */
+export function pendingWakeMember(turn: Turn): string {
+  return turn.runId + pendingWakeSuffix(turn.sessionKey);
+}
+
+/** The session a pending-wake member stands for (runIds hold no `|`). */
+export function wakeSession(member: string): string {
+  return member.slice(member.indexOf("|") + 1);
+}
+
+export class PendingWakes {
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly keys: RedisKeys,
+  ) {}
+
+  /** Wakes pending for longer than `olderThanMs`, oldest first. */
+  async overdue(olderThanMs: number, limit: number, now = Date.now()): Promise<PendingWake[]> {
+    const members = await this.redis.zrangebyscore(
+      this.keys.pendingWakes(),
+      "-inf",
+      now - olderThanMs,
+      "LIMIT",
+      0,
+      limit,
+    );
+    return members.map((member) => ({ member, sessionKey: wakeSession(member) }));
+  }
+
+  /** The wake is seen through: a drain ended, or a drain job has the session. */
+  async clear(member: string): Promise<void> {
+    await this.redis.zrem(this.keys.pendingWakes(), member);
+  }
+
+  /**
+   * Clear a wake that a drain job has taken over (the overdue re-arm), from the ready list too, so
+   * no worker pops it later for nothing. It is near the list's head when it is still there.
+   */
+  async retire(member: string): Promise<void> {
+    await this.redis.multi().zrem(this.keys.pendingWakes(), member).lrem(this.keys.readyList(), 1, member).exec();
+  }
+
+  /** Mark a pending wake as seen now (its session's lease is held: a drainer is on it). */
+  async touch(member: string, now = Date.now()): Promise<void> {
+    await this.redis.zadd(this.keys.pendingWakes(), "XX", now, member);
+  }
+
+  /**
+   * Put a session back at the end of the ready list with its wake (a drain that yielded with
+   * turns left): other sessions go first, and the wake stays pending until a drain ends.
+   */
+  async reready(member: string, now = Date.now()): Promise<void> {
+    await this.redis.multi().zadd(this.keys.pendingWakes(), now, member).rpush(this.keys.readyList(), member).exec();
+  }
+}
