@@ -48,7 +48,7 @@ export interface Services extends GatewayDeps, WorkerDeps, DoctorDeps {
   /** The run waiter if this process made one (a shutting-down gateway hands its waits over). */
   existingWaiter(): RunWaiter | undefined;
   /** A new dedicated connection (subscribers, BullMQ workers); closed by `close()`. */
-  connection(role: "worker" | "subscriber"): RedisClient;
+  connection(role: "worker" | "subscriber", name?: string): RedisClient;
   close(): Promise<void>;
 }
 
@@ -97,8 +97,8 @@ export function createServices(
     existingWaiter() {
       return waiter;
     },
-    connection(role) {
-      const c = createRedis(config.redis.url, role, log);
+    connection(role, name) {
+      const c = createRedis(config.redis.url, role, log, name);
       extra.push(c);
       return c;
     },

@@ -127,7 +127,7 @@ export async function createGateway(svc: GatewayDeps, opts: GatewayOptions = {})
   });
 
   registerToolsInvoke(app, svc, opts.tools); // OpenClaw's POST /tools/invoke
-  await registerBullBoard(app, svc.queues);
+  await registerBullBoard(app, svc);
   await registerOpenAiDoor(app, svc);
   await registerApiDocs(app, { rpcMethods: Object.keys(rpc), messageBytes: svc.config.gateway.limits.messageBytes });
 

@@ -46,13 +46,18 @@ export function openRedis(
   });
 }
 
-export function createRedis(url: string, role: ConnectionRole, log?: Logger): RedisClient {
+/**
+ * `name` is the connection's CLIENT SETNAME (default `switchboard-<role>`), set again on every
+ * reconnect: a name others look for (the ready-list consumers, which Bull Board lists as the
+ * ready list's workers) must be given here.
+ */
+export function createRedis(url: string, role: ConnectionRole, log?: Logger, name?: string): RedisClient {
   const r = openRedis(
     url,
     {
       maxRetriesPerRequest: role === "producer" ? 1 : null,
       enableReadyCheck: true,
-      connectionName: `switchboard-${role}`,
+      connectionName: name ?? `switchboard-${role}`,
     },
     (times) => Math.min(times * 200, 2000),
     // A Cluster checks its slot map is served (CLUSTER INFO) before it is "ready".

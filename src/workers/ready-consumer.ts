@@ -48,7 +48,8 @@ export class ReadyConsumer {
     private readonly slots: Slots,
     private readonly stopping: AbortSignal,
   ) {
-    this.conn = svc.connection("worker");
+    // Named, so Bull Board's ready-list view can tell who consumes it (src/gateway/ready-board.ts).
+    this.conn = svc.connection("worker", svc.keys.readyConsumerName());
     if (!("nodes" in this.conn)) {
       // Refreshed on every (re)connect: the id belongs to the socket.
       const conn = this.conn;

@@ -22,5 +22,5 @@ export interface WorkerDeps extends RunDeps {
   leases: SessionLeases;
   storageFaults: StorageFaults;
   /** A new dedicated connection (subscribers, BullMQ workers), closed with the process. */
-  connection(role: "worker" | "subscriber"): RedisClient;
+  connection(role: "worker" | "subscriber", name?: string): RedisClient;
 }

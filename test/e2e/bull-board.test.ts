@@ -1,13 +1,15 @@
 /**
  * Bull Board in a real headless Chromium (Debian's /usr/bin/chromium driven by playwright-core):
  * the board at /admin/queues renders behind the gateway's auth (Basic with the token as
- * password), shows all four Switchboard queues, and the runs queue lists completed jobs.
+ * password), shows all five Switchboard queues and the ready list's read-only view, and the runs
+ * queue lists completed jobs. test/e2e/bull-board-ready.test.ts covers the ready list's view.
  */
 import { copyFileSync, readFileSync, existsSync, mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { QUEUE_NAMES } from "../../src/queues/queue-names.js";
+import { READY_BOARD_NAME } from "../../src/gateway/ready-board.js";
 import { ROOT, startTestSystem, type TestSystem } from "../helpers/system.js";
 import { settle } from "../helpers/settle.js";
 
@@ -115,22 +117,23 @@ describe("Bull Board in headless Chromium", () => {
     }
   });
 
-  it("renders the overview with all four queues", async () => {
+  it("renders the overview with every queue and the ready list", async () => {
     const res = await page.goto(`${sys.url}/admin/queues`, { waitUntil: "networkidle" });
     expect(res?.status()).toBe(200);
     // One overview card per queue, each linking to its queue page (not just the sidebar entry).
+    const boardNames = [...QUEUE_NAMES, READY_BOARD_NAME];
     const cards = page.locator('[class*="queueCard"]');
     await expect
-      .poll(async () => await cards.count(), { timeout: 15_000, message: "four queue cards on the overview" })
-      .toBe(QUEUE_NAMES.length);
-    for (const name of QUEUE_NAMES) {
+      .poll(async () => await cards.count(), { timeout: 15_000, message: "a card per queue on the overview" })
+      .toBe(boardNames.length);
+    for (const name of boardNames) {
       const link = cards.locator(`a[href="/admin/queues/queue/${name}"]`);
       expect(await link.count(), `card for queue ${name}`).toBe(1);
       expect((await link.innerText()).trim()).toBe(name);
     }
-    // The board's own data call reports the four queues, too.
+    // The board's own data call reports them all, too.
     const api = await page.evaluate(async () => (await fetch("/admin/queues/api/queues?page=1&jobsPerPage=10")).json());
-    expect((api as { queues: { name: string }[] }).queues.map((q) => q.name).sort()).toEqual([...QUEUE_NAMES].sort());
+    expect((api as { queues: { name: string }[] }).queues.map((q) => q.name).sort()).toEqual(boardNames.sort());
     await expect.poll(async () => await page.getByText("Switchboard").count()).toBeGreaterThan(0);
     expect(failedAssets, "no asset or API request of the board failed").toEqual([]);
     expect(pageErrors, "no JavaScript error on the page").toEqual([]);
