@@ -156,6 +156,17 @@ describe.skipIf(CLI_MISSING)("Switchboard on a Redis Cluster (3 masters)", () =>
     expect(Number(workers?.[1])).toBeGreaterThanOrEqual(1);
   });
 
+  it("Bull Board's API lists the queues and the ready list (its counts read on the deployment's master)", async () => {
+    const board = await chatSys.get("/admin/queues/api/queues?activeQueue=ready&status=failed&page=1&jobsPerPage=10");
+    expect(board.status, JSON.stringify(board.body)).toBe(200);
+    const queues = board.body.queues as { name: string; counts: Record<string, number>; hasWorkers: boolean | null }[];
+    expect(queues.map((q) => q.name)).toEqual(expect.arrayContaining(["runs", "delivery", "ready"]));
+    const ready = queues.find((q) => q.name === "ready")!;
+    expect(ready.counts).toMatchObject({ waiting: 0, failed: 0 });
+    // CLIENT LIST answers per node: on a Cluster the ready list's consumers are not listed (unknown).
+    expect(ready.hasWorkers).toBeNull();
+  });
+
   it("answers inbound messages and delivers the reply", async () => {
     const r = await inbound(chatSys, "alice", "u1", "hello there");
     const w = await chatSys.rpc("agent.wait", { runId: r.runId, timeoutMs: 10_000 });
