@@ -28,7 +28,7 @@ import type {
 } from "@bull-board/api/dist/types.js";
 import { SwitchboardError } from "../errors/index.js";
 import type { DeadLetter, DeadLetters } from "../runs/dead-letters.js";
-import { wakeSession } from "../runs/pending-wakes.js";
+import { pendingWakeSuffix, wakeRunId, wakeSession } from "../runs/pending-wakes.js";
 import type { RunRecords } from "../runs/run-records.js";
 import type { RedisClient } from "../storage/redis-client.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
@@ -95,7 +95,7 @@ function jobJson(fields: Partial<QueueJobJson> & Pick<QueueJobJson, "id" | "name
 
 /** A pending wake `<runId>|<sessionKey>` woken at `at` (ms). */
 function wakeJob(member: string, at: number | null, state: "waiting" | "active"): ReadyBoardJob {
-  const runId = member.slice(0, member.indexOf("|"));
+  const runId = wakeRunId(member);
   const sessionKey = wakeSession(member);
   return new ReadyBoardJob(
     jobJson({
@@ -204,7 +204,7 @@ export class ReadyBoardAdapter extends BaseAdapter {
     if (letter) return letterJob(letter);
     const record = await this.svc.runs.get(id);
     if (!record) return null;
-    const member = `${id}|${record.sessionKey}`;
+    const member = id + pendingWakeSuffix(record.sessionKey);
     const { redis, keys } = this.svc;
     const [score, position] = await Promise.all([
       redis.zscore(keys.pendingWakes(), member),

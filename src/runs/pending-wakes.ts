@@ -29,6 +29,11 @@ export function wakeSession(member: string): string {
   return member.slice(member.indexOf("|") + 1);
 }
 
+/** The runId of the push that recorded a pending-wake member. */
+export function wakeRunId(member: string): string {
+  return member.slice(0, member.indexOf("|"));
+}
+
 export class PendingWakes {
   constructor(
     private readonly redis: RedisClient,

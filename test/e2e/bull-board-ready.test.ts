@@ -150,13 +150,37 @@ describe("the ready list in Bull Board (headless Chromium)", () => {
     await page.screenshot({ path: join(ROOT, "test-results/bull-board-ready-failed.png"), fullPage: true });
   });
 
-  it("refuses changes through the board's API: entries are wake-ups, not jobs", async () => {
-    const status = await page.evaluate(
-      async (id) => (await fetch(`/admin/queues/api/queues/ready/${id}/retry/failed`, { method: "PUT" })).status,
-      deadRunId,
-    );
-    expect(status).toBeGreaterThanOrEqual(400);
+  it("opens an entry's page by its runId, in the state it is in", async () => {
+    const job = async (id: string) =>
+      (await page.evaluate(async (u) => (await fetch(u)).json(), `/admin/queues/api/queues/ready/${id}`)) as {
+        job: BoardJob;
+        status: string;
+      };
+    expect(await job(waitingRunIds[0]!)).toMatchObject({
+      status: "waiting",
+      job: { id: waitingRunIds[0], name: "agent:main:board-ann" },
+    });
+    expect(await job(deadRunId)).toMatchObject({ status: "failed", job: { id: deadRunId } });
+    const res = await page.goto(`${gateway.url}/admin/queues/queue/ready/${deadRunId}?status=failed`, {
+      waitUntil: "networkidle",
+    });
+    expect(res?.status()).toBe(200);
+    await expect
+      .poll(async () => await page.getByText(/cannot run this turn/).count(), { timeout: 15_000 })
+      .toBeGreaterThan(0);
+  });
+
+  it("refuses changes through the board's API (read-only: entries are wake-ups, not jobs)", async () => {
+    const put = async (path: string) =>
+      await page.evaluate(
+        async (u) => (await fetch(u, { method: "PUT" })).status,
+        `/admin/queues/api/queues/ready/${path}`,
+      );
+    expect(await put(`${deadRunId}/retry`)).toBe(405);
+    expect(await put("retry/failed")).toBe(405);
+    expect(await put("pause")).toBe(405);
     expect(await gateway.svc.deadLetters.get(deadRunId)).not.toBeNull();
+    expect(await gateway.svc.redis.llen(gateway.svc.keys.readyList())).toBe(3);
   });
 
   it("once a worker starts: the waiting sessions drain, a slow one shows as active, the consumer as a worker", async () => {
