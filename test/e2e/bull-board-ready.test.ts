@@ -183,7 +183,7 @@ describe("the ready list in Bull Board (headless Chromium)", () => {
     expect(await gateway.svc.redis.llen(gateway.svc.keys.readyList())).toBe(3);
   });
 
-  it("once a worker starts: the waiting sessions drain, a slow one shows as active, the consumer as a worker", async () => {
+  it("once a worker starts: the waiting sessions drain, a slow one is active, the consumer a worker", async () => {
     workers = await startPeer(gateway.config, { gateway: false, workers: {} });
     for (const runId of waitingRunIds) {
       expect(await gateway.rpc("agent.wait", { runId, timeoutMs: 15_000 })).toMatchObject({ status: "ok" });
