@@ -7,7 +7,7 @@
  * - active: woken sessions a drain has (pending wakes not on the ready list: a ready drain,
  *   or, for a session woken by a drain job, the job until it begins the turn);
  * - failed: the dead letters, turns given up and kept for replay (`switchboard deadletters`);
- * - workers: the connections of the ready-list consumers (named: RedisKeys.readyConsumerName).
+ * - workers: the connections of the ready-list consumers (named: readyConsumerName).
  *
  * Each entry is shown under the runId of the turn that woke the session. Nothing here can be
  * changed from the board: a wake is not a job to retry or remove (replays go through the CLI or
@@ -28,7 +28,7 @@ import type {
 } from "@bull-board/api/dist/types.js";
 import { SwitchboardError } from "../errors/index.js";
 import type { DeadLetter, DeadLetters } from "../runs/dead-letters.js";
-import { pendingWakeSuffix, wakeRunId, wakeSession } from "../runs/pending-wakes.js";
+import { pendingWakeSuffix, readyConsumerName, wakeRunId, wakeSession } from "../runs/pending-wakes.js";
 import type { RunRecords } from "../runs/run-records.js";
 import type { RedisClient } from "../storage/redis-client.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
@@ -223,7 +223,7 @@ export class ReadyBoardAdapter extends BaseAdapter {
     const { redis, keys } = this.svc;
     if ("nodes" in redis) return null;
     const list = (await redis.client("LIST")) as string;
-    const name = keys.readyConsumerName();
+    const name = readyConsumerName(keys);
     return list
       .split("\n")
       .map(clientFields)

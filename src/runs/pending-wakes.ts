@@ -34,6 +34,14 @@ export function wakeRunId(member: string): string {
   return member.slice(0, member.indexOf("|"));
 }
 
+/**
+ * Not a key: the CLIENT SETNAME of every ready-list consumer's connection, so `CLIENT LIST`
+ * shows who consumes this deployment's ready list (as BullMQ names its workers' connections).
+ */
+export function readyConsumerName(keys: RedisKeys): string {
+  return `switchboard:${keys.base}:ready`;
+}
+
 export class PendingWakes {
   constructor(
     private readonly redis: RedisClient,

@@ -68,13 +68,6 @@ export class RedisKeys {
   readyList(): string {
     return `${this.base}:wakes:ready`;
   }
-  /**
-   * Not a key: the CLIENT SETNAME of every ready-list consumer's connection, so `CLIENT LIST`
-   * shows who consumes this deployment's ready list (as BullMQ names its workers' connections).
-   */
-  readyConsumerName(): string {
-    return `switchboard:${this.base}:ready`;
-  }
   run(runId: string): string {
     return `${this.base}:run:${runId}`;
   }

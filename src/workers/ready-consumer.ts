@@ -16,7 +16,7 @@
  */
 import { StaleFenceError } from "../errors/index.js";
 import { requestDrain } from "../runs/enqueue.js";
-import { wakeSession } from "../runs/pending-wakes.js";
+import { readyConsumerName, wakeSession } from "../runs/pending-wakes.js";
 import type { RedisClient } from "../storage/redis-client.js";
 import { leasePollMs, type DrainOutcome, type SessionDrainer } from "./drain.js";
 import { rearmOverdueWakes, wakeOverdueMs } from "./overdue-wakes.js";
@@ -49,7 +49,7 @@ export class ReadyConsumer {
     private readonly stopping: AbortSignal,
   ) {
     // Named, so Bull Board's ready-list view can tell who consumes it (src/gateway/ready-board.ts).
-    this.conn = svc.connection("worker", svc.keys.readyConsumerName());
+    this.conn = svc.connection("worker", readyConsumerName(svc.keys));
     if (!("nodes" in this.conn)) {
       // Refreshed on every (re)connect: the id belongs to the socket.
       const conn = this.conn;
