@@ -218,7 +218,8 @@ export async function checkQueues(svc: DoctorDeps, now = Date.now()): Promise<Fi
       message: `${stuck} session${stuck === 1 ? "" : "s"} woken over a minute ago and not drained yet`,
       fix:
         "every worker busy (add workers), or none pops the ready list: workers older than the " +
-        "gateways (upgrade workers first), or none runs the runs queue",
+        "gateways (upgrade workers first), or none runs the runs queue; Bull Board's `ready` queue " +
+        "lists them (/admin/queues/queue/ready)",
     });
   const dead = await svc.deadLetters.count();
   if (dead > 0)
@@ -226,7 +227,7 @@ export async function checkQueues(svc: DoctorDeps, now = Date.now()): Promise<Fi
       check: "queues",
       level: "warn",
       message: `${dead} dead letter${dead === 1 ? "" : "s"}`,
-      fix: "switchboard deadletters (list, replay, discard)",
+      fix: "switchboard deadletters (list, replay, discard); Bull Board shows them as the `ready` queue's failed",
     });
   return [{ check: "queues", level: "ok", message: parts.join("; ") }, ...out];
 }

@@ -148,6 +148,11 @@ describe("the ready list in Bull Board (headless Chromium)", () => {
       .poll(async () => await page.getByText(/cannot run this turn/).count(), { timeout: 15_000 })
       .toBeGreaterThan(0);
     await page.screenshot({ path: join(ROOT, "test-results/bull-board-ready-failed.png"), fullPage: true });
+    // The "latest" tab: every state at once, newest first.
+    const latest = await readyQueue("latest");
+    expect(latest.jobs.map((j) => j.id).sort()).toEqual([...waitingRunIds, deadRunId].sort());
+    const times = latest.jobs.map((j) => j.timestamp);
+    expect(times).toEqual([...times].sort((a, b) => b - a));
   });
 
   it("opens an entry's page by its runId, in the state it is in", async () => {
