@@ -150,6 +150,10 @@ describe("deployment identity", () => {
     const again = await spawn(["worker", "--config", a.file], a);
     expect(again.output()).toContain("SHARED with 2 other Switchboard processes");
     await Promise.all([forced.stop(), again.stop()]);
+    // Both left cleanly: the next test counts this deployment's processes.
+    expect([forced.child.exitCode, again.child.exitCode], forced.output() + again.output()).toEqual([0, 0]);
+    const left = (await registered()).filter((r) => r.pid === forced.child.pid || r.pid === again.child.pid);
+    expect(left, "records of stopped workers").toEqual([]);
   }, 60_000);
 
   it("another prefix is another deployment: not refused, and named as sharing the Redis", async () => {
