@@ -4,6 +4,7 @@
  * doing one `queue.add` (no worker). Same HTTP client, same requests in flight.
  */
 import { BareBullmq } from "../harness/bare.js";
+import { CpuRows } from "../harness/cpu.js";
 import { alternatingRounds, units, type BenchContext, type Figure } from "../harness/context.js";
 import { JsonClient, runPool, startBareRoute } from "../harness/http.js";
 import type { FigureResult, Row } from "../harness/report.js";
@@ -27,6 +28,7 @@ export const acceptRate: Figure = {
       target: { on: "ratio", op: ">=", value: 1.0 },
     };
 
+    const cpu = new CpuRows(ctx.admin, "accepted request", "bare request");
     const dep = benchDeployment(ctx.redisUrl);
     const sys = await startSwitchboard(dep.config, { gateway: true, workers: false });
     const sb = new JsonClient(sys.url!, IN_FLIGHT);
@@ -51,7 +53,7 @@ export const acceptRate: Figure = {
       };
       await sbRound(sessions); // warm-up; creates the sessions
       await bareRound(Math.min(n, 300));
-      await alternatingRounds(ctx, row, n, sbRound, bareRound);
+      await alternatingRounds(ctx, row, n, cpu.wrap("measured", sbRound), cpu.wrap("baseline", bareRound), cpu.rows);
     } finally {
       sb.close();
       bc.close();
@@ -68,7 +70,7 @@ export const acceptRate: Figure = {
         `${IN_FLIGHT} in flight on keep-alive connections, against a gateway-only process (no workers, ` +
         `so nothing but the accept path runs); the figure is requests answered per second. Baseline: ` +
         `the same requests against a fastify route doing one \`queue.add\`, no worker.`,
-      rows: [row],
+      rows: [row, ...cpu.rows],
       notes: [],
     };
   },

@@ -6,6 +6,7 @@
  * with the same number of requests in flight serves both sides.
  */
 import { BareBullmq } from "../harness/bare.js";
+import { CpuRows } from "../harness/cpu.js";
 import { alternatingRounds, units, type BenchContext, type Figure } from "../harness/context.js";
 import { JsonClient, runPool, startBareRoute } from "../harness/http.js";
 import type { FigureResult, Row } from "../harness/report.js";
@@ -30,6 +31,7 @@ export const turnsHttp: Figure = {
       target: { on: "ratio", op: ">=", value: 0.8 },
     };
 
+    const cpu = new CpuRows(ctx.admin, "turn", "bare request");
     const dep = benchDeployment(ctx.redisUrl, {}, { concurrency: CONCURRENCY });
     const sys = await startSwitchboard(dep.config, { gateway: true, workers: true });
     const watcher = await RunDoneWatcher.start(dep.config);
@@ -61,7 +63,7 @@ export const turnsHttp: Figure = {
       // Warm-up; also creates every session, as their first message would.
       await sbRound(sessions);
       await bareRound(Math.min(n, 300));
-      await alternatingRounds(ctx, row, n, sbRound, bareRound);
+      await alternatingRounds(ctx, row, n, cpu.wrap("measured", sbRound), cpu.wrap("baseline", bareRound), cpu.rows);
     } finally {
       sb.close();
       bc.close();
@@ -81,7 +83,7 @@ export const turnsHttp: Figure = {
         `the same ${n} requests against a fastify route doing one \`queue.add\`, ` +
         `a bare Worker (concurrency ${CONCURRENCY}, no-op) in the same process, until every job completed. ` +
         `The HTTP client runs in the same process for both sides.`,
-      rows: [row],
+      rows: [row, ...cpu.rows],
       notes: [],
     };
   },

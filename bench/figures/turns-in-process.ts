@@ -7,6 +7,7 @@
  * `storage.fsync: "always"` when this build knows that setting.
  */
 import { BareBullmq } from "../harness/bare.js";
+import { CpuRows } from "../harness/cpu.js";
 import { eachRound, units, type BenchContext, type Figure } from "../harness/context.js";
 import type { FigureResult, Row } from "../harness/report.js";
 import { perSecond } from "../harness/stats.js";
@@ -38,7 +39,7 @@ async function switchboardRows(
   n: number,
   sessions: number,
   bare: BareBullmq,
-): Promise<Row> {
+): Promise<Row[]> {
   const row: Row = {
     label,
     unit: "turns/s",
@@ -47,6 +48,7 @@ async function switchboardRows(
     baseline: [],
     target: { on: "ratio", op: ">=", value: fsync ? 0.45 : 0.8 },
   };
+  const cpu = new CpuRows(ctx.admin, fsync ? `turn (fsync "always")` : "turn", "bare job");
   const dep = benchDeployment(ctx.redisUrl, {}, { concurrency: CONCURRENCY, ...(fsync ? { fsync } : {}) });
   const sys = await startSwitchboard(dep.config, { gateway: false, workers: true });
   const watcher = await RunDoneWatcher.start(dep.config);
@@ -64,13 +66,15 @@ async function switchboardRows(
       return perSecond(count, Date.now() - t0);
     };
     await sbRound(Math.min(n, sessions * 2)); // warm-up
-    await eachRound(ctx, [row], async (i) => {
+    const measured = cpu.wrap("measured", sbRound);
+    const baseline = cpu.wrap("baseline", (count) => bareRound(bare, count, sessions));
+    await eachRound(ctx, [row, ...cpu.rows], async (i) => {
       if (i % 2 === 0) {
-        row.baseline.push(await bareRound(bare, n, sessions));
-        row.measured.push(await sbRound(n));
+        row.baseline.push(await baseline(n));
+        row.measured.push(await measured(n));
       } else {
-        row.measured.push(await sbRound(n));
-        row.baseline.push(await bareRound(bare, n, sessions));
+        row.measured.push(await measured(n));
+        row.baseline.push(await baseline(n));
       }
     });
   } finally {
@@ -78,7 +82,7 @@ async function switchboardRows(
     await sys.close();
     dep.cleanup();
   }
-  return row;
+  return [row, ...cpu.rows];
 }
 
 export const turnsInProcess: Figure = {
@@ -93,12 +97,14 @@ export const turnsInProcess: Figure = {
     try {
       await bareRound(bare, Math.min(n, 500), sessions); // warm-up
       ctx.log("  default durability");
-      rows.push(await switchboardRows(ctx, "turns/s in-process, default durability", undefined, n, sessions, bare));
+      rows.push(
+        ...(await switchboardRows(ctx, "turns/s in-process, default durability", undefined, n, sessions, bare)),
+      );
       const fsync = fsyncAlwaysSupport();
       if (fsync.ok) {
         ctx.log('  storage.fsync: "always"');
         rows.push(
-          await switchboardRows(ctx, 'turns/s in-process, storage.fsync "always"', "always", n, sessions, bare),
+          ...(await switchboardRows(ctx, 'turns/s in-process, storage.fsync "always"', "always", n, sessions, bare)),
         );
       } else {
         ctx.log(`  note: fsync "always" row skipped: ${fsync.why}`);

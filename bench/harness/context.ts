@@ -34,7 +34,8 @@ export function units(ctx: BenchContext, full: number, quick: number): number {
 
 /**
  * One row's rounds, each measuring both sides with `n` units, alternating which side goes
- * first so that a machine warming up or slowing down does not favour one of them.
+ * first so that a machine warming up or slowing down does not favour one of them. `alsoPrint`:
+ * rows the round functions fill on the side (e.g. CpuRows), printed with each round.
  */
 export async function alternatingRounds(
   ctx: BenchContext,
@@ -42,8 +43,9 @@ export async function alternatingRounds(
   n: number,
   measured: (n: number) => Promise<number>,
   baseline: (n: number) => Promise<number>,
+  alsoPrint: Row[] = [],
 ): Promise<void> {
-  await eachRound(ctx, [row], async (i) => {
+  await eachRound(ctx, [row, ...alsoPrint], async (i) => {
     if (i % 2 === 0) {
       row.baseline.push(await baseline(n));
       row.measured.push(await measured(n));

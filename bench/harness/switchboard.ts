@@ -95,7 +95,10 @@ export async function enqueueUserTurn(svc: Services, s: BenchSession, text: stri
   return turn.runId;
 }
 
-/** The runId a run-done notification is about (today its payload; tolerant of a JSON record). */
+/**
+ * The runId a run-done notification is about: its payload up to the first newline (a finish
+ * publishes `<runId>\n<record>`, other writers the runId alone); tolerant of a JSON record.
+ */
 function runIdOf(message: string): string {
   if (message.startsWith("{")) {
     try {
@@ -105,7 +108,8 @@ function runIdOf(message: string): string {
       // not JSON after all: the payload is the id
     }
   }
-  return message;
+  const nl = message.indexOf("\n");
+  return nl < 0 ? message : message.slice(0, nl);
 }
 
 /**

@@ -11,7 +11,7 @@ import type { LeaseHandle } from "./session-lease.js";
 import type { DeadLetter } from "./dead-letters.js";
 import { pendingWakeMember, pendingWakeSuffix } from "./pending-wakes.js";
 import { luaSafeJson } from "../text/well-formed.js";
-import { isTerminal, serializeTurn, turnMarker, type RunStatus, type TerminalStatus, type Turn } from "./turn.js";
+import { isTerminal, serializeTurn, type RunStatus, type TerminalStatus, type Turn } from "./turn.js";
 
 const LUA_DIR = new URL("./lua/", import.meta.url);
 
@@ -55,7 +55,6 @@ export interface RunRecord {
 
 export interface FinishOptions {
   deadLetter?: DeadLetter;
-  notify?: RunRecord;
 }
 
 /** A turn the finish queues in the same step (the next agent-to-agent step), once per runId. */
@@ -123,8 +122,9 @@ export class RunRecords {
 
   /**
    * Terminal write + in-flight pop + notification, atomically. Returns false if already
-   * terminal. `deadLetter` keeps the message as a dead letter in the same step; `notify` is the
-   * record as it now stands, published with the notification so waiters need not read it back.
+   * terminal. `deadLetter` keeps the message as a dead letter in the same step. The notification
+   * carries the finished record, read back inside the script (see `notificationRecord`), so
+   * waiters need not read it and the record crosses the wire once.
    */
   async finish(
     lease: LeaseHandle,
@@ -174,18 +174,9 @@ export class RunRecords {
     beginNext: boolean,
     step: { pushes: FinishPush[]; expectEntries: ExpectedEntry[] } = { pushes: [], expectEntries: [] },
   ): Promise<unknown> {
-    // The fields as a flat list for the script and, with `notify`, over the record as it stood:
-    // built in one pass (this runs once per turn).
-    const merged = opts.notify ? encodeRecord(opts.notify) : undefined;
     const flat: string[] = [];
-    const put = (k: string, v: string) => {
-      flat.push(k, v);
-      if (merged) merged[k] = v;
-    };
-    for (const k in fields) if (k !== "status" && k !== "endedAt") put(k, String(fields[k]));
-    put("status", status);
-    put("endedAt", String(fields.endedAt ?? Date.now()));
-    const notify = merged ? luaSafeJson(decodeRecord(merged)) : "";
+    for (const k in fields) if (k !== "status" && k !== "endedAt") flat.push(k, String(fields[k]));
+    flat.push("status", status, "endedAt", String(fields.endedAt ?? Date.now()));
     const now = Date.now();
     const keys = [
       lease.fenceKey,
@@ -222,9 +213,7 @@ export class RunRecords {
         runId,
         this.keys.runDoneChannel(),
         RUN_RECORD_TTL_SECONDS,
-        turnMarker(runId),
         opts.deadLetter ? luaSafeJson(opts.deadLetter) : "",
-        notify,
         beginNext ? "1" : "0",
         this.keys.run(""),
         now,
@@ -301,26 +290,25 @@ function num(v: string | undefined): number | undefined {
   return v === undefined || v === "" ? undefined : Number(v);
 }
 
-/** The hash fields of a record (the inverse of decodeRecord for the fields it keeps). */
-export function encodeRecord(rec: RunRecord): Record<string, string> {
-  const h: Record<string, string> = {};
-  for (const [k, v] of Object.entries(rec)) {
-    if (v === undefined || k === "usage") continue;
-    h[k] = typeof v === "boolean" ? (v ? "1" : "0") : String(v);
-  }
-  if (rec.usage) {
-    h.usageInput = String(rec.usage.input);
-    h.usageOutput = String(rec.usage.output);
-  }
-  return h;
-}
-
-/** A record from a flat `[field, value, …]` list (what HGETALL returns inside a script). */
+/**
+ * A record from a flat `[field, value, …]` list: what HGETALL returns inside a script, and what a
+ * finish publishes after the runId (run-finish.lua; decode it with `notificationRecord`).
+ */
 export function recordFromPairs(pairs: string[]): RunRecord | null {
   if (pairs.length === 0) return null;
   const h: Record<string, string> = {};
   for (let i = 0; i + 1 < pairs.length; i += 2) h[pairs[i]!] = pairs[i + 1]!;
   return decodeRecord(h);
+}
+
+/** The finished record a run-done notification carries after `<runId>\n` (null: unreadable). */
+export function notificationRecord(json: string): RunRecord | null {
+  try {
+    const pairs: unknown = JSON.parse(json);
+    return Array.isArray(pairs) && pairs.every((v) => typeof v === "string") ? recordFromPairs(pairs) : null;
+  } catch {
+    return null;
+  }
 }
 
 export function decodeRecord(h: Record<string, string>): RunRecord {

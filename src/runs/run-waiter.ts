@@ -16,7 +16,7 @@
  */
 import type { RedisClient } from "../storage/redis-client.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
-import type { RunRecords, RunRecord } from "./run-records.js";
+import { notificationRecord, type RunRecords, type RunRecord } from "./run-records.js";
 import { isTerminal } from "./turn.js";
 
 type Waiter = (rec: RunRecord) => void;
@@ -46,7 +46,8 @@ export class RunWaiter {
     const channel = keys.runDoneChannel();
     subscriber.on("message", (ch: string, message: string) => {
       if (ch !== channel) return;
-      // `<runId>` alone, or `<runId>\n<record JSON>`: the finished record itself, no read back.
+      // `<runId>` alone, or `<runId>\n<record>`: the finished record itself (its field, value
+      // pairs as JSON, see run-finish.lua), no read back.
       const nl = message.indexOf("\n");
       if (nl < 0) return void this.check(message);
       const runId = message.slice(0, nl);
@@ -54,7 +55,7 @@ export class RunWaiter {
       this.remember(runId, json);
       // Every run's finish comes here; only one somebody waits for here is worth decoding.
       if (!this.waiters.get(runId)?.size) return;
-      const rec = parseRecord(json);
+      const rec = notificationRecord(json);
       if (rec && isTerminal(rec.status)) this.deliver(runId, rec);
       else void this.check(runId);
     });
@@ -150,7 +151,7 @@ export class RunWaiter {
   private recentlyFinished(runId: string): RunRecord | null {
     const hit = this.recent.get(runId);
     if (!hit || Date.now() - hit[0] > RECENT_MS) return null;
-    const rec = parseRecord(hit[1]);
+    const rec = notificationRecord(hit[1]);
     return rec && isTerminal(rec.status) ? rec : null;
   }
 
@@ -186,13 +187,5 @@ export class RunWaiter {
   async close(): Promise<void> {
     if (this.poll) clearInterval(this.poll);
     this.poll = undefined;
-  }
-}
-
-function parseRecord(json: string): RunRecord | null {
-  try {
-    return JSON.parse(json) as RunRecord;
-  } catch {
-    return null;
   }
 }

@@ -61,8 +61,3 @@ export function serializeTurn(turn: Turn): string {
   const { runId, ...rest } = turn;
   return luaSafeJson({ runId, ...rest });
 }
-
-/** The text that marks a serialized turn as `runId`'s, found without decoding (run-finish.lua). */
-export function turnMarker(runId: string): string {
-  return `"runId":${JSON.stringify(runId)}`;
-}

@@ -446,9 +446,8 @@ export class TurnExecutor {
     }
 
     await this.enqueueFollowUps(turn, outcome);
-    const notify = record ? { notify: record } : {};
     const begin = typeof beginNext === "function" ? beginNext() : beginNext;
-    const { finished, next } = await this.finishWithFlow(begun, lease, outcome, output, notify, begin);
+    const { finished, next } = await this.finishWithFlow(begun, lease, outcome, output, begin);
     // The next turn is begun (or the lease released): decode it first so a failure below cannot lose the release.
     const begunNext = begin ? await svc.inbox.fromRaw(next, lease, true) : undefined;
     if (finished) await this.updateSessionAfterRun(turn, entry, outcome, output);
@@ -467,7 +466,6 @@ export class TurnExecutor {
     lease: LeaseHandle,
     outcome: TurnOutcome,
     output: RunOutput | undefined,
-    notify: { notify?: RunRecord },
     beginNext: boolean,
   ): Promise<{ finished: boolean; next: RawBegun | null }> {
     const { svc } = this;
@@ -493,7 +491,7 @@ export class TurnExecutor {
         turn.runId,
         outcome.status,
         { ...resultFields(outcome, output), ...(plan ? { a2a: JSON.stringify(plan.result) } : {}) },
-        { ...notify, beginNext, pushes, expectEntries: plan?.entries ?? [] },
+        { beginNext, pushes, expectEntries: plan?.entries ?? [] },
       );
       if ("changed" in res) {
         // Decided on an entry that changed since: decide again on the current one.

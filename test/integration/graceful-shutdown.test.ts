@@ -151,12 +151,16 @@ describe("graceful shutdown: workers", () => {
   }, 60_000);
 
   it("a turn that fits in the grace finishes on the stopping worker; the next turn goes to another", async () => {
-    const sys = await deployment(1500, { shutdownGraceMs: 15_000 });
+    // The slow turn outlasts starting worker B even on a loaded machine (a process start can take
+    // seconds then): A must still be running it when the signal comes, or A would rightly go on
+    // to the next turn itself.
+    const sys = await deployment(5000, { shutdownGraceMs: 15_000 });
     const a = await worker(sys);
     const slow = await inbound(sys, "bob", "slow-2");
     await waitRunning(sys, slow.runId);
     const next = await inbound(sys, "bob", "next-2");
     const b = await worker(sys);
+    expect((await getRun(sys, slow.runId)).status).toBe("running");
 
     const stopped = await sigterm(a);
     expect(stopped.code).toBe(0);

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startPeer, startTestSystem, type TestSystem } from "../helpers/system.js";
 import { conversation, getRun, inbound, readTranscript, scriptConfig, timedWait } from "../fixtures/runs-support.js";
 import { pace, settle } from "../helpers/settle.js";
+import { notificationRecord } from "../../src/runs/run-records.js";
 
 const SLOW_MS = 1200;
 const LONG_MS = 8000;
@@ -77,6 +78,28 @@ describe("runs on BullMQ: agent.wait", () => {
     // A run b has no notification for is read: gone from Redis, it is unknown.
     const other = await b.post("/v1/rpc/agent.wait", { runId: "no-such-run-id", timeoutMs: 0 });
     expect(other.body.error?.code).toBe("run_not_found");
+  });
+
+  it("the run-done notification carries the finished record exactly as a read of it gives", async () => {
+    const sub = a.svc.redis.duplicate();
+    const payloads: string[] = [];
+    try {
+      sub.on("message", (_ch: string, msg: string) => payloads.push(msg));
+      await sub.subscribe(a.svc.keys.runDoneChannel());
+      const r = await inbound(a, "w-notified", "quick");
+      await settle(async () => payloads.some((p) => p.startsWith(`${r.runId}\n`)), { what: "the notification" });
+      const payload = payloads.find((p) => p.startsWith(`${r.runId}\n`))!;
+      const published = notificationRecord(payload.slice(r.runId.length + 1));
+      // Read back inside the finish: the same fields a read gives, terminalAt (Redis's clock) included.
+      expect(published).toEqual(await a.svc.runs.get(r.runId));
+      expect(published).toMatchObject({ runId: r.runId, status: "ok", reply: "re: quick" });
+      expect(published?.terminalAt).toBeGreaterThan(0);
+      // Not decodable as a record: a runId alone, garbage or a list with a non-string.
+      expect(notificationRecord("not json")).toBeNull();
+      expect(notificationRecord('["status", 1]')).toBeNull();
+    } finally {
+      sub.disconnect();
+    }
   });
 
   it("a wait with a short timeout returns status timeout, and the run still finishes ok", async () => {

@@ -19,25 +19,28 @@
 
   The in-flight turn is recognised by the text `"runId":"<id>"` in its JSON (a plain search;
   inside a JSON string value every quote is escaped, so message text cannot fake it), never by
-  decoding it: a decode that fails would keep the turn in-flight and re-run it forever.
+  decoding it: a decode that fails would keep the turn in-flight and re-run it forever. RunIds
+  are minted (UUIDs, src/runs/derived-id.ts) and hold nothing JSON escapes, so the marker is
+  built here from the id, as begin-next.lua matches it.
 
   KEYS[1] lease, KEYS[2] run hash, KEYS[3] inflight list, KEYS[4] dead-letter hash,
   KEYS[5] inbox list, KEYS[6] session entry, KEYS[7] pending wakes, KEYS[8] ready list,
   KEYS[9 .. 8+C] session entries checked, then 4 keys per push: its run hash, inbox, inflight
   list, and its condition key (any key when it has no condition)
   ARGV[1] token, ARGV[2] runId, ARGV[3] done channel, ARGV[4] record ttl seconds,
-  ARGV[5] the turn's runId marker, ARGV[6] dead letter JSON ("" for none),
-  ARGV[7] notification: the finished record as JSON, published after the runId and a newline so
-  waiters need not read it back ("" publishes the runId alone),
-  ARGV[8] "1": begin the next turn, ARGV[9] run key prefix, ARGV[10] now (ms),
-  ARGV[11] "1": release the lease when there is no next turn,
-  ARGV[12] pending-wake member suffix (`|<session key>`, see begin-next.lua),
-  ARGV[13] C: session entries checked, ARGV[14] P: turns pushed,
-  ARGV[15] the pending wake this holding keeps (a ready-list drain's), cleared with the lease, or "",
+  ARGV[5] dead letter JSON ("" for none),
+  ARGV[6] "1": begin the next turn, ARGV[7] run key prefix, ARGV[8] now (ms),
+  ARGV[9] "1": release the lease when there is no next turn,
+  ARGV[10] pending-wake member suffix (`|<session key>`, see begin-next.lua),
+  ARGV[11] C: session entries checked, ARGV[12] P: turns pushed,
+  ARGV[13] the pending wake this holding keeps (a ready-list drain's), cleared with the lease, or "",
   then C expected entry JSONs ("": the session must not exist),
   then per push: turn JSON, pending-wake member, flags ("c": conditional, "r": ready the session
   if idle, see push-turn.lua), N, then N record field/value items,
   then field, value pairs of the finished record (must include status and endedAt)
+  The notification is `<runId>\n<the finished record as a JSON list of field, value pairs>`, read
+  back here after the write, so waiters need not read it and the client sends the record once.
+  `resultOutput` (the runtime output kept for a re-run, possibly large) is left out of it.
   Returns 1 when finished now, 0 when the record was already terminal; with a next turn asked
   for or any check or push: { that number, the begun turn as turn-begin returns it or false,
   { per push: 3 queued into an idle session and readied, 2 queued into an idle session (add a
@@ -51,9 +54,9 @@
 if redis.call("GET", KEYS[1]) ~= ARGV[1] then
   return redis.error_reply("STALE")
 end
-local checks = tonumber(ARGV[13])
-local pushes = tonumber(ARGV[14])
-local a = 16
+local checks = tonumber(ARGV[11])
+local pushes = tonumber(ARGV[12])
+local a = 14
 for i = 1, checks do
   local current = redis.call("GET", KEYS[8 + i])
   local expected = ARGV[a]
@@ -75,7 +78,7 @@ for p = 1, pushes do
   a = a + 4 + n
 end
 local head = redis.call("LINDEX", KEYS[3], 0)
-if head and string.find(head, ARGV[5], 1, true) then
+if head and string.find(head, '"runId":"' .. ARGV[2] .. '"', 1, true) then
   redis.call("LPOP", KEYS[3])
 end
 local finished = 0
@@ -90,12 +93,16 @@ if not is_terminal(status) then
   local t = redis.call("TIME")
   redis.call("HSET", KEYS[2], "terminalAt", tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
   redis.call("EXPIRE", KEYS[2], tonumber(ARGV[4]))
-  if ARGV[6] ~= "" then redis.call("HSET", KEYS[4], ARGV[2], ARGV[6]) end
-  if ARGV[7] ~= "" then
-    redis.call("PUBLISH", ARGV[3], ARGV[2] .. "\n" .. ARGV[7])
-  else
-    redis.call("PUBLISH", ARGV[3], ARGV[2])
+  if ARGV[5] ~= "" then redis.call("HSET", KEYS[4], ARGV[2], ARGV[5]) end
+  local record = redis.call("HGETALL", KEYS[2])
+  local published = {}
+  for i = 1, #record, 2 do
+    if record[i] ~= "resultOutput" then
+      published[#published + 1] = record[i]
+      published[#published + 1] = record[i + 1]
+    end
   end
+  redis.call("PUBLISH", ARGV[3], ARGV[2] .. "\n" .. cjson.encode(published))
   finished = 1
   for p = 1, pushes do
     local k = 8 + checks + (p - 1) * 4
@@ -103,18 +110,18 @@ if not is_terminal(status) then
     if push.conditional and redis.call("EXISTS", KEYS[k + 4]) == 0 then
       pushed[p] = -1
     else
-      pushed[p] = push_turn(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[7], push.turn, ARGV[4], ARGV[10],
+      pushed[p] = push_turn(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[7], push.turn, ARGV[4], ARGV[8],
         push.wake, push.fields, push.ready and KEYS[8])
     end
   end
 end
-if ARGV[8] ~= "1" and checks == 0 and pushes == 0 then return finished end
+if ARGV[6] ~= "1" and checks == 0 and pushes == 0 then return finished end
 local begun = false
-if ARGV[8] == "1" then
-  begun = begin_next(KEYS[5], KEYS[3], KEYS[6], ARGV[9], ARGV[10], KEYS[7], ARGV[12]) or false
-  if not begun and ARGV[11] == "1" then
+if ARGV[6] == "1" then
+  begun = begin_next(KEYS[5], KEYS[3], KEYS[6], ARGV[7], ARGV[8], KEYS[7], ARGV[10]) or false
+  if not begun and ARGV[9] == "1" then
     redis.call("DEL", KEYS[1])
-    if ARGV[15] ~= "" then redis.call("ZREM", KEYS[7], ARGV[15]) end
+    if ARGV[13] ~= "" then redis.call("ZREM", KEYS[7], ARGV[13]) end
   end
 end
 return { finished, begun, pushed }
