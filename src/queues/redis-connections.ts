@@ -58,6 +58,8 @@ export function createRedis(url: string, role: ConnectionRole, log?: Logger, nam
       maxRetriesPerRequest: role === "producer" ? 1 : null,
       enableReadyCheck: true,
       connectionName: name ?? `switchboard-${role}`,
+      // A subscriber subscribes again itself after a reconnect (keepSubscribed).
+      ...(role === "subscriber" ? { autoResubscribe: false } : {}),
     },
     (times) => Math.min(times * 200, 2000),
     // A Cluster checks its slot map is served (CLUSTER INFO) before it is "ready".
@@ -72,4 +74,26 @@ export function createRedis(url: string, role: ConnectionRole, log?: Logger, nam
     }
   });
   return r;
+}
+
+/**
+ * Subscribe `client` (a "subscriber" connection) to `channel`, and again after every reconnect,
+ * then call `onSubscribed` (where a caller re-checks what it may have missed while away).
+ * Resolves on the first subscription.
+ *
+ * Not ioredis's own re-subscription (`autoResubscribe`, off for subscribers): it leaves its
+ * SUBSCRIBE's promise unhandled, so a connection closed before that SUBSCRIBE is answered (a
+ * process stopping just after Redis came back) rejects it with "Connection is closed", an
+ * unhandled rejection, which ends a Node process. A Redis Cluster re-subscribes through its own
+ * subscriber connection, which handles its promises.
+ */
+export async function keepSubscribed(client: RedisClient, channel: string, onSubscribed?: () => void): Promise<void> {
+  const subscribe = () => client.subscribe(channel).then(() => onSubscribed?.());
+  // Every "ready" after the first is a reconnect; the first one finds the subscription below
+  // made already, and a second SUBSCRIBE of a channel changes nothing.
+  client.on("ready", () => {
+    if (!client.isCluster) subscribe().catch(() => {});
+    else onSubscribed?.();
+  });
+  await subscribe();
 }

@@ -4,6 +4,7 @@
  * holds for that session.
  */
 import type { RedisClient } from "../storage/redis-client.js";
+import { keepSubscribed } from "../queues/redis-connections.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
 
 export interface CancelMessage {
@@ -34,6 +35,6 @@ export class CancelBus {
         // A malformed message is not ours to act on.
       }
     });
-    await subscriber.subscribe(channel);
+    await keepSubscribed(subscriber, channel);
   }
 }

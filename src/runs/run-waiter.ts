@@ -15,6 +15,7 @@
  * writes only a run that is not terminal yet), so the fields a wait answers are those a read gives.
  */
 import type { RedisClient } from "../storage/redis-client.js";
+import { keepSubscribed } from "../queues/redis-connections.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
 import { notificationRecord, type RunRecords, type RunRecord } from "./run-records.js";
 import { isTerminal } from "./turn.js";
@@ -59,9 +60,8 @@ export class RunWaiter {
       if (rec && isTerminal(rec.status)) this.deliver(runId, rec);
       else void this.check(runId);
     });
-    // After a reconnect ioredis re-subscribes; anything published meanwhile is re-read here.
-    subscriber.on("ready", () => this.recheckAll());
-    this.ready = subscriber.subscribe(channel).then(() => undefined);
+    // Subscribed again after a reconnect; anything published meanwhile is re-read then.
+    this.ready = keepSubscribed(subscriber, channel, () => this.recheckAll());
     // Closed before SUBSCRIBE answered (a short CLI command): not an unhandled rejection.
     this.ready.catch(() => {});
     this.poll = setInterval(() => this.recheckAll(), pollMs);
