@@ -13,7 +13,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Redis } from "ioredis";
 import { BareBullmq } from "../harness/bare.js";
 import { eachRound, units, type BenchContext, type Figure } from "../harness/context.js";
-import { commandStats, statsDelta, topEntries, totalCommands } from "../harness/redis.js";
+import { commandStats, netInputBytes, statsDelta, topEntries, totalCommands } from "../harness/redis.js";
 import type { FigureResult, Row } from "../harness/report.js";
 import { roundTrips, type RoundTripCounts } from "../harness/round-trips.js";
 import {
@@ -31,6 +31,8 @@ interface WindowCounts {
   client: RoundTripCounts;
   server: Map<string, number>;
   serverTotal: number;
+  /** Bytes Redis read from clients in the window (the bench's own INFO polls included: a few per unit). */
+  bytesIn: number;
 }
 
 /** Until Redis has served no command (INFO aside) for `quietMs`. */
@@ -52,6 +54,7 @@ async function quiet(admin: Redis, quietMs: number, timeoutMs = 20_000): Promise
 /** Counts from the first command of `work` until Redis went quiet after it (the previous window ended quiet). */
 async function countWindow(ctx: BenchContext, quietMs: number, work: () => Promise<void>): Promise<WindowCounts> {
   const before = await commandStats(ctx.admin);
+  const bytesBefore = await netInputBytes(ctx.admin);
   let client: RoundTripCounts;
   roundTrips.start();
   try {
@@ -61,7 +64,12 @@ async function countWindow(ctx: BenchContext, quietMs: number, work: () => Promi
     client = roundTrips.stop();
   }
   const server = statsDelta(before, await commandStats(ctx.admin));
-  return { client, server, serverTotal: totalCommands(server) };
+  return {
+    client,
+    server,
+    serverTotal: totalCommands(server),
+    bytesIn: (await netInputBytes(ctx.admin)) - bytesBefore,
+  };
 }
 
 function minus(a: WindowCounts, b: WindowCounts): { roundTrips: number; commands: number; server: number } {
@@ -143,6 +151,13 @@ export const roundTripsFigure: Figure = {
       measured: [],
       baseline: [],
     };
+    const turnBytes: Row = {
+      label: "bytes sent to Redis per turn",
+      unit: "bytes",
+      baselineLabel: "bare BullMQ job (add + process), bytes sent to Redis",
+      measured: [],
+      baseline: [],
+    };
     const flowRt: Row = {
       label: "client round trips per sessions_send flow (reply-back + announce)",
       unit: "round trips",
@@ -161,7 +176,7 @@ export const roundTripsFigure: Figure = {
     const notes: string[] = [];
 
     // Baseline first, alone: N bare jobs added at once, a Worker with the same concurrency.
-    const bareRounds: { rt: number; cmd: number }[] = [];
+    const bareRounds: { rt: number; cmd: number; bytes: number }[] = [];
     const bare = new BareBullmq(ctx.redisUrl);
     await bare.startWorker(CONCURRENCY);
     try {
@@ -179,7 +194,7 @@ export const roundTripsFigure: Figure = {
       await bareWindow(50); // warm-up: scripts loaded
       for (let i = 0; i < ctx.rounds; i++) {
         const w = await bareWindow(n);
-        bareRounds.push({ rt: w.client.roundTrips / n, cmd: w.serverTotal / n });
+        bareRounds.push({ rt: w.client.roundTrips / n, cmd: w.serverTotal / n, bytes: w.bytesIn / n });
         if (i === 0)
           notes.push(
             `bare job, client commands per job: ${topEntries(w.client.byName, n)}; Redis commands per job: ` +
@@ -211,12 +226,14 @@ export const roundTripsFigure: Figure = {
           });
         };
         await turnsWindow(sessions); // warm-up
-        await eachRound(ctx, [turnRt, turnCmd], async (i) => {
+        await eachRound(ctx, [turnRt, turnCmd, turnBytes], async (i) => {
           const w = await turnsWindow(n);
           turnRt.measured.push(w.client.roundTrips / n);
           turnRt.baseline.push(bareRounds[i]!.rt);
           turnCmd.measured.push(w.serverTotal / n);
           turnCmd.baseline.push(bareRounds[i]!.cmd);
+          turnBytes.measured.push(w.bytesIn / n);
+          turnBytes.baseline.push(bareRounds[i]!.bytes);
           if (i === 0) {
             notes.push(
               `turn, client commands per turn (${(w.client.commands / n).toFixed(1)} commands in ` +
@@ -310,7 +327,7 @@ export const roundTripsFigure: Figure = {
         `Redis commands from INFO commandstats deltas (commands inside Lua counted, INFO excluded). ` +
         `A window closes ${quietMs} ms after the last Redis command once every expected run finished, ` +
         `so wind-down work is included.`,
-      rows: [turnRt, turnCmd, flowRt, flowCmd],
+      rows: [turnRt, turnCmd, turnBytes, flowRt, flowCmd],
       notes,
     };
   },

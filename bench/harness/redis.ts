@@ -33,6 +33,12 @@ export function benchClient(url: string): Redis {
   return r;
 }
 
+/** Bytes Redis has read from its clients so far (INFO stats `total_net_input_bytes`). */
+export async function netInputBytes(admin: Redis): Promise<number> {
+  const m = /^total_net_input_bytes:(\d+)/m.exec(await admin.info("stats"));
+  return m ? Number(m[1]) : Number.NaN;
+}
+
 /** Calls per command from INFO commandstats (commands run inside Lua scripts included). */
 export async function commandStats(admin: Redis): Promise<Map<string, number>> {
   const info = await admin.info("commandstats");
