@@ -173,8 +173,9 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
         // An idempotency key maps to a fixed runId, so a retried call cannot start a second run:
         // the turn is queued once per runId, atomically with its run record (no separate claim,
         // which a gateway dying before the push would leave behind, acknowledging a lost turn).
-        const runId = p.idempotencyKey ? uuidFrom(`${key}\n${p.idempotencyKey}`) : randomUUID();
-        if (p.idempotencyKey && (await svc.runs.get(runId))) {
+        // Without one the push mints a new runId (so it can tell its own resent push from a duplicate).
+        const runId = p.idempotencyKey ? uuidFrom(`${key}\n${p.idempotencyKey}`) : undefined;
+        if (runId && (await svc.runs.get(runId))) {
           // The first call may have queued the turn and then failed to wake the drainer.
           await requestDrain(svc, key);
           return { runId, sessionKey: key, sessionId: entry.sessionId, duplicate: true };
@@ -200,7 +201,7 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
         const res = await enqueueTurnIfEntry(
           svc,
           {
-            runId,
+            ...(runId ? { runId } : {}),
             sessionKey: key,
             agentId: entry.agentId,
             sessionId: entry.sessionId,

@@ -36,7 +36,8 @@ export type TurnRequest = Omit<Turn, "runId" | "enqueuedAt" | "messageTs"> & { r
 
 /**
  * A caller that passes a deterministic `runId` (a retried job, an idempotency key) gets exactly
- * one turn for it: a runId whose record exists is not queued again.
+ * one turn for it: a runId whose record exists is not queued again (`queued: false`). A caller
+ * that passes none gets a new runId, so its turn is always `queued`.
  */
 export async function enqueueTurn(svc: Pick<RunDeps, "inbox" | "queues" | "config">, req: TurnRequest): Promise<Turn> {
   return (await enqueueTurnOnce(svc, req)).turn;
@@ -62,6 +63,10 @@ export async function enqueueTurnIfEntry(
   expectEntry: string | undefined,
 ): Promise<{ turn: Turn; queued: boolean } | { changed: string | null }> {
   const now = Date.now();
+  // A runId minted here is new: if the push finds it existing, this very push ran already and
+  // its answer was lost with the connection, which the client then sent it again on (ioredis
+  // resends unanswered commands after a reconnect). The turn is queued once, by this call.
+  const minted = req.runId === undefined;
   const turn: Turn = { ...req, runId: req.runId ?? randomUUID(), enqueuedAt: now, messageTs: req.messageTs ?? now };
   const ready = readyWake(svc.config, turn.sessionKey);
   const pushed = await svc.inbox.push(turn, expectEntry !== undefined ? { expectEntry, ready } : { ready });
@@ -74,5 +79,5 @@ export async function enqueueTurnIfEntry(
   // The pending wake the push recorded is cleared by the drainer when it takes the turn
   // (begin-next.lua): no clean-up round trip here.
   await requestDrain(svc, turn.sessionKey);
-  return { turn, queued: pushed === "wake" };
+  return { turn, queued: pushed === "wake" || minted };
 }

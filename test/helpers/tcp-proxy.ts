@@ -1,7 +1,7 @@
 /**
  * A TCP proxy in front of a real Redis, for network faults a test must place exactly: drop every
  * connection (a network blip: the client reconnects), or hold back the server's replies on a
- * connection from the moment the client sends a given command (a reply still in flight).
+ * connection from the moment the client sends a given command (a reply lost in flight).
  */
 import net from "node:net";
 
@@ -12,28 +12,29 @@ export interface TcpProxy {
   /** Destroy every open connection, both sides. */
   dropAll(): void;
   /**
-   * From now on, on connections opened after this call: once the client sends `command` (a RESP
-   * bulk string that is exactly that word, any case: not a mention inside another argument),
-   * stop passing the server's replies to it. Resolves when that happened.
+   * From now on, once a client sends bytes `matches` accepts (a RESP command, as it is written),
+   * stop passing the server's replies to that connection. Once: the first such connection is
+   * held, later ones are not. Resolves when that happened.
    */
-  holdRepliesAfter(command: string): Promise<void>;
+  holdRepliesWhen(matches: (sent: string) => boolean): Promise<void>;
   close(): Promise<void>;
 }
 
 export async function startTcpProxy(upstreamPort: number, upstreamHost = "127.0.0.1"): Promise<TcpProxy> {
   const open = new Set<net.Socket>();
   let accepted = 0;
-  let hold: { command: string; fromConnection: number; held: () => void } | undefined;
+  let hold: { matches: (sent: string) => boolean; held: () => void } | undefined;
 
   const server = net.createServer((client) => {
-    const n = ++accepted;
+    accepted++;
     const upstream = net.connect(upstreamPort, upstreamHost);
     open.add(client).add(upstream);
     let holding = false;
     client.on("data", (chunk) => {
       const h = hold;
-      if (h && n > h.fromConnection && chunk.toString("latin1").toLowerCase().includes(`\r\n${h.command}\r\n`)) {
+      if (h?.matches(chunk.toString("latin1"))) {
         holding = true;
+        hold = undefined;
         h.held();
       }
       upstream.write(chunk);
@@ -62,9 +63,9 @@ export async function startTcpProxy(upstreamPort: number, upstreamHost = "127.0.
       for (const s of open) s.destroy();
       open.clear();
     },
-    holdRepliesAfter(command) {
+    holdRepliesWhen(matches) {
       return new Promise((resolve) => {
-        hold = { command: command.toLowerCase(), fromConnection: accepted, held: resolve };
+        hold = { matches, held: resolve };
       });
     },
     async close() {

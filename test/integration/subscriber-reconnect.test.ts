@@ -100,7 +100,7 @@ describe("subscribers across a dropped connection", () => {
     await CancelBus.listen(sub, keys, () => {});
     await settle(async () => (await subscribers(keys.runDoneChannel())) === 1, { what: "the first SUBSCRIBE" });
     // The next connection's SUBSCRIBE gets no answer: the process stops in that window.
-    const held = proxy.holdRepliesAfter("subscribe");
+    const held = proxy.holdRepliesWhen((sent) => /\r\nsubscribe\r\n/i.test(sent));
     proxy.dropAll();
     await held;
     waiter.close();
