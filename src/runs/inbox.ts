@@ -2,6 +2,7 @@
  * The per-session inbox: the source of truth for what a session still has to run, in arrival
  * order. Producers push (with the run record, in one MULTI); only the lease holder takes.
  */
+import { randomUUID } from "node:crypto";
 import type { RedisClient } from "../storage/redis-client.js";
 import { fromScriptError } from "../errors/index.js";
 import { luaCommand } from "../storage/lua-script.js";
@@ -112,10 +113,18 @@ export class Inbox {
         this.keys.inflight(sessionKey),
         this.keys.session(sessionKey),
         this.keys.pendingWakes(),
+        this.keys.leaseTake(sessionKey),
       ],
       // A ready-list drain keeps its wake until it ends (begin-next.lua): "" leaves it, and
-      // the script that gives the lease back clears it.
-      [leases.ttl, this.keys.run(""), askedAt, opts.keepWake ? "" : pendingWakeSuffix(sessionKey), opts.keepWake ?? ""],
+      // the script that gives the lease back clears it. The nonce answers a take sent twice once.
+      [
+        leases.ttl,
+        this.keys.run(""),
+        askedAt,
+        opts.keepWake ? "" : pendingWakeSuffix(sessionKey),
+        opts.keepWake ?? "",
+        randomUUID(),
+      ],
     )) as [number, RawBegun | number | false | null];
     if (!token) return { acquired: false, retryInMs: leases.retryIn(res as number) };
     const lease = leases.holding(sessionKey, token, askedAt, opts.keepWake);

@@ -4,6 +4,7 @@
  * run record update, turn take/finish) checks the token in the same atomic step, so a holder
  * that stalled past its lease (GC pause, network blip) cannot write after a new holder took over.
  */
+import { randomUUID } from "node:crypto";
 import type { RedisClient } from "../storage/redis-client.js";
 import { luaCommand } from "../storage/lua-script.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
@@ -53,10 +54,10 @@ export class SessionLeases {
   async tryAcquire(sessionKey: string): Promise<AcquireResult> {
     const leaseKey = this.keys.lease(sessionKey);
     const askedAt = Date.now();
-    const [token, pttl] = (await this.acquireLua([leaseKey, this.keys.fence(sessionKey)], [this.ttlMs])) as [
-      number,
-      number,
-    ];
+    const [token, pttl] = (await this.acquireLua(
+      [leaseKey, this.keys.fence(sessionKey), this.keys.leaseTake(sessionKey)],
+      [this.ttlMs, randomUUID()],
+    )) as [number, number];
     if (!token) return { acquired: false, retryInMs: this.retryIn(pttl) };
     return { acquired: true, lease: this.holding(sessionKey, token, askedAt) };
   }

@@ -53,6 +53,10 @@ export class RedisKeys {
   lease(sessionKey: string): string {
     return `${this.base}:lease:${sessionKey}`;
   }
+  /** The nonce of the lease's last take, so a take sent twice is answered once (take-lease.lua). */
+  leaseTake(sessionKey: string): string {
+    return `${this.base}:lease-take:${sessionKey}`;
+  }
   /** Monotonic counter: every new lease gets a larger token than any before it. */
   fence(sessionKey: string): string {
     return `${this.base}:fence:${sessionKey}`;

@@ -2,6 +2,9 @@
   Shared by lease-begin.lua, turn-begin.lua and run-finish.lua
   (included with --@include; not a script itself).
 
+  begun_before(inflight, session, runPrefix): the turn begun already (the in-flight one), as
+  begin_next returned it, changing nothing; nil when none (see lease-begin.lua).
+
   begin_next(inbox, inflight, session, runPrefix, now, wakes, wakeSuffix): take the next turn
   (the in-flight one first, so per-session order survives crashes, else the oldest queued),
   mark its run `running` (first start time kept, one more attempt counted) unless it already
@@ -19,6 +22,15 @@
   stored another way is returned without its record and the caller reads it.
 ]]
 --@include run-status
+local function begun_before(inflightKey, sessionKey, runPrefix)
+  local raw = redis.call("LINDEX", inflightKey, 0)
+  if not raw then return nil end
+  local record = {}
+  local runId = string.match(raw, '^{"runId":"([^"\\]+)"')
+  if runId then record = redis.call("HGETALL", runPrefix .. runId) end
+  return { raw, record, redis.call("GET", sessionKey) }
+end
+
 local function begin_next(inboxKey, inflightKey, sessionKey, runPrefix, now, wakesKey, wakeSuffix)
   local raw = redis.call("LINDEX", inflightKey, 0)
   local fromInbox = false

@@ -1,16 +1,28 @@
 --[[
   Shared by lease-acquire.lua and lease-begin.lua (included with --@include; not a script itself).
 
-  take_lease(leaseKey, fenceKey, ttlMs): take the session lease if it is free, with a new
-  fencing token (INCR of the session's counter, so a token is used once and a holder that lost
-  its lease can never match again). Returns the token, or 0 and the current holder's pttl.
+  take_lease(leaseKey, fenceKey, ttlMs, takeKey, nonce): take the session lease if it is free,
+  with a new fencing token (INCR of the session's counter, so a token is used once and a holder
+  that lost its lease can never match again). Returns the token; or 0 and the current holder's
+  pttl; or the token and -3 when this take already happened.
+
+  A take sent again: a client whose connection drops before the answer arrives sends the
+  command again after reconnecting (ioredis does), so the same take can run twice. The first
+  run took the lease; the second would find it held and leave its own holder waiting out the
+  TTL. So every take carries a `nonce` (new per call), kept in `takeKey` while the lease is
+  fresh: a take that finds the lease held under its own nonce answers with the token it got.
+  Another taker overwrites the nonce, so an old take never claims a lease taken since.
 ]]
-local function take_lease(leaseKey, fenceKey, ttlMs)
+local function take_lease(leaseKey, fenceKey, ttlMs, takeKey, nonce)
   local held = redis.call("PTTL", leaseKey)
   if held > 0 or held == -1 then
+    if redis.call("GET", takeKey) == nonce then
+      return tonumber(redis.call("GET", leaseKey)), -3
+    end
     return 0, held
   end
   local token = redis.call("INCR", fenceKey)
   redis.call("SET", leaseKey, token, "PX", tonumber(ttlMs))
+  redis.call("SET", takeKey, nonce, "PX", tonumber(ttlMs))
   return token
 end

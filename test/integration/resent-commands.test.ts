@@ -1,0 +1,152 @@
+/**
+ * Scripts whose answer is lost with their connection: ioredis sends an unanswered command again
+ * after it reconnects, so the script runs twice. A TCP proxy in front of the test Redis holds back
+ * the answer to one command and then drops the connection.
+ * - The `agent` RPC's push: the turn is queued once, and the call, which had no idempotency key,
+ *   is not told it was a duplicate (it was: the second run found the runId it had just created).
+ * - A drain's lease take (lease-begin.lua): the second run answers with the lease and the turn
+ *   the first one took. It used to find the lease held, by nobody now, so the session waited out
+ *   the lease TTL (30 s) and the turn ran as a second attempt.
+ * - A finish (run-finish.lua, which may release the lease): the turn is finished once and the
+ *   session goes on at once.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Redis } from "ioredis";
+import { startTestSystem, type TestSystem } from "../helpers/system.js";
+import { conversation, readTranscript, scriptConfig, timedWait } from "../fixtures/runs-support.js";
+import { newRedis, testRedisUrl, uniquePrefix } from "../helpers/context.js";
+import { SessionLeases } from "../../src/runs/session-lease.js";
+import { RedisKeys } from "../../src/storage/redis-keys.js";
+import { luaCommand } from "../../src/storage/lua-script.js";
+import { startTcpProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
+
+let proxy: TcpProxy;
+/** A gateway without workers: the turns stay in the inbox, where they can be counted. */
+let sys: TestSystem;
+/** Gateway and workers, through the proxy too. */
+let worked: TestSystem;
+let admin: Redis;
+
+beforeAll(async () => {
+  proxy = await startTcpProxy(Number(new URL(testRedisUrl()).port));
+  const config = () => scriptConfig([{ reply: "re: {{text}}" }], { redis: { url: proxy.url } });
+  sys = await startTestSystem(config(), { gateway: true, workers: false });
+  worked = await startTestSystem(config(), { gateway: true, workers: {} });
+  admin = newRedis();
+});
+
+afterAll(async () => {
+  admin?.disconnect();
+  await sys?.close();
+  await worked?.close();
+  await proxy?.close();
+});
+
+/** The texts queued in a session's inbox, in order. */
+async function inboxTexts(sessionKey: string): Promise<string[]> {
+  const raw = await admin.lrange(sys.svc.keys.inbox(sessionKey), 0, -1);
+  return raw.map((t) => (JSON.parse(t) as { text: string }).text);
+}
+
+/** Runs the `agent` RPC with the answer to its push lost once, and returns the RPC's answer. */
+async function agentWithLostPushAnswer(params: Record<string, unknown>): Promise<any> {
+  const inbox = sys.svc.keys.inbox(`agent:main:${params.sessionKey as string}`);
+  const held = proxy.holdRepliesWhen((sent) => sent.includes(inbox));
+  const call = sys.post("/v1/rpc/agent", params);
+  await held;
+  proxy.dropAll();
+  const res = await call;
+  expect(res.status).toBe(200);
+  return res.body;
+}
+
+describe("a push sent again after its answer was lost", () => {
+  it("queues the turn once and answers as for any first call", async () => {
+    const first = await sys.rpc("agent", { sessionKey: "resent", message: "one" });
+    expect(first.duplicate).toBeUndefined();
+
+    const body = await agentWithLostPushAnswer({ sessionKey: "resent", message: "two" });
+    expect(body.ok).toBe(true);
+    expect(body.result.duplicate).toBeUndefined();
+    expect(await inboxTexts("agent:main:resent")).toEqual(["one", "two"]);
+    expect(await sys.svc.runs.get(body.result.runId)).toMatchObject({ status: "queued" });
+  });
+
+  it("with an idempotency key a real retry is still told it is a duplicate, and nothing is queued twice", async () => {
+    const params = { sessionKey: "resent-idem", message: "once", idempotencyKey: "k-1" };
+    const body = await agentWithLostPushAnswer(params);
+    // The resent push cannot be told from a retry here: the runId comes from the key.
+    expect(body.ok).toBe(true);
+    const retry = await sys.rpc("agent", params);
+    expect(retry).toMatchObject({ runId: body.result.runId, duplicate: true });
+    expect(await inboxTexts("agent:main:resent-idem")).toEqual(["once"]);
+  });
+});
+
+describe("a lease take sent again after its answer was lost", () => {
+  it("answers with the lease and the turn it took: the turn runs at once, as its first attempt", async () => {
+    const warm = await worked.rpc("agent", { sessionKey: "taken", message: "warm" });
+    expect((await timedWait(worked, warm.runId, 10_000)).result).toMatchObject({ status: "ok" });
+
+    // The next turn wakes the idle session; the drain's lease-begin is the first command that
+    // names the session's fence, and its answer is lost.
+    const fence = worked.svc.keys.fence("agent:main:taken");
+    const held = proxy.holdRepliesWhen((sent) => sent.includes(fence));
+    const t0 = Date.now();
+    const r = await worked.rpc("agent", { sessionKey: "taken", message: "next" });
+    await held;
+    proxy.dropAll();
+    const { result } = await timedWait(worked, r.runId, 40_000);
+    expect(result).toMatchObject({ status: "ok", reply: "re: next" });
+    // Well under the lease TTL (30 s) it used to wait out.
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    expect(await worked.svc.runs.get(r.runId)).toMatchObject({ attempts: 1 });
+  });
+
+  it("lease-acquire: the same take twice gets the same token; another take while it is held gets none", async () => {
+    const keys = new RedisKeys(uniquePrefix());
+    const acquire = luaCommand(admin, new URL("../../src/runs/lua/", import.meta.url), "lease-acquire");
+    const k = [keys.lease("s"), keys.fence("s"), keys.leaseTake("s")];
+    const first = (await acquire(k, [30_000, "nonce-1"])) as [number, number];
+    expect(first).toEqual([1, 0]);
+    expect(await acquire(k, [30_000, "nonce-1"])).toEqual([1, 0]);
+    const other = (await acquire(k, [30_000, "nonce-2"])) as [number, number];
+    expect(other[0]).toBe(0);
+    expect(other[1]).toBeGreaterThan(0);
+    // Released, then taken by another: the first take's nonce claims nothing any more.
+    await admin.del(keys.lease("s"));
+    expect(await acquire(k, [30_000, "nonce-2"])).toEqual([2, 0]);
+    expect(((await acquire(k, [30_000, "nonce-1"])) as number[])[0]).toBe(0);
+    // The leases module passes a new nonce per take.
+    const leases = new SessionLeases(admin, keys, 30_000);
+    expect((await leases.tryAcquire("t")).acquired).toBe(true);
+    expect((await leases.tryAcquire("t")).acquired).toBe(false);
+  });
+});
+
+describe("a finish sent again after its answer was lost", () => {
+  it("finishes the turn once; the session goes on at once and its transcript has every line once", async () => {
+    const warm = await worked.rpc("agent", { sessionKey: "finished", message: "warm" });
+    expect((await timedWait(worked, warm.runId, 10_000)).result).toMatchObject({ status: "ok" });
+    // run-finish.lua is the worker's only command that names the dead letters.
+    const held = proxy.holdRepliesWhen((sent) => sent.includes(worked.svc.keys.deadLetters()));
+    const t0 = Date.now();
+    const second = await worked.rpc("agent", { sessionKey: "finished", message: "second" });
+    await held;
+    proxy.dropAll();
+    expect((await timedWait(worked, second.runId, 40_000)).result).toMatchObject({ status: "ok", reply: "re: second" });
+    const third = await worked.rpc("agent", { sessionKey: "finished", message: "third" });
+    expect((await timedWait(worked, third.runId, 40_000)).result).toMatchObject({ status: "ok", reply: "re: third" });
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    expect(await worked.svc.runs.get(second.runId)).toMatchObject({ status: "ok", attempts: 1 });
+    const entry = await worked.svc.sessions.get("agent:main:finished");
+    expect(conversation(readTranscript(worked.config, entry!.sessionId))).toEqual([
+      { role: "user", text: "warm" },
+      { role: "assistant", text: "re: warm" },
+      { role: "user", text: "second" },
+      { role: "assistant", text: "re: second" },
+      { role: "user", text: "third" },
+      { role: "assistant", text: "re: third" },
+    ]);
+  });
+});
