@@ -14,16 +14,17 @@ export interface TcpProxy {
   /**
    * From now on, once a client sends bytes `matches` accepts (a RESP command, as it is written),
    * stop passing the server's replies to that connection. Once: the first such connection is
-   * held, later ones are not. Resolves when that happened.
+   * held, later ones are not. Resolves when that happened, with a function that drops that one
+   * connection (the answer is then lost with it, and the client reconnects).
    */
-  holdRepliesWhen(matches: (sent: string) => boolean): Promise<void>;
+  holdRepliesWhen(matches: (sent: string) => boolean): Promise<() => void>;
   close(): Promise<void>;
 }
 
 export async function startTcpProxy(upstreamPort: number, upstreamHost = "127.0.0.1"): Promise<TcpProxy> {
   const open = new Set<net.Socket>();
   let accepted = 0;
-  let hold: { matches: (sent: string) => boolean; held: () => void } | undefined;
+  let hold: { matches: (sent: string) => boolean; held: (drop: () => void) => void } | undefined;
 
   const server = net.createServer((client) => {
     accepted++;
@@ -35,7 +36,7 @@ export async function startTcpProxy(upstreamPort: number, upstreamHost = "127.0.
       if (h?.matches(chunk.toString("latin1"))) {
         holding = true;
         hold = undefined;
-        h.held();
+        h.held(() => end());
       }
       upstream.write(chunk);
     });

@@ -1,7 +1,7 @@
 /**
  * Scripts whose answer is lost with their connection: ioredis sends an unanswered command again
  * after it reconnects, so the script runs twice. A TCP proxy in front of the test Redis holds back
- * the answer to one command and then drops the connection.
+ * the answer to one command and then drops that connection.
  * - The `agent` RPC's push: the turn is queued once, and the call, which had no idempotency key,
  *   is not told it was a duplicate (it was: the second run found the runId it had just created).
  * - A drain's lease take (lease-begin.lua): the second run answers with the lease and the turn
@@ -9,6 +9,8 @@
  *   the lease TTL (30 s) and the turn ran as a second attempt.
  * - A finish (run-finish.lua, which may release the lease): the turn is finished once and the
  *   session goes on at once.
+ * - A transcript lock acquire (txlock-acquire.lua): the second run finds the lock held under its
+ *   own token and answers acquired. It used to queue behind its own lock until the lock TTL.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Redis } from "ioredis";
@@ -18,6 +20,8 @@ import { newRedis, testRedisUrl, uniquePrefix } from "../helpers/context.js";
 import { SessionLeases } from "../../src/runs/session-lease.js";
 import { RedisKeys } from "../../src/storage/redis-keys.js";
 import { luaCommand } from "../../src/storage/lua-script.js";
+import { TranscriptLock } from "../../src/transcript/transcript-lock.js";
+import { createRedis } from "../../src/queues/redis-connections.js";
 import { startTcpProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
 
 let proxy: TcpProxy;
@@ -53,8 +57,7 @@ async function agentWithLostPushAnswer(params: Record<string, unknown>): Promise
   const inbox = sys.svc.keys.inbox(`agent:main:${params.sessionKey as string}`);
   const held = proxy.holdRepliesWhen((sent) => sent.includes(inbox));
   const call = sys.post("/v1/rpc/agent", params);
-  await held;
-  proxy.dropAll();
+  (await held)();
   const res = await call;
   expect(res.status).toBe(200);
   return res.body;
@@ -94,8 +97,7 @@ describe("a lease take sent again after its answer was lost", () => {
     const held = proxy.holdRepliesWhen((sent) => sent.includes(fence));
     const t0 = Date.now();
     const r = await worked.rpc("agent", { sessionKey: "taken", message: "next" });
-    await held;
-    proxy.dropAll();
+    (await held)();
     const { result } = await timedWait(worked, r.runId, 40_000);
     expect(result).toMatchObject({ status: "ok", reply: "re: next" });
     // Well under the lease TTL (30 s) it used to wait out.
@@ -132,8 +134,7 @@ describe("a finish sent again after its answer was lost", () => {
     const held = proxy.holdRepliesWhen((sent) => sent.includes(worked.svc.keys.deadLetters()));
     const t0 = Date.now();
     const second = await worked.rpc("agent", { sessionKey: "finished", message: "second" });
-    await held;
-    proxy.dropAll();
+    (await held)();
     expect((await timedWait(worked, second.runId, 40_000)).result).toMatchObject({ status: "ok", reply: "re: second" });
     const third = await worked.rpc("agent", { sessionKey: "finished", message: "third" });
     expect((await timedWait(worked, third.runId, 40_000)).result).toMatchObject({ status: "ok", reply: "re: third" });
@@ -148,5 +149,32 @@ describe("a finish sent again after its answer was lost", () => {
       { role: "user", text: "third" },
       { role: "assistant", text: "re: third" },
     ]);
+  });
+});
+
+describe("a transcript lock acquire sent again after its answer was lost", () => {
+  it("answers acquired: the holder goes on at once instead of waiting for its own lock", async () => {
+    const keys = new RedisKeys(uniquePrefix());
+    const conn = createRedis(proxy.url, "worker");
+    try {
+      const lockTtlMs = 20_000;
+      const lock = new TranscriptLock(conn, lockTtlMs, 30_000);
+      const lk = {
+        lock: keys.transcriptLock("f"),
+        queue: keys.transcriptLockQueue("f"),
+        heartbeats: keys.transcriptLockHeartbeats("f"),
+      };
+      const held = proxy.holdRepliesWhen((sent) => sent.includes(lk.lock));
+      const t0 = Date.now();
+      const ran = lock.run(lk, "f.jsonl", async (token) => {
+        expect(await admin.get(lk.lock)).toBe(token);
+        return Date.now() - t0;
+      });
+      (await held)();
+      expect(await ran).toBeLessThan(lockTtlMs / 4);
+      expect(await admin.exists(lk.lock, lk.queue, lk.heartbeats)).toBe(0);
+    } finally {
+      conn.disconnect();
+    }
   });
 });

@@ -14,6 +14,15 @@ local t = redis.call("TIME")
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local token = ARGV[1]
 
+-- Ours already: this acquire ran before and its answer was lost with the connection, and the
+-- client sent it again (ioredis does after a reconnect). Tokens are new per acquire, so only
+-- that acquire can find its own token here; without this it would queue behind its own lock
+-- and wait out the lock TTL.
+if redis.call("GET", KEYS[1]) == token then
+  redis.call("PEXPIRE", KEYS[1], ARGV[2])
+  return -1
+end
+
 -- Fast path, the common case (one lease holder per session is the only writer): nobody
 -- waits and the lock is free.
 if redis.call("EXISTS", KEYS[2]) == 0 and redis.call("SET", KEYS[1], token, "NX", "PX", ARGV[2]) then
