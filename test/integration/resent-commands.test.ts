@@ -6,15 +6,17 @@
  *   is not told it was a duplicate (it was: the second run found the runId it had just created).
  * - A drain's lease take (lease-begin.lua, lease-acquire.lua): the second run answers with the
  *   lease and the turn the first one took. It used to find the lease held, by nobody now, so the
- *   session waited out the lease TTL (30 s) and the turn ran as a second attempt. Tested on the
- *   scripts themselves, run twice with one nonce as a resent command runs.
+ *   session waited out the lease TTL (30 s) and the turn ran as a second attempt. Tested end to
+ *   end and on the scripts themselves, run twice with one nonce as a resent command runs.
+ * - A finish (run-finish.lua, which may release the lease): the turn is finished once and the
+ *   session goes on at once.
  * - A transcript lock acquire (txlock-acquire.lua): the second run finds the lock held under its
  *   own token and answers acquired. It used to queue behind its own lock until the lock TTL.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Redis } from "ioredis";
 import { startTestSystem, type TestSystem } from "../helpers/system.js";
-import { scriptConfig } from "../fixtures/runs-support.js";
+import { expectTranscript, scriptConfig, timedWait } from "../fixtures/runs-support.js";
 import { Inbox } from "../../src/runs/inbox.js";
 import { RunRecords } from "../../src/runs/run-records.js";
 import { enqueueTurn } from "../../src/runs/enqueue.js";
@@ -29,20 +31,22 @@ import { startTcpProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
 let proxy: TcpProxy;
 /** A gateway without workers: the turns stay in the inbox, where they can be counted. */
 let sys: TestSystem;
+/** Gateway and workers in one process, through the proxy too (they share connections). */
+let worked: TestSystem;
 let admin: Redis;
 
 beforeAll(async () => {
   proxy = await startTcpProxy(Number(new URL(testRedisUrl()).port));
-  sys = await startTestSystem(scriptConfig([{ reply: "re: {{text}}" }], { redis: { url: proxy.url } }), {
-    gateway: true,
-    workers: false,
-  });
+  const config = () => scriptConfig([{ reply: "re: {{text}}" }], { redis: { url: proxy.url } });
+  sys = await startTestSystem(config(), { gateway: true, workers: false });
+  worked = await startTestSystem(config(), { gateway: true, workers: {} });
   admin = newRedis();
 });
 
 afterAll(async () => {
   admin?.disconnect();
   await sys?.close();
+  await worked?.close();
   await proxy?.close();
 });
 
@@ -138,6 +142,54 @@ describe("a lease take run twice (its answer lost, the command sent again)", () 
     const leases = new SessionLeases(admin, keys, 30_000);
     expect((await leases.tryAcquire("t")).acquired).toBe(true);
     expect((await leases.tryAcquire("t")).acquired).toBe(false);
+  });
+});
+
+/**
+ * `worked` sends `message` into `sessionKey` while the answer to the first command a client then
+ * sends that `matches` is held back and its connection dropped. The RPC is awaited only after the
+ * drop: the gateway and the workers share connections, so a held connection also holds the
+ * answer to the RPC's own push if it is still on its way.
+ */
+async function sendWithLostAnswer(sessionKey: string, message: string, matches: (sent: string) => boolean) {
+  const held = proxy.holdRepliesWhen(matches);
+  const call = worked.rpc("agent", { sessionKey, message });
+  (await held)();
+  return await call;
+}
+
+describe("end to end: a drain's lease take and a finish, their answers lost", () => {
+  it("the lease take answers with the turn it took: the turn runs at once, as its first attempt", async () => {
+    const warm = await worked.rpc("agent", { sessionKey: "taken", message: "warm" });
+    expect((await timedWait(worked, warm.runId, 10_000)).result).toMatchObject({ status: "ok" });
+    // The next turn wakes the idle session: the drain's lease-begin names the session's fence.
+    const fence = worked.svc.keys.fence("agent:main:taken");
+    const t0 = Date.now();
+    const r = await sendWithLostAnswer("taken", "next", (sent) => sent.includes(fence));
+    const { result } = await timedWait(worked, r.runId, 40_000);
+    expect(result).toMatchObject({ status: "ok", reply: "re: next" });
+    // Well under the lease TTL (30 s) it used to wait out.
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    expect(await worked.svc.runs.get(r.runId)).toMatchObject({ attempts: 1 });
+  });
+
+  it("a finish: the turn is finished once, the session goes on at once, every line once", async () => {
+    const warm = await worked.rpc("agent", { sessionKey: "finished", message: "warm" });
+    expect((await timedWait(worked, warm.runId, 10_000)).result).toMatchObject({ status: "ok" });
+    // run-finish.lua is the only command that names the dead letters.
+    const deadLetters = worked.svc.keys.deadLetters();
+    const t0 = Date.now();
+    const second = await sendWithLostAnswer("finished", "second", (sent) => sent.includes(deadLetters));
+    expect((await timedWait(worked, second.runId, 40_000)).result).toMatchObject({ status: "ok", reply: "re: second" });
+    const third = await worked.rpc("agent", { sessionKey: "finished", message: "third" });
+    expect((await timedWait(worked, third.runId, 40_000)).result).toMatchObject({ status: "ok", reply: "re: third" });
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    expect(await worked.svc.runs.get(second.runId)).toMatchObject({ status: "ok", attempts: 1 });
+    expectTranscript(worked, warm, [
+      ["warm", "re: warm"],
+      ["second", "re: second"],
+      ["third", "re: third"],
+    ]);
   });
 });
 
