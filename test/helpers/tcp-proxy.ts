@@ -16,6 +16,11 @@ export interface TcpProxy {
    * stop passing the server's replies to that connection. Once: the first such connection is
    * held, later ones are not. Resolves when that happened, with a function that drops that one
    * connection (the answer is then lost with it, and the client reconnects).
+   *
+   * Every reply on that connection is held from then on, also answers to commands sent before
+   * the match that are still on their way. Processes share connections (a gateway and its
+   * workers do), so a caller awaiting some other command on the same client must drop first
+   * and await after, or it waits for an answer the hold keeps.
    */
   holdRepliesWhen(matches: (sent: string) => boolean): Promise<() => void>;
   close(): Promise<void>;
