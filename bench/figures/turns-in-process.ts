@@ -8,7 +8,7 @@
  */
 import { BareBullmq } from "../harness/bare.js";
 import { CpuRows } from "../harness/cpu.js";
-import { eachRound, units, type BenchContext, type Figure } from "../harness/context.js";
+import { alternatingRounds, units, type BenchContext, type Figure } from "../harness/context.js";
 import type { FigureResult, Row } from "../harness/report.js";
 import { perSecond } from "../harness/stats.js";
 import {
@@ -66,17 +66,14 @@ async function switchboardRows(
       return perSecond(count, Date.now() - t0);
     };
     await sbRound(Math.min(n, sessions * 2)); // warm-up
-    const measured = cpu.wrap("measured", sbRound);
-    const baseline = cpu.wrap("baseline", (count) => bareRound(bare, count, sessions));
-    await eachRound(ctx, [row, ...cpu.rows], async (i) => {
-      if (i % 2 === 0) {
-        row.baseline.push(await baseline(n));
-        row.measured.push(await measured(n));
-      } else {
-        row.measured.push(await measured(n));
-        row.baseline.push(await baseline(n));
-      }
-    });
+    await alternatingRounds(
+      ctx,
+      row,
+      n,
+      cpu.wrap("measured", sbRound),
+      cpu.wrap("baseline", (count) => bareRound(bare, count, sessions)),
+      cpu.rows,
+    );
   } finally {
     watcher.close();
     await sys.close();

@@ -56,13 +56,25 @@ async function inboxTexts(sessionKey: string): Promise<string[]> {
   return raw.map((t) => (JSON.parse(t) as { text: string }).text);
 }
 
-/** Runs the `agent` RPC with the answer to its push lost once, and returns the RPC's answer. */
+/**
+ * `call()` while the answer to the first command a client then sends that `matches` is held back
+ * and its connection dropped. `call` is awaited only after the drop: a gateway and its workers
+ * share connections, so the held connection may also hold the answer `call` itself waits for.
+ */
+async function withLostAnswer<T>(matches: (sent: string) => boolean, call: () => Promise<T>): Promise<T> {
+  const held = proxy.holdRepliesWhen(matches);
+  const pending = call();
+  (await held)();
+  return await pending;
+}
+
+/** The `agent` RPC on the gateway without workers, the answer to its push lost once. */
 async function agentWithLostPushAnswer(params: Record<string, unknown>): Promise<any> {
   const inbox = sys.svc.keys.inbox(`agent:main:${params.sessionKey as string}`);
-  const held = proxy.holdRepliesWhen((sent) => sent.includes(inbox));
-  const call = sys.post("/v1/rpc/agent", params);
-  (await held)();
-  const res = await call;
+  const res = await withLostAnswer(
+    (sent) => sent.includes(inbox),
+    () => sys.post("/v1/rpc/agent", params),
+  );
   expect(res.status).toBe(200);
   return res.body;
 }
@@ -145,19 +157,6 @@ describe("a lease take run twice (its answer lost, the command sent again)", () 
   });
 });
 
-/**
- * `worked` sends `message` into `sessionKey` while the answer to the first command a client then
- * sends that `matches` is held back and its connection dropped. The RPC is awaited only after the
- * drop: the gateway and the workers share connections, so a held connection also holds the
- * answer to the RPC's own push if it is still on its way.
- */
-async function sendWithLostAnswer(sessionKey: string, message: string, matches: (sent: string) => boolean) {
-  const held = proxy.holdRepliesWhen(matches);
-  const call = worked.rpc("agent", { sessionKey, message });
-  (await held)();
-  return await call;
-}
-
 describe("end to end: a drain's lease take and a finish, their answers lost", () => {
   it("the lease take answers with the turn it took: the turn runs at once, as its first attempt", async () => {
     const warm = await worked.rpc("agent", { sessionKey: "taken", message: "warm" });
@@ -165,7 +164,10 @@ describe("end to end: a drain's lease take and a finish, their answers lost", ()
     // The next turn wakes the idle session: the drain's lease-begin names the session's fence.
     const fence = worked.svc.keys.fence("agent:main:taken");
     const t0 = Date.now();
-    const r = await sendWithLostAnswer("taken", "next", (sent) => sent.includes(fence));
+    const r = await withLostAnswer(
+      (sent) => sent.includes(fence),
+      () => worked.rpc("agent", { sessionKey: "taken", message: "next" }),
+    );
     const { result } = await timedWait(worked, r.runId, 40_000);
     expect(result).toMatchObject({ status: "ok", reply: "re: next" });
     // Well under the lease TTL (30 s) it used to wait out.
@@ -179,7 +181,10 @@ describe("end to end: a drain's lease take and a finish, their answers lost", ()
     // run-finish.lua is the only command that names the dead letters.
     const deadLetters = worked.svc.keys.deadLetters();
     const t0 = Date.now();
-    const second = await sendWithLostAnswer("finished", "second", (sent) => sent.includes(deadLetters));
+    const second = await withLostAnswer(
+      (sent) => sent.includes(deadLetters),
+      () => worked.rpc("agent", { sessionKey: "finished", message: "second" }),
+    );
     expect((await timedWait(worked, second.runId, 40_000)).result).toMatchObject({ status: "ok", reply: "re: second" });
     const third = await worked.rpc("agent", { sessionKey: "finished", message: "third" });
     expect((await timedWait(worked, third.runId, 40_000)).result).toMatchObject({ status: "ok", reply: "re: third" });
@@ -205,14 +210,16 @@ describe("a transcript lock acquire sent again after its answer was lost", () =>
         queue: keys.transcriptLockQueue("f"),
         heartbeats: keys.transcriptLockHeartbeats("f"),
       };
-      const held = proxy.holdRepliesWhen((sent) => sent.includes(lk.lock));
       const t0 = Date.now();
-      const ran = lock.run(lk, "f.jsonl", async (token) => {
-        expect(await admin.get(lk.lock)).toBe(token);
-        return Date.now() - t0;
-      });
-      (await held)();
-      expect(await ran).toBeLessThan(lockTtlMs / 4);
+      const ran = await withLostAnswer(
+        (sent) => sent.includes(lk.lock),
+        () =>
+          lock.run(lk, "f.jsonl", async (token) => {
+            expect(await admin.get(lk.lock)).toBe(token);
+            return Date.now() - t0;
+          }),
+      );
+      expect(ran).toBeLessThan(lockTtlMs / 4);
       expect(await admin.exists(lk.lock, lk.queue, lk.heartbeats)).toBe(0);
     } finally {
       conn.disconnect();

@@ -22,13 +22,21 @@
   stored another way is returned without its record and the caller reads it.
 ]]
 --@include run-status
+-- The runId at the start of a turn's JSON (serializeTurn puts it first), or nil.
+local function turn_run_id(raw)
+  return string.match(raw, '^{"runId":"([^"\\]+)"')
+end
+
+-- What begin_next and begun_before answer for the turn `raw`.
+local function begun_reply(raw, runId, runPrefix, sessionKey)
+  local record = runId and redis.call("HGETALL", runPrefix .. runId) or {}
+  return { raw, record, redis.call("GET", sessionKey) }
+end
+
 local function begun_before(inflightKey, sessionKey, runPrefix)
   local raw = redis.call("LINDEX", inflightKey, 0)
   if not raw then return nil end
-  local record = {}
-  local runId = string.match(raw, '^{"runId":"([^"\\]+)"')
-  if runId then record = redis.call("HGETALL", runPrefix .. runId) end
-  return { raw, record, redis.call("GET", sessionKey) }
+  return begun_reply(raw, turn_run_id(raw), runPrefix, sessionKey)
 end
 
 local function begin_next(inboxKey, inflightKey, sessionKey, runPrefix, now, wakesKey, wakeSuffix)
@@ -39,8 +47,7 @@ local function begin_next(inboxKey, inflightKey, sessionKey, runPrefix, now, wak
     fromInbox = true
   end
   if not raw then return nil end
-  local record = {}
-  local runId = string.match(raw, '^{"runId":"([^"\\]+)"')
+  local runId = turn_run_id(raw)
   if runId then
     if fromInbox and wakeSuffix ~= "" then redis.call("ZREM", wakesKey, runId .. wakeSuffix) end
     local runKey = runPrefix .. runId
@@ -50,7 +57,6 @@ local function begin_next(inboxKey, inflightKey, sessionKey, runPrefix, now, wak
       redis.call("HSETNX", runKey, "startedAt", now)
       redis.call("HINCRBY", runKey, "attempts", 1)
     end
-    record = redis.call("HGETALL", runKey)
   end
-  return { raw, record, redis.call("GET", sessionKey) }
+  return begun_reply(raw, runId, runPrefix, sessionKey)
 end

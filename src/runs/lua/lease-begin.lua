@@ -19,9 +19,9 @@
 ]]
 --@include begin-next
 --@include take-lease
-local token, held = take_lease(KEYS[1], KEYS[2], ARGV[1], KEYS[7], ARGV[6])
+local token, held, again = take_lease(KEYS[1], KEYS[2], ARGV[1], KEYS[7], ARGV[6])
 if token == 0 then return {0, held} end
-if held == -3 then return {token, begun_before(KEYS[4], KEYS[5], ARGV[2]) or false} end
+if again then return {token, begun_before(KEYS[4], KEYS[5], ARGV[2]) or false} end
 local begun = begin_next(KEYS[3], KEYS[4], KEYS[5], ARGV[2], ARGV[3], KEYS[6], ARGV[4])
 if not begun then
   redis.call("DEL", KEYS[1])

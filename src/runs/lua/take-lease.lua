@@ -3,8 +3,9 @@
 
   take_lease(leaseKey, fenceKey, ttlMs, takeKey, nonce): take the session lease if it is free,
   with a new fencing token (INCR of the session's counter, so a token is used once and a holder
-  that lost its lease can never match again). Returns the token; or 0 and the current holder's
-  pttl; or the token and -3 when this take already happened.
+  that lost its lease can never match again). Returns the token, the current holder's pttl (0
+  when the lease was taken) and whether this very take had happened already; the token is 0
+  when another holder has the lease.
 
   A take sent again: a client whose connection drops before the answer arrives sends the
   command again after reconnecting (ioredis does), so the same take can run twice. The first
@@ -17,12 +18,12 @@ local function take_lease(leaseKey, fenceKey, ttlMs, takeKey, nonce)
   local held = redis.call("PTTL", leaseKey)
   if held > 0 or held == -1 then
     if redis.call("GET", takeKey) == nonce then
-      return tonumber(redis.call("GET", leaseKey)), -3
+      return tonumber(redis.call("GET", leaseKey)), 0, true
     end
-    return 0, held
+    return 0, held, false
   end
   local token = redis.call("INCR", fenceKey)
   redis.call("SET", leaseKey, token, "PX", tonumber(ttlMs))
   redis.call("SET", takeKey, nonce, "PX", tonumber(ttlMs))
-  return token
+  return token, 0, false
 end
