@@ -61,6 +61,19 @@ export class PendingWakes {
     return members.map((member) => ({ member, sessionKey: wakeSession(member) }));
   }
 
+  /** The longest-pending wakes, oldest first (at most `limit`). */
+  async oldest(limit: number): Promise<PendingWake[]> {
+    const members = await this.redis.zrange(this.keys.pendingWakes(), 0, limit - 1);
+    return members.map((member) => ({ member, sessionKey: wakeSession(member) }));
+  }
+
+  /** The ready list's members, or null when it holds more than `max` (not read then). */
+  async readied(max: number): Promise<Set<string> | null> {
+    const list = this.keys.readyList();
+    if ((await this.redis.llen(list)) > max) return null;
+    return new Set(await this.redis.lrange(list, 0, max - 1));
+  }
+
   /** The wake is seen through: a drain ended, or a drain job has the session. */
   async clear(member: string): Promise<void> {
     await this.redis.zrem(this.keys.pendingWakes(), member);

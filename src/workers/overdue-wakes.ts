@@ -20,6 +20,36 @@ export function wakeOverdueMs(config: Pick<Config, "workers">): number {
   return Math.min(10_000, config.workers.lockDurationMs);
 }
 
+/** A ready list longer than this is not read to look for lost pops (the overdue check covers them). */
+const MAX_READY_SCAN = 10_000;
+
+/**
+ * Re-arm the wakes a lost pop may have taken: pending, not on the ready list, and no drainer
+ * holds their session's lease. A consumer runs it when its connection is back after a drop: a
+ * BLPOP or LPOP under way then may have taken wakes whose answer was lost with the connection
+ * (the client sends the pop again and waits for another). Without it they wait to be overdue.
+ * A wake taken a moment ago by a consumer whose drain has not taken the lease yet looks the same;
+ * it gets a drain job too, which finds the lease held or the inbox empty: an empty drain at most,
+ * as for the overdue check. So do wakes waiting for their drain job (it is deduplicated).
+ * Returns how many got a drain job; none when the ready list is too long to read.
+ */
+export async function rearmLostPops(svc: WorkerDeps): Promise<number> {
+  const pending = await svc.wakes.oldest(svc.config.maintenance.sweepBatch);
+  if (pending.length === 0) return 0;
+  const readied = await svc.wakes.readied(MAX_READY_SCAN);
+  if (!readied) return 0;
+  let rearmed = 0;
+  for (const w of pending) {
+    if (readied.has(w.member) || (await svc.redis.exists(svc.keys.lease(w.sessionKey))) === 1) continue;
+    await requestDrain(svc, w.sessionKey);
+    await svc.wakes.retire(w.member);
+    rearmed++;
+  }
+  if (rearmed)
+    svc.log.warn({ sessions: rearmed }, "re-armed drains whose wake-up a pop may have lost with its connection");
+  return rearmed;
+}
+
 /** Re-arm the overdue wakes (at most `maintenance.sweepBatch`); returns how many got a drain job. */
 export async function rearmOverdueWakes(svc: WorkerDeps, overdueMs: number, now = Date.now()): Promise<number> {
   const overdue = await svc.wakes.overdue(overdueMs, svc.config.maintenance.sweepBatch, now);

@@ -19,7 +19,7 @@ import { requestDrain } from "../runs/enqueue.js";
 import { readyConsumerName, wakeSession } from "../runs/pending-wakes.js";
 import type { RedisClient } from "../storage/redis-client.js";
 import { leasePollMs, type DrainOutcome, type SessionDrainer } from "./drain.js";
-import { rearmOverdueWakes, wakeOverdueMs } from "./overdue-wakes.js";
+import { rearmLostPops, rearmOverdueWakes, wakeOverdueMs } from "./overdue-wakes.js";
 import type { Slots } from "./slots.js";
 import type { WorkerDeps } from "./worker-deps.js";
 
@@ -50,16 +50,19 @@ export class ReadyConsumer {
   ) {
     // Named, so Bull Board's ready-list view can tell who consumes it (src/gateway/ready-board.ts).
     this.conn = svc.connection("worker", readyConsumerName(svc.keys));
-    if (!("nodes" in this.conn)) {
-      // Refreshed on every (re)connect: the id belongs to the socket.
-      const conn = this.conn;
-      conn.on("ready", () => {
+    const conn = this.conn;
+    let readyBefore = false;
+    conn.on("ready", () => {
+      // Back after a drop: a pop under way may have taken wakes whose answer was lost with it.
+      if (readyBefore) void this.rearmLostPops();
+      readyBefore = true;
+      // Refreshed on every (re)connect: the id belongs to the socket (one Redis only).
+      if (!("nodes" in conn))
         void conn.client("ID").then(
           (id) => (this.clientId = id as number),
           () => (this.clientId = undefined),
         );
-      });
-    }
+    });
   }
 
   start(): void {
@@ -151,6 +154,13 @@ export class ReadyConsumer {
     await rearmOverdueWakes(svc, wakeOverdueMs(svc.config))
       .catch((err: Error) => svc.log.warn({ err: err.message }, "overdue wake check failed"))
       .finally(() => (this.checking = false));
+  }
+
+  private async rearmLostPops(): Promise<void> {
+    if (this.stopping.aborted) return;
+    await rearmLostPops(this.svc).catch((err: Error) =>
+      this.svc.log.warn({ err: err.message }, "lost-pop check after a reconnect failed"),
+    );
   }
 
   private async drainMember(member: string): Promise<void> {

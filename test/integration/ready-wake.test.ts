@@ -13,7 +13,7 @@ import { FAST_WORKERS, startPeer, type TestSystem } from "../helpers/system.js";
 import { inbound, scriptConfig } from "../fixtures/runs-support.js";
 import { settle } from "../helpers/settle.js";
 import { enqueueTurn } from "../../src/runs/enqueue.js";
-import { rearmOverdueWakes } from "../../src/workers/overdue-wakes.js";
+import { rearmLostPops, rearmOverdueWakes } from "../../src/workers/overdue-wakes.js";
 
 afterEach(cleanUp);
 
@@ -171,5 +171,48 @@ describe("ready-list wake-ups", () => {
     // Retired from the ready list too: no worker pops it later for nothing.
     expect(await svc.redis.llen(svc.keys.readyList())).toBe(0);
     expect((await svc.queues.runs.getJobCounts()).waiting).toBe(1);
+  });
+
+  it("the lost-pop check re-arms only wakes that are off the ready list with no lease held", async () => {
+    const sys = await deploy(scriptConfig(RULES), { gateway: true, workers: false });
+    const { svc } = sys;
+    const wake = async (name: string) => {
+      const key = `agent:main:${name}`;
+      const entry = await svc.sessions.upsert(key, { agentId: "main", kind: "other" }, { sessionId: randomUUID() });
+      const turn = await enqueueTurn(svc, {
+        sessionKey: key,
+        agentId: "main",
+        sessionId: entry.sessionId,
+        text: "hi",
+        step: "turn",
+        provenance: "user",
+      });
+      return { key, member: `${turn.runId}|${key}` };
+    };
+    const queued = await wake("still-queued");
+    const leased = await wake("leased");
+    const lost = await wake("lost");
+    // Two pops: one whose drain took the lease, one whose answer was lost.
+    await svc.redis.lrem(svc.keys.readyList(), 1, leased.member);
+    await svc.redis.lrem(svc.keys.readyList(), 1, lost.member);
+    const held = await svc.leases.tryAcquire(leased.key);
+    if (!held.acquired) throw new Error("the test could not take the lease");
+
+    expect(await rearmLostPops(svc)).toBe(1);
+    expect(await drainJobs(sys)).toBe(1);
+    expect((await svc.queues.runs.getWaiting())[0]!.data).toEqual({ sessionKey: lost.key });
+    expect(await svc.redis.zscore(svc.keys.pendingWakes(), lost.member)).toBeNull();
+    // The other two are left as they were: on the ready list, or with their drainer.
+    expect(await svc.redis.lrange(svc.keys.readyList(), 0, -1)).toEqual([queued.member]);
+    expect(await svc.redis.zscore(svc.keys.pendingWakes(), leased.member)).not.toBeNull();
+    expect(await rearmLostPops(svc)).toBe(0);
+    await held.lease.release();
+
+    // A ready list too long to read (over 10,000) is not looked through: the overdue check has it.
+    const another = await wake("lost-behind-a-long-list");
+    await svc.redis.lrem(svc.keys.readyList(), 1, another.member);
+    await svc.redis.rpush(svc.keys.readyList(), ...Array.from({ length: 10_001 }, (_, i) => `filler-${i}|x`));
+    expect(await rearmLostPops(svc)).toBe(0);
+    expect(await svc.redis.zscore(svc.keys.pendingWakes(), another.member)).not.toBeNull();
   });
 });
