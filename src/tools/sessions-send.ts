@@ -18,7 +18,7 @@ import { parseThreadSuffix } from "../session/key-parse.js";
 import { ensureSession } from "../storage/ensure-session.js";
 import type { SessionEntry } from "../session/session-entry.js";
 import { sessionSendPolicy } from "../session/stored-send-policy.js";
-import { uuidFrom } from "../runs/derived-id.js";
+import { toolCallIds } from "./call-ids.js";
 import { sanitizeForHandoff } from "../history/handoff.js";
 import { guard } from "./access.js";
 import { messageContext } from "./a2a-prompts.js";
@@ -41,12 +41,10 @@ export async function sessionsSend(
   caller: ToolCaller,
   rawArgs: unknown,
 ): Promise<ToolResult> {
-  // Called from a turn: the id follows from (calling run, call number), so a re-run of that
-  // turn after a crash finds its earlier send instead of sending again. From HTTP: fresh.
-  const runId =
-    caller.runId && caller.nextCallSeq
-      ? uuidFrom(`${caller.runId}:sessions_send:${caller.nextCallSeq()}`)
-      : randomUUID();
+  // Called from a turn, the send's id follows from the call and what it sends where
+  // (src/tools/call-ids.ts); answers given before the target is known carry the call's own id.
+  const call = toolCallIds(caller, "sessions_send");
+  let runId = call.id();
   const parsed = SessionsSendArgs.safeParse(rawArgs ?? {});
   if (!parsed.success) return argsError(parsed.error, { runId });
   const args = parsed.data;
@@ -107,6 +105,7 @@ export async function sessionsSend(
     targetKey,
     ...(target.lastChannel ? { targetChannel: target.lastChannel } : {}),
   };
+  runId = call.id(targetKey, args.message);
   const traceId = caller.traceId ?? randomUUID();
   const hop = caller.hop + 1;
   await enqueueTurn(svc, {

@@ -4,12 +4,11 @@
  * texts (docs/concepts/subagents.md); the child's lineage is written once when its session is
  * created; the child's turn carries the continuation that becomes its durable announce.
  */
-import { randomUUID } from "node:crypto";
 import { transcriptTopicOf } from "../session/transcript-topic.js";
 import type { ToolDeps } from "./tool-deps.js";
 import { isAgentSandboxed } from "../config/agents.js";
 import { enqueueTurn } from "../runs/enqueue.js";
-import { uuidFrom } from "../runs/derived-id.js";
+import { toolCallIds } from "./call-ids.js";
 import { identOf } from "../session/session-ident.js";
 import { subagentSessionKey } from "../session/key-build.js";
 import { subagentDepthFromKey } from "../session/key-classify.js";
@@ -48,24 +47,26 @@ export async function sessionsSpawn(svc: ToolDeps, caller: ToolCaller, rawArgs: 
   const callerDepth = requester?.spawnDepth ?? subagentDepthFromKey(caller.sessionKey);
   const maxDepth = rules.maxSpawnDepthFor(config, caller.agentId);
   if (callerDepth >= maxDepth) return forbidden(rules.depthError(callerDepth, maxDepth));
-  // 5. active children.
+  // 5. the ids (src/tools/call-ids.ts), before the limit: a re-run of the turn that spawned
+  //    finds its own child, which the limit counts, instead of being refused because of it.
+  const targetAgent = requestedAgent ?? caller.agentId;
+  const call = toolCallIds(caller, "sessions_spawn");
+  const spawned = [targetAgent, args.task];
+  const runId = call.id(...spawned);
+  const childSessionKey = subagentSessionKey(targetAgent, call.id(...spawned, "child"));
   const registry = new SubagentRegistry(svc.redis, svc.keys);
+  const spawnedBefore = call.derived && (await registry.get(runId)) !== null;
+  // 6. active children.
   const active = await registry.activeCount(caller.sessionKey);
-  if (active >= sa.maxChildrenPerAgent) return forbidden(rules.maxChildrenError(active, sa.maxChildrenPerAgent));
-  // 6. explicit agentId when required.
+  if (!spawnedBefore && active >= sa.maxChildrenPerAgent)
+    return forbidden(rules.maxChildrenError(active, sa.maxChildrenPerAgent));
+  // 7. explicit agentId when required.
   if (!requestedAgent && rules.requireAgentIdFor(config, caller.agentId))
     return forbidden(rules.REQUIRE_AGENT_ID_ERROR);
-  // 7. cross-agent allow list.
-  const targetAgent = requestedAgent ?? caller.agentId;
+  // 8. cross-agent allow list.
   const allowed = rules.checkTargetAgent(config, caller.agentId, targetAgent);
   if (!allowed.ok) return forbidden(allowed.error);
 
-  // 8. the child's key. Called from a turn, ids derive from (run, call number): a re-run of
-  //    that turn after a crash finds the same child instead of spawning a second one.
-  const seed =
-    caller.runId && caller.nextCallSeq ? `${caller.runId}:sessions_spawn:${caller.nextCallSeq()}` : undefined;
-  const runId = seed ? uuidFrom(seed) : randomUUID();
-  const childSessionKey = subagentSessionKey(targetAgent, seed ? uuidFrom(`${seed}:child`) : randomUUID());
   // 9. sandbox.
   const childSandboxed = isAgentSandboxed(config, targetAgent);
   if (caller.sandboxed && !childSandboxed) return forbidden(rules.SANDBOX_INHERIT_ERROR);
@@ -93,7 +94,7 @@ export async function sessionsSpawn(svc: ToolDeps, caller: ToolCaller, rawArgs: 
         childSessionKey,
         identOf(config, childSessionKey),
         {
-          sessionId: seed ? uuidFrom(`${seed}:session`) : randomUUID(),
+          sessionId: call.id(...spawned, "session"),
           spawnedBy: caller.sessionKey,
           parentSessionKey: caller.sessionKey,
           spawnDepth: depth,

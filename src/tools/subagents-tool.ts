@@ -4,10 +4,9 @@
  * a steer aborts the child's current run and restarts it with the guidance, and the aborted
  * run's announce is suppressed so the requester hears only from the new one.
  */
-import { randomUUID } from "node:crypto";
 import type { ToolDeps } from "./tool-deps.js";
 import { enqueueTurn } from "../runs/enqueue.js";
-import { uuidFrom } from "../runs/derived-id.js";
+import { toolCallIds } from "./call-ids.js";
 import { stopSession } from "../runs/stop.js";
 import { announceContinuation } from "../subagents/announce.js";
 import { SubagentRegistry, type SubagentRun } from "../subagents/registry.js";
@@ -191,6 +190,25 @@ export async function subagentsTool(svc: ToolDeps, caller: ToolCaller, rawArgs: 
   const prev = r.run;
   if (prev.childSessionKey === caller.sessionKey) return forbidden("Subagents cannot steer themselves.", { action });
   const label = prev.label || prev.childSessionKey;
+  const steered = (sessionId: string) => ({
+    status: "accepted",
+    action,
+    mode: "restart",
+    runId,
+    sessionKey: prev.childSessionKey,
+    sessionId,
+    label,
+    text: `steered ${label}.`,
+  });
+  // The new run's id (src/tools/call-ids.ts). A re-run of the turn that steered repeats this call
+  // and finds its steer done: the target is then the run it started, which it must not replace
+  // by itself (that would stop it and hide it from the list for good).
+  const call = toolCallIds(caller, "subagents.steer");
+  const runId = call.id(prev.childSessionKey, message);
+  if (call.derived && (await registry.get(runId))) {
+    const child = await svc.sessions.get(prev.childSessionKey);
+    return steered(child?.sessionId ?? "");
+  }
   if (prev.status !== "running")
     return {
       status: "done",
@@ -210,9 +228,6 @@ export async function subagentsTool(svc: ToolDeps, caller: ToolCaller, rawArgs: 
   }
   const child = await svc.sessions.get(prev.childSessionKey);
   if (!child) return toolError(`Unknown subagent session: ${prev.childSessionKey}`, { action });
-  const seed =
-    caller.runId && caller.nextCallSeq ? `${caller.runId}:subagents.steer:${caller.nextCallSeq()}` : undefined;
-  const runId = seed ? uuidFrom(seed) : randomUUID();
   const next: SubagentRun = { ...prev, runId, createdAt: Date.now(), status: "running", announce: "pending" };
   delete next.endedAt;
   delete next.startedAt;
@@ -232,16 +247,7 @@ export async function subagentsTool(svc: ToolDeps, caller: ToolCaller, rawArgs: 
     ...(prev.runTimeoutSeconds ? { runTimeoutSeconds: prev.runTimeoutSeconds } : {}),
     continuation: announceContinuation(svc, prev.childSessionKey, runId),
   });
-  return {
-    status: "accepted",
-    action,
-    mode: "restart",
-    runId,
-    sessionKey: prev.childSessionKey,
-    sessionId: child.sessionId,
-    label,
-    text: `steered ${label}.`,
-  };
+  return steered(child.sessionId);
 }
 
 /** Mark the run and every running descendant run as killed-not-announced; returns the descendants. */
