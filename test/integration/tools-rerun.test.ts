@@ -104,7 +104,7 @@ describe("a re-run of the turn that called the tool", () => {
     await attempt(requester, randomUUID()).call("subagents", { action: "kill", target: "all" });
   });
 
-  it("sessions_send: the same send waits for the first attempt's run; another is sent, not answered by it", async () => {
+  it("sessions_send: the same send waits for the first attempt's run; another is sent, not answered so", async () => {
     const requester = "agent:main:sender";
     const turn = randomUUID();
     const toBob = { sessionKey: "agent:bob:main", message: "question for bob", timeoutSeconds: 0 };
