@@ -91,6 +91,29 @@ export class StorageFaults {
     return { since, expired, reason };
   }
 
+  /**
+   * A background fsync of a transcript failed (group commit, closing a handle): there is no run
+   * to park, the turns are finished, and their lines may not be durable. The deployment's
+   * health says so until the report expires (about 2 min); a turn that writes fine afterwards
+   * does not clear it, since what was lost stays lost.
+   */
+  async onSyncFailure(fault: { code: string; message: string }, now = Date.now()): Promise<void> {
+    const previous = await this.redis.get(this.keys.storageFault());
+    const report: StorageFaultReport = {
+      code: fault.code,
+      message: `fsync failed: ${fault.message} (lines of finished turns may not be durable)`,
+      since: previous ? (JSON.parse(previous) as StorageFaultReport).since : now,
+      host: hostname(),
+      pid: process.pid,
+      at: now,
+    };
+    await this.redis
+      .multi()
+      .hincrby(this.keys.stats(), "storage_faults", 1)
+      .set(this.keys.storageFault(), JSON.stringify(report), "PX", HEALTH_TTL_MS)
+      .exec();
+  }
+
   /** A turn completed: if this process had seen storage fail, it is back. */
   async onSuccess(): Promise<void> {
     if (!this.faulty) return;

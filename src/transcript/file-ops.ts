@@ -83,17 +83,22 @@ async function lastByte(fh: FileHandle, size: number): Promise<number | undefine
   return bytesRead === 1 ? b[0] : undefined;
 }
 
-/** fsync the directory so a new name survives a crash; not every file system allows it. */
-export async function syncDir(dir: string): Promise<void> {
+/**
+ * fsync the directory so a new name survives a crash; not every file system allows it.
+ * Returns whether it was done.
+ */
+export async function syncDir(dir: string): Promise<boolean> {
   try {
     const d = await open(dir, "r");
     try {
       await d.sync();
+      return true;
     } finally {
       await d.close();
     }
   } catch {
     // EISDIR/EINVAL/EPERM on some platforms and network file systems: nothing more to do.
+    return false;
   }
 }
 

@@ -14,6 +14,11 @@
  *   once a second (group commit), the promise Redis AOF `everysec` makes for BullMQ's own jobs.
  *   A killed worker loses nothing either way (the data is in the kernel); a power loss may lose
  *   the last second of lines under `everysec`.
+ *   A new file's name is made durable too (its directory fsynced): before the turn is finished
+ *   under `always`, with the next group commit under `everysec`. A re-run that finds lines an
+ *   earlier attempt wrote (maybe another process, killed before its fsync) fsyncs them before
+ *   they count under `always`. A failed group-commit fsync is reported (`syncFailed`): lines of
+ *   finished turns may not be durable, and operators must hear of it.
  * File handles stay open while written to and are closed after a short idle time, so a
  * session's consecutive turns reuse one handle.
  */
@@ -28,6 +33,23 @@ import { readTail } from "./tail-reader.js";
 
 export type FsyncMode = "always" | "everysec";
 
+/** What the writer tells its owner (metrics, storage health); every member optional. */
+export interface WriterEvents {
+  /** An fsync done: of a transcript file, or of a directory that got a new name. */
+  synced?(target: "file" | "dir"): void;
+  /** A background fsync failed (group commit, closing): acknowledged lines may not be durable. */
+  syncFailed?(file: string, err: Error): void;
+}
+
+/** Options of one write. */
+export interface WriteOptions {
+  topicId?: string | number | undefined;
+  /** The writer's lease token (fencing token): the file is checked once per holding. */
+  holder?: number | undefined;
+  /** Throws unless the lease is surely still held; called right before the bytes go out. */
+  assertHeld?: (() => void) | undefined;
+}
+
 interface OpenFile {
   fh: FileHandle;
   dirty: boolean;
@@ -41,6 +63,8 @@ interface OpenFile {
   /** The file the handle was opened on: a path naming another one was renamed or replaced. */
   ino: number;
   dev: number;
+  /** Opened empty (new, most likely): its directory is fsynced with its first sync. */
+  newName: boolean;
 }
 
 const SYNC_EVERY_MS = 1000;
@@ -60,6 +84,7 @@ export class HolderWriter {
     private readonly storageDir: string,
     private readonly fsync: FsyncMode,
     private readonly log?: Logger,
+    private readonly events: WriterEvents = {},
   ) {
     this.timer = setInterval(() => void this.tick(), SYNC_EVERY_MS);
     this.timer.unref();
@@ -82,13 +107,8 @@ export class HolderWriter {
    * Append `entries` (already missing from the file: see linesOfRun) in one write. The file is
    * created with its header when new. Throws the file system's error (nothing left behind).
    */
-  async write(
-    agentId: string,
-    sessionId: string,
-    entries: TranscriptEntry[],
-    topicId?: string | number,
-    holder?: number,
-  ): Promise<void> {
+  async write(agentId: string, sessionId: string, entries: TranscriptEntry[], opts: WriteOptions = {}): Promise<void> {
+    const { topicId, holder } = opts;
     if (entries.length === 0) return;
     const file = this.path(agentId, sessionId, topicId);
     const body = entries.map((e) => `${JSON.stringify(e)}\n`).join("");
@@ -119,15 +139,20 @@ export class HolderWriter {
       }
       const size = f.size;
       const buf = Buffer.from(size === 0 ? headerLine(sessionId, undefined) + body : body, "utf8");
+      // Checked again here: opening, the stat and a torn-tail cut may have taken a while.
+      opts.assertHeld?.();
+      const always = this.fsync === "always";
       try {
-        await appendOrUndo(f.fh, buf, size, this.fsync === "always");
+        await appendOrUndo(f.fh, buf, size, always);
+        if (always) this.events.synced?.("file");
+        if (always && f.newName) await this.syncName(file, f);
       } catch (err) {
         await this.drop(file);
         throw err;
       }
       f.size = size + buf.length;
       if (holder !== undefined) f.checkedFor = holder;
-      f.dirty = this.fsync !== "always";
+      f.dirty = !always;
       f.lastUse = Date.now();
     });
     f.chain = run.catch(() => undefined);
@@ -136,7 +161,7 @@ export class HolderWriter {
     } catch (err) {
       if (!(err instanceof StaleHandle)) throw err;
       await this.drop(file);
-      await this.write(agentId, sessionId, entries, topicId, holder);
+      await this.write(agentId, sessionId, entries, opts);
     }
   }
 
@@ -154,6 +179,9 @@ export class HolderWriter {
     const file = this.path(agentId, sessionId, topicId);
     await this.flushFile(file);
     const { entries } = await readTail(file, 10_000, { stopAt: (e) => e.runId !== runId });
+    // Under `always` these lines count only once durable: the attempt that wrote them may have
+    // died (in another process) between its write and its fsync.
+    if (entries.length > 0 && this.fsync === "always") await this.syncNow(file);
     return entries;
   }
 
@@ -175,9 +203,10 @@ export class HolderWriter {
       fh = await open(file, "a+", 0o600);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
-      await mkdir(dirname(file), { recursive: true, mode: 0o700 });
+      const first = await mkdir(dirname(file), { recursive: true, mode: 0o700 });
+      // The directories just made are new names in their parents: durable before the file is.
+      for (const dir of madeDirs(first, dirname(file))) await this.syncDirOf(dir);
       fh = await open(file, "a+", 0o600);
-      await syncDir(dirname(file));
     }
     // The file the handle names, to notice a rename or replacement later (see write).
     const st = await fh.stat().catch(async (err: unknown) => {
@@ -198,6 +227,7 @@ export class HolderWriter {
       size: -1,
       ino: st.ino,
       dev: st.dev,
+      newName: st.size === 0,
     };
     this.files.set(file, f);
     return f;
@@ -208,9 +238,36 @@ export class HolderWriter {
     if (!f) return;
     await f.chain;
     if (f.dirty) {
+      // Cleared first: a write landing during the fsync marks the handle dirty again.
       f.dirty = false;
-      await f.fh.sync();
+      try {
+        await f.fh.sync();
+      } catch (err) {
+        f.dirty = true;
+        throw err;
+      }
+      this.events.synced?.("file");
+      if (f.newName) await this.syncName(file, f);
     }
+  }
+
+  /** fsync `file` now, through its handle (opened if need be), whatever it holds. */
+  private async syncNow(file: string): Promise<void> {
+    const f = await this.handle(file);
+    await f.chain;
+    await f.fh.sync();
+    this.events.synced?.("file");
+    if (f.newName) await this.syncName(file, f);
+  }
+
+  /** The file's name is durable once its directory is fsynced. */
+  private async syncName(file: string, f: OpenFile): Promise<void> {
+    await this.syncDirOf(dirname(file));
+    f.newName = false;
+  }
+
+  private async syncDirOf(dir: string): Promise<void> {
+    if (await syncDir(dir)) this.events.synced?.("dir");
   }
 
   private async closeFile(file: string): Promise<void> {
@@ -219,17 +276,35 @@ export class HolderWriter {
     this.files.delete(file);
     await f.chain;
     try {
-      if (f.dirty) await f.fh.sync();
+      if (f.dirty) {
+        await f.fh.sync();
+        this.events.synced?.("file");
+      }
+      if (f.newName) await this.syncName(file, f);
     } finally {
       await f.fh.close().catch(() => undefined);
     }
   }
 
+  /**
+   * Forget the handle (a failed write, a renamed file, a failed fsync). Lines it wrote since the
+   * last group commit are fsynced first: the next handle on the file may never be synced.
+   */
   private async drop(file: string): Promise<void> {
     const f = this.files.get(file);
     if (!f) return;
     this.files.delete(file);
+    if (f.dirty)
+      await f.fh.sync().then(
+        () => this.events.synced?.("file"),
+        (err: Error) => this.syncFailed(file, err),
+      );
     await f.fh.close().catch(() => undefined);
+  }
+
+  private syncFailed(file: string, err: Error): void {
+    this.log?.error({ file, err: err.message }, "transcript fsync failed: lines of finished turns may not be durable");
+    this.events.syncFailed?.(file, err);
   }
 
   /** Group commit: one fsync per written file per interval; idle handles closed. */
@@ -240,11 +315,23 @@ export class HolderWriter {
         if (f.dirty) await this.flushFile(file);
         if (now - f.lastUse > IDLE_CLOSE_MS) await this.closeFile(file);
       } catch (err) {
-        // A failed background fsync: the data may not be durable. Drop the handle (the next
-        // write reopens it and cuts any torn tail) and say so; the turn itself already finished.
-        this.log?.warn({ file, err: (err as Error).message }, "transcript fsync failed");
-        await this.drop(file);
+        // The turns whose lines this was are finished: say so loudly (the owner marks storage
+        // unhealthy). The handle goes (the next write reopens it and cuts any torn tail); it is
+        // not fsynced again, since after a failed fsync the kernel may report the next one as
+        // a success without having written the lost pages.
+        this.syncFailed(file, err as Error);
+        this.files.delete(file);
+        await f.fh.close().catch(() => undefined);
       }
     }
   }
+}
+
+/** The directories `mkdir -p` made: from `first` (its answer; undefined: none) down to `dir`. */
+function madeDirs(first: string | undefined, dir: string): string[] {
+  if (first === undefined) return [];
+  const made = [dir];
+  while (made[0] !== first && dirname(made[0]!) !== made[0]) made.unshift(dirname(made[0]!));
+  // Each is a new name in its parent; `dir` also gets the file's name, synced with the file.
+  return made.map((d) => dirname(d));
 }

@@ -433,11 +433,19 @@ export class TurnExecutor {
       svc.config.transcripts.redactSecrets,
     ).filter((e) => !have.has(e.id));
     if (lines.length) {
-      // The file cannot check the fence: write only while the lease is surely still ours.
-      if (lease.lost.aborted || Date.now() >= lease.heldUntil())
-        throw new StaleFenceError(turn.sessionKey, lease.token, null);
+      // The file cannot check the fence: write only while the lease is surely still ours,
+      // checked again by the writer right before the bytes go out.
+      const assertHeld = () => {
+        if (lease.lost.aborted || Date.now() >= lease.heldUntil())
+          throw new StaleFenceError(turn.sessionKey, lease.token, null);
+      };
+      assertHeld();
       try {
-        await this.writer.write(turn.agentId, turn.sessionId, lines, topic, lease.token);
+        await this.writer.write(turn.agentId, turn.sessionId, lines, {
+          topicId: topic,
+          holder: lease.token,
+          assertHeld,
+        });
       } catch (err) {
         // Parked on a storage fault (or retried): keep the outcome so the runtime does not run again.
         if (!recovered) await this.saveResult(turn, lease, outcome, output, resultAt).catch(() => undefined);

@@ -18,7 +18,13 @@ import { ensurePruneScheduler } from "./session-prune.js";
 import { HolderWriter } from "../transcript/holder-writer.js";
 import type { ToolInvokerFactory } from "../runtimes/types.js";
 import { RunningTurns, TurnExecutor } from "./turn-executor.js";
-import { registerOutboundMetrics, registerTurnMetrics } from "../metrics/index.js";
+import {
+  registerOutboundMetrics,
+  registerTranscriptMetrics,
+  registerTurnMetrics,
+  transcriptSynced,
+  transcriptSyncFailed,
+} from "../metrics/index.js";
 
 /** After the grace period, how long handed-back turns get to return their jobs (then they are left to stall). */
 const HAND_BACK_TIMEOUT_MS = 5000;
@@ -48,7 +54,15 @@ export interface WorkerHost {
 
 export async function startWorkerHost(svc: WorkerDeps, opts: WorkerHostOptions): Promise<WorkerHost> {
   const running = new RunningTurns();
-  const writer = new HolderWriter(svc.config.storage.dir, svc.config.storage.fsync, svc.log);
+  registerTranscriptMetrics();
+  const writer = new HolderWriter(svc.config.storage.dir, svc.config.storage.fsync, svc.log, {
+    synced: transcriptSynced,
+    syncFailed: (_file, err) => {
+      transcriptSyncFailed();
+      const code = (err as NodeJS.ErrnoException).code ?? "EIO";
+      void svc.storageFaults.onSyncFailure({ code, message: err.message }).catch(() => undefined);
+    },
+  });
   const executor = new TurnExecutor(svc, running, opts.tools, writer);
   const stopping = new AbortController();
   registerTurnMetrics();

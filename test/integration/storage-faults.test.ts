@@ -302,3 +302,21 @@ describe.skipIf(isRoot)("storage faults (non-root: unwritable directory in-proce
     expectWholeTranscript(sys, first.sessionId, ["u hello", "u m1"]);
   }, 60_000);
 });
+
+describe("a failed background fsync (group commit)", () => {
+  it("marks storage unhealthy until the report expires; a turn that writes fine does not clear it", async () => {
+    const { dir: storage } = tempDir("sb-syncfail");
+    const sys = await startTestSystem(scriptConfig(RULES, { storage: { dir: storage } }));
+    cleanups.push(() => sys.close());
+    await sys.svc.storageFaults.onSyncFailure({ code: "EIO", message: "input/output error" });
+    const res = await fetch(`${sys.url}/readyz`);
+    expect(res.status).toBe(503);
+    expect(await res.json()).toMatchObject({
+      storage: "unhealthy",
+      error: expect.stringMatching(/^EIO: fsync failed/),
+    });
+    const run = await inbound(sys, "u", "u after");
+    expect((await sys.rpc("agent.wait", { runId: run.runId, timeoutMs: 10_000 })).status).toBe("ok");
+    expect(await readyz(sys.url)).toBe(503);
+  });
+});

@@ -49,7 +49,6 @@ function attempt(sessionKey: string, runId: string) {
   const agentId = sessionKey.split(":")[1]!;
   const invoker = createToolRuntime(sys.svc).invokerFor({ sessionKey, agentId, runId, sandboxed: false, hop: 0 });
   return {
-    // biome-ignore lint/suspicious/noExplicitAny: tool results are read field by field
     call: async (name: string, args: Record<string, unknown>): Promise<any> => await invoker.call(name, args),
   };
 }

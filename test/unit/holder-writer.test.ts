@@ -5,11 +5,23 @@
  * between two of this handle's: the tests leave a gap where it writes.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { appendFileSync, mkdtempSync, readFileSync, renameSync, rmSync } from "node:fs";
+import {
+  appendFileSync,
+  closeSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  renameSync,
+  rmSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { HolderWriter } from "../../src/transcript/holder-writer.js";
+import { HolderWriter, type FsyncMode, type WriterEvents } from "../../src/transcript/holder-writer.js";
 import type { TranscriptEntry } from "../../src/history/transcript-types.js";
+import { settle } from "../helpers/settle.js";
 
 const dirs: string[] = [];
 const writers: HolderWriter[] = [];
@@ -18,12 +30,15 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-function setup() {
+function setup(fsync: FsyncMode = "everysec") {
   const dir = mkdtempSync(join(tmpdir(), "sb-holder-"));
   dirs.push(dir);
-  const w = new HolderWriter(dir, "everysec");
+  const synced: string[] = [];
+  const failed: string[] = [];
+  const events: WriterEvents = { synced: (t) => synced.push(t), syncFailed: (f) => failed.push(f) };
+  const w = new HolderWriter(dir, fsync, undefined, events);
   writers.push(w);
-  return { w, file: w.path("main", "s1") };
+  return { w, dir, file: w.path("main", "s1"), synced, failed };
 }
 
 const line = (id: string): TranscriptEntry => ({
@@ -44,28 +59,28 @@ const ids = (file: string) =>
 describe("HolderWriter between holdings", () => {
   it("keeps writing when nobody touched the file, and after another writer appended", async () => {
     const { w, file } = setup();
-    await w.write("main", "s1", [line("a")], undefined, 1);
-    await w.write("main", "s1", [line("b")], undefined, 2);
+    await w.write("main", "s1", [line("a")], { holder: 1 });
+    await w.write("main", "s1", [line("b")], { holder: 2 });
     // Token 3 was another writer's.
     appendFileSync(file, `${JSON.stringify(line("other"))}\n`);
-    await w.write("main", "s1", [line("c")], undefined, 4);
+    await w.write("main", "s1", [line("c")], { holder: 4 });
     expect(ids(file)).toEqual(["a", "b", "other", "c"]);
   });
 
   it("cuts a torn tail left by another writer before the next holding writes", async () => {
     const { w, file } = setup();
-    await w.write("main", "s1", [line("a")], undefined, 1);
+    await w.write("main", "s1", [line("a")], { holder: 1 });
     appendFileSync(file, '{"type":"message","id":"torn","mess');
-    await w.write("main", "s1", [line("b")], undefined, 3);
+    await w.write("main", "s1", [line("b")], { holder: 3 });
     expect(readFileSync(file, "utf8")).not.toContain("torn");
     expect(ids(file)).toEqual(["a", "b"]);
   });
 
   it("never writes into a file renamed away (archived) behind its handle", async () => {
     const { w, file } = setup();
-    await w.write("main", "s1", [line("a")], undefined, 1);
+    await w.write("main", "s1", [line("a")], { holder: 1 });
     renameSync(file, `${file}.archived`);
-    await w.write("main", "s1", [line("b")], undefined, 3);
+    await w.write("main", "s1", [line("b")], { holder: 3 });
     expect(ids(`${file}.archived`)).toEqual(["a"]);
     expect(ids(file)).toEqual(["b"]);
   });
@@ -73,23 +88,99 @@ describe("HolderWriter between holdings", () => {
   it("writes back-to-back holdings of one process in order, each line once", async () => {
     const { w, file } = setup();
     // Consecutive tokens: nobody held the lease in between, so the file is as the handle left it.
-    for (let t = 1; t <= 5; t++) await w.write("main", "s1", [line(`t${t}`)], undefined, t);
+    for (let t = 1; t <= 5; t++) await w.write("main", "s1", [line(`t${t}`)], { holder: t });
     // A gap (token 6 was another writer's) is checked again: its append is kept, not overwritten.
     appendFileSync(file, `${JSON.stringify(line("other"))}\n`);
-    await w.write("main", "s1", [line("t7")], undefined, 7);
+    await w.write("main", "s1", [line("t7")], { holder: 7 });
     expect(ids(file)).toEqual(["t1", "t2", "t3", "t4", "t5", "other", "t7"]);
   });
 
   it("notices a writer without the lease (import, a forked spawn) even between consecutive tokens", async () => {
     const { w, file } = setup();
-    await w.write("main", "s1", [line("a")], undefined, 1);
+    await w.write("main", "s1", [line("a")], { holder: 1 });
     // Whole lines appended outside the lease are kept, and the handle learns the new length.
     appendFileSync(file, `${JSON.stringify(line("imported"))}\n`);
-    await w.write("main", "s1", [line("b")], undefined, 2);
+    await w.write("main", "s1", [line("b")], { holder: 2 });
     // A torn tail left outside the lease is cut before the next write, not glued to it.
     appendFileSync(file, '{"type":"message","id":"torn","mess');
-    await w.write("main", "s1", [line("c")], undefined, 3);
+    await w.write("main", "s1", [line("c")], { holder: 3 });
     expect(ids(file)).toEqual(["a", "imported", "b", "c"]);
     expect(readFileSync(file, "utf8")).not.toContain("torn");
   });
 });
+
+describe("HolderWriter durability", () => {
+  it("always: every write is fsynced, and a new file's name with its first write", async () => {
+    const { w, file, synced } = setup("always");
+    // The agent's directories do not exist yet: each one made is a new name in its parent.
+    await w.write("main", "s1", [line("a")], { holder: 1 });
+    expect(synced.filter((t) => t === "file")).toHaveLength(1);
+    const dirsFirst = synced.filter((t) => t === "dir").length;
+    expect(dirsFirst).toBeGreaterThanOrEqual(2);
+    await w.write("main", "s1", [line("b")], { holder: 2 });
+    expect(synced.filter((t) => t === "file")).toHaveLength(2);
+    expect(synced.filter((t) => t === "dir")).toHaveLength(dirsFirst);
+    // A second session of the agent: its directory exists, the new file's name is synced once.
+    await w.write("main", "s2", [line("c")], { holder: 1 });
+    expect(synced.filter((t) => t === "dir")).toHaveLength(dirsFirst + 1);
+    expect(ids(file)).toEqual(["a", "b"]);
+  });
+
+  it("everysec: a new file's name is synced with its first group commit", async () => {
+    const { w, synced } = setup("everysec");
+    mkdirSync(join(w.path("main", "s1"), ".."), { recursive: true });
+    await w.write("main", "s1", [line("a")], { holder: 1 });
+    expect(synced).toEqual([]);
+    await w.release("main", "s1");
+    expect(synced).toEqual(["file", "dir"]);
+  });
+
+  it("always: a re-run's lines written by another process are fsynced before they count", async () => {
+    const { w, dir, synced } = setup("always");
+    // The earlier attempt: another process (another writer) that may have died before its fsync.
+    const earlier = new HolderWriter(dir, "everysec");
+    writers.push(earlier);
+    await earlier.write("main", "s1", [line("r1")], { holder: 1 });
+    expect(await w.linesOfRun("main", "s1", "r1")).toHaveLength(1);
+    expect(synced).toContain("file");
+    // Nothing found, nothing to make durable.
+    const before = synced.length;
+    expect(await w.linesOfRun("main", "s1", "r2")).toEqual([]);
+    expect(synced).toHaveLength(before);
+  });
+
+  it("writes nothing when the lease is not surely held any more right before the bytes go out", async () => {
+    const { w, file } = setup("always");
+    await w.write("main", "s1", [line("a")], { holder: 1 });
+    const lapsed = () => {
+      throw new Error("lease lapsed");
+    };
+    await expect(w.write("main", "s1", [line("b")], { holder: 3, assertHeld: lapsed })).rejects.toThrow("lease lapsed");
+    expect(ids(file)).toEqual(["a"]);
+  });
+
+  it("a group commit that fails is reported, and the next write goes on with a new handle", async () => {
+    const { w, file, failed } = setup("everysec");
+    await w.write("main", "s1", [line("a")], { holder: 1 });
+    await w.write("main", "s1", [line("b")], { holder: 2 });
+    // The writer's descriptor now names /dev/null, which refuses fsync (EINVAL): a real failure.
+    swapForDevNull(file);
+    await settle(() => failed.length > 0, { what: "the failed group commit reported", timeoutMs: 3000 });
+    expect(failed).toEqual([file]);
+    await w.write("main", "s1", [line("c")], { holder: 3 });
+    expect(ids(file)).toEqual(["a", "b", "c"]);
+  });
+});
+
+/** Close this process's descriptor on `file` and open /dev/null until it gets that number. */
+function swapForDevNull(file: string): void {
+  const fd = Number(readdirSync("/proc/self/fd").find((n) => readlinkSync(`/proc/self/fd/${n}`) === file));
+  if (!Number.isInteger(fd)) throw new Error(`no descriptor on ${file}`);
+  closeSync(fd);
+  const others: number[] = [];
+  for (let got = openSync("/dev/null", "r"); got !== fd; got = openSync("/dev/null", "r")) {
+    others.push(got);
+    if (others.length > 64) throw new Error("could not take the descriptor back");
+  }
+  for (const o of others) closeSync(o);
+}
