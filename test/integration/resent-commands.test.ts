@@ -13,6 +13,7 @@
  * - A transcript lock acquire (txlock-acquire.lua): the second run finds the lock held under its
  *   own token and answers acquired. It used to queue behind its own lock until the lock TTL.
  */
+import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Redis } from "ioredis";
 import { startTestSystem, type TestSystem } from "../helpers/system.js";
@@ -154,6 +155,74 @@ describe("a lease take run twice (its answer lost, the command sent again)", () 
     const leases = new SessionLeases(admin, keys, 30_000);
     expect((await leases.tryAcquire("t")).acquired).toBe(true);
     expect((await leases.tryAcquire("t")).acquired).toBe(false);
+  });
+});
+
+describe("scripts run twice (answer lost, command sent again), checked on the scripts", () => {
+  const session = "agent:main:twice";
+  const turnOf = (runId: string, extra: Record<string, unknown> = {}) => ({
+    runId,
+    sessionKey: session,
+    agentId: "main",
+    sessionId: "s-1",
+    text: "hi",
+    step: "turn" as const,
+    provenance: "user" as const,
+    messageTs: Date.now(),
+    enqueuedAt: Date.now(),
+    ...extra,
+  });
+
+  it("turn-push: pushed once, then the entry changed, then sent again: still queued once", async () => {
+    const keys = new RedisKeys(uniquePrefix());
+    const inbox = new Inbox(admin, keys, new RunRecords(admin, keys));
+    const v1 = JSON.stringify({ key: session, agentId: "main", sessionId: "s-1", rev: 1 });
+    await admin.set(keys.session(session), v1);
+    const turn = turnOf(randomUUID());
+    expect(await inbox.push(turn, { expectEntry: v1, ready: true })).toBe("ready");
+    // A turn of the session finishing meanwhile updates its entry.
+    await admin.set(keys.session(session), JSON.stringify({ ...JSON.parse(v1), rev: 2 }));
+    // Sent again: it must say the run exists, not that the entry changed (the caller would push
+    // the message again under a new runId).
+    expect(await inbox.push(turn, { expectEntry: v1, ready: true })).toBe("exists");
+    expect(await admin.llen(keys.inbox(session))).toBe(1);
+  });
+
+  it("run-finish: sent again after it began the next turn, which names it as its source: that turn stays", async () => {
+    const keys = new RedisKeys(uniquePrefix());
+    const records = new RunRecords(admin, keys);
+    const inbox = new Inbox(admin, keys, records);
+    const leases = new SessionLeases(admin, keys, 30_000);
+    const a = randomUUID();
+    const b = randomUUID();
+    await inbox.push(turnOf(a));
+    const got = await inbox.acquireAndBegin(leases, session);
+    if (!got.acquired || !got.begun || "corrupt" in got.begun) throw new Error("the test could not begin its turn");
+    // The announce step of an agent-to-agent flow, in the same session: its source is run a.
+    const announce = turnOf(b, {
+      step: "announce",
+      provenance: "inter_session",
+      source: { sessionKey: "agent:main:requester", tool: "sessions_send", runId: a },
+    });
+    const finish = () =>
+      records.finishStep(
+        got.lease,
+        a,
+        "ok",
+        { reply: "r" },
+        { beginNext: true, pushes: [{ turn: announce }], expectEntries: [] },
+      );
+    const first = await finish();
+    if ("changed" in first) throw new Error("no entry was checked");
+    expect(first.finished).toBe(true);
+    expect(JSON.parse(first.next![0]).runId).toBe(b);
+    await finish();
+    // b is still in flight, under the lease, running: its drainer goes on with it.
+    const inflight = await admin.lrange(keys.inflight(session), 0, -1);
+    expect(inflight.map((t) => JSON.parse(t).runId)).toEqual([b]);
+    expect(await admin.get(keys.lease(session))).toBe(String(got.lease.token));
+    expect(await records.get(b)).toMatchObject({ status: "running" });
+    got.lease.released();
   });
 });
 

@@ -17,11 +17,15 @@
   and when one changed nothing at all is done and the current entry is returned, so the worker
   decides again on fresh data.
 
-  The in-flight turn is recognised by the text `"runId":"<id>"` in its JSON (a plain search;
-  inside a JSON string value every quote is escaped, so message text cannot fake it), never by
-  decoding it: a decode that fails would keep the turn in-flight and re-run it forever. RunIds
-  are minted (UUIDs, src/runs/derived-id.ts) and hold nothing JSON escapes, so the marker is
-  built here from the id, as begin-next.lua matches it.
+  The in-flight turn is recognised by the runId its JSON starts with (`{"runId":"<id>"`, as
+  serializeTurn writes it and begin-next.lua reads it), never by decoding it: a decode that
+  fails would keep the turn in-flight and re-run it forever. Only the leading one counts: the
+  next turn, which this finish may have begun already (it runs twice when the client sends it
+  again after a dropped connection), can name this run too, in its `source.runId` (an announce
+  step in the same session), and must stay in flight. A turn not written that way is matched by
+  the text `"runId":"<id>"` anywhere (message text cannot fake it: inside a JSON string every
+  quote is escaped). RunIds are minted (UUIDs, src/runs/derived-id.ts) and hold nothing JSON
+  escapes.
 
   KEYS[1] lease, KEYS[2] run hash, KEYS[3] inflight list, KEYS[4] dead-letter hash,
   KEYS[5] inbox list, KEYS[6] session entry, KEYS[7] pending wakes, KEYS[8] ready list,
@@ -78,8 +82,11 @@ for p = 1, pushes do
   a = a + 4 + n
 end
 local head = redis.call("LINDEX", KEYS[3], 0)
-if head and string.find(head, '"runId":"' .. ARGV[2] .. '"', 1, true) then
-  redis.call("LPOP", KEYS[3])
+if head then
+  local own = turn_run_id(head)
+  if own == ARGV[2] or (own == nil and string.find(head, '"runId":"' .. ARGV[2] .. '"', 1, true)) then
+    redis.call("LPOP", KEYS[3])
+  end
 end
 local finished = 0
 local pushed = {}

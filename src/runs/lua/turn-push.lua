@@ -28,6 +28,10 @@
   false } when the entry changed (nothing queued).
 ]]
 --@include push-turn
+-- A runId that exists was pushed already (a retry, or this very push sent again by the client
+-- after a dropped connection): say so before the entry check, which the first push may have
+-- outdated (a turn finishing meanwhile updates the entry), or the caller would push it again.
+if redis.call("EXISTS", KEYS[1]) == 1 then return 0 end
 if ARGV[5] ~= "" then
   local entry = redis.call("GET", KEYS[5])
   if entry ~= ARGV[5] then return { -1, entry } end
