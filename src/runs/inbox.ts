@@ -41,6 +41,7 @@ export class Inbox {
   private readonly leaseBeginLua;
   private readonly pushLua;
   private readonly discardLua;
+  private readonly stopLua;
 
   constructor(
     private readonly redis: RedisClient,
@@ -51,6 +52,7 @@ export class Inbox {
     this.leaseBeginLua = luaCommand(redis, LUA_DIR, "lease-begin");
     this.pushLua = luaCommand(redis, LUA_DIR, "turn-push");
     this.discardLua = luaCommand(redis, LUA_DIR, "turn-discard");
+    this.stopLua = luaCommand(redis, LUA_DIR, "stop-queued");
   }
 
   /**
@@ -221,12 +223,37 @@ export class Inbox {
     return (await this.redis.llen(this.keys.inflight(sessionKey))) > 0;
   }
 
-  /** Remove every queued (not in-flight) turn atomically, returning them (`/stop`). */
-  async drop(sessionKey: string): Promise<Turn[]> {
-    const key = this.keys.inbox(sessionKey);
-    const res = await this.redis.multi().lrange(key, 0, -1).del(key).exec();
-    const items = (res?.[0]?.[1] as string[] | undefined) ?? [];
+  /**
+   * Remove every queued (not in-flight) turn atomically, returning them (`/stop`): their records
+   * become `killed` with `error` and their waiters are told, in the same step
+   * (stop-queued.lua), and each is kept in the stopped-turns hash until `stoppedDone`.
+   */
+  async drop(sessionKey: string, error: string): Promise<Turn[]> {
+    const items = (await this.stopLua(
+      [this.keys.inbox(sessionKey), this.keys.stoppedTurns()],
+      [this.keys.run(""), this.keys.runDoneChannel(), error, Date.now()],
+    )) as string[];
     return items.map(parseTurn).filter((t): t is Turn => t !== null);
+  }
+
+  /** Dropped turns still kept (see drop) since before `olderThan` (ms), at most `limit`. */
+  async stoppedBefore(olderThan: number, limit: number): Promise<Turn[]> {
+    const all = await this.redis.hgetall(this.keys.stoppedTurns());
+    const out: Turn[] = [];
+    for (const [runId, value] of Object.entries(all)) {
+      const nl = value.indexOf("\n");
+      if (Number(value.slice(0, nl)) >= olderThan) continue;
+      const turn = parseTurn(value.slice(nl + 1));
+      if (turn) out.push(turn);
+      else await this.redis.hdel(this.keys.stoppedTurns(), runId);
+      if (out.length >= limit) break;
+    }
+    return out;
+  }
+
+  /** What the dropped turn `runId` carried is queued: forget it. */
+  async stoppedDone(runId: string): Promise<void> {
+    await this.redis.hdel(this.keys.stoppedTurns(), runId);
   }
 }
 

@@ -240,18 +240,6 @@ export class RunRecords {
     // Only on an existing record: never create a stray hash without a TTL.
     if (await this.redis.exists(key)) await this.redis.hset(key, "cancelRequested", reason);
   }
-
-  /** Mark queued runs killed without a lease (they never reached a worker) and notify waiters. */
-  async killQueued(runIds: string[], reason: string): Promise<void> {
-    if (runIds.length === 0) return;
-    const m = this.redis.multi();
-    const now = String(Date.now());
-    for (const id of runIds) {
-      m.hset(this.keys.run(id), { status: "killed", error: reason, endedAt: now });
-      m.publish(this.keys.runDoneChannel(), id);
-    }
-    await m.exec();
-  }
 }
 
 /** The push scripts' answers (push-turn.lua), by code. */

@@ -2,10 +2,20 @@
  * `/stop` (and `subagents kill`): abort the session's running turn wherever it runs, drop its
  * queued turns (their records become `killed`, waiters are told), and do the same for the
  * sub-agent sessions it spawned, recursively. Returns how many runs were stopped.
+ *
+ * What a dropped turn carried still happens: its continuation (a sub-agent's announce, the next
+ * agent-to-agent step, which learns the turn was killed) and the archive of a reset it belonged
+ * to. The drop keeps each turn in the stopped-turns hash, in the same step, until both are
+ * queued; a stop that dies in between leaves it there, and the maintenance sweep queues them
+ * (`requeueStopped`). Both jobs have ids derived from the turn, so they are added once.
  */
 import type { RunDeps } from "./run-deps.js";
 import { enqueueArchive } from "../rotation/rotate.js";
 import { enqueueContinuation } from "./continuation.js";
+import type { Turn } from "./turn.js";
+
+/** A dropped turn still kept after this long was left by a stop that died: the sweep takes it. */
+export const STOPPED_TURN_ORPHANED_MS = 60_000;
 
 export async function stopSession(
   svc: Pick<RunDeps, "inbox" | "runs" | "cancels" | "sessions" | "queues" | "config">,
@@ -15,23 +25,8 @@ export async function stopSession(
 ): Promise<number> {
   if (seen.has(sessionKey)) return 0;
   seen.add(sessionKey);
-  const dropped = await svc.inbox.drop(sessionKey);
-  await svc.runs.killQueued(
-    dropped.map((t) => t.runId),
-    "stopped",
-  );
-  // What a dropped turn carried still happens: the transcript of a reset it belonged to is
-  // archived, and a flow waiting on it (sessions_send) learns that it was killed.
-  for (const turn of dropped) {
-    if (turn.archive)
-      await enqueueArchive(svc, {
-        sessionKey,
-        agentId: turn.agentId,
-        sessionId: turn.archive.sessionId,
-        kind: turn.archive.kind,
-      });
-    await enqueueContinuation(svc, turn, { status: "killed", error: "stopped" });
-  }
+  const dropped = await svc.inbox.drop(sessionKey, STOPPED_ERROR);
+  for (const turn of dropped) await carryOn(svc, turn);
   let count = dropped.length;
   const inflight = await svc.inbox.inflightTurn(sessionKey);
   if (inflight) {
@@ -44,4 +39,34 @@ export async function stopSession(
   if (opts.cascade === false) return count; // a steer restarts only this session's run
   for (const child of await svc.sessions.childKeys(sessionKey)) count += await stopSession(svc, child, seen);
   return count;
+}
+
+const STOPPED_ERROR = "stopped";
+
+/** Queue what the dropped `turn` carried (see the module comment), then forget it. */
+async function carryOn(svc: Pick<RunDeps, "inbox" | "queues" | "config">, turn: Turn): Promise<void> {
+  if (turn.archive)
+    await enqueueArchive(svc, {
+      sessionKey: turn.sessionKey,
+      agentId: turn.agentId,
+      sessionId: turn.archive.sessionId,
+      kind: turn.archive.kind,
+    });
+  await enqueueContinuation(svc, turn, { status: "killed", error: STOPPED_ERROR });
+  await svc.inbox.stoppedDone(turn.runId);
+}
+
+/**
+ * The maintenance sweep's part: turns dropped by a stop that died before queuing what they
+ * carried (kept longer than STOPPED_TURN_ORPHANED_MS, so never one a live stop is working on).
+ * Returns how many it queued.
+ */
+export async function requeueStopped(
+  svc: Pick<RunDeps, "inbox" | "queues" | "config">,
+  limit: number,
+  now = Date.now(),
+): Promise<number> {
+  const orphans = await svc.inbox.stoppedBefore(now - STOPPED_TURN_ORPHANED_MS, limit);
+  for (const turn of orphans) await carryOn(svc, turn);
+  return orphans.length;
 }

@@ -87,6 +87,13 @@ export class RedisKeys {
   deadLetters(): string {
     return `${this.base}:deadletters`;
   }
+  /**
+   * Hash runId → "<ms>\n<turn JSON>": turns `/stop` dropped whose continuation (announce,
+   * agent-to-agent step) and reset archive are not queued yet (src/runs/stop.ts).
+   */
+  stoppedTurns(): string {
+    return `${this.base}:stopped`;
+  }
   /** Set (with a TTL) while workers see transcript storage refusing writes; /readyz reads it. */
   storageFault(): string {
     return `${this.base}:health:storage`;

@@ -12,6 +12,7 @@ import { retryLater } from "../queues/retry-later.js";
 import type { Job } from "bullmq";
 import { topicOpt } from "../session/transcript-topic.js";
 import { rearmOverdueWakes, wakeOverdueMs } from "./overdue-wakes.js";
+import { requeueStopped } from "../runs/stop.js";
 import type { WorkerDeps } from "./worker-deps.js";
 import { entryStaleAt, freshnessOf } from "../session/entry-freshness.js";
 import { rotateSession } from "../rotation/rotate.js";
@@ -83,8 +84,9 @@ export function createMaintenanceProcessor(svc: WorkerDeps) {
     if (job.name === JOBS.sweep.name) {
       const r = await sweepOnce(svc);
       const rearmed = await rearmOverdueWakes(svc, wakeOverdueMs(svc.config));
+      const stopped = await requeueStopped(svc, svc.config.maintenance.sweepBatch);
       await job.updateProgress(100);
-      return { ...r, rearmed };
+      return { ...r, rearmed, stopped };
     }
     if (job.name === JOBS.prune.name) return await pruneOnce(svc); // session.maintenance (session-prune.ts)
     if (job.name === JOBS.archive.name) {

@@ -7,10 +7,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
-import { startTestSystem, type TestSystem } from "../helpers/system.js";
+import { startPeer, startTestSystem, type TestSystem } from "../helpers/system.js";
 import { enqueueTurn } from "../../src/runs/enqueue.js";
 import { rotateSession } from "../../src/rotation/rotate.js";
 import { settle } from "../helpers/settle.js";
+import { requeueStopped, STOPPED_TURN_ORPHANED_MS } from "../../src/runs/stop.js";
+import { announceContinuation } from "../../src/subagents/announce.js";
+import { subagentAnnounceJobId } from "../../src/queues/jobs.js";
 
 let sys: TestSystem;
 beforeAll(async () => {
@@ -163,7 +166,8 @@ describe("sweep rotation is atomic with the session's state", () => {
       await rotateSession(sys.svc, fresh, { reason: "idle", archive: "caller", onlyIfUntouchedAndIdle: true }),
     ).toBeNull();
     expect((await sys.svc.sessions.get(key))!.sessionId).toBe(fresh.sessionId);
-    await sys.svc.inbox.drop(key);
+    // As a /stop does: drop the queued turn, then (nothing to carry on) forget it.
+    for (const t of await sys.svc.inbox.drop(key, "stopped")) await sys.svc.inbox.stoppedDone(t.runId);
 
     const idle = (await sys.svc.sessions.get(key))!;
     const rotated = await rotateSession(sys.svc, idle, {
@@ -195,5 +199,45 @@ describe("/stop keeps what dropped turns carried", () => {
       timeoutMs: 10_000,
     });
     expect(existsSync(join(dir, `${oldSessionId}.jsonl`))).toBe(false);
+  });
+});
+
+describe("a /stop that dies after dropping the queued turns", () => {
+  it("leaves them kept; the maintenance sweep queues their announce and archive, once", async () => {
+    // A gateway without workers: the turns stay queued until the stop drops them.
+    const gw = await startPeer(sys.config, { gateway: true, workers: false });
+    try {
+      const key = "agent:main:subagent:stop-dies";
+      const entry = await gw.svc.sessions.upsert(key, { agentId: "main", kind: "other" }, { sessionId: randomUUID() });
+      const runId = randomUUID();
+      const turn = await enqueueTurn(gw.svc, {
+        runId,
+        sessionKey: key,
+        agentId: "main",
+        sessionId: entry.sessionId,
+        text: "task",
+        step: "turn",
+        provenance: "inter_session",
+        archive: { sessionId: "old-session", kind: "reset" },
+        continuation: announceContinuation(gw.svc, key, runId),
+      });
+      // What a stop does first, in one step; then it dies.
+      const dropped = await gw.svc.inbox.drop(key, "stopped");
+      expect(dropped.map((t) => t.runId)).toEqual([turn.runId]);
+      expect(await gw.svc.runs.get(runId)).toMatchObject({ status: "killed", error: "stopped" });
+      expect(await gw.svc.redis.hlen(gw.svc.keys.stoppedTurns())).toBe(1);
+
+      // A live stop's entry is left alone; one kept for over a minute is taken.
+      expect(await requeueStopped(gw.svc, 100)).toBe(0);
+      expect(await requeueStopped(gw.svc, 100, Date.now() + STOPPED_TURN_ORPHANED_MS + 1)).toBe(1);
+      const announce = await gw.svc.queues.announce.getJob(subagentAnnounceJobId(key, runId));
+      expect(announce?.data).toMatchObject({ childKey: key, runId, status: "killed", error: "stopped" });
+      const archive = await gw.svc.queues.maintenance.getJob("archive-old-session-reset");
+      expect(archive?.data).toMatchObject({ sessionKey: key, sessionId: "old-session", kind: "reset" });
+      expect(await gw.svc.redis.hlen(gw.svc.keys.stoppedTurns())).toBe(0);
+      expect(await requeueStopped(gw.svc, 100, Date.now() + STOPPED_TURN_ORPHANED_MS + 1)).toBe(0);
+    } finally {
+      await gw.close();
+    }
   });
 });
