@@ -167,6 +167,8 @@ async function announceRun(
     step: "turn",
     provenance: "inter_session",
     source: { sessionKey: run.childSessionKey, tool: "subagent_announce", runId: run.runId },
+    // One hop after the child's turn (records of the previous release have none: 0, as before).
+    ...(run.hop !== undefined ? { hop: run.hop + 1 } : {}),
     ...(route ? { deliver: { ...route, channel: route.channel } } : {}),
   });
   if (route) {

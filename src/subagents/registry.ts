@@ -40,6 +40,11 @@ export interface SubagentRun {
   suppressAnnounce?: "steer-restart" | "killed";
   /** Set when a steer replaced this run by another in the same child session. */
   replacedBy?: string;
+  /**
+   * The agent-to-agent hop of the child's turn (its requester's + 1): the completion turn in the
+   * requester comes one hop later, so chains of sends through spawns stay under `maxHops`.
+   */
+  hop?: number;
 }
 
 export class SubagentRegistry {
@@ -189,6 +194,7 @@ export function decode(h: Record<string, string>): SubagentRun {
     usageInput: num(h.usageInput),
     usageOutput: num(h.usageOutput),
     startedAt: num(h.startedAt),
+    hop: num(h.hop),
   };
   for (const [k, v] of Object.entries(opt)) if (v !== undefined) (run as unknown as Record<string, number>)[k] = v;
   if (h.error) run.error = h.error;

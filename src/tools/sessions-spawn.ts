@@ -140,6 +140,7 @@ export async function sessionsSpawn(svc: ToolDeps, caller: ToolCaller, rawArgs: 
       createdAt: Date.now(),
       status: "running",
       announce: "pending",
+      hop: caller.hop + 1,
     },
     sa.maxChildrenPerAgent,
   );
@@ -160,6 +161,8 @@ export async function sessionsSpawn(svc: ToolDeps, caller: ToolCaller, rawArgs: 
     source: { sessionKey: caller.sessionKey, tool: "sessions_spawn" },
     ...(runTimeoutSeconds > 0 ? { runTimeoutSeconds } : {}),
     ...(model ? { model } : {}),
+    // A hop of the requester's chain: the child's sends, and the completion turn, count on.
+    hop: caller.hop + 1,
     ...(caller.traceId ? { traceId: caller.traceId } : {}),
     continuation: announceContinuation(svc, childSessionKey, runId),
   });

@@ -228,7 +228,14 @@ export async function subagentsTool(svc: ToolDeps, caller: ToolCaller, rawArgs: 
   }
   const child = await svc.sessions.get(prev.childSessionKey);
   if (!child) return toolError(`Unknown subagent session: ${prev.childSessionKey}`, { action });
-  const next: SubagentRun = { ...prev, runId, createdAt: Date.now(), status: "running", announce: "pending" };
+  const next: SubagentRun = {
+    ...prev,
+    runId,
+    createdAt: Date.now(),
+    status: "running",
+    announce: "pending",
+    hop: caller.hop + 1,
+  };
   delete next.endedAt;
   delete next.startedAt;
   delete next.frozenResult;
@@ -244,6 +251,8 @@ export async function subagentsTool(svc: ToolDeps, caller: ToolCaller, rawArgs: 
     step: "turn",
     provenance: "inter_session",
     source: { sessionKey: caller.sessionKey, tool: "subagents" },
+    hop: caller.hop + 1,
+    ...(caller.traceId ? { traceId: caller.traceId } : {}),
     ...(prev.runTimeoutSeconds ? { runTimeoutSeconds: prev.runTimeoutSeconds } : {}),
     continuation: announceContinuation(svc, prev.childSessionKey, runId),
   });
