@@ -63,6 +63,18 @@ export function parseInbound(body: unknown): InboundMessage {
   return r.data;
 }
 
+/**
+ * The key part a message id is remembered under: per channel, account and conversation. Message
+ * ids are only unique within a chat on some channels (Telegram's `message_id` per chat, Slack's
+ * `ts` per channel), so two chats sending the same id are two messages. The conversation is the
+ * chat a reply goes to; the parts that come from the sender are escaped so none can end early.
+ */
+export function inboundMessageKey(msg: InboundMessage, messageId: string): string {
+  const part = (s: string) => encodeURIComponent(s);
+  const chat = `${msg.chatType}:${part(routeOf(msg).to)}`;
+  return `inmsg:${msg.channel}:${part(msg.accountId ?? "default")}:${chat}:${part(messageId)}`;
+}
+
 function routeOf(msg: InboundMessage) {
   const to = msg.chatType === "dm" ? msg.from : (msg.groupId ?? msg.to ?? msg.from);
   return {
@@ -84,9 +96,7 @@ export interface InboundDeps extends RunDeps {
 export async function handleInbound(svc: InboundDeps, body: unknown): Promise<InboundResult> {
   const msg = parseInbound(body);
   const { agentId, sessionKey } = resolveInboundSession(svc.config, msg);
-  const dedupKey = msg.messageId
-    ? `${svc.keys.base}:inmsg:${msg.channel}:${msg.accountId ?? "default"}:${msg.messageId}`
-    : undefined;
+  const dedupKey = msg.messageId ? `${svc.keys.base}:${inboundMessageKey(msg, msg.messageId)}` : undefined;
   if (!dedupKey) return await handleResolved(svc, msg, agentId, sessionKey);
 
   // The run of a message with an id is derived from that id: an earlier attempt that queued the

@@ -36,7 +36,7 @@ describe("idempotent sends after a crash mid-send", () => {
     const messageId = "tg-crash-1";
     const body = { channel: "telegram", chatType: "dm", from: "crashy", text: "after the crash", messageId };
     // What a gateway killed after claiming the messageId, before queueing the turn, leaves behind.
-    const claimKey = `${sys.svc.keys.base}:inmsg:telegram:default:${messageId}`;
+    const claimKey = `${sys.svc.keys.base}:inmsg:telegram:default:dm:crashy:${messageId}`;
     await sys.svc.redis.set(claimKey, "pending:dead-gateway", "EX", 60);
 
     const first = await sys.post("/v1/inbound", body);
@@ -66,7 +66,7 @@ describe("idempotent sends after a crash mid-send", () => {
     const a = await sys.post("/v1/inbound", body);
     expect(a.status).toBe(202);
     // As if the gateway died after queueing the turn, before recording its answer.
-    const claimKey = `${sys.svc.keys.base}:inmsg:telegram:default:tg-crash-2`;
+    const claimKey = `${sys.svc.keys.base}:inmsg:telegram:default:dm:crashy2:tg-crash-2`;
     await sys.svc.redis.set(claimKey, "pending:dead-gateway", "EX", 60);
 
     const t0 = Date.now();

@@ -456,6 +456,27 @@ describe("messageId de-dup", () => {
     await waitRun(sys, c.runId);
     expect((await history(sys, a.sessionKey)).filter((m) => m.role === "user")).toHaveLength(2);
   });
+
+  it("the same messageId from another chat is another message (ids are per chat on Telegram, Slack)", async () => {
+    const alice = await inbound(sys, dm("dedup-alice", "from alice", { messageId: "1" }));
+    const bob = await inbound(sys, dm("dedup-bob", "from bob", { messageId: "1" }));
+    expect(bob.duplicate).toBeUndefined();
+    expect(bob.runId).not.toBe(alice.runId);
+    expect(bob.sessionKey).not.toBe(alice.sessionKey);
+    expect(await waitRun(sys, bob.runId)).toMatchObject({ status: "ok" });
+    expect((await history(sys, bob.sessionKey)).filter((m) => m.role === "user")).toHaveLength(1);
+    // And in groups: the same id in two groups, both run; twice in one group, once.
+    const group = (groupId: string) => ({
+      ...dm("dedup-g", "in a group", { messageId: "7" }),
+      chatType: "group",
+      groupId,
+    });
+    const g1 = await inbound(sys, group("g-1"));
+    const g2 = await inbound(sys, group("g-2"));
+    expect(g2.duplicate).toBeUndefined();
+    expect((await inbound(sys, group("g-1"))).duplicate).toBe(true);
+    expect(new Set([g1.runId, g2.runId]).size).toBe(2);
+  });
 });
 
 describe("messageId de-dup under concurrency", () => {
