@@ -50,9 +50,13 @@ export function commandTextOf(text: string, chatType: string): string {
 /**
  * Does `text` start with one of `triggers`? Case-insensitive; leading and trailing whitespace is
  * ignored. A bare trigger matches with remainder ""; a trigger followed by whitespace matches
- * with the rest as remainder; anything else (e.g. `/newer` for `/new`) does not match. When
+ * with the rest as remainder; a slash trigger may carry a bot suffix (`/new@my_bot`); anything
+ * else (e.g. `/newer` for `/new`) does not match. When
  * several triggers match, the longest wins (so `/new` and `/new-chat` can coexist).
  */
+/** `@<bot username>` right after a slash trigger (Telegram's username alphabet). */
+const BOT_SUFFIX = /^@[A-Za-z0-9_]+/;
+
 export function parseResetTrigger(
   text: string,
   triggers: readonly string[] = DEFAULT_RESET_TRIGGERS,
@@ -66,13 +70,16 @@ export function parseResetTrigger(
   for (const trigger of ordered) {
     if (body.length < trigger.length) continue;
     if (body.slice(0, trigger.length).toLowerCase() !== trigger.toLowerCase()) continue;
-    const next = body.charAt(trigger.length);
+    // Telegram clients address a command to a bot in groups: `/new@my_bot`, as chat commands accept.
+    const suffix = trigger.startsWith("/") ? (BOT_SUFFIX.exec(body.slice(trigger.length))?.[0] ?? "") : "";
+    const end = trigger.length + suffix.length;
+    const next = body.charAt(end);
     if (next !== "" && !/\s/.test(next)) continue;
     return {
       triggered: true,
       trigger,
       command: trigger.replace(/^\/+/, "").toLowerCase(),
-      remainder: body.slice(trigger.length).trim(),
+      remainder: body.slice(end).trim(),
     };
   }
   return { triggered: false };
