@@ -14,7 +14,7 @@
  */
 import type { WorkerDeps } from "./worker-deps.js";
 import { agentRuntime, isAgentSandboxed } from "../config/agents.js";
-import { StaleFenceError, TurnHandedBackError } from "../errors/index.js";
+import { SessionConflictError, SessionNotFoundError, StaleFenceError, TurnHandedBackError } from "../errors/index.js";
 import { createRuntime } from "../runtimes/registry.js";
 import { RunAbortedError, type RunOutput, type ToolInvokerFactory } from "../runtimes/types.js";
 import type { LeaseHandle } from "../runs/session-lease.js";
@@ -660,23 +660,32 @@ export class TurnExecutor {
     const aborted = outcome.status === "killed" || outcome.status === "timeout";
     const modelChanged = output?.model !== undefined && output.model !== entry.model;
     if (entry.systemSent && Boolean(entry.abortedLastRun) === aborted && !modelChanged && !output?.usage) return;
-    await this.svc.sessions.upsert(
-      turn.sessionKey,
-      { agentId: entry.agentId, kind: entry.kind },
-      { abortedLastRun: aborted, systemSent: true, ...(output?.model ? { model: output.model } : {}) },
-      {
-        // Run bookkeeping is not user activity: freshness stays driven by message times.
-        activity: "preserve",
-        ...(output?.usage
-          ? {
-              increment: {
-                inputTokens: output.usage.input,
-                outputTokens: output.usage.output,
-                totalTokens: output.usage.input + output.usage.output,
-              },
-            }
-          : {}),
-      },
-    );
+    await this.svc.sessions
+      .upsert(
+        turn.sessionKey,
+        { agentId: entry.agentId, kind: entry.kind },
+        { abortedLastRun: aborted, systemSent: true, ...(output?.model ? { model: output.model } : {}) },
+        {
+          // Run bookkeeping is not user activity: freshness stays driven by message times.
+          activity: "preserve",
+          // Only into the session the turn ran in: a reset while it ran (`/new`, a stale rotation,
+          // sessions.reset) starts a new one with none of these, nor does a delete leave a stub.
+          mode: "update",
+          expectSessionId: turn.sessionId,
+          ...(output?.usage
+            ? {
+                increment: {
+                  inputTokens: output.usage.input,
+                  outputTokens: output.usage.output,
+                  totalTokens: output.usage.input + output.usage.output,
+                },
+              }
+            : {}),
+        },
+      )
+      .catch((err: unknown) => {
+        if (err instanceof SessionConflictError || err instanceof SessionNotFoundError) return;
+        throw err;
+      });
   }
 }

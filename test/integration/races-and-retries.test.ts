@@ -24,7 +24,11 @@ beforeAll(async () => {
           id: "main",
           runtime: {
             kind: "script",
-            rules: [{ when: { contains: "slow" }, delayMs: 3000, reply: "slow done" }, { reply: "ok: {{text}}" }],
+            rules: [
+              { when: { contains: "counted" }, delayMs: 800, reply: "counted", usage: { input: 1000, output: 500 } },
+              { when: { contains: "slow" }, delayMs: 3000, reply: "slow done" },
+              { reply: "ok: {{text}}" },
+            ],
           },
         },
       ],
@@ -239,5 +243,23 @@ describe("a /stop that dies after dropping the queued turns", () => {
     } finally {
       await gw.close();
     }
+  });
+});
+
+describe("a turn that finishes after its session was reset", () => {
+  it("does not write its bookkeeping (tokens, model, aborted flag) into the new session", async () => {
+    const dm = { channel: "tg", chatType: "dm", from: "counter" };
+    const first = await sys.post("/v1/inbound", { ...dm, text: "counted one" });
+    await settle(async () => (await sys.get(`/v1/runs/${first.body.runId}`)).body.status === "running", {
+      what: "the counted run running",
+    });
+    const reset = await sys.post("/v1/inbound", { ...dm, text: "/new" });
+    expect(reset.body.isNewSession).toBe(true);
+    expect((await sys.rpc("agent.wait", { runId: first.body.runId, timeoutMs: 10_000 })).status).toBe("ok");
+    await sys.rpc("agent.wait", { runId: reset.body.runId, timeoutMs: 10_000 });
+    const entry = await sys.svc.sessions.get(reset.body.sessionKey);
+    expect(entry?.sessionId).toBe(reset.body.sessionId);
+    expect(entry?.inputTokens).toBeUndefined();
+    expect(entry?.totalTokens).toBeUndefined();
   });
 });
