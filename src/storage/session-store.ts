@@ -212,6 +212,29 @@ export class SessionStore {
   }
 
   async delete(sessionKey: string, agentId: string, kind: SessionKind): Promise<SessionEntry | null> {
+    return (await this.deleteWhere(sessionKey, agentId, kind, "")) as SessionEntry | null;
+  }
+
+  /**
+   * Delete the session only if it has been idle since `lastActivity` (ms) at the latest and has
+   * no turn queued or in flight, checked in the delete itself: "busy" otherwise (the prune picked
+   * it by that time, and a message since then must keep it).
+   */
+  async deleteIfIdleSince(
+    sessionKey: string,
+    agentId: string,
+    kind: SessionKind,
+    lastActivity: number,
+  ): Promise<SessionEntry | null | "busy"> {
+    return await this.deleteWhere(sessionKey, agentId, kind, String(lastActivity));
+  }
+
+  private async deleteWhere(
+    sessionKey: string,
+    agentId: string,
+    kind: SessionKind,
+    idleSince: string,
+  ): Promise<SessionEntry | null | "busy"> {
     const raw = (await this.deleteLua(
       [
         this.keys.session(sessionKey),
@@ -221,9 +244,12 @@ export class SessionStore {
         this.keys.sessionIdIndex(),
         this.keys.labelIndex(agentId),
         this.keys.staleIndex(),
+        this.keys.inbox(sessionKey),
+        this.keys.inflight(sessionKey),
       ],
-      [sessionKey, `${this.keys.base}:idx:children:`],
+      [sessionKey, `${this.keys.base}:idx:children:`, idleSince],
     )) as string | null;
+    if (raw === "BUSY") return "busy";
     return raw ? (JSON.parse(raw) as SessionEntry) : null;
   }
 

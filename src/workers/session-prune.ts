@@ -8,7 +8,8 @@
  *
  * `mode: "warn"` (the default, as in OpenClaw) is the dry run: the job only reports what it
  * would remove (in its result and the log); `"enforce"` removes. `sessions.cleanup { dryRun }`
- * runs the same pass on demand. Sessions with turns queued or running are left for a later run.
+ * runs the same pass on demand. Sessions with turns queued or running are left for a later run,
+ * and so is one with a message since it was picked: the delete checks both itself.
  */
 import type { WorkerDeps } from "./worker-deps.js";
 import { defaultAgentId } from "../config/agents.js";
@@ -31,6 +32,15 @@ export interface PruneReport {
 interface Candidate {
   key: string;
   reason: "pruned" | "capped";
+  /** Its last activity (updatedAt) when it was picked: it is removed only if idle since. */
+  lastActivity: number;
+}
+
+/** ZRANGE … WITHSCORES answers as [member, score] pairs. */
+function pairs(flat: string[]): [string, number][] {
+  const out: [string, number][] = [];
+  for (let i = 0; i + 1 < flat.length; i += 2) out.push([flat[i]!, Number(flat[i + 1])]);
+  return out;
 }
 
 /** What pruning reads and deletes (also run by the `sessions.prune` RPC, outside a worker). */
@@ -44,13 +54,14 @@ async function candidates(svc: PruneDeps, now: number, batch: number): Promise<C
     svc.keys.updatedIndex(),
     "-inf",
     `(${now - m.pruneAfterMs}`,
+    "WITHSCORES",
     "LIMIT",
     0,
     batch,
   );
-  for (const key of stale) {
+  for (const [key, lastActivity] of pairs(stale)) {
     seen.add(key);
-    out.push({ key, reason: "pruned" });
+    out.push({ key, reason: "pruned", lastActivity });
   }
   const agents = new Set([defaultAgentId(svc.config), ...svc.config.agents.list.map((a) => a.id)]);
   for (const agentId of agents) {
@@ -58,10 +69,12 @@ async function candidates(svc: PruneDeps, now: number, batch: number): Promise<C
     const excess = (await svc.redis.zcard(index)) - m.maxEntries;
     if (excess <= 0) continue;
     // The oldest `excess` go (those already pruned for age are among them: same ordering).
-    for (const key of await svc.redis.zrange(index, 0, Math.min(excess, batch) - 1)) {
+    for (const [key, lastActivity] of pairs(
+      await svc.redis.zrange(index, 0, Math.min(excess, batch) - 1, "WITHSCORES"),
+    )) {
       if (seen.has(key)) continue;
       seen.add(key);
-      out.push({ key, reason: "capped" });
+      out.push({ key, reason: "capped", lastActivity });
     }
   }
   return out.slice(0, batch);
@@ -80,7 +93,12 @@ export async function pruneOnce(svc: PruneDeps, opts: { dryRun?: boolean; now?: 
     }
     if (!dryRun) {
       const { agentId, kind } = identOf(svc.config, c.key);
-      const old = await svc.sessions.delete(c.key, agentId, kind);
+      // Checked again in the delete itself: a message since the pick keeps the session.
+      const old = await svc.sessions.deleteIfIdleSince(c.key, agentId, kind, c.lastActivity);
+      if (old === "busy") {
+        report.busy.push(c.key);
+        continue;
+      }
       if (!old) continue;
       await enqueueArchive(svc, { sessionKey: c.key, agentId, sessionId: old.sessionId, kind: "deleted" });
     }

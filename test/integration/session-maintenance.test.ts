@@ -67,6 +67,38 @@ describe("session.maintenance", () => {
     expect(await sys.rpc("sessions.cleanup", { dryRun: false })).toMatchObject({ pruned: [], capped: [] });
   });
 
+  it("a session active since the prune picked it is kept: the delete checks idleness itself", async () => {
+    const sys = await startTestSystem({
+      session: { reset: { mode: "off" }, maintenance: { pruneAfter: "1d", maxEntries: 100 } },
+      maintenance: { sweepEveryMs: 3_600_000 },
+    });
+    systems.push(sys);
+    const picked = Date.now() - 5 * DAY;
+    const key = "agent:main:woke-up";
+    await seed(sys, key, picked);
+    const ident = { agentId: "main", kind: "other" as const };
+    // A message after the pick: its activity moves updatedAt past the picked time.
+    await sys.svc.sessions.upsert(key, ident, {}, { activity: "touch" });
+    expect(await sys.svc.sessions.deleteIfIdleSince(key, "main", "other", picked)).toBe("busy");
+    // Idle since the pick, but a turn queued: kept too.
+    const quiet = "agent:main:queued";
+    const sid = await seed(sys, quiet, picked);
+    await sys.svc.redis.rpush(
+      sys.svc.keys.inbox(quiet),
+      JSON.stringify({ runId: "r", sessionKey: quiet, sessionId: sid }),
+    );
+    expect(await sys.svc.sessions.deleteIfIdleSince(quiet, "main", "other", picked)).toBe("busy");
+    await sys.svc.redis.del(sys.svc.keys.inbox(quiet));
+    expect(
+      (await sys.svc.sessions.deleteIfIdleSince(quiet, "main", "other", picked)) as { sessionId: string },
+    ).toMatchObject({
+      sessionId: sid,
+    });
+    // The pass itself: the woken session is not a candidate any more; nothing else to do.
+    expect(await sys.rpc("sessions.cleanup", { dryRun: false })).toMatchObject({ pruned: [], busy: [] });
+    expect(await sys.svc.sessions.get(key)).not.toBeNull();
+  });
+
   it("enforce mode removes stale sessions by itself, as a scheduled job", async () => {
     const sys = await startTestSystem({
       session: { reset: { mode: "off" }, maintenance: { mode: "enforce", pruneAfter: "2h", maxEntries: 500 } },

@@ -2,16 +2,23 @@
   Remove one session entry and all its index memberships.
 
   KEYS[1] entry, KEYS[2] updated idx, KEYS[3] agent idx, KEYS[4] kind idx, KEYS[5] sid idx,
-  KEYS[6] label idx, KEYS[7] stale idx
+  KEYS[6] label idx, KEYS[7] stale idx, KEYS[8] inbox, KEYS[9] inflight (read only with ARGV[3])
   ARGV[1] session key
   ARGV[2] children index key prefix "{p}:idx:children:" (same hash tag; the parent is only known
           from the stored entry, so the key is derived here: it is in the same slot by construction)
+  ARGV[3] "" (delete whatever the entry holds), or a time (ms): delete only a session idle since
+          then at the latest (its updatedAt not after it) with no turn queued or in flight, as the
+          prune that picked it by that time saw it; a message since then keeps the session
 
-  Returns the deleted entry JSON, or nil when there was none.
+  Returns the deleted entry JSON, nil when there was none, or "BUSY" when ARGV[3] kept it.
 ]]
 local raw = redis.call("GET", KEYS[1])
 if not raw then return nil end
 local entry = cjson.decode(raw)
+if ARGV[3] ~= "" then
+  if (tonumber(entry.updatedAt) or 0) > tonumber(ARGV[3]) then return "BUSY" end
+  if redis.call("LLEN", KEYS[8]) > 0 or redis.call("LLEN", KEYS[9]) > 0 then return "BUSY" end
+end
 redis.call("DEL", KEYS[1])
 redis.call("ZREM", KEYS[2], ARGV[1])
 redis.call("ZREM", KEYS[3], ARGV[1])
