@@ -48,7 +48,8 @@ export async function deliverOnce(
   await log.open({ id: d.id, sessionKey: d.sessionKey, kind: d.kind, message: d.message, ...d.route });
   if ((await log.get(d.id))?.status === "delivered") return { status: "delivered" };
   const entry = await svc.sessions.get(d.sessionKey);
-  const policy = sessionSendPolicy(svc.config, d.sessionKey, entry);
+  // Decided for where the message goes: a rule on a channel holds for any session sending there.
+  const policy = sessionSendPolicy(svc.config, d.sessionKey, entry, { channel: d.route.channel });
   if (policy === "deny") {
     await log.setStatus(d.id, "blocked", "send blocked by session policy");
     deliveryCounted("blocked");
@@ -80,7 +81,7 @@ export async function deliverOnce(
 
 /**
  * What a delivery comes to without any attempt: `blocked` (sendPolicy deny, decided on the
- * session `entry`) or `no_route` (no adapter for its channel), else null (it must be sent).
+ * session `entry` and the channel it goes to) or `no_route` (no adapter for its channel), else null (it must be sent).
  * The same decisions, in the same order, as `deliverOnce`.
  */
 function settledWithoutSending(
@@ -88,7 +89,7 @@ function settledWithoutSending(
   d: DeliverData,
   entry: SessionEntry | null,
 ): { status: "blocked" | "no_route"; error: string } | null {
-  if (sessionSendPolicy(config, d.sessionKey, entry) === "deny")
+  if (sessionSendPolicy(config, d.sessionKey, entry, { channel: d.route.channel }) === "deny")
     return { status: "blocked", error: "send blocked by session policy" };
   if (!config.channels[d.route.channel])
     return { status: "no_route", error: `no adapter configured for channel ${d.route.channel}` };

@@ -257,10 +257,10 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
     send: async (raw) => {
       const p = parseParams(P.SendParams, raw, "send");
       const key = p.sessionKey ? canon(p.sessionKey) : `channel:${p.channel}`;
-      if (p.sessionKey) {
-        const entry = await svc.sessions.get(key);
-        if (sessionSendPolicy(svc.config, key, entry) === "deny") throw new SendBlockedError(key);
-      }
+      // Refused here, not queued and then blocked: the policy for where it goes (the delivery
+      // decides the same way).
+      const entry = p.sessionKey ? await svc.sessions.get(key) : null;
+      if (sessionSendPolicy(svc.config, key, entry, { channel: p.channel }) === "deny") throw new SendBlockedError(key);
       const id = p.idempotencyKey
         ? `send-${createHash("sha256").update(p.idempotencyKey).digest("hex").slice(0, 32)}`
         : `send-${randomUUID()}`;

@@ -327,3 +327,60 @@ describe("delivery records after a crash", () => {
     });
   });
 });
+
+describe("sendPolicy is decided for the channel a message goes to", () => {
+  async function policySystem(sendPolicy: Record<string, unknown>): Promise<TestSystem> {
+    const s = await startTestSystem({
+      maintenance: { sweepEveryMs: 3_600_000 },
+      session: { dmScope: "per-channel-peer", sendPolicy },
+      channels: { tg: { kind: "webhook", url: `${base}/ok` }, quiet: { kind: "log" } },
+    });
+    return s;
+  }
+
+  it("a rule denying a channel holds for sends there from any session, and for none", async () => {
+    const s = await policySystem({ rules: [{ action: "deny", match: { channel: "quiet" } }] });
+    try {
+      const res = await inbound(s, { channel: "tg", chatType: "dm", from: "p1", text: "hello" });
+      expect((await finalDelivery(s, res.sessionKey)).status).toBe("delivered");
+      for (const params of [
+        { channel: "quiet", to: "room", message: "no session" },
+        { sessionKey: res.sessionKey, channel: "quiet", to: "room", message: "from a tg session" },
+      ]) {
+        const refused = await s.post("/v1/rpc/send", params);
+        expect(refused.body).toMatchObject({ ok: false, error: { message: "send blocked by session policy" } });
+      }
+      // The same check on a reply routed there: recorded as blocked, never sent.
+      const run = await s.rpc("agent", {
+        sessionKey: res.sessionKey,
+        message: "to quiet",
+        deliver: true,
+        channel: "quiet",
+        to: "room",
+      });
+      await s.rpc("agent.wait", { runId: run.runId, timeoutMs: 10_000 });
+      const reply = await settle(
+        async () => (await deliveries(s, { sessionKey: res.sessionKey })).find((d) => d.channel === "quiet"),
+        { what: "the reply routed to the denied channel recorded" },
+      );
+      expect(reply.status).toBe("blocked");
+    } finally {
+      await s.close();
+    }
+  });
+
+  it("an allow-listed channel is sent to under a default deny, also without a session", async () => {
+    const s = await policySystem({ default: "deny", rules: [{ action: "allow", match: { channel: "tg" } }] });
+    try {
+      const sent = await s.rpc("send", { channel: "tg", to: "p2", message: "allowed" });
+      await settle(async () => (await deliveries(s, {})).find((d) => d.id === sent.id && d.status === "delivered"), {
+        what: "the allow-listed send delivered",
+        timeoutMs: 10_000,
+      });
+      const refused = await s.post("/v1/rpc/send", { channel: "quiet", to: "p2", message: "not listed" });
+      expect(refused.body).toMatchObject({ ok: false });
+    } finally {
+      await s.close();
+    }
+  });
+});
