@@ -30,7 +30,7 @@ import { commandTextOf, effectiveResetTriggers, greetingPrompt, parseResetTrigge
 import { modelCatalog, resolveModelChoice } from "./model-choice.js";
 import { SYSTEM_EVENT_CHANNELS } from "../session/inbound-message.js";
 import { sessionSendPolicy } from "../session/stored-send-policy.js";
-import type { SessionEntryPatch } from "../session/session-entry.js";
+import { replacingFields, type DeliveryContext, type SessionEntryPatch } from "../session/session-entry.js";
 import { enqueueDelivery } from "../delivery/deliver.js";
 import { isCommandOwner, OWNER_ONLY_REPLY } from "./command-owner.js";
 import { effectiveTools } from "../subagents/tool-policy.js";
@@ -215,11 +215,13 @@ async function handleResolved(
           ? { label: msg.groupSubject }
           : {}),
     },
-    deliveryContext: route,
+    // The route of this message, whole: an account or thread the previous one had is removed
+    // (null), so a reply never goes out through the bot account of an earlier message.
+    deliveryContext: replacingFields<DeliveryContext>(route, ["accountId", "threadId"]),
     lastChannel: route.channel,
     lastTo: route.to,
-    ...(route.accountId ? { lastAccountId: route.accountId } : {}),
-    ...(route.threadId ? { lastThreadId: route.threadId } : { lastThreadId: null }),
+    lastAccountId: route.accountId ?? null,
+    lastThreadId: route.threadId ?? null,
   };
 
   if (command?.kind === "send") {

@@ -90,6 +90,17 @@ export type SessionEntryPatch = {
   [K in keyof SessionEntry]?: SessionEntry[K] | null;
 };
 
+/**
+ * An object field of a patch that replaces the stored one rather than merging into it: the
+ * `fields` it lacks are sent as null, which the store's one-level merge removes
+ * (session-upsert.lua). Typed as the object itself, since only the store sees the nulls.
+ */
+export function replacingFields<T extends object>(value: T, fields: readonly (keyof T & string)[]): T {
+  const out = { ...value } as Record<string, unknown>;
+  for (const f of fields) if (out[f] === undefined) out[f] = null;
+  return out as T;
+}
+
 /** What `sessions.patch` accepts from operators and tools: the toggles, never ids or lineage. */
 export const SessionPatchSchema = z.strictObject({
   label: safeString("label", "label").min(1).max(512).nullable().optional(),

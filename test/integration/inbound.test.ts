@@ -607,6 +607,24 @@ describe("recorded route", () => {
     // resolvable by sessionId too
     expect((await sys.rpc("sessions.resolve", { sessionId: d.sessionId })).key).toBe(d.sessionKey);
   });
+
+  it("the route is the latest message's, whole: no bot account kept from an earlier one", async () => {
+    const group = { channel: "tg", chatType: "group", from: "u50", groupId: "grp9", text: "hi" };
+    const first = await inbound(sys, { ...group, accountId: "work" });
+    expect((await entryOf(sys, first.sessionKey)).deliveryContext).toEqual({
+      channel: "tg",
+      to: "grp9",
+      accountId: "work",
+    });
+    const second = await inbound(sys, group); // through the default account
+    expect(second.sessionKey).toBe(first.sessionKey);
+    const entry = await entryOf(sys, first.sessionKey);
+    expect(entry.deliveryContext).toEqual({ channel: "tg", to: "grp9" });
+    expect(entry.lastAccountId).toBeUndefined();
+    // A session's first message without an account stores no empty fields either.
+    const fresh = await inbound(sys, { ...group, groupId: "grp10" });
+    expect((await entryOf(sys, fresh.sessionKey)).deliveryContext).toEqual({ channel: "tg", to: "grp10" });
+  });
 });
 
 describe("concurrent rotation", () => {

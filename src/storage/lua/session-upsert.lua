@@ -58,9 +58,12 @@ for k, v in pairs(patch) do
   end
   if v == cjson.null then
     entry[k] = nil
-  elseif type(v) == "table" and type(entry[k]) == "table" and next(v) ~= nil and #v == 0 then
+  elseif type(v) == "table" and next(v) ~= nil and #v == 0 then
+    -- An object merges one level into the stored one; a null inside it removes that field.
     local merged = {}
-    for ik, iv in pairs(entry[k]) do merged[ik] = iv end
+    if type(entry[k]) == "table" then
+      for ik, iv in pairs(entry[k]) do merged[ik] = iv end
+    end
     for ik, iv in pairs(v) do
       if iv == cjson.null then merged[ik] = nil else merged[ik] = iv end
     end
