@@ -16,7 +16,7 @@ import { agentRuntime } from "../config/agents.js";
 import { SwitchboardError, ValidationError } from "../errors/index.js";
 import { zodIssues } from "../config/parse.js";
 import { freshnessOf, policyFor, staleAtFor } from "../session/entry-freshness.js";
-import { resetPatch } from "../rotation/rotate.js";
+import { resetPatch, rotateSession } from "../rotation/rotate.js";
 import { identOf } from "../session/session-ident.js";
 import { statusCard } from "../session/status-card.js";
 import { enqueueTurn, requestDrain } from "../runs/enqueue.js";
@@ -231,12 +231,30 @@ async function handleResolved(
       return { ...base, ...(entry ? { sessionId: entry.sessionId } : {}), command: "send", refused: "not_owner" };
     }
     if ("error" in command) throw new ValidationError(command.error);
-    entry = await svc.sessions.upsert(
-      sessionKey,
-      ident,
-      { ...(entry ? {} : { sessionId: randomUUID() }), ...meta, sendPolicy: command.value },
-      { activity: "preserve", now },
-    );
+    // A stale session is rolled over first, with the policy set in the same step, as the next
+    // message or the sweep would roll it over (which clears per-session overrides): otherwise
+    // the policy would go on the retiring session and be lost with it. A rollover refused (turns
+    // queued or running, or the entry changed) leaves the policy on the session as it is.
+    const stale = entry ? freshnessOf(config, entry, now) : undefined;
+    const rolled =
+      entry && stale && !stale.fresh
+        ? await rotateSession(svc, entry, {
+            reason: stale.staleReason ?? "daily",
+            now,
+            archive: "job",
+            activity: "preserve",
+            onlyIfUntouchedAndIdle: true,
+            extra: { ...meta, sendPolicy: command.value },
+          })
+        : null;
+    entry =
+      rolled ??
+      (await svc.sessions.upsert(
+        sessionKey,
+        ident,
+        { ...(entry ? {} : { sessionId: randomUUID() }), ...meta, sendPolicy: command.value },
+        { activity: "preserve", now },
+      ));
     const effective = sendPolicy();
     await reply(svc, sessionKey, route, `Send policy: ${command.value ?? `inherit (${effective})`}.`, "command");
     return { ...base, sessionId: entry.sessionId, command: "send", sendPolicy: command.value ?? "inherit" };

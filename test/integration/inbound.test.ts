@@ -9,6 +9,7 @@
  * sessions due and rotate them behind a test's back.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sweepOnce } from "../../src/workers/maintenance.js";
 import { httpJson, startPeer, startTestSystem, type TestSystem } from "../helpers/system.js";
 import { entryOf, history, inbound, sessionFiles, waitRun, waitRunning } from "../helpers/api.js";
 
@@ -24,7 +25,7 @@ beforeAll(async () => {
   sys = await startTestSystem({
     maintenance: { sweepEveryMs: 3_600_000 },
     // `/send` is owner-only: these senders are the owners the /send tests speak as.
-    commands: { ownerAllowFrom: ["tg:sender", "sender2", "quietchan:u1", "dedup3"] },
+    commands: { ownerAllowFrom: ["tg:sender", "sender2", "quietchan:u1", "dedup3", "stale-owner"] },
     session: {
       dmScope: "per-channel-peer",
       reset: { mode: "daily", atHour: 4, timezone: "UTC" },
@@ -321,6 +322,26 @@ describe("/send, /status and sendPolicy", () => {
     expect(again.blocked).toBeUndefined();
     expect((await waitRun(sys, again.runId)).reply).toBe("echo: back again");
     expect(await history(sys, first.sessionKey)).toHaveLength(4);
+  });
+
+  it("/send off on a stale session rolls it over first: the mute stays, a sweep does not lift it", async () => {
+    const D = Date.UTC(2031, 7, 10);
+    const a = await inbound(sys, dm("stale-owner", "one", { timestamp: D + 10 * HOUR }));
+    await waitRun(sys, a.runId);
+    // The next morning, past the 04:00 boundary: the session is stale when the owner mutes it.
+    const off = await inbound(sys, dm("stale-owner", "/send off", { timestamp: D + DAY + 5 * HOUR }));
+    expect(off).toMatchObject({ command: "send", sendPolicy: "deny" });
+    expect(off.sessionId).not.toBe(a.sessionId);
+    expect(await entryOf(sys, a.sessionKey)).toMatchObject({
+      sessionId: off.sessionId,
+      sendPolicy: "deny",
+      resetReason: "daily",
+    });
+    // The sweep, later that day, has nothing to roll over (it used to, clearing the mute).
+    await sweepOnce(sys.svc, D + DAY + 6 * HOUR);
+    expect((await entryOf(sys, a.sessionKey)).sendPolicy).toBe("deny");
+    const later = await inbound(sys, dm("stale-owner", "still there?", { timestamp: D + DAY + 6 * HOUR }));
+    expect(later.blocked).toBe("send_policy_deny");
   });
 
   it("/send with a bad argument is a 400", async () => {
