@@ -64,9 +64,15 @@ export class DeliveryLog {
     if (settled) m.hset(key, { status: settled.status, error: settled.error.slice(0, 500) });
     m.expire(key, TTL_SECONDS);
     m.zadd(this.keys.deliveryIndex(), "NX", ts, rec.id);
-    m.zadd(this.keys.deliveriesBySession(rec.sessionKey), "NX", ts, rec.id);
-    m.zadd(this.keys.deliveriesByChannel(rec.channel), "NX", ts, rec.id);
     m.zremrangebyrank(this.keys.deliveryIndex(), 0, -INDEX_CAP - 1);
+    // The per-session and per-channel indexes drop what is older than a record lives, and go
+    // with their last record: a deleted session's index does not outlive its deliveries.
+    for (const index of [this.keys.deliveriesBySession(rec.sessionKey), this.keys.deliveriesByChannel(rec.channel)]) {
+      m.zadd(index, "NX", ts, rec.id);
+      m.zremrangebyscore(index, "-inf", `(${ts - TTL_SECONDS * 1000}`);
+      m.zremrangebyrank(index, 0, -INDEX_CAP - 1);
+      m.expire(index, TTL_SECONDS);
+    }
     await m.exec();
   }
 

@@ -293,6 +293,25 @@ describe("send RPC and GET /v1/deliveries filters", () => {
   });
 });
 
+describe("delivery indexes", () => {
+  it("per session and per channel, hold nothing older than a record lives and expire with the last one", async () => {
+    const { DeliveryLog } = await import("../../src/delivery/delivery-log.js");
+    const log = new DeliveryLog(sys.svc.redis, sys.svc.keys);
+    const sessionKey = `agent:main:indexed-${Date.now()}`;
+    const channel = `idxchan${Date.now()}`;
+    const month = 30 * 86_400_000;
+    const base = { sessionKey, kind: "send" as const, message: "m", channel };
+    await log.open({ ...base, id: `old-${sessionKey}`, ts: Date.now() - month - 60_000 });
+    await log.open({ ...base, id: `new-${sessionKey}`, ts: Date.now() });
+    for (const index of [sys.svc.keys.deliveriesBySession(sessionKey), sys.svc.keys.deliveriesByChannel(channel)]) {
+      expect(await sys.svc.redis.zrange(index, 0, -1)).toEqual([`new-${sessionKey}`]);
+      const ttl = await sys.svc.redis.ttl(index);
+      expect(ttl).toBeGreaterThan(month / 1000 - 60);
+      expect(ttl).toBeLessThanOrEqual(month / 1000);
+    }
+  });
+});
+
 describe("delivery records after a crash", () => {
   it("a record half made by a dead worker (only its id written) is completed and indexed by the retry", async () => {
     const { DeliveryLog } = await import("../../src/delivery/delivery-log.js");
