@@ -261,8 +261,11 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
       // decides the same way).
       const entry = p.sessionKey ? await svc.sessions.get(key) : null;
       if (sessionSendPolicy(svc.config, key, entry, { channel: p.channel }) === "deny") throw new SendBlockedError(key);
+      // The key names one send to one recipient: the same key for another session, channel or
+      // recipient is another send (a global key silently swallowed the second one).
+      const scope = [key, p.channel, p.to ?? "", p.accountId ?? "", String(p.threadId ?? ""), p.idempotencyKey];
       const id = p.idempotencyKey
-        ? `send-${createHash("sha256").update(p.idempotencyKey).digest("hex").slice(0, 32)}`
+        ? `send-${createHash("sha256").update(JSON.stringify(scope)).digest("hex").slice(0, 32)}`
         : `send-${randomUUID()}`;
       await enqueueDelivery(svc, {
         id,

@@ -13,6 +13,9 @@ import { zodIssues } from "../config/parse.js";
 import { ValidationError } from "../errors/index.js";
 import { safeString } from "./safe-text-schema.js";
 
+/** `new Date(8.64e15)` is the latest valid JavaScript date (ECMAScript's time value range). */
+const MAX_DATE_MS = 8_640_000_000_000_000;
+
 /** Inbound "channels" that are system events, not people: they never reset a session. */
 export const SYSTEM_EVENT_CHANNELS: ReadonlySet<string> = new Set(["heartbeat", "cron-event", "exec-event"]);
 
@@ -56,6 +59,9 @@ export const InboundMessageSchema = z
       .number()
       .int("must be an integer (ms since epoch)")
       .positive("must be a positive ms timestamp")
+      // The last instant a JavaScript Date can hold: beyond it every date computed from the
+      // message (freshness, transcript times) is invalid and the turn could never run.
+      .max(MAX_DATE_MS, "must be a ms timestamp a date can hold (at most 8640000000000000)")
       .optional(),
     // Switchboard extra: which agent handles the message (default agent otherwise).
     agentId: z

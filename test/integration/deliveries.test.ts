@@ -254,6 +254,23 @@ describe("send RPC and GET /v1/deliveries filters", () => {
     await quietPeriod(200, "the repeated send delivers nothing more");
     expect(await deliveries(sys, { sessionKey: key })).toHaveLength(1);
     expect(hits.filter((h) => h.body.sessionKey === key)).toHaveLength(1);
+    // The same key for another recipient is another send, not swallowed as a repeat.
+    const other = await sys.rpc("send", {
+      sessionKey: key,
+      channel: "tg",
+      to: "someone-else",
+      message: "for someone else",
+      idempotencyKey: "send-1",
+    });
+    expect(other.id).not.toBe(a.id);
+    await settle(
+      async () =>
+        (await deliveries(sys, { sessionKey: key })).find((d) => d.id === other.id && d.status === "delivered"),
+      {
+        what: "the send to the other recipient delivered",
+        timeoutMs: 10_000,
+      },
+    );
   });
 
   it("send on a session with sendPolicy deny is refused; allowed again after the override is cleared", async () => {

@@ -535,6 +535,11 @@ describe("validation", () => {
     ["missing from", { channel: "tg", chatType: "dm", text: "hi" }, "from"],
     ["bad channel", { channel: "Bad Channel!", chatType: "dm", from: "u", text: "hi" }, "channel"],
     ["negative timestamp", { channel: "tg", chatType: "dm", from: "u", text: "hi", timestamp: -5 }, "timestamp"],
+    [
+      "timestamp past the last valid date",
+      { channel: "tg", chatType: "dm", from: "u", text: "hi", timestamp: 8_640_000_000_000_001 },
+      "timestamp",
+    ],
   ];
   for (const [name, body, path] of cases) {
     it(`${name} → 400 invalid_request with issue path ${path}`, async () => {

@@ -229,6 +229,10 @@ describe("model aliases", () => {
     const one = await client.models.retrieve("switchboard/ops");
     expect(one).toMatchObject({ id: "switchboard/ops", object: "model", owned_by: "switchboard" });
     await expect(client.models.retrieve("nope")).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    // A model id is decoded once: `%25` is the id "%" (not found), never a server error.
+    const res = await fetch(`${sys.url}/v1/models/%25`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(res.status).toBe(404);
+    expect(await res.json()).toMatchObject({ error: { code: "model_not_found" } });
   });
 });
 

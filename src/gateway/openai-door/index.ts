@@ -51,7 +51,8 @@ export async function registerOpenAiDoor(app: FastifyInstance, svc: GatewayDeps)
     door.get("/v1/models", async () => ({ object: "list", data: modelList(svc, created) }));
 
     door.get<{ Params: { "*": string } }>("/v1/models/*", async (req) => {
-      const id = decodeURIComponent(req.params["*"]);
+      // Decoded by the router already (a second decode fails on `%25`, or reads `%2525` as `%`).
+      const id = req.params["*"];
       const found = modelList(svc, created).find((m) => m.id === id);
       if (found) return found;
       // Any spelling the completions endpoint accepts names a model too.
