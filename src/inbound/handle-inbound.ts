@@ -31,6 +31,7 @@ import { modelCatalog, resolveModelChoice } from "./model-choice.js";
 import { SYSTEM_EVENT_CHANNELS } from "../session/inbound-message.js";
 import { sessionSendPolicy } from "../session/stored-send-policy.js";
 import { replacingFields, type DeliveryContext, type SessionEntryPatch } from "../session/session-entry.js";
+import { transcriptTopicProblem } from "../session/transcript-topic.js";
 import { enqueueDelivery } from "../delivery/deliver.js";
 import { isCommandOwner, OWNER_ONLY_REPLY } from "./command-owner.js";
 import { effectiveTools } from "../subagents/tool-policy.js";
@@ -96,6 +97,12 @@ export interface InboundDeps extends RunDeps {
 export async function handleInbound(svc: InboundDeps, body: unknown): Promise<InboundResult> {
   const msg = parseInbound(body);
   const { agentId, sessionKey } = resolveInboundSession(svc.config, msg);
+  // A topic whose transcript file cannot be named would fail every turn: refused now, not accepted.
+  const topicProblem = transcriptTopicProblem(sessionKey);
+  if (topicProblem) {
+    const message = `threadId: ${topicProblem}`;
+    throw new ValidationError(message, [{ path: "threadId", message }]);
+  }
   const dedupKey = msg.messageId ? `${svc.keys.base}:${inboundMessageKey(msg, msg.messageId)}` : undefined;
   if (!dedupKey) return await handleResolved(svc, msg, agentId, sessionKey);
 

@@ -9,6 +9,7 @@
 import { defaultAgentId, findAgent } from "../config/agents.js";
 import type { Config } from "../config/schema.js";
 import { InvalidSessionKeyError, ValidationError } from "../errors/index.js";
+import { transcriptTopicProblem } from "./transcript-topic.js";
 import { DEFAULT_AGENT_ID, assertAgentId, isValidAgentId } from "./agent-id.js";
 import { MAX_SESSION_KEY_LENGTH } from "./key-build.js";
 import { chatMarkerIndex, isNonChatRoot } from "./key-classify.js";
@@ -105,6 +106,8 @@ export function canonicalSessionKey(config: Config, key: string, opts: Canonical
   const out = `agent:${agentId}:${rest}`;
   if (out.length > MAX_SESSION_KEY_LENGTH)
     fail(`${trimmed.slice(0, 80)}…`, `longer than ${MAX_SESSION_KEY_LENGTH} characters once canonical`);
+  const topic = transcriptTopicProblem(out);
+  if (topic) fail(`${trimmed.slice(0, 80)}…`, topic);
   return out;
 }
 

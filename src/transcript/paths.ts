@@ -11,17 +11,12 @@
  */
 import { basename, isAbsolute, join, relative, resolve } from "node:path";
 import { InvalidAgentIdError, InvalidSessionIdError, ValidationError } from "../errors/index.js";
+import { MAX_TRANSCRIPT_NAME } from "../session/transcript-topic.js";
 
 /** Lowercase only: file names must not depend on a case-insensitive file system. */
 export const AGENT_ID_RE = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 /** No separators, no leading dot, bounded length. */
 export const SESSION_ID_RE = /^[a-z0-9][a-z0-9._-]{0,127}$/;
-
-/**
- * Longest transcript file name we accept. NAME_MAX is 255 bytes on the file systems we care
- * about, and the name must still fit once archived (`.deleted.<24-char ts>` adds 33 chars).
- */
-export const MAX_TRANSCRIPT_NAME = 255 - ".deleted.".length - "2026-05-17T07-35-46.420Z".length;
 
 export type ArchiveKind = "reset" | "deleted";
 

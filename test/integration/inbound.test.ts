@@ -536,6 +536,11 @@ describe("validation", () => {
     ["bad channel", { channel: "Bad Channel!", chatType: "dm", from: "u", text: "hi" }, "channel"],
     ["negative timestamp", { channel: "tg", chatType: "dm", from: "u", text: "hi", timestamp: -5 }, "timestamp"],
     [
+      "Telegram topic id too long for a transcript file name",
+      { channel: "telegram", chatType: "group", groupId: "-100123", threadId: "话".repeat(30), from: "u", text: "hi" },
+      "threadId",
+    ],
+    [
       "timestamp past the last valid date",
       { channel: "tg", chatType: "dm", from: "u", text: "hi", timestamp: 8_640_000_000_000_001 },
       "timestamp",

@@ -745,6 +745,11 @@ describe("canonicalSessionKey", () => {
     ["513 characters", "x".repeat(513), "longer than 512"],
     ["too long once prefixed", "x".repeat(505), "longer than 512"],
     ["only separators", ":::", "no segments"],
+    [
+      "Telegram topic id too long for a transcript file name",
+      `agent:main:telegram:group:1:topic:${"a".repeat(200)}`,
+      "too long for a transcript file name",
+    ],
     ["not a string", 42, "must be a string"],
   ])("refuses %s", (_label, key, reason) => {
     const err = thrown(() => canonicalSessionKey(DEFAULT, key as string));
