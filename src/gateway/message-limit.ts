@@ -8,17 +8,13 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Config } from "../config/schema.js";
 import { PayloadTooLargeError } from "../errors/index.js";
-import { defaultBodyBytes, utf8Bytes } from "../text/message-size.js";
+import { assertMessageSize, defaultBodyBytes, toolMessageTexts, type MessageText } from "../text/message-size.js";
 
-export interface MessageText {
-  /** Where the text sits in the request body, for the error message. */
-  field: string;
-  text: string;
-}
+export { assertMessageSize };
 
 const obj = (v: unknown): Record<string, unknown> =>
   v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
-const texts = (o: Record<string, unknown>, prefix: string, names: string[]): MessageText[] =>
+const texts = (o: Record<string, unknown>, prefix: string, names: readonly string[]): MessageText[] =>
   names.flatMap((n) => (typeof o[n] === "string" ? [{ field: `${prefix}${n}`, text: o[n] as string }] : []));
 
 /** RPC methods that carry a message, and the field it is in. */
@@ -26,8 +22,6 @@ const RPC_MESSAGE_FIELDS: Map<string, string[]> = new Map([
   ["agent", ["message"]],
   ["send", ["message"]],
 ]);
-/** Session tools that carry a message (to another session, or a sub-agent's task). */
-const TOOL_MESSAGE_FIELDS = ["message", "task"];
 
 /** The message texts a request to `routeUrl` carries (pure; unknown routes carry none). */
 export function messageTextsOf(routeUrl: string | undefined, params: unknown, body: unknown): MessageText[] {
@@ -39,19 +33,9 @@ export function messageTextsOf(routeUrl: string | undefined, params: unknown, bo
       // A Map, not an object: a method named `hasOwnProperty` must not find Object.prototype's.
       return texts(b, "", RPC_MESSAGE_FIELDS.get(String(obj(params).method)) ?? []);
     case "/v1/tools/:name":
-      return texts(obj(b.args), "args.", TOOL_MESSAGE_FIELDS);
+      return toolMessageTexts(b.args, "args.");
     default:
       return [];
-  }
-}
-
-/** Throws PayloadTooLargeError for the first text over the limit. */
-export function assertMessageSize(limitBytes: number, items: MessageText[]): void {
-  for (const { field, text } of items) {
-    // Cheap pre-check: UTF-8 never takes more than 3 bytes per UTF-16 code unit.
-    if (text.length * 3 <= limitBytes) continue;
-    const sizeBytes = utf8Bytes(text);
-    if (sizeBytes > limitBytes) throw new PayloadTooLargeError({ field, sizeBytes, limitBytes });
   }
 }
 

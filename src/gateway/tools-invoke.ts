@@ -70,8 +70,10 @@ export function registerToolsInvoke(app: FastifyInstance, svc: GatewayDeps, tool
       const details = await tools(tool, { sessionKey: sessionKey ?? "main", args });
       return { ok: true, result: { content: [{ type: "text", text: JSON.stringify(details, null, 2) }], details } };
     } catch (err) {
+      // Tool errors answer 400 as in OpenClaw; a message over the size limit answers 413, as at
+      // every door.
       if (err instanceof SwitchboardError && err.code !== "internal")
-        return reply.status(400).send(fail(err.code, err.message));
+        return reply.status(err.code === "payload_too_large" ? 413 : 400).send(fail(err.code, err.message));
       throw err;
     }
   });

@@ -3,6 +3,7 @@
  * tools, the OpenAI-compatible door — measures a message's text in UTF-8 bytes against the same
  * configured limit and refuses a larger one with the same 413 answer.
  */
+import { PayloadTooLargeError } from "../errors/index.js";
 
 /** Default limit of one message's text: 1 MiB of UTF-8. */
 export const DEFAULT_MESSAGE_BYTES = 1024 * 1024;
@@ -27,4 +28,30 @@ export function utf8Bytes(text: string): number {
  */
 export function defaultBodyBytes(messageBytes: number): number {
   return 2 * messageBytes + BODY_ENVELOPE_BYTES;
+}
+
+export interface MessageText {
+  /** Where the text sits in the request, for the error message. */
+  field: string;
+  text: string;
+}
+
+/** Session tool arguments that carry a message (to another session, or a sub-agent's task). */
+export const TOOL_MESSAGE_FIELDS: readonly string[] = ["message", "task"];
+
+/** The message texts among a session tool's `args`, named `<prefix><field>`. */
+export function toolMessageTexts(args: unknown, prefix: string): MessageText[] {
+  if (!args || typeof args !== "object" || Array.isArray(args)) return [];
+  const o = args as Record<string, unknown>;
+  return TOOL_MESSAGE_FIELDS.flatMap((f) => (typeof o[f] === "string" ? [{ field: `${prefix}${f}`, text: o[f] }] : []));
+}
+
+/** Throws PayloadTooLargeError for the first text over the limit. */
+export function assertMessageSize(limitBytes: number, items: MessageText[]): void {
+  for (const { field, text } of items) {
+    // Cheap pre-check: UTF-8 never takes more than 3 bytes per UTF-16 code unit.
+    if (text.length * 3 <= limitBytes) continue;
+    const sizeBytes = utf8Bytes(text);
+    if (sizeBytes > limitBytes) throw new PayloadTooLargeError({ field, sizeBytes, limitBytes });
+  }
 }

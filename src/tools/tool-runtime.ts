@@ -38,6 +38,7 @@ import { sessionsHistory } from "./sessions-history.js";
 import { sessionsList } from "./sessions-list.js";
 import { sessionsSend } from "./sessions-send.js";
 import { sessionCaller } from "./session-caller.js";
+import { assertMessageSize, toolMessageTexts } from "../text/message-size.js";
 import { toolError, type ToolCaller, type ToolResult } from "./tool-context.js";
 
 export interface ToolRuntime {
@@ -111,8 +112,15 @@ export function createToolRuntime(svc: ToolDeps): ToolRuntime {
     return await a2a(job, token);
   };
 
+  // Calls from outside a turn (the HTTP tool doors, MCP) meet the message size limit here, one
+  // check for every door; a turn's own calls carry what its runtime produced.
+  const limited: typeof call = async (name, caller, args) => {
+    assertMessageSize(svc.config.gateway.limits.messageBytes, toolMessageTexts(args, "args."));
+    return await call(name, caller, args);
+  };
+
   return {
-    call,
+    call: limited,
     invokerFor: (ctx) => {
       let seq = 0;
       let yielded: string | undefined;
@@ -151,7 +159,7 @@ export function createToolRuntime(svc: ToolDeps): ToolRuntime {
       if (!parsed.success) throw ValidationError.fromIssues("invalid tool request", zodIssues(parsed.error));
       if (!(TOOL_NAMES as string[]).includes(name))
         throw new ValidationError(`unknown tool ${name} (known: ${TOOL_NAMES.join(", ")})`);
-      return await call(
+      return await limited(
         name,
         await sessionCaller(svc, parsed.data.sessionKey, parsed.data.sandboxed),
         parsed.data.args,

@@ -9,6 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { httpJson, startTestSystem, type TestSystem } from "../helpers/system.js";
 import { parseConfig } from "../../src/config/index.js";
 import { DEFAULT_MESSAGE_BYTES, defaultBodyBytes } from "../../src/text/message-size.js";
+import { createToolRuntime } from "../../src/tools/tool-runtime.js";
+import { sessionCaller } from "../../src/tools/session-caller.js";
 
 const LIMIT = 2048;
 const BODY_LIMIT = defaultBodyBytes(LIMIT);
@@ -84,6 +86,28 @@ describe("a message over the limit: 413 with the limit, at every door", () => {
     });
     expect(ok.status).toBe(200);
     expect(ok.body.status).toBe("accepted");
+  });
+
+  it("POST /tools/invoke and MCP tool calls (the tool runtime's own check)", async () => {
+    const invoked = await sys.post("/tools/invoke", {
+      tool: "sessions_spawn",
+      sessionKey: "main",
+      args: { task: OVER },
+    });
+    expect(invoked.status).toBe(413);
+    expect(invoked.body).toMatchObject({ ok: false, error: { type: "payload_too_large" } });
+    expect(JSON.stringify(invoked.body)).toContain("args.task");
+    // What the MCP server calls for `tools/call`.
+    const runtime = createToolRuntime(sys.svc);
+    const caller = await sessionCaller(sys.svc, "main");
+    await expect(runtime.call("sessions_send", caller, { sessionKey: "limits", message: OVER })).rejects.toMatchObject({
+      code: "payload_too_large",
+    });
+    expect(
+      await runtime.call("sessions_send", caller, { sessionKey: "limits", message: WITHIN, timeoutSeconds: 0 }),
+    ).toMatchObject({
+      status: "accepted",
+    });
   });
 
   it("POST /v1/chat/completions (the last user message), in OpenAI's shape", async () => {
