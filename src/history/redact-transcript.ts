@@ -9,10 +9,18 @@
  * lines are not mutated; an unchanged line is returned as is.
  */
 import type { TranscriptEntry, TranscriptMessage } from "./transcript-types.js";
-import { redactSecrets } from "./redact.js";
+import { isSecretName, maskToken, redactSecrets } from "./redact.js";
 
-/** Every string inside `value` (any depth) redacted; the same object when nothing changed. */
-function redactDeep(value: unknown, changed: { any: boolean }): unknown {
+/** A content block's `type`/`id`/`name` are structure, not words. */
+const BLOCK_STRUCTURE = new Set(["type", "id", "name"]);
+
+/**
+ * Every string inside `value` (any depth) redacted; the same object when nothing changed. A
+ * string under a field whose name says it holds a credential (`apiKey`, `password`,
+ * `x-api-key`) is masked whole: as a bare value it matches no pattern, its name is the clue.
+ * `structure`: field names kept as they are (only the top of a content block has them).
+ */
+function redactDeep(value: unknown, changed: { any: boolean }, structure?: ReadonlySet<string>): unknown {
   if (typeof value === "string") {
     const r = redactSecrets(value);
     if (!r.redacted) return value;
@@ -22,7 +30,7 @@ function redactDeep(value: unknown, changed: { any: boolean }): unknown {
   if (Array.isArray(value)) {
     const before = changed.any;
     changed.any = false;
-    const out = value.map((v) => redactDeep(v, changed));
+    const out = value.map((v) => redactDeep(v, changed, structure));
     const mine = changed.any;
     changed.any = before || mine;
     return mine ? out : value;
@@ -32,8 +40,11 @@ function redactDeep(value: unknown, changed: { any: boolean }): unknown {
     changed.any = false;
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value)) {
-      // A block's `type`/`id`/`name` are structure, not words.
-      out[k] = k === "type" || k === "id" || k === "name" ? v : redactDeep(v, changed);
+      if (structure?.has(k)) out[k] = v;
+      else if (typeof v === "string" && v.length > 0 && isSecretName(k)) {
+        out[k] = maskToken(v);
+        changed.any = true;
+      } else out[k] = redactDeep(v, changed);
     }
     const mine = changed.any;
     changed.any = before || mine;
@@ -42,14 +53,14 @@ function redactDeep(value: unknown, changed: { any: boolean }): unknown {
   return value;
 }
 
-/** `value` with every string inside it (any depth, keys `type`/`id`/`name` excepted) redacted. */
+/** `value` with every string inside it (any depth) redacted, credential-named fields masked. */
 export function redactValue<T>(value: T): T {
   return redactDeep(value, { any: false }) as T;
 }
 
 export function redactTranscriptMessage(message: TranscriptMessage): TranscriptMessage {
   const changed = { any: false };
-  const content = redactDeep(message.content, changed) as TranscriptMessage["content"];
+  const content = redactDeep(message.content, changed, BLOCK_STRUCTURE) as TranscriptMessage["content"];
   const errorMessage = typeof message.errorMessage === "string" ? redactDeep(message.errorMessage, changed) : undefined;
   if (!changed.any) return message;
   return { ...message, content, ...(errorMessage !== undefined ? { errorMessage } : {}) };

@@ -79,7 +79,8 @@ const SECRET_NAME_RES: RegExp[] = [
  */
 const NOT_SECRET_NAME_RE = /(?:session|idempotency|dedupe?|cache|routing|partition|sort|primary|foreign)[_-]?key$/i;
 
-function isSecretName(name: string): boolean {
+/** Whether a field or assignment named `name` holds a credential (`apiKey`, `DB_PASSWORD`, `x-api-key`). */
+export function isSecretName(name: string): boolean {
   return !NOT_SECRET_NAME_RE.test(name) && SECRET_NAME_RES.some((re) => re.test(name));
 }
 

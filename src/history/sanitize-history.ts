@@ -22,6 +22,7 @@ import { messageRawText } from "./extract-reply.js";
 import { isSilentReply } from "./silent-reply.js";
 import { normalizeAssistantText } from "./normalize-text.js";
 import { redactSecrets } from "./redact.js";
+import { redactValue } from "./redact-transcript.js";
 import { capArrayByJsonBytes, jsonBytes, truncateText } from "./truncate.js";
 
 /** Per text field, in UTF-16 units (OpenClaw SESSIONS_HISTORY_TEXT_MAX_CHARS). */
@@ -131,6 +132,12 @@ function sanitizeMessage(message: TranscriptMessage, maxChars: number): MessageO
       }
     }
     if (typeof out.partialJson === "string") out.partialJson = cleanText(out.partialJson, false);
+    // Tool-call arguments: masked here too (an imported transcript, or redactSecrets off, stores them as sent).
+    if (out.arguments !== undefined) {
+      const masked = redactValue(out.arguments);
+      redacted ||= masked !== out.arguments;
+      out.arguments = masked;
+    }
     if (out.type === "image") {
       if (typeof out.data === "string") out.bytes = out.data.length; // base64 length, as OpenClaw B-APR reports it
       if ("data" in out) {
@@ -151,6 +158,7 @@ function sanitizeMessage(message: TranscriptMessage, maxChars: number): MessageO
   if (typeof entry.content === "string") entry.content = cleanText(entry.content, isAssistant);
   else if (Array.isArray(entry.content)) entry.content = entry.content.map(cleanBlock) as ContentBlock[];
   if (typeof entry.text === "string") entry.text = cleanText(entry.text, isAssistant);
+  if (typeof entry.errorMessage === "string") entry.errorMessage = cleanText(entry.errorMessage, false);
 
   let result = entry as TranscriptMessage;
   if (jsonBytes(result) > HISTORY_MESSAGE_MAX_BYTES) {

@@ -3,6 +3,8 @@ import type { Config } from "../config/schema.js";
 import { displaySessionKey } from "../session/key-canonical.js";
 import { channelFromKey } from "../session/key-classify.js";
 import type { SessionEntry } from "../session/session-entry.js";
+import { redactSecrets } from "../history/redact.js";
+import { truncateUtf16Safe } from "../history/truncate.js";
 import type { TranscriptMessage } from "../history/transcript-types.js";
 
 export interface SessionRow {
@@ -53,10 +55,11 @@ const TITLE_MAX = 60;
 export function deriveTitle(e: SessionEntry, firstUserText?: string): string {
   if (e.displayName) return e.displayName;
   if (e.subject) return e.subject;
-  const text = firstUserText?.replace(/\s+/g, " ").trim();
+  // Masked as sessions_history masks it: a title must not show what reading the history hides.
+  const text = firstUserText === undefined ? undefined : redactSecrets(firstUserText.replace(/\s+/g, " ").trim()).text;
   if (text) {
     if (text.length <= TITLE_MAX) return text;
-    const cut = text.slice(0, TITLE_MAX);
+    const cut = truncateUtf16Safe(text, TITLE_MAX);
     const space = cut.lastIndexOf(" ");
     return `${space > TITLE_MAX * 0.6 ? cut.slice(0, space) : cut}…`;
   }

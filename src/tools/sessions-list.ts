@@ -21,6 +21,7 @@ import { messageRawText } from "../history/extract-reply.js";
 import { sanitizeHistory } from "../history/sanitize-history.js";
 import { topicOpt, transcriptTopicOf } from "../session/transcript-topic.js";
 import { open, type FileHandle } from "node:fs/promises";
+import { truncateUtf16Safe } from "../history/truncate.js";
 import { scanLines } from "../transcript/tail-reader.js";
 
 export const LIST_LIMIT_MAX = 200;
@@ -147,7 +148,7 @@ export async function sessionsList(svc: ToolDeps, caller: ToolCaller, rawArgs: u
       if (messageLimit > 0) Object.assign(row, sanitizeHistory(visible.slice(-messageLimit)));
       if (args.includeLastMessage) {
         const last = sanitizeHistory(visible.slice(-1)).messages[0];
-        if (last) row.lastMessage = messageRawText(last).replace(/\s+/g, " ").slice(0, 240);
+        if (last) row.lastMessage = truncateUtf16Safe(messageRawText(last).replace(/\s+/g, " "), 240);
       }
     }
     const firstUser =

@@ -116,6 +116,7 @@ function resultEntries(
   outcome: TurnOutcome,
   output: RunOutput | undefined,
   now: number,
+  redact: boolean,
 ): TranscriptEntry[] {
   const lines: TranscriptEntry[] = [];
   (output?.toolCalls ?? []).forEach((call, i) => {
@@ -138,7 +139,9 @@ function resultEntries(
           role: "toolResult",
           toolCallId: callId,
           toolName: call.name,
-          content: [{ type: "text", text: JSON.stringify(call.result) }],
+          // Redacted before it becomes JSON text: inside that text every quote of a string value
+          // is escaped, which no credential pattern sees through (`{\"apiKey\": \"…\"}`).
+          content: [{ type: "text", text: JSON.stringify(redact ? redactValue(call.result) : call.result) }],
           isError: false,
           timestamp: now,
         },
@@ -429,7 +432,7 @@ export class TurnExecutor {
     const have = new Set(written.map((e) => e.id));
     // Stored with credentials masked (the runtime got the text as sent); ids are unchanged, so the filter holds.
     const lines = redactTranscriptEntries(
-      [userEntry(turn), ...resultEntries(turn, outcome, output, resultAt)],
+      [userEntry(turn), ...resultEntries(turn, outcome, output, resultAt, svc.config.transcripts.redactSecrets)],
       svc.config.transcripts.redactSecrets,
     ).filter((e) => !have.has(e.id));
     if (lines.length) {

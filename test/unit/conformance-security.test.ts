@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { parseConfig, sanitizeForHandoff } from "../../src/index.js";
 import { isCommandOwner } from "../../src/inbound/command-owner.js";
-import { redactTranscriptEntries } from "../../src/history/redact-transcript.js";
+import { redactTranscriptEntries, redactValue } from "../../src/history/redact-transcript.js";
 import { markInterSession, runtimePromptText } from "../../src/runtimes/inter-session.js";
 import type { TranscriptEntry } from "../../src/history/transcript-types.js";
 
@@ -76,6 +76,32 @@ describe("redactTranscriptEntries", () => {
     expect(out[2]).toBe(lines[2]);
     expect(lines[0]!.message!.content).toBe(`key ${secret}`); // input untouched
   });
+  it("masks a credential by its field name in tool arguments and results, at any depth", () => {
+    const bare = "Zx9qLmW2pR7tYv4bN8kC"; // no known prefix: only its field name gives it away
+    const args = { apiKey: bare, nested: { name: secret, db_password: "hunter2", sessionKey: "agent:main:main" } };
+    const out = redactTranscriptEntries(
+      [
+        {
+          type: "message",
+          id: "r:t1",
+          timestamp: "t",
+          message: { role: "assistant", content: [{ type: "toolCall", id: "c2", name: "deploy", arguments: args }] },
+        },
+      ],
+      true,
+    );
+    const block = (out[0]!.message!.content as { name: string; arguments: typeof args }[])[0]!;
+    expect(block.name).toBe("deploy");
+    expect(block.arguments).toEqual({
+      apiKey: "Zx9qLm…N8kC",
+      nested: { name: "sk-pro…5jK0", db_password: "***", sessionKey: "agent:main:main" },
+    });
+    // A tool result is redacted as a value before it is stored as JSON text, whose escaped
+    // quotes no pattern sees through.
+    const result = { status: "ok", reply: `Config: {"apiKey": "${bare}", "password": "${bare}"}` };
+    expect(JSON.stringify(redactValue(result))).not.toContain(bare);
+  });
+
   it("is on by default and can be turned off with transcripts.redactSecrets: false", () => {
     expect(parseConfig({}).transcripts.redactSecrets).toBe(true);
     expect(parseConfig({ transcripts: { redactSecrets: false } }).transcripts.redactSecrets).toBe(false);

@@ -352,6 +352,22 @@ describe("sanitizeHistory: per-message sanitising", () => {
     });
   });
 
+  it("masks credentials in tool-call arguments and error messages (stored as sent: imports, redaction off)", () => {
+    const key = "sk-proj-Abcdefghijklmnop1234567890x5jK0";
+    const call = {
+      type: "toolCall",
+      id: "c2",
+      name: "exec",
+      arguments: { cmd: `curl -H 'Authorization: Bearer ${key}'`, apiKey: "Zx9qLmW2pR7tYv4bN8kC" },
+    };
+    const result = sanitizeHistory([assistant([call], { errorMessage: `OPENAI_API_KEY=${key} rejected` })]);
+    const out = JSON.stringify(result.messages);
+    expect(out).not.toContain(key);
+    expect(out).not.toContain("Zx9qLmW2pR7tYv4bN8kC");
+    expect(result.contentRedacted).toBe(true);
+    expect((result.messages[0]!.content as (typeof call)[])[0]!.name).toBe("exec");
+  });
+
   it("a message over 128 KB after sanitising becomes the chat.history placeholder in place", () => {
     const huge = assistant(
       [{ type: "toolCall", id: "c", name: "write", arguments: { body: "z".repeat(140 * 1024) } }],
