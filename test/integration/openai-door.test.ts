@@ -24,6 +24,8 @@ beforeAll(async () => {
           rules: [
             { when: { contains: "boom" }, fail: "kaboom" },
             { when: { contains: "slow" }, delayMs: 400, reply: "slow done" },
+            { when: { contains: "ponder" }, reply: "<think>private reasoning</think>Visible answer" },
+            { when: { contains: "hush" }, reply: "NO_REPLY" },
             { reply: "{{agentId}}|{{sessionKey}}|{{text}}", usage: { input: 7, output: 3 } },
           ],
         },
@@ -220,6 +222,24 @@ describe("model aliases", () => {
     expect(err).toBeInstanceOf(OpenAI.NotFoundError);
     expect(err.code).toBe("model_not_found");
     expect(err.param).toBe("model");
+  });
+
+  it("answers what a chat would get: no reasoning text, and a silent reply as no text", async () => {
+    const ponder = await client.chat.completions.create({
+      model: "main",
+      messages: [{ role: "user", content: "ponder" }],
+    });
+    expect(ponder.choices[0]!.message.content).toBe("Visible answer");
+    const hush = await client.chat.completions.create({ model: "main", messages: [{ role: "user", content: "hush" }] });
+    expect(hush.choices[0]!.message.content).toBe("");
+    const stream = await client.chat.completions.create({
+      model: "main",
+      stream: true,
+      messages: [{ role: "user", content: "ponder" }],
+    });
+    let streamed = "";
+    for await (const c of stream) streamed += c.choices[0]?.delta?.content ?? "";
+    expect(streamed).toBe("Visible answer");
   });
 
   it("GET /v1/models lists every agent and openclaw/default; retrieve answers one", async () => {

@@ -2,6 +2,8 @@
  * The answer objects of the chat-completions API (`chat.completion` and `chat.completion.chunk`),
  * built from a finished run. Pure.
  */
+import { sanitizeForHandoff } from "../../history/handoff.js";
+import { isSilentReply } from "../../history/silent-reply.js";
 import type { RunRecord } from "../../runs/run-records.js";
 
 export interface CompletionIds {
@@ -21,6 +23,15 @@ export function usageOf(rec: RunRecord): { prompt_tokens: number; completion_tok
   return { prompt_tokens: input, completion_tokens: output, total_tokens: input + output };
 }
 
+/**
+ * The reply as a chat client gets it, as a channel would: reasoning and tool-call markup
+ * stripped (sanitizeForHandoff), and a silent reply (`NO_REPLY`) as no text at all.
+ */
+export function visibleReply(rec: RunRecord): string {
+  const reply = sanitizeForHandoff(rec.reply);
+  return isSilentReply("channel", reply) ? "" : reply;
+}
+
 export function chatCompletion(ids: CompletionIds, rec: RunRecord) {
   return {
     id: ids.id,
@@ -30,7 +41,7 @@ export function chatCompletion(ids: CompletionIds, rec: RunRecord) {
     choices: [
       {
         index: 0,
-        message: { role: "assistant" as const, content: rec.reply ?? "", refusal: null },
+        message: { role: "assistant" as const, content: visibleReply(rec), refusal: null },
         logprobs: null,
         finish_reason: "stop" as const,
       },

@@ -7,7 +7,7 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
 import type { GatewayDeps } from "../gateway-deps.js";
 import { assertMessageSize } from "../message-limit.js";
-import { chatCompletion, chunk, completionIds, usageChunk } from "./completion.js";
+import { chatCompletion, chunk, completionIds, usageChunk, visibleReply } from "./completion.js";
 import { DoorError, openAiError, openAiErrorHandler, reshapeErrorPayload } from "./errors.js";
 import { agentForModel, modelIds } from "./model-alias.js";
 import { parseChatCompletionRequest, turnInputOf } from "./request.js";
@@ -105,7 +105,8 @@ export async function registerOpenAiDoor(app: FastifyInstance, svc: GatewayDeps)
       }
       if (outcome.done && outcome.record.status === "ok") {
         // Runtimes hand over the whole reply when the turn ends: it arrives as one delta.
-        if (outcome.record.reply) sse.data(chunk(ids, { content: outcome.record.reply }));
+        const content = visibleReply(outcome.record);
+        if (content) sse.data(chunk(ids, { content }));
         sse.data(chunk(ids, {}, "stop"));
         if (body.stream_options?.include_usage) sse.data(usageChunk(ids, outcome.record));
       } else {
