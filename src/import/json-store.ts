@@ -89,13 +89,14 @@ async function resolveTranscript(
     const direct = await insideDir(dir, resolve(dir, sessionFile));
     if (direct) return direct;
     const byName = basename(sessionFile);
-    if (names.has(byName)) return join(dir, byName);
+    // Every candidate is checked the same way: a file of the dir that is a symlink out of it is not read.
+    if (names.has(byName)) return await insideDir(dir, join(dir, byName));
   }
   const sessionId = entry.sessionId;
   if (!isSafeSessionId(sessionId)) return undefined;
-  if (names.has(`${sessionId}.jsonl`)) return join(dir, `${sessionId}.jsonl`);
+  if (names.has(`${sessionId}.jsonl`)) return await insideDir(dir, join(dir, `${sessionId}.jsonl`));
   const topic = [...names].filter((n) => n.startsWith(`${sessionId}-topic-`) && n.endsWith(".jsonl")).sort()[0];
-  return topic ? join(dir, topic) : undefined;
+  return topic ? await insideDir(dir, join(dir, topic)) : undefined;
 }
 
 export function jsonlTranscript(file: string, topicId?: string): TranscriptSource {

@@ -263,7 +263,9 @@ export function transcriptLineToEntry(sessionId: string, line: RawTranscriptLine
   if (typeof value.id !== "string" || value.id === "") entry.id = derivedLineId(sessionId, line.position, text);
   if (typeof entry.timestamp !== "string") {
     const ts = num((value.message as Obj | undefined)?.timestamp);
-    entry.timestamp = ts !== undefined ? new Date(ts).toISOString() : new Date(0).toISOString();
+    // A number no date can hold (1e20) is the line's defect, not the import's: it gets the epoch.
+    const date = new Date(ts ?? 0);
+    entry.timestamp = (Number.isNaN(date.getTime()) ? new Date(0) : date).toISOString();
   }
   return { kind: "entry", entry };
 }

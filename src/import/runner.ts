@@ -23,6 +23,7 @@ import {
   type MappedSession,
 } from "./openclaw-entry.js";
 import { scanSqliteStores } from "./sqlite-store.js";
+import { redactTranscriptEntries } from "../history/redact-transcript.js";
 import type { RawTranscriptLine, Skip, SkipReason, StoreScan } from "./types.js";
 
 export interface ImportTargets {
@@ -306,7 +307,8 @@ async function importTranscript(
     const r = transcriptLineToEntry(m.sessionId, next.value);
     if (r.kind === "skip") report.transcripts.linesSkipped[r.why]++;
     if (r.kind !== "entry") continue;
-    batch.push(r.entry);
+    // Stored as a turn's lines are: credentials masked unless transcripts.redactSecrets is off.
+    batch.push(...redactTranscriptEntries([r.entry], targets.config.transcripts.redactSecrets));
     if (batch.length >= APPEND_BATCH) await flush();
   }
   await flush();

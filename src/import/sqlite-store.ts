@@ -86,13 +86,19 @@ function eventText(row: Record<string, unknown>): RawTranscriptLine {
   return { position, unreadable: `row ${position} has no event` };
 }
 
+/** Whether `table` has `column` (`event_zstd` came with OpenClaw 2026.9.6; earlier stores lack it). */
+function hasColumn(db: Database, table: string, column: string): boolean {
+  const cols = db.all(`PRAGMA table_info(${table})`) as { name?: unknown }[];
+  return cols.some((c) => c.name === column);
+}
+
 function sqliteTranscript(db: Database, dbFile: string, sessionId: string): TranscriptSource {
   return {
     describe: `${dbFile}#${sessionId}`,
     async *lines(): AsyncIterable<RawTranscriptLine> {
+      const zstd = hasColumn(db, "transcript_events", "event_zstd") ? ", event_zstd" : "";
       const stmt = db.prepare(
-        "SELECT seq, event_json, event_zstd FROM transcript_events " +
-          "WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+        `SELECT seq, event_json${zstd} FROM transcript_events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
       );
       try {
         let after = -Infinity;

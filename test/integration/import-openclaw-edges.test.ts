@@ -1,0 +1,130 @@
+/**
+ * `switchboard import openclaw` on small hand-made state dirs, for what the generated 5,000-session
+ * state does not hold: a SQLite store from before OpenClaw 2026.9.6 (no `event_zstd` column), a
+ * line whose timestamp no date can hold, credentials in imported lines, and transcripts that are
+ * symlinks out of the state dir.
+ */
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Redis } from "ioredis";
+import sqlite from "node-sqlite3-wasm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Config } from "../../src/config/index.js";
+import { importOpenClaw, type ImportTargets } from "../../src/import/index.js";
+import { RedisKeys, SessionStore } from "../../src/storage/index.js";
+import { TranscriptStore, transcriptPath } from "../../src/transcript/index.js";
+import { newRedis, tempDir, testConfig } from "../helpers/context.js";
+
+let redis: Redis;
+const cleanups: (() => void)[] = [];
+
+beforeAll(() => {
+  redis = newRedis();
+});
+
+afterAll(async () => {
+  await redis.quit();
+  for (const c of cleanups) c();
+});
+
+function fresh(): { config: Config; targets: ImportTargets; stateDir: string } {
+  const config = testConfig();
+  const state = tempDir("oc-edges");
+  cleanups.push(state.cleanup);
+  const targets: ImportTargets = {
+    config,
+    redis,
+    sessions: new SessionStore(redis, config.redis.prefix),
+    transcripts: new TranscriptStore({
+      redis,
+      keys: new RedisKeys(config.redis.prefix),
+      storageDir: config.storage.dir,
+    }),
+  };
+  return { config, targets, stateDir: state.dir };
+}
+
+const line = (id: string, content: string, extra: Record<string, unknown> = {}) =>
+  JSON.stringify({
+    type: "message",
+    id,
+    timestamp: "2026-01-01T00:00:00.000Z",
+    message: { role: "user", content },
+    ...extra,
+  });
+
+function storedLines(config: Config, sessionId: string): { id?: string; message?: { content: unknown } }[] {
+  return readFileSync(transcriptPath(config.storage.dir, "main", sessionId), "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
+}
+
+describe("import openclaw: edges", () => {
+  it("reads a SQLite store from before event_zstd existed", async () => {
+    const { config, targets, stateDir } = fresh();
+    mkdirSync(join(stateDir, "agents", "main", "agent"), { recursive: true });
+    const db = new sqlite.Database(join(stateDir, "agents", "main", "agent", "openclaw-agent.sqlite"));
+    db.exec(`CREATE TABLE session_nodes (session_key TEXT NOT NULL PRIMARY KEY, current_session_id TEXT NOT NULL,
+      entry_json TEXT NOT NULL, entry_valid INTEGER NOT NULL DEFAULT 0, updated_at INTEGER NOT NULL);
+      CREATE TABLE transcript_events (session_id TEXT NOT NULL, seq INTEGER NOT NULL, event_json TEXT NOT NULL,
+      created_at INTEGER NOT NULL, PRIMARY KEY (session_id, seq));`);
+    const now = Date.now();
+    db.run("INSERT INTO session_nodes (session_key, current_session_id, entry_json, updated_at) VALUES (?, ?, ?, ?)", [
+      "agent:main:main",
+      "s-old-1",
+      JSON.stringify({ sessionId: "s-old-1", updatedAt: now }),
+      now,
+    ]);
+    for (let i = 1; i <= 3; i++)
+      db.run("INSERT INTO transcript_events (session_id, seq, event_json, created_at) VALUES (?, ?, ?, ?)", [
+        "s-old-1",
+        i,
+        line(`m${i}`, `hello ${i}`),
+        now,
+      ]);
+    db.close();
+    const report = await importOpenClaw(targets, { stateDir });
+    expect(report.transcripts.linesWritten).toBe(3);
+    expect(report.skipped.filter((s) => s.reason === "unreadable_transcript")).toEqual([]);
+    expect(storedLines(config, "s-old-1").filter((l) => l.id?.startsWith("m"))).toHaveLength(3);
+  });
+
+  it("an impossible timestamp gets the epoch; credentials are masked; symlinks out are not read", async () => {
+    const { config, targets, stateDir } = fresh();
+    const dir = join(stateDir, "agents", "main", "sessions");
+    mkdirSync(dir, { recursive: true });
+    const secret = "sk-proj-Abcdefghijklmnop1234567890x5jK0";
+    writeFileSync(
+      join(dir, "s-k.jsonl"),
+      [
+        JSON.stringify({ type: "message", id: "bad-ts", message: { role: "user", content: "when?", timestamp: 1e20 } }),
+        line("with-key", `OPENAI_API_KEY=${secret}`),
+      ].join("\n"),
+    );
+    // Transcripts outside the state dir, reached through symlinks inside it.
+    const outside = tempDir("oc-outside");
+    cleanups.push(outside.cleanup);
+    writeFileSync(join(outside.dir, "other.jsonl"), line("outside", "not yours"));
+    symlinkSync(join(outside.dir, "other.jsonl"), join(dir, "evil.jsonl"));
+    symlinkSync(join(outside.dir, "other.jsonl"), join(dir, "s-two.jsonl"));
+    writeFileSync(
+      join(dir, "sessions.json"),
+      JSON.stringify({
+        "agent:main:main": { sessionId: "s-k", updatedAt: Date.now() },
+        "agent:main:evil": { sessionId: "s-evil", updatedAt: Date.now(), sessionFile: "/elsewhere/evil.jsonl" },
+        "agent:main:two": { sessionId: "s-two", updatedAt: Date.now() },
+      }),
+    );
+    const report = await importOpenClaw(targets, { stateDir });
+    const lines = storedLines(config, "s-k");
+    expect(lines.map((l) => l.id)).toContain("bad-ts");
+    const keyLine = lines.find((l) => l.id === "with-key")!;
+    expect(JSON.stringify(keyLine)).not.toContain(secret);
+    expect(keyLine.message!.content).toBe("OPENAI_API_KEY=sk-pro…5jK0");
+    expect(report.transcripts.linesWritten).toBe(2);
+    const all = JSON.stringify(report);
+    expect(all).not.toContain('"outside"');
+    for (const sid of ["s-evil", "s-two"]) expect(() => storedLines(config, sid)).toThrow();
+  });
+});
