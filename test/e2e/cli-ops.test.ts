@@ -329,6 +329,15 @@ describe("errors that say what to do", () => {
     );
   });
 
+  it("send --wait with a bad value is refused before anything is sent", async () => {
+    for (const bad of ["-1", "abc", "601"]) {
+      const r = await runCli(["send", "main", "never sent", "--wait", bad, "--url", "http://127.0.0.1:1"], d.env);
+      expect(r.code, show(r)).toBe(1);
+      // Refused before connecting: the closed --url is never tried.
+      expect(r.stderr).toBe(`error [invalid_request]: --wait must be a number of seconds from 0 to 600 (got ${bad})\n`);
+    }
+  });
+
   it("a gateway that does not answer at --url, a Redis that does not answer: what to start or fix", async () => {
     const closed = await freePort();
     const gw = await runCli(["send", "main", "hi", "--url", `http://127.0.0.1:${closed}`], d.env);

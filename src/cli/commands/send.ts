@@ -1,6 +1,10 @@
+import { ValidationError } from "../../errors/index.js";
 import { connect, type GlobalOptions } from "../client.js";
 import { printJson } from "../output.js";
 import { updateProgress } from "../progress.js";
+
+/** The longest `agent.wait` accepts (600,000 ms). */
+const MAX_WAIT_SECONDS = 600;
 
 /** `switchboard send <sessionKey> <message> [--wait SEC]`: enqueue a turn, optionally wait for the reply. */
 export async function sendCommand(
@@ -8,6 +12,10 @@ export async function sendCommand(
   message: string,
   opts: GlobalOptions & { wait?: string; json?: boolean; agent?: string },
 ): Promise<number> {
+  // Checked before anything is sent: an error after the message is queued would invite a resend.
+  const waitSec = opts.wait === undefined ? 0 : Number(opts.wait);
+  if (!Number.isFinite(waitSec) || waitSec < 0 || waitSec > MAX_WAIT_SECONDS)
+    throw new ValidationError(`--wait must be a number of seconds from 0 to ${MAX_WAIT_SECONDS} (got ${opts.wait})`);
   const client = await connect(opts);
   try {
     const accepted = (await client.rpc("agent", {
@@ -15,7 +23,6 @@ export async function sendCommand(
       message,
       ...(opts.agent ? { agentId: opts.agent } : {}),
     })) as { runId: string; sessionKey: string };
-    const waitSec = opts.wait ? Number(opts.wait) : 0;
     if (!waitSec) {
       if (opts.json) printJson({ ...accepted, status: "accepted" });
       else process.stdout.write(`queued run ${accepted.runId} in ${accepted.sessionKey}\n`);
