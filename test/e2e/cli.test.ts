@@ -3,12 +3,12 @@
  * runtime file it writes, the operator commands over HTTP and, with no gateway, directly against
  * Redis; `config validate`; `worker --queues` validation; and the embedded Redis default.
  */
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startEmbeddedRedis } from "../../src/app/embedded-redis.js";
+import { redisAnswers, startEmbeddedRedis } from "../../src/app/embedded-redis.js";
 import { runtimeFilePath, type RuntimeInfo } from "../../src/app/runtime-file.js";
 import { QUEUE_NAMES } from "../../src/queues/queue-names.js";
 import { tempDir, testRedisUrl, uniquePrefix } from "../helpers/context.js";
@@ -332,6 +332,46 @@ describe("embedded Redis", () => {
     await expect(after.connect()).rejects.toThrow();
     after.disconnect();
     await embedded.stop(); // idempotent
+  });
+
+  it("one redis-server per state dir: a second owner is refused; one left by a killed owner is adopted", async () => {
+    const dir = tempDir("sb-embedded-owner");
+    cleanups.push(dir.cleanup);
+    // The owner: another process, which serves the embedded Redis until it is killed.
+    const owner = spawn(
+      process.execPath,
+      [
+        "--input-type=module",
+        "-e",
+        `const m = await import(${JSON.stringify(join(ROOT, "dist/src/app/embedded-redis.js"))});` +
+          `const e = await m.startEmbeddedRedis(${JSON.stringify(dir.dir)}); console.log(e.url); setInterval(() => {}, 1000);`,
+      ],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
+    cleanups.push(() => void owner.kill("SIGKILL"));
+    const url = await new Promise<string>((resolve) => owner.stdout!.once("data", (d) => resolve(String(d).trim())));
+    const before = new Redis(url, { maxRetriesPerRequest: 0, lazyConnect: true });
+    before.on("error", () => {});
+    await before.connect();
+    await before.set("kept", "yes");
+    before.disconnect();
+
+    await expect(startEmbeddedRedis(dir.dir)).rejects.toThrow(/another switchboard start \(pid \d+\) serves/);
+
+    owner.kill("SIGKILL");
+    await new Promise((r) => owner.once("exit", r));
+    // Its redis-server outlived it; the next start takes it over: same server, same data.
+    const adopted = await startEmbeddedRedis(dir.dir);
+    cleanups.push(() => adopted.stop());
+    expect(adopted.url).toBe(url);
+    const r = new Redis(adopted.url, { maxRetriesPerRequest: 0, lazyConnect: true });
+    r.on("error", () => {});
+    await r.connect();
+    expect(await r.get("kept")).toBe("yes");
+    r.disconnect();
+    // The adopter ends it like its own.
+    await adopted.stop();
+    expect(await redisAnswers(url, 500)).toBe(false);
   });
 
   /**
