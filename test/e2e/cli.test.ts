@@ -344,7 +344,8 @@ describe("embedded Redis", () => {
         "--input-type=module",
         "-e",
         `const m = await import(${JSON.stringify(join(ROOT, "dist/src/app/embedded-redis.js"))});` +
-          `const e = await m.startEmbeddedRedis(${JSON.stringify(dir.dir)}); console.log(e.url); setInterval(() => {}, 1000);`,
+          `const e = await m.startEmbeddedRedis(${JSON.stringify(dir.dir)}); console.log(e.url);` +
+          "setInterval(() => {}, 1000);",
       ],
       { stdio: ["ignore", "pipe", "inherit"] },
     );
