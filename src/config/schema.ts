@@ -241,6 +241,10 @@ export const ConfigSchema = z
       .prefault({}),
     gateway: z
       .strictObject({
+        // OpenClaw compatibility, accepted and not acted on (config/unused-keys.ts): how OpenClaw's
+        // gateway ran and which interfaces it bound; Switchboard binds `gateway.host`.
+        mode: z.string().optional(),
+        bind: z.string().optional(),
         host: z.string().min(1).default("127.0.0.1"),
         port: z.number().int().min(0).max(65535).default(7420),
         auth: z.strictObject({ token: z.string().min(8, "use at least 8 characters").optional() }).prefault({}),
@@ -365,6 +369,10 @@ export const ConfigSchema = z
             models: z
               .record(z.string().min(1), z.strictObject({ alias: z.string().min(1).optional() }).prefault({}))
               .default({}),
+            // OpenClaw compatibility, accepted and not acted on (config/unused-keys.ts): OpenClaw's
+            // default model and its agents' workspace dir; a runtime says what answers here.
+            model: z.union([z.string(), z.record(z.string(), z.unknown())]).optional(),
+            workspace: z.string().optional(),
           })
           .prefault({}),
         list: z.array(AgentEntrySchema).default([]),
@@ -375,6 +383,9 @@ export const ConfigSchema = z
       .default({}),
     // OpenClaw compatibility block (see CommandsConfigSchema).
     commands: CommandsConfigSchema.prefault({}),
+    // OpenClaw compatibility, accepted and not acted on (config/unused-keys.ts): OpenClaw's model
+    // providers. Switchboard's agents answer through their `runtime`.
+    models: z.record(z.string(), z.unknown()).optional(),
     // Conformance: secrets are masked before a transcript line is written (opt out: false).
     transcripts: z.strictObject({ redactSecrets: z.boolean().default(true) }).prefault({}),
   })

@@ -13,6 +13,11 @@ const UNUSED: Record<string, string> = {
   "session.maintenance.highWaterBytes": "accepted, not acted on: no disk budget is enforced",
   "session.maintenance.resetArchiveRetention": "accepted, not acted on: reset archives are kept",
   "commands.*": "accepted, not acted on (only commands.ownerAllowFrom is)",
+  "gateway.mode": "accepted, not acted on: a Switchboard gateway is what `switchboard start|gateway` runs",
+  "gateway.bind": "accepted, not acted on: the gateway binds gateway.host",
+  "agents.defaults.model": "accepted, not acted on: an agent answers through its runtime (agents.defaults.runtime)",
+  "agents.defaults.workspace": "accepted, not acted on: Switchboard runs no agent workspaces",
+  models: "accepted, not acted on: model providers are configured per runtime (agents.defaults.runtime)",
 };
 const ACTED_ON = new Set(["commands.ownerAllowFrom"]);
 

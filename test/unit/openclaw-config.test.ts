@@ -112,4 +112,20 @@ describe("OpenClaw configs", () => {
       t.cleanup();
     }
   });
+
+  it("the gateway, model and workspace keys of a real OpenClaw config start, as warnings", () => {
+    const openclaw = {
+      gateway: { mode: "local", bind: "loopback", port: 18789 },
+      agents: { defaults: { model: { primary: "fake/echo" }, workspace: "/tmp/oc/workspace" } },
+      models: { mode: "replace", providers: { fake: { baseUrl: "http://127.0.0.1:18555/v1", apiKey: "fake" } } },
+    };
+    expect(parseConfig(openclaw).gateway.port).toBe(18789); // parses: no unknown keys
+    expect(unusedKeyWarnings(openclaw).map((w) => w.slice(0, w.indexOf(":")))).toEqual([
+      "gateway.mode",
+      "gateway.bind",
+      "agents.defaults.model",
+      "agents.defaults.workspace",
+      "models",
+    ]);
+  });
 });
