@@ -313,12 +313,18 @@ export class OpenAIRuntime implements AgentRuntime {
               ? encodeToolResult(err.error)
               : err.message.replace(/^\d{3}\s+/, "");
         throw new OpenAIRuntimeError(
-          redact(`openai runtime: POST ${where} failed with HTTP ${err.status}: ${snippet(detail)}`, apiKey),
+          // Masked before the cut: a key echoed across the cut would survive it half, unrecognised.
+          redact(
+            `openai runtime: POST ${where} failed with HTTP ${err.status}: ${snippet(redact(detail, apiKey))}`,
+            apiKey,
+          ),
           err.status,
         );
       }
       const msg = err instanceof Error ? err.message : String(err);
-      throw new OpenAIRuntimeError(redact(`openai runtime: POST ${where} failed: ${snippet(msg)}`, apiKey));
+      throw new OpenAIRuntimeError(
+        redact(`openai runtime: POST ${where} failed: ${snippet(redact(msg, apiKey))}`, apiKey),
+      );
     }
   }
 }

@@ -434,6 +434,19 @@ describe("openai runtime against a local chat-completions server", () => {
     expect(server.requests).toHaveLength(1);
   });
 
+  it("a key echoed where the snippet is cut is masked before the cut, so no part of it survives", async () => {
+    server.script((req) => ({
+      status: 401,
+      body: { error: { message: `${"x".repeat(453)} bad key ${String(req.headers.authorization)}` } },
+    }));
+    const err = await new OpenAIRuntime(config())
+      .run(runInput(new RecordingTools(() => null)))
+      .catch((e: unknown) => e);
+    const message = (err as Error).message;
+    expect(message).toContain("HTTP 401");
+    expect(message).not.toContain(SECRET.slice(0, 8));
+  });
+
   it("non-JSON and non-OpenAI-shaped error bodies are quoted too", async () => {
     server.script(
       () => ({ status: 502, body: "<html>bad gateway from proxy</html>" }),
