@@ -256,6 +256,38 @@ describe("model aliases", () => {
   });
 });
 
+describe("which session: a key with non-ASCII text in the header", () => {
+  it("is read as UTF-8, the same session the RPC door names with that text", async () => {
+    const utf8 = (text: string) => Buffer.from(text, "utf8").toString("latin1"); // the bytes on the wire
+    const res = await fetch(`${sys.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${TOKEN}`,
+        "content-type": "application/json",
+        "x-switchboard-session-key": utf8("agent:main:café-東京"),
+      },
+      body: JSON.stringify({ model: "main", messages: [{ role: "user", content: "bonjour" }] }),
+    });
+    expect(res.status).toBe(200);
+    // Sent back percent-encoded: a header value cannot carry 東京 as such.
+    expect(decodeURIComponent(res.headers.get("x-switchboard-session-key")!)).toBe("agent:main:café-東京");
+    const run = await sys.svc.runs.get(res.headers.get("x-switchboard-run-id")!);
+    expect(run?.sessionKey).toBe("agent:main:café-東京");
+    expect(await sys.svc.sessions.get("agent:main:café-東京")).not.toBeNull();
+    // Bytes that are not UTF-8 are refused, not turned into another key.
+    const bad = await fetch(`${sys.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${TOKEN}`,
+        "content-type": "application/json",
+        "x-switchboard-session-key": "caf\u00e9",
+      },
+      body: JSON.stringify({ model: "main", messages: [{ role: "user", content: "bonjour" }] }),
+    });
+    expect(bad.status).toBe(400);
+  });
+});
+
 describe("which session", () => {
   it("the same user talks to the same session, in order; no user means a new session per request", async () => {
     await client.chat.completions.create({

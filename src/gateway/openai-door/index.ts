@@ -81,7 +81,7 @@ export async function registerOpenAiDoor(app: FastifyInstance, svc: GatewayDeps)
       });
       const turn = await startTurn(svc, sessionKey, input.text, input.systemPrompt);
       const ids = completionIds(turn.runId, body.model || `switchboard/${agentId}`);
-      const headers = { "x-switchboard-run-id": turn.runId, "x-switchboard-session-key": turn.sessionKey };
+      const headers = { "x-switchboard-run-id": turn.runId, "x-switchboard-session-key": headerSafe(turn.sessionKey) };
 
       if (!body.stream) {
         const outcome = await awaitTurn(svc, turn.runId, cfg.waitTimeoutSeconds * 1000);
@@ -115,4 +115,13 @@ export async function registerOpenAiDoor(app: FastifyInstance, svc: GatewayDeps)
       sse.done();
     });
   });
+}
+
+/**
+ * A key as a response header value: HTTP header values are bytes, and Node refuses characters
+ * beyond latin1, so a key with non-ASCII text is sent percent-encoded (`café` → `caf%C3%A9`,
+ * read back with decodeURIComponent); an ASCII key is sent as it is.
+ */
+function headerSafe(key: string): string {
+  return /[^\x20-\x7e]/.test(key) ? key.replace(/[^\x20-\x7e]+/g, (run) => encodeURIComponent(run)) : key;
 }

@@ -9,12 +9,19 @@
 import { randomUUID } from "node:crypto";
 import type { Config } from "../../config/schema.js";
 import { canonicalSessionKey } from "../../session/key-canonical.js";
+import { ValidationError } from "../../errors/index.js";
 
 /** Header names that carry a session key; the first present wins. */
 export const SESSION_KEY_HEADERS = ["x-switchboard-session-key", "x-openclaw-session-key"] as const;
 /** Header names that pick the agent over the `model` field. */
 export const AGENT_ID_HEADERS = ["x-switchboard-agent-id", "x-openclaw-agent-id"] as const;
 
+/**
+ * The first of `names` present, as text. Node hands header values over as latin1 (one character
+ * per byte); clients send UTF-8, so the bytes are read again as UTF-8: `café` stays `café`, the
+ * key the same text names at the RPC door. Bytes that are not UTF-8 are refused (400) rather than
+ * turned into another key.
+ */
 export function firstHeader(
   headers: Record<string, string | string[] | undefined>,
   names: readonly string[],
@@ -22,9 +29,19 @@ export function firstHeader(
   for (const name of names) {
     const raw = headers[name];
     const value = (Array.isArray(raw) ? raw[0] : raw)?.trim();
-    if (value) return value;
+    if (value) return utf8HeaderValue(name, value);
   }
   return undefined;
+}
+
+function utf8HeaderValue(name: string, latin1: string): string {
+  // Plain ASCII reads the same either way (the common case: no copy).
+  if (!/[^\x00-\x7f]/.test(latin1)) return latin1;
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(Buffer.from(latin1, "latin1"));
+  } catch {
+    throw new ValidationError(`${name} header is not UTF-8`, [{ path: name, message: "not UTF-8" }]);
+  }
 }
 
 export function doorSessionKey(
