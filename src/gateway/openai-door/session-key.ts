@@ -36,7 +36,7 @@ export function firstHeader(
 
 function utf8HeaderValue(name: string, latin1: string): string {
   // Plain ASCII reads the same either way (the common case: no copy).
-  if (!/[^\x00-\x7f]/.test(latin1)) return latin1;
+  if (!/[^\p{ASCII}]/u.test(latin1)) return latin1;
   try {
     return new TextDecoder("utf-8", { fatal: true }).decode(Buffer.from(latin1, "latin1"));
   } catch {
