@@ -37,10 +37,19 @@ export async function createGateway(svc: GatewayDeps, opts: GatewayOptions = {})
   const app = Fastify({
     logger: opts.logger ? { level: process.env.LOG_LEVEL ?? "info" } : false,
     bodyLimit: requestBodyLimit(svc.config),
+    // A URL the router cannot take (bad percent-encoding, an over-long parameter) answers in our
+    // error shape too, not fastify's.
+    frameworkErrors: (err, req, reply) => httpErrorHandler(err, req, reply),
   });
   const rpc = createRpcMethods(svc);
 
   app.setErrorHandler(httpErrorHandler);
+  app.setNotFoundHandler((req, reply) =>
+    reply.status(404).send({
+      ok: false,
+      error: { code: "not_found", message: `no route for ${req.method} ${req.url.split("?")[0]}` },
+    }),
+  );
   // First, so its latency hook sees every route (and /metrics itself).
   registerMetrics(app, svc);
   app.addHook("onRequest", createAuthHook(svc.config.gateway.auth.token));

@@ -146,6 +146,19 @@ describe("probes, metrics and run records", () => {
     expect(res.body.error.message).toContain("sessions.explode");
   });
 
+  it("an unknown route, a malformed URL and an over-long parameter answer in the one error shape", async () => {
+    const nope = await sys.get("/nope");
+    expect(nope.status).toBe(404);
+    expect(nope.body).toMatchObject({ ok: false, error: { code: "not_found" } });
+    const badUrl = await sys.get("/v1/runs/%ED%A0%80");
+    expect(badUrl.status).toBe(400);
+    expect(badUrl.body).toMatchObject({ ok: false, error: { code: "invalid_request" } });
+    const long = await sys.get(`/v1/runs/${"r".repeat(3000)}`);
+    expect(long.status).toBeGreaterThanOrEqual(400);
+    expect(long.status).toBeLessThan(500);
+    expect(long.body).toMatchObject({ ok: false, error: { code: expect.any(String) } });
+  });
+
   it("invalid RPC params are a 400 with issues", async () => {
     const res = await rpcRaw("chat.history", { sessionKey: "main", limit: 0, bogus: 1 });
     expect(res.status).toBe(400);
