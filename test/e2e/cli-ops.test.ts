@@ -329,6 +329,20 @@ describe("errors that say what to do", () => {
     );
   });
 
+  it("import openclaw from a file, or a dir with no session store, fails and says what it looked for", async () => {
+    const notDir = await runCli(["import", "openclaw", "/etc/hostname", "--config", d.file], d.env);
+    expect(notDir.code, show(notDir)).toBe(1);
+    expect(notDir.stderr).toContain("not a directory: /etc/hostname");
+    const empty = tempDir("sb-import-empty");
+    try {
+      const r = await runCli(["import", "openclaw", empty.dir, "--no-progress", "--config", d.file], d.env);
+      expect(r.code, show(r)).toBe(1);
+      expect(r.stderr).toContain(`no OpenClaw session store under ${empty.dir}`);
+    } finally {
+      empty.cleanup();
+    }
+  });
+
   it("send --wait with a bad value is refused before anything is sent", async () => {
     for (const bad of ["-1", "abc", "601"]) {
       const r = await runCli(["send", "main", "never sent", "--wait", bad, "--url", "http://127.0.0.1:1"], d.env);

@@ -14,7 +14,7 @@ import {
 import { createRedis } from "../../queues/redis-connections.js";
 import { RedisKeys, SessionStore } from "../../storage/index.js";
 import { TranscriptStore } from "../../transcript/index.js";
-import { existsSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { loadCliConfig, type GlobalOptions } from "../client.js";
 import { printJson } from "../output.js";
 
@@ -40,6 +40,8 @@ export async function importOpenClawCommand(
     throw new ValidationError(
       `OpenClaw state dir not found: ${stateDir} (pass it as: switchboard import openclaw <stateDir>)`,
     );
+  if (!statSync(stateDir).isDirectory())
+    throw new ValidationError(`not a directory: ${stateDir} (pass OpenClaw's state dir, e.g. ~/.openclaw)`);
 
   const { config } = loadCliConfig(opts);
   const log = createLogger("switchboard-import");
@@ -70,6 +72,14 @@ export async function importOpenClawCommand(
     reporter?.stop();
     if (opts.json) printJson(report);
     else process.stdout.write(formatImportSummary(report));
+    // A dir that holds no session store at all is most likely the wrong one: say so, and fail.
+    if (report.stores.json.length + report.stores.sqlite.length === 0) {
+      process.stderr.write(
+        `no OpenClaw session store under ${stateDir} (looked for agents/*/sessions/sessions.json and ` +
+          "agents/*/agent/openclaw-agent.sqlite): is this OpenClaw's state dir?\n",
+      );
+      return 1;
+    }
     return 0;
   } finally {
     reporter?.stop();
