@@ -196,6 +196,12 @@ async function writeEntry(
 ): Promise<boolean> {
   if (existing) {
     const changes = changedFields(existing as unknown as Record<string, unknown>, m.patch);
+    // A label another session holds was dropped by an earlier run (labels are unique per agent):
+    // it is not a change to make again, or every run would rewrite this entry for nothing.
+    if (changes.label !== undefined && existing.label === undefined && typeof changes.label === "string") {
+      const holder = await targets.sessions.keyForLabel(m.ident.agentId, changes.label);
+      if (holder !== null && holder !== m.key) delete changes.label;
+    }
     if (Object.keys(changes).length === 0) {
       report.sessions.unchanged++;
       return true;

@@ -127,4 +127,24 @@ describe("import openclaw: edges", () => {
     expect(all).not.toContain('"outside"');
     for (const sid of ["s-evil", "s-two"]) expect(() => storedLines(config, sid)).toThrow();
   });
+
+  it("two sessions with one label: the second's label is dropped once, and a re-run changes nothing", async () => {
+    const { targets, stateDir } = fresh();
+    const dir = join(stateDir, "agents", "main", "sessions");
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(
+      join(dir, "sessions.json"),
+      JSON.stringify({
+        "agent:main:one": { sessionId: "s-one", updatedAt: 1_700_000_000_000, label: "Work" },
+        "agent:main:two": { sessionId: "s-two", updatedAt: 1_700_000_000_001, label: "Work" },
+      }),
+    );
+    const first = await importOpenClaw(targets, { stateDir });
+    expect(first.sessions.created).toBe(2);
+    expect(first.warnings.some((w) => w.includes('label "Work" dropped'))).toBe(true);
+    const rev = (await targets.sessions.get("agent:main:two"))!.rev;
+    const again = await importOpenClaw(targets, { stateDir });
+    expect(again.sessions).toMatchObject({ created: 0, updated: 0, unchanged: 2 });
+    expect((await targets.sessions.get("agent:main:two"))!.rev).toBe(rev);
+  });
 });
