@@ -11,8 +11,8 @@ import sqlite from "node-sqlite3-wasm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Config } from "../../src/config/index.js";
 import { importOpenClaw, type ImportTargets } from "../../src/import/index.js";
-import { RedisKeys, SessionStore } from "../../src/storage/index.js";
-import { TranscriptStore, transcriptPath } from "../../src/transcript/index.js";
+import { transcriptPath } from "../../src/transcript/index.js";
+import { importTargets } from "../fixtures/import-support.js";
 import { newRedis, tempDir, testConfig } from "../helpers/context.js";
 
 let redis: Redis;
@@ -31,16 +31,7 @@ function fresh(): { config: Config; targets: ImportTargets; stateDir: string } {
   const config = testConfig();
   const state = tempDir("oc-edges");
   cleanups.push(state.cleanup);
-  const targets: ImportTargets = {
-    config,
-    redis,
-    sessions: new SessionStore(redis, config.redis.prefix),
-    transcripts: new TranscriptStore({
-      redis,
-      keys: new RedisKeys(config.redis.prefix),
-      storageDir: config.storage.dir,
-    }),
-  };
+  const targets = importTargets(redis, config);
   return { config, targets, stateDir: state.dir };
 }
 

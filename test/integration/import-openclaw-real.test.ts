@@ -12,8 +12,8 @@ import sqlite from "node-sqlite3-wasm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Config } from "../../src/config/index.js";
 import { importOpenClaw, type ImportTargets } from "../../src/import/index.js";
-import { RedisKeys, SessionStore } from "../../src/storage/index.js";
-import { TranscriptStore, transcriptPath } from "../../src/transcript/index.js";
+import { transcriptPath } from "../../src/transcript/index.js";
+import { importTargets } from "../fixtures/import-support.js";
 import { newRedis, tempDir, testConfig } from "../helpers/context.js";
 
 const FIXTURE = fileURLToPath(new URL("../fixtures/openclaw-state", import.meta.url));
@@ -75,16 +75,7 @@ beforeAll(() => {
   cleanup = tmp.cleanup;
   stateDir = join(tmp.dir, "state");
   materialise(stateDir);
-  targets = {
-    config,
-    redis,
-    sessions: new SessionStore(redis, config.redis.prefix),
-    transcripts: new TranscriptStore({
-      redis,
-      keys: new RedisKeys(config.redis.prefix),
-      storageDir: config.storage.dir,
-    }),
-  };
+  targets = importTargets(redis, config);
 });
 
 afterAll(async () => {

@@ -10,9 +10,9 @@ import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Config } from "../../src/config/index.js";
 import { importOpenClaw, type ImportProgress, type ImportReport, type ImportTargets } from "../../src/import/index.js";
-import { RedisKeys, SessionStore } from "../../src/storage/index.js";
-import { TranscriptStore, transcriptPath } from "../../src/transcript/index.js";
+import { transcriptPath } from "../../src/transcript/index.js";
 import { newRedis, tempDir, testConfig } from "../helpers/context.js";
+import { importTargets } from "../fixtures/import-support.js";
 import { generateOpenClawState, type GeneratedState } from "../fixtures/openclaw-state-gen.js";
 
 const TOTAL = 5000;
@@ -29,16 +29,7 @@ beforeAll(() => {
   const state = tempDir("oc-state");
   cleanups.push(state.cleanup);
   gen = generateOpenClawState(state.dir, TOTAL);
-  targets = {
-    config,
-    redis,
-    sessions: new SessionStore(redis, config.redis.prefix),
-    transcripts: new TranscriptStore({
-      redis,
-      keys: new RedisKeys(config.redis.prefix),
-      storageDir: config.storage.dir,
-    }),
-  };
+  targets = importTargets(redis, config);
 });
 
 afterAll(async () => {

@@ -24,6 +24,22 @@ async function drainJobs(sys: TestSystem): Promise<number> {
   return Object.values(counts).reduce((a, b) => a + b, 0);
 }
 
+/** A session `agent:main:<name>` with one turn queued by enqueueTurn, and its pending-wake member. */
+async function wokenSession(sys: TestSystem, name: string): Promise<{ key: string; member: string }> {
+  const { svc } = sys;
+  const key = `agent:main:${name}`;
+  const entry = await svc.sessions.upsert(key, { agentId: "main", kind: "other" }, { sessionId: randomUUID() });
+  const turn = await enqueueTurn(svc, {
+    sessionKey: key,
+    agentId: "main",
+    sessionId: entry.sessionId,
+    text: "hi",
+    step: "turn",
+    provenance: "user",
+  });
+  return { key, member: `${turn.runId}|${key}` };
+}
+
 async function wakesLeft(sys: TestSystem): Promise<{ pending: number; ready: number }> {
   const { redis, keys } = sys.svc;
   return { pending: await redis.zcard(keys.pendingWakes()), ready: await redis.llen(keys.readyList()) };
@@ -131,17 +147,7 @@ describe("ready-list wake-ups", () => {
   it("the overdue check touches a wake whose lease is held and re-arms one whose drainer is gone", async () => {
     const sys = await deploy(scriptConfig(RULES), { gateway: true, workers: false });
     const { svc } = sys;
-    const key = "agent:main:overdue";
-    const entry = await svc.sessions.upsert(key, { agentId: "main", kind: "other" }, { sessionId: randomUUID() });
-    const turn = await enqueueTurn(svc, {
-      sessionKey: key,
-      agentId: "main",
-      sessionId: entry.sessionId,
-      text: "hi",
-      step: "turn",
-      provenance: "user",
-    });
-    const member = `${turn.runId}|${key}`;
+    const { key, member } = await wokenSession(sys, "overdue");
     // Readied by the push itself: on the ready list and pending, no drain job.
     expect(await svc.redis.lrange(svc.keys.readyList(), 0, -1)).toEqual([member]);
     expect(await svc.redis.zscore(svc.keys.pendingWakes(), member)).not.toBeNull();
@@ -176,19 +182,7 @@ describe("ready-list wake-ups", () => {
   it("the lost-pop check re-arms only wakes that are off the ready list with no lease held", async () => {
     const sys = await deploy(scriptConfig(RULES), { gateway: true, workers: false });
     const { svc } = sys;
-    const wake = async (name: string) => {
-      const key = `agent:main:${name}`;
-      const entry = await svc.sessions.upsert(key, { agentId: "main", kind: "other" }, { sessionId: randomUUID() });
-      const turn = await enqueueTurn(svc, {
-        sessionKey: key,
-        agentId: "main",
-        sessionId: entry.sessionId,
-        text: "hi",
-        step: "turn",
-        provenance: "user",
-      });
-      return { key, member: `${turn.runId}|${key}` };
-    };
+    const wake = (name: string) => wokenSession(sys, name);
     const queued = await wake("still-queued");
     const leased = await wake("leased");
     const lost = await wake("lost");
