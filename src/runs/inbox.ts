@@ -219,6 +219,15 @@ export class Inbox {
     return raw ? parseTurn(raw) : null;
   }
 
+  /** Whether a turn of transcript `sessionId` is still queued or in flight in the session. */
+  async hasTurnIn(sessionKey: string, sessionId: string): Promise<boolean> {
+    const [inflight, queued] = await Promise.all([
+      this.redis.lrange(this.keys.inflight(sessionKey), 0, -1),
+      this.redis.lrange(this.keys.inbox(sessionKey), 0, -1),
+    ]);
+    return [...inflight, ...queued].some((raw) => parseTurn(raw)?.sessionId === sessionId);
+  }
+
   async hasInflight(sessionKey: string): Promise<boolean> {
     return (await this.redis.llen(this.keys.inflight(sessionKey))) > 0;
   }

@@ -96,6 +96,11 @@ export function createMaintenanceProcessor(svc: WorkerDeps) {
         return await retryLater(job, token, Math.min(acquired.retryInMs + 50, ARCHIVE_LEASE_POLL_MS));
       }
       try {
+        // A turn of the retired transcript still to run (handed back at shutdown, parked on a
+        // storage fault) would write to it after the rename, into a new file nothing archives:
+        // it runs first (the lease is given back here), and the archive tries again after.
+        if (await svc.inbox.hasTurnIn(d.sessionKey, d.sessionId))
+          return await retryLater(job, token, ARCHIVE_LEASE_POLL_MS);
         const path = await svc.transcripts.archive(d.agentId, d.sessionId, d.kind, new Date(), topicOpt(d.sessionKey));
         return { archived: path ?? null };
       } finally {

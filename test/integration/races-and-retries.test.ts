@@ -4,13 +4,14 @@
  * changed or got work after it was read; /stop keeps what dropped turns carried.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 import { startPeer, startTestSystem, type TestSystem } from "../helpers/system.js";
 import { enqueueTurn } from "../../src/runs/enqueue.js";
 import { rotateSession } from "../../src/rotation/rotate.js";
-import { settle } from "../helpers/settle.js";
+import { quietPeriod, settle } from "../helpers/settle.js";
+import { waitRun } from "../helpers/api.js";
 import { requeueStopped, STOPPED_TURN_ORPHANED_MS } from "../../src/runs/stop.js";
 import { announceContinuation } from "../../src/subagents/announce.js";
 import { subagentAnnounceJobId } from "../../src/queues/jobs.js";
@@ -262,4 +263,60 @@ describe("a turn that finishes after its session was reset", () => {
     expect(entry?.inputTokens).toBeUndefined();
     expect(entry?.totalTokens).toBeUndefined();
   });
+});
+
+describe("an archive job and a turn of the retired transcript still to run", () => {
+  it("waits for the turn (handed back at shutdown, say): its lines end up in the archive, no file is left", async () => {
+    // A gateway and a worker of the maintenance queue only: turns wait until a runs worker comes.
+    const gw = await startTestSystem(
+      { agents: { list: [{ id: "main", runtime: { kind: "script", rules: [{ reply: "ok: {{text}}" }] } }] } },
+      { gateway: true, workers: false },
+    );
+    const maint = await startPeer(gw.config, { gateway: false, workers: { queues: ["maintenance"] } });
+    try {
+      const key = "agent:main:archive-after-handback";
+      const old = await gw.svc.sessions.upsert(key, { agentId: "main", kind: "other" }, { sessionId: randomUUID() });
+      await gw.svc.transcripts.append("main", old.sessionId, [
+        {
+          type: "message",
+          id: "first",
+          timestamp: new Date().toISOString(),
+          message: { role: "user", content: "first" },
+        },
+      ]);
+      // A turn of the old transcript left in flight, as a hand-back leaves it (lease free).
+      const turn = await enqueueTurn(gw.svc, {
+        sessionKey: key,
+        agentId: "main",
+        sessionId: old.sessionId,
+        text: "late",
+        step: "turn",
+        provenance: "user",
+      });
+      await gw.svc.redis.lmove(gw.svc.keys.inbox(key), gw.svc.keys.inflight(key), "LEFT", "RIGHT");
+      // sessions.reset's rotation (after its stop, which leaves a turn in flight to its worker).
+      expect(await rotateSession(gw.svc, old, { reason: "reset", archive: "job" })).not.toBeNull();
+      const dir = join(gw.config.storage.dir, "agents", "main", "sessions");
+      await quietPeriod(2500, "the archive job must not rename the transcript under the waiting turn");
+      expect(existsSync(join(dir, `${old.sessionId}.jsonl`))).toBe(true);
+
+      const runner = await startPeer(gw.config, { gateway: false, workers: { queues: ["runs"] } });
+      try {
+        await runner.svc.queues.runs.add("drain", { sessionKey: key }, { jobId: `drain-test-${turn.runId}` });
+        expect((await waitRun(gw, turn.runId, 15_000)).status).toBe("ok");
+        await settle(() => readdirSync(dir).some((f) => f.startsWith(`${old.sessionId}.jsonl.reset.`)), {
+          what: "the old transcript archived once the turn ran",
+          timeoutMs: 15_000,
+        });
+        expect(existsSync(join(dir, `${old.sessionId}.jsonl`))).toBe(false);
+        const archived = readdirSync(dir).find((f) => f.startsWith(`${old.sessionId}.jsonl.reset.`))!;
+        expect(readFileSync(join(dir, archived), "utf8")).toContain(`"${turn.runId}:u"`);
+      } finally {
+        await runner.close();
+      }
+    } finally {
+      await maint.close();
+      await gw.close();
+    }
+  }, 40_000);
 });
