@@ -266,7 +266,7 @@ describe("a turn that finishes after its session was reset", () => {
 });
 
 describe("an archive job and a turn of the retired transcript still to run", () => {
-  it("waits for the turn (handed back at shutdown, say): its lines end up in the archive, no file is left", async () => {
+  it("waits for the turn (handed back at shutdown): its lines end up in the archive, no file is left", async () => {
     // A gateway and a worker of the maintenance queue only: turns wait until a runs worker comes.
     const gw = await startTestSystem(
       { agents: { list: [{ id: "main", runtime: { kind: "script", rules: [{ reply: "ok: {{text}}" }] } }] } },
