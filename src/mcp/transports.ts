@@ -44,6 +44,10 @@ export interface HttpOptions {
   /** When set, every request must carry it (Bearer, or Basic password), as at the gateway. */
   token?: string;
   log: Logger;
+  /** Idle time after which a session is closed (default MCP_SESSION_IDLE_MS). */
+  idleMs?: number;
+  /** Most sessions open at once (default MCP_MAX_SESSIONS). */
+  maxSessions?: number;
 }
 
 export const MCP_PATH = "/mcp";
@@ -74,14 +78,40 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
   return JSON.parse(Buffer.concat(chunks).toString("utf8"));
 }
 
+/** An MCP HTTP session unused this long is closed (a client that never sent DELETE). */
+export const MCP_SESSION_IDLE_MS = 30 * 60_000;
+/** At most this many open at once: beyond, the one unused longest is closed. */
+export const MCP_MAX_SESSIONS = 1000;
+
+interface HttpSession {
+  transport: StreamableHTTPServerTransport;
+  server: McpServer;
+  lastUse: number;
+}
+
 export async function serveHttp(factory: McpServerFactory, opts: HttpOptions): Promise<RunningTransport> {
-  const sessions = new Map<string, { transport: StreamableHTTPServerTransport; server: McpServer }>();
+  // Insertion order is use order: a session is moved to the end each time it is used.
+  const sessions = new Map<string, HttpSession>();
+  const idleMs = opts.idleMs ?? MCP_SESSION_IDLE_MS;
+  const maxSessions = opts.maxSessions ?? MCP_MAX_SESSIONS;
+  const evict = (now: number) => {
+    for (const [id, s] of sessions) {
+      if (sessions.size <= maxSessions && now - s.lastUse < idleMs) break;
+      sessions.delete(id);
+      void s.transport.close().catch(() => {});
+    }
+  };
+  const sweeper = setInterval(() => evict(Date.now()), Math.min(idleMs, 60_000));
+  sweeper.unref();
 
   const startSession = async (req: IncomingMessage, res: ServerResponse, body: unknown) => {
     const server = await factory();
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (id) => void sessions.set(id, { transport, server }),
+      onsessioninitialized: (id) => {
+        sessions.set(id, { transport, server, lastUse: Date.now() });
+        evict(Date.now());
+      },
     });
     transport.onclose = () => {
       if (transport.sessionId) sessions.delete(transport.sessionId);
@@ -104,6 +134,11 @@ export async function serveHttp(factory: McpServerFactory, opts: HttpOptions): P
     const session = sessionId ? sessions.get(sessionId) : undefined;
     if (sessionId && !session)
       return jsonRpcError(res, 404, -32001, `unknown MCP session ${sessionId} (start a new one with initialize)`);
+    if (sessionId && session) {
+      session.lastUse = Date.now();
+      sessions.delete(sessionId);
+      sessions.set(sessionId, session);
+    }
     if (req.method !== "POST") {
       if (!session) return jsonRpcError(res, 400, -32000, "Mcp-Session-Id header required");
       return await session.transport.handleRequest(req, res);
@@ -141,6 +176,7 @@ export async function serveHttp(factory: McpServerFactory, opts: HttpOptions): P
     describe: `http://${host}:${port}${MCP_PATH}`,
     done: new Promise<void>(() => {}),
     async close() {
+      clearInterval(sweeper);
       await Promise.allSettled([...sessions.values()].map(({ transport }) => transport.close()));
       sessions.clear();
       http.closeAllConnections();

@@ -228,6 +228,19 @@ describe("switchboard mcp over stdio", () => {
     }
   }, 60_000);
 
+  it("--session takes a stored session's sessionId too, and acts as that session (its profile)", async () => {
+    const orchestrator = await sys.svc.sessions.get(ORCHESTRATOR);
+    const { transport, stderr } = stdioTransport(orchestrator!.sessionId);
+    const client = await connected(transport);
+    try {
+      const { tools } = await client.listTools();
+      expect(tools.map((t) => t.name)).not.toContain("sessions_send");
+    } finally {
+      await client.close();
+    }
+    expect(stderr()).toContain(`switchboard mcp ready: session ${ORCHESTRATOR} over stdio`);
+  }, 60_000);
+
   it("writes nothing but JSON-RPC to stdout and exits 0 when the client closes stdin", async () => {
     const child = spawn(process.execPath, [CLI, "mcp", "--session", MAIN, "--config", configFile], {
       cwd: ROOT,

@@ -13,6 +13,7 @@ import { createSessionMcpServer } from "../../mcp/server.js";
 import { serveHttp, serveStdio, type RunningTransport } from "../../mcp/transports.js";
 import { canonicalSessionKey } from "../../session/key-canonical.js";
 import { createToolRuntime } from "../../tools/tool-runtime.js";
+import { resolveCaller } from "../../tools/session-caller.js";
 import { loadCliConfig, RpcCallError, type GlobalOptions } from "../client.js";
 
 export interface McpOptions extends GlobalOptions {
@@ -39,7 +40,7 @@ export async function mcpCommand(opts: McpOptions): Promise<void> {
   if (port !== undefined && !LOOPBACK.has(host) && !token) {
     throw new ValidationError(`--host ${host} is not loopback: set gateway.auth.token so MCP clients must present it`);
   }
-  const sessionKey = canonicalSessionKey(config, opts.session);
+  canonicalSessionKey(config, opts.session); // a malformed key fails here, before Redis is asked
   if (!(await redisAnswers(config.redis.url))) {
     throw new RpcCallError(
       "redis_unavailable",
@@ -48,6 +49,8 @@ export async function mcpCommand(opts: McpOptions): Promise<void> {
   }
   const log = createLogger("switchboard-mcp");
   const svc = createServices(config, { role: "cli", log });
+  // As at every door: a key, or the sessionId of a stored session, names the session acted as.
+  const { sessionKey } = await resolveCaller(svc, opts.session);
   const tools = createToolRuntime(svc);
   const factory = () => createSessionMcpServer({ svc, tools, sessionKey, version: packageVersion(), log });
 
