@@ -10,8 +10,18 @@
  * history readers get redaction (sanitize-history.ts). Pure; idempotent.
  */
 import { normalizeAssistantText } from "./normalize-text.js";
+import { isSilentReply } from "./silent-reply.js";
 
 export function sanitizeForHandoff(text: string | null | undefined): string {
   if (typeof text !== "string" || text.length === 0) return "";
   return normalizeAssistantText(text).text.trim();
+}
+
+/**
+ * What a person in a chat gets of a reply: its hand-off text, or undefined when the reply is
+ * silent there (`NO_REPLY`, or nothing). Channel deliveries and the OpenAI door both use it.
+ */
+export function chatReply(text: string | null | undefined): string | undefined {
+  const reply = sanitizeForHandoff(text);
+  return isSilentReply("channel", reply) ? undefined : reply;
 }

@@ -287,7 +287,9 @@ async function importTranscript(
       report.transcripts.linesPresent += present;
       report.transcripts.linesWritten += flags.length - present;
     } else {
-      const r = await targets.transcripts.append(agentId, m.sessionId, batch);
+      // Stored as a turn's lines are: credentials masked unless transcripts.redactSecrets is off.
+      const lines = redactTranscriptEntries(batch, targets.config.transcripts.redactSecrets);
+      const r = await targets.transcripts.append(agentId, m.sessionId, lines);
       report.transcripts.linesWritten += r.written;
       report.transcripts.linesPresent += r.skipped;
     }
@@ -313,8 +315,7 @@ async function importTranscript(
     const r = transcriptLineToEntry(m.sessionId, next.value);
     if (r.kind === "skip") report.transcripts.linesSkipped[r.why]++;
     if (r.kind !== "entry") continue;
-    // Stored as a turn's lines are: credentials masked unless transcripts.redactSecrets is off.
-    batch.push(...redactTranscriptEntries([r.entry], targets.config.transcripts.redactSecrets));
+    batch.push(r.entry);
     if (batch.length >= APPEND_BATCH) await flush();
   }
   await flush();

@@ -241,13 +241,11 @@ export class HolderWriter {
       // Cleared first: a write landing during the fsync marks the handle dirty again.
       f.dirty = false;
       try {
-        await f.fh.sync();
+        await this.syncHandle(file, f);
       } catch (err) {
         f.dirty = true;
         throw err;
       }
-      this.events.synced?.("file");
-      if (f.newName) await this.syncName(file, f);
     }
   }
 
@@ -255,6 +253,11 @@ export class HolderWriter {
   private async syncNow(file: string): Promise<void> {
     const f = await this.handle(file);
     await f.chain;
+    await this.syncHandle(file, f);
+  }
+
+  /** fsync the handle's file, and its name too while that is new. */
+  private async syncHandle(file: string, f: OpenFile): Promise<void> {
     await f.fh.sync();
     this.events.synced?.("file");
     if (f.newName) await this.syncName(file, f);
@@ -276,11 +279,8 @@ export class HolderWriter {
     this.files.delete(file);
     await f.chain;
     try {
-      if (f.dirty) {
-        await f.fh.sync();
-        this.events.synced?.("file");
-      }
-      if (f.newName) await this.syncName(file, f);
+      if (f.dirty) await this.syncHandle(file, f);
+      else if (f.newName) await this.syncName(file, f);
     } finally {
       await f.fh.close().catch(() => undefined);
     }
@@ -294,11 +294,7 @@ export class HolderWriter {
     const f = this.files.get(file);
     if (!f) return;
     this.files.delete(file);
-    if (f.dirty)
-      await f.fh.sync().then(
-        () => this.events.synced?.("file"),
-        (err: Error) => this.syncFailed(file, err),
-      );
+    if (f.dirty) await this.syncHandle(file, f).catch((err: Error) => this.syncFailed(file, err));
     await f.fh.close().catch(() => undefined);
   }
 

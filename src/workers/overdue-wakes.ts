@@ -13,6 +13,7 @@
  */
 import type { Config } from "../config/schema.js";
 import { requestDrain } from "../runs/enqueue.js";
+import type { PendingWake } from "../runs/pending-wakes.js";
 import type { WorkerDeps } from "./worker-deps.js";
 
 /** Longest a pending wake may wait before it is re-armed: 10 s, or the lease TTL if shorter. */
@@ -38,13 +39,11 @@ export async function rearmLostPops(svc: WorkerDeps): Promise<number> {
   if (pending.length === 0) return 0;
   const readied = await svc.wakes.readied(MAX_READY_SCAN);
   if (!readied) return 0;
-  let rearmed = 0;
-  for (const w of pending) {
-    if (readied.has(w.member) || (await svc.redis.exists(svc.keys.lease(w.sessionKey))) === 1) continue;
-    await requestDrain(svc, w.sessionKey);
-    await svc.wakes.retire(w.member);
-    rearmed++;
-  }
+  const rearmed = await rearm(
+    svc,
+    pending.filter((w) => !readied.has(w.member)),
+    async () => undefined,
+  );
   if (rearmed)
     svc.log.warn({ sessions: rearmed }, "re-armed drains whose wake-up a pop may have lost with its connection");
   return rearmed;
@@ -53,20 +52,35 @@ export async function rearmLostPops(svc: WorkerDeps): Promise<number> {
 /** Re-arm the overdue wakes (at most `maintenance.sweepBatch`); returns how many got a drain job. */
 export async function rearmOverdueWakes(svc: WorkerDeps, overdueMs: number, now = Date.now()): Promise<number> {
   const overdue = await svc.wakes.overdue(overdueMs, svc.config.maintenance.sweepBatch, now);
+  // A held lease is a drainer on the session (a long drain): its wake is marked as seen now.
+  const rearmed = await rearm(svc, overdue, (w) => svc.wakes.touch(w.member, now));
+  if (rearmed)
+    svc.log.warn(
+      { sessions: rearmed, overdueMs },
+      "re-armed drains whose wake-up was not taken in time (lost with a worker or pusher, or workers busy)",
+    );
+  return rearmed;
+}
+
+/**
+ * The re-arm itself, shared by both checks: a wake whose session lease is held has a drainer
+ * (`whenHeld` decides what that means); any other gets a drain job and is retired (from the
+ * ready list too). Returns how many got a drain job.
+ */
+async function rearm(
+  svc: WorkerDeps,
+  wakes: PendingWake[],
+  whenHeld: (w: PendingWake) => Promise<void>,
+): Promise<number> {
   let rearmed = 0;
-  for (const w of overdue) {
+  for (const w of wakes) {
     if ((await svc.redis.exists(svc.keys.lease(w.sessionKey))) === 1) {
-      await svc.wakes.touch(w.member, now);
+      await whenHeld(w);
       continue;
     }
     await requestDrain(svc, w.sessionKey);
     await svc.wakes.retire(w.member);
     rearmed++;
   }
-  if (rearmed)
-    svc.log.warn(
-      { sessions: rearmed, overdueMs },
-      "re-armed drains whose wake-up was not taken in time (lost with a worker or pusher, or workers busy)",
-    );
   return rearmed;
 }

@@ -20,10 +20,9 @@ import { RunAbortedError, type RunOutput, type ToolInvokerFactory } from "../run
 import type { LeaseHandle } from "../runs/session-lease.js";
 import { isTerminal, type TerminalStatus, type Turn } from "../runs/turn.js";
 import type { TranscriptEntry, TranscriptMessage } from "../history/transcript-types.js";
-import { isSilentReply } from "../history/silent-reply.js";
 import { enqueueDelivery, enqueueOrSettleDelivery } from "../delivery/deliver.js";
 import { enqueueContinuation } from "../runs/continuation.js";
-import { sanitizeForHandoff } from "../history/handoff.js";
+import { chatReply } from "../history/handoff.js";
 import { interSessionProvenance } from "../runtimes/inter-session.js";
 import { redactTranscriptEntries, redactValue } from "../history/redact-transcript.js";
 import { topicOpt, transcriptTopicOf } from "../session/transcript-topic.js";
@@ -634,13 +633,13 @@ export class TurnExecutor {
    */
   private async enqueueFollowUps(turn: Turn, outcome: TurnOutcome): Promise<void> {
     const { svc } = this;
-    const reply = sanitizeForHandoff(outcome.reply);
-    if (outcome.status === "ok" && turn.deliver && !isSilentReply("channel", reply)) {
+    const reply = chatReply(outcome.reply);
+    if (outcome.status === "ok" && turn.deliver && reply !== undefined) {
       await enqueueDelivery(svc, {
         id: `reply-${turn.runId}`,
         sessionKey: turn.sessionKey,
         route: turn.deliver,
-        message: reply.trim(),
+        message: reply,
         kind: "reply",
       });
     }

@@ -2,8 +2,7 @@
  * The answer objects of the chat-completions API (`chat.completion` and `chat.completion.chunk`),
  * built from a finished run. Pure.
  */
-import { sanitizeForHandoff } from "../../history/handoff.js";
-import { isSilentReply } from "../../history/silent-reply.js";
+import { chatReply } from "../../history/handoff.js";
 import type { RunRecord } from "../../runs/run-records.js";
 
 export interface CompletionIds {
@@ -23,13 +22,9 @@ export function usageOf(rec: RunRecord): { prompt_tokens: number; completion_tok
   return { prompt_tokens: input, completion_tokens: output, total_tokens: input + output };
 }
 
-/**
- * The reply as a chat client gets it, as a channel would: reasoning and tool-call markup
- * stripped (sanitizeForHandoff), and a silent reply (`NO_REPLY`) as no text at all.
- */
+/** The reply as a chat client gets it, as a channel would (chatReply): "" when silent. */
 export function visibleReply(rec: RunRecord): string {
-  const reply = sanitizeForHandoff(rec.reply);
-  return isSilentReply("channel", reply) ? "" : reply;
+  return chatReply(rec.reply) ?? "";
 }
 
 export function chatCompletion(ids: CompletionIds, rec: RunRecord) {

@@ -12,9 +12,12 @@
   With `readyKey` (a list; false for none) an idle session is also readied: `wakeMember` goes to
   the back of the ready list, which workers pop as the wake-up itself (src/workers/ready-consumer.ts),
   so no drain job is needed: it returns 3 then.
+
+  queue_new_turn(same arguments): push_turn without the existence check, for a caller that made
+  it already (turn-push.lua checks it before its entry check).
 ]]
-local function push_turn(runKey, inboxKey, inflightKey, wakesKey, turnJson, ttl, now, wakeMember, fields, readyKey)
-  if redis.call("EXISTS", runKey) == 1 then return 0 end
+-- push_turn for a runId known not to exist yet (the caller checked, e.g. turn-push.lua).
+local function queue_new_turn(runKey, inboxKey, inflightKey, wakesKey, turnJson, ttl, now, wakeMember, fields, readyKey)
   redis.call("HSET", runKey, unpack(fields))
   redis.call("EXPIRE", runKey, tonumber(ttl))
   local idle = redis.call("LLEN", inboxKey) == 0 and redis.call("LLEN", inflightKey) == 0
@@ -28,4 +31,9 @@ local function push_turn(runKey, inboxKey, inflightKey, wakesKey, turnJson, ttl,
     return 2
   end
   return 1
+end
+
+local function push_turn(runKey, inboxKey, inflightKey, wakesKey, turnJson, ttl, now, wakeMember, fields, readyKey)
+  if redis.call("EXISTS", runKey) == 1 then return 0 end
+  return queue_new_turn(runKey, inboxKey, inflightKey, wakesKey, turnJson, ttl, now, wakeMember, fields, readyKey)
 end

@@ -38,5 +38,5 @@ if ARGV[5] ~= "" then
 end
 local fields = {}
 for i = 7, #ARGV do fields[#fields + 1] = ARGV[i] end
-return push_turn(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], ARGV[4], fields,
+return queue_new_turn(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], ARGV[4], fields,
   ARGV[6] == "1" and KEYS[6])
