@@ -16,10 +16,10 @@ import { agentRuntime } from "../config/agents.js";
 import { SwitchboardError, ValidationError } from "../errors/index.js";
 import { zodIssues } from "../config/parse.js";
 import { freshnessOf, policyFor, staleAtFor } from "../session/entry-freshness.js";
-import { resetPatch, rotateSession } from "../rotation/rotate.js";
+import { enqueueArchive, resetPatch, rotateSession } from "../rotation/rotate.js";
 import { identOf } from "../session/session-ident.js";
 import { statusCard } from "../session/status-card.js";
-import { enqueueTurn, requestDrain } from "../runs/enqueue.js";
+import { enqueueTurnInSession, requestDrain } from "../runs/enqueue.js";
 import { uuidFrom } from "../runs/derived-id.js";
 import { luaCommand } from "../storage/lua-script.js";
 import { stopSession } from "../runs/stop.js";
@@ -30,7 +30,12 @@ import { commandTextOf, effectiveResetTriggers, greetingPrompt, parseResetTrigge
 import { modelCatalog, resolveModelChoice } from "./model-choice.js";
 import { SYSTEM_EVENT_CHANNELS } from "../session/inbound-message.js";
 import { sessionSendPolicy } from "../session/stored-send-policy.js";
-import { replacingFields, type DeliveryContext, type SessionEntryPatch } from "../session/session-entry.js";
+import {
+  replacingFields,
+  type DeliveryContext,
+  type SessionEntry,
+  type SessionEntryPatch,
+} from "../session/session-entry.js";
 import { transcriptTopicProblem } from "../session/transcript-topic.js";
 import { enqueueDelivery } from "../delivery/deliver.js";
 import { isCommandOwner, OWNER_ONLY_REPLY } from "./command-owner.js";
@@ -345,7 +350,9 @@ async function handleResolved(
         staleAt: staleAtFor(config, sessionKey, Math.max(now, entry?.updatedAt ?? 0), msg.channel),
         ...(entry ? { expectSessionId: entry.sessionId } : { mode: "create" as const }),
       });
-      const turn = await enqueueTurn(svc, {
+      // Queued only if the session is still the one just written: a reset from another gateway
+      // in between retired it (and may be archiving it), so the message is decided again.
+      const pushed = await enqueueTurnInSession(svc, {
         ...(runId ? { runId } : {}),
         sessionKey,
         agentId,
@@ -357,10 +364,19 @@ async function handleResolved(
         deliver: route,
         ...(rotate && entry ? { archive: { sessionId: entry.sessionId, kind: "reset" as const } } : {}),
       });
+      if ("changed" in pushed) {
+        // This attempt's own rotation retired the old sessionId: its archive goes by job now.
+        if (rotate && entry)
+          await enqueueArchive(svc, { sessionKey, agentId, sessionId: entry.sessionId, kind: "reset" });
+        if (attempt >= MAX_ROTATION_RACES)
+          throw new SwitchboardError("unavailable", "the session kept being reset while the message was queued");
+        entry = pushed.changed === null ? null : (JSON.parse(pushed.changed) as SessionEntry);
+        continue;
+      }
       return {
         ...base,
         sessionId: next.sessionId,
-        runId: turn.runId,
+        runId: pushed.turn.runId,
         isNewSession: rotate,
         ...(resetReason ? { resetReason } : {}),
       };

@@ -195,8 +195,8 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
               ...(p.threadId !== undefined ? { threadId: String(p.threadId) } : {}),
             }
           : undefined;
-        // A session that keeps changing under us (or was just created): push unconditionally,
-        // on the entry just read, as a read-then-push always did.
+        // A session that keeps changing under us (or was just created): push on the entry just
+        // read, checking only that it was not reset meanwhile (then the turn follows the reset).
         const expect = known && !isolated && attempt <= MAX_ENTRY_RACES ? known.raw : undefined;
         const res = await enqueueTurnIfEntry(
           svc,
@@ -221,7 +221,8 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
         return {
           runId: res.turn.runId,
           sessionKey: key,
-          sessionId: entry.sessionId,
+          // The push follows a reset that landed after the read (enqueueTurnOnce).
+          sessionId: res.turn.sessionId,
           ...(res.queued ? {} : { duplicate: true }),
         };
       }

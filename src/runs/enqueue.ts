@@ -38,6 +38,10 @@ export type TurnRequest = Omit<Turn, "runId" | "enqueuedAt" | "messageTs"> & { r
  * A caller that passes a deterministic `runId` (a retried job, an idempotency key) gets exactly
  * one turn for it: a runId whose record exists is not queued again (`queued: false`). A caller
  * that passes none gets a new runId, so its turn is always `queued`.
+ *
+ * The turn runs in the session's current sessionId: a reset (on any gateway) between the
+ * caller's read of the entry and the push moves it to the new one, checked in the push itself
+ * (turn-push.lua), so it never lands in a transcript that is being archived.
  */
 export async function enqueueTurn(svc: Pick<RunDeps, "inbox" | "queues" | "config">, req: TurnRequest): Promise<Turn> {
   return (await enqueueTurnOnce(svc, req)).turn;
@@ -48,28 +52,78 @@ export async function enqueueTurnOnce(
   svc: Pick<RunDeps, "inbox" | "queues" | "config">,
   req: TurnRequest,
 ): Promise<{ turn: Turn; queued: boolean }> {
-  return (await enqueueTurnIfEntry(svc, req, undefined)) as { turn: Turn; queued: boolean };
+  let turn = newTurn(req);
+  for (let attempt = 1; ; attempt++) {
+    const check = { checkSessionId: attempt <= MAX_SESSION_FOLLOWS };
+    const res = await pushTurn(svc, turn, check, req.runId === undefined);
+    if (!("changed" in res)) return res;
+    const current = res.changed === null ? undefined : sessionIdOf(res.changed);
+    // Reset meanwhile: the turn moves to the new sessionId. An entry the check could not read
+    // (not written by session-upsert.lua) takes the turn where it is, unchecked.
+    if (current !== undefined && current !== turn.sessionId) turn = { ...turn, sessionId: current };
+    else attempt = MAX_SESSION_FOLLOWS;
+  }
 }
 
 /**
  * `enqueueTurnOnce` for a turn built from the session entry `expectEntry` (its stored JSON, e.g.
  * a gateway's cached copy): queued only if the entry is still exactly that, checked in the
  * push itself (turn-push.lua). Otherwise nothing is queued and `changed` is the current entry
- * JSON (null: no session), for the caller to decide again.
+ * JSON (null: no session), for the caller to decide again. Without `expectEntry`, `enqueueTurnOnce`.
  */
 export async function enqueueTurnIfEntry(
   svc: Pick<RunDeps, "inbox" | "queues" | "config">,
   req: TurnRequest,
   expectEntry: string | undefined,
 ): Promise<{ turn: Turn; queued: boolean } | { changed: string | null }> {
+  if (expectEntry === undefined) return await enqueueTurnOnce(svc, req);
+  return await pushTurn(svc, newTurn(req), { expectEntry }, req.runId === undefined);
+}
+
+/**
+ * `enqueueTurnOnce` for a turn that belongs to the session as the caller found it (an inbound
+ * message, decided on that entry's freshness): queued only if the session still has the turn's
+ * sessionId (or no entry). Otherwise nothing is queued and `changed` is the current entry JSON,
+ * for the caller to decide again.
+ */
+export async function enqueueTurnInSession(
+  svc: Pick<RunDeps, "inbox" | "queues" | "config">,
+  req: TurnRequest,
+): Promise<{ turn: Turn; queued: boolean } | { changed: string | null }> {
+  return await pushTurn(svc, newTurn(req), { checkSessionId: true }, req.runId === undefined);
+}
+
+/** How many resets in a row a push follows to the new sessionId before it pushes unchecked. */
+const MAX_SESSION_FOLLOWS = 5;
+
+function newTurn(req: TurnRequest): Turn {
   const now = Date.now();
-  // A runId minted here is new: if the push finds it existing, this very push ran already and
-  // its answer was lost with the connection, which the client then sent it again on (ioredis
-  // resends unanswered commands after a reconnect). The turn is queued once, by this call.
-  const minted = req.runId === undefined;
-  const turn: Turn = { ...req, runId: req.runId ?? randomUUID(), enqueuedAt: now, messageTs: req.messageTs ?? now };
+  return { ...req, runId: req.runId ?? randomUUID(), enqueuedAt: now, messageTs: req.messageTs ?? now };
+}
+
+function sessionIdOf(entryJson: string): string | undefined {
+  try {
+    const id = (JSON.parse(entryJson) as { sessionId?: unknown }).sessionId;
+    return typeof id === "string" ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * One push and its wake-up. `minted`: the runId was minted for this call, so a push that finds
+ * it existing ran already and its answer was lost with the connection, which the client then
+ * sent it again on (ioredis resends unanswered commands after a reconnect): the turn is queued
+ * once, by this call.
+ */
+async function pushTurn(
+  svc: Pick<RunDeps, "inbox" | "queues" | "config">,
+  turn: Turn,
+  condition: { expectEntry?: string; checkSessionId?: boolean },
+  minted: boolean,
+): Promise<{ turn: Turn; queued: boolean } | { changed: string | null }> {
   const ready = readyWake(svc.config, turn.sessionKey);
-  const pushed = await svc.inbox.push(turn, expectEntry !== undefined ? { expectEntry, ready } : { ready });
+  const pushed = await svc.inbox.push(turn, { ...condition, ready });
   if (typeof pushed === "object") return pushed;
   // Queued behind other turns: the session's drainer exists and will reach this one. Readied:
   // the push put the session on the ready list in the same step, which is the wake.

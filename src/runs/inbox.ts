@@ -65,10 +65,14 @@ export class Inbox {
    * With `expectEntry` (the session entry JSON the turn was built from, e.g. a cached copy) the
    * push happens only if the stored entry is still exactly that; otherwise nothing is queued and
    * `{ changed }` carries the current entry JSON (null: the session is gone).
+   *
+   * With `checkSessionId` (and no `expectEntry`) the push happens only if the session still has
+   * the turn's sessionId (or no entry at all); otherwise `{ changed }` as above. A reset between
+   * the caller's read and the push would otherwise leave the turn in a retired transcript.
    */
   async push(
     turn: Turn,
-    opts: { expectEntry?: string; ready?: boolean } = {},
+    opts: { expectEntry?: string; checkSessionId?: boolean; ready?: boolean } = {},
   ): Promise<"ready" | "wake" | "queued" | "exists" | { changed: string | null }> {
     const res = await this.pushLua(
       [
@@ -86,6 +90,7 @@ export class Inbox {
         pendingWakeMember(turn),
         opts.expectEntry ?? "",
         opts.ready ? "1" : "0",
+        opts.checkSessionId ? turn.sessionId : "",
         ...queuedRecordFields(turn),
       ],
     );

@@ -320,3 +320,88 @@ describe("an archive job and a turn of the retired transcript still to run", () 
     }
   }, 40_000);
 });
+
+describe("a reset between a caller's read of the session and its push", () => {
+  /** Run `action` with `reset` done just before its push into `sessionKey`, as another gateway's reset landing then. */
+  async function resetBeforePush<T>(sessionKey: string, reset: () => Promise<unknown>, action: () => Promise<T>) {
+    const inbox = sys.svc.inbox;
+    const push = inbox.push.bind(inbox);
+    let pending = true;
+    inbox.push = async (turn, opts) => {
+      if (pending && turn.sessionKey === sessionKey) {
+        pending = false;
+        await reset();
+      }
+      return await push(turn, opts);
+    };
+    try {
+      return await action();
+    } finally {
+      inbox.push = push;
+    }
+  }
+  const transcriptDir = () => join(sys.config.storage.dir, "agents", "main", "sessions");
+  const liveFiles = () => readdirSync(transcriptDir()).filter((f) => f.endsWith(".jsonl"));
+
+  it("an inbound message runs in the session the reset made, and nothing is left in the retired one", async () => {
+    const dm = { channel: "tg", chatType: "dm", from: "reset-in-window" };
+    const first = await sys.post("/v1/inbound", { ...dm, text: "hello" });
+    await waitRun(sys, first.body.runId, 10_000);
+    const key = first.body.sessionKey as string;
+    const retired = first.body.sessionId as string;
+    const reset = () => sys.rpc("sessions.reset", { key });
+    const second = await resetBeforePush(key, reset, () => sys.post("/v1/inbound", { ...dm, text: "after the reset" }));
+    expect(second.status).toBe(202);
+    const current = await sys.svc.sessions.get(key);
+    expect(current?.sessionId).not.toBe(retired);
+    expect(second.body.sessionId).toBe(current?.sessionId);
+    expect((await waitRun(sys, second.body.runId, 10_000)).status).toBe("ok");
+    expect((await sys.svc.runs.get(second.body.runId))?.sessionId).toBe(current?.sessionId);
+    await settle(() => readdirSync(transcriptDir()).some((f) => f.startsWith(`${retired}.jsonl.reset.`)), {
+      what: "the retired transcript archived",
+    });
+    expect(liveFiles()).not.toContain(`${retired}.jsonl`);
+    expect(readFileSync(join(transcriptDir(), `${current!.sessionId}.jsonl`), "utf8")).toContain("after the reset");
+  });
+
+  it("a /new whose own rotation is overtaken by another reset archives what it retired, then runs once", async () => {
+    const dm = { channel: "tg", chatType: "dm", from: "double-reset" };
+    const first = await sys.post("/v1/inbound", { ...dm, text: "hello" });
+    await waitRun(sys, first.body.runId, 10_000);
+    const key = first.body.sessionKey as string;
+    const s0 = first.body.sessionId as string;
+    const other = () => sys.rpc("sessions.reset", { key });
+    const reset = await resetBeforePush(key, other, () => sys.post("/v1/inbound", { ...dm, text: "/new fresh start" }));
+    expect(reset.status).toBe(202);
+    expect(reset.body.isNewSession).toBe(true);
+    expect((await waitRun(sys, reset.body.runId, 10_000)).status).toBe("ok");
+    const current = await sys.svc.sessions.get(key);
+    expect(reset.body.sessionId).toBe(current?.sessionId);
+    // S0, the session this /new retired first, and the one the other reset retired: both archived.
+    await settle(() => readdirSync(transcriptDir()).some((f) => f.startsWith(`${s0}.jsonl.reset.`)), {
+      what: "the first retired transcript archived",
+    });
+    expect(liveFiles()).not.toContain(`${s0}.jsonl`);
+    const mine = readFileSync(join(transcriptDir(), `${current!.sessionId}.jsonl`), "utf8");
+    const asked = mine.split("\n").filter((l) => l.includes('"role":"user"') && l.includes("fresh start"));
+    expect(asked).toHaveLength(1);
+  });
+
+  it("a turn pushed by a tool or RPC follows the reset to the new sessionId", async () => {
+    const key = "agent:main:follow-reset";
+    const old = await sys.svc.sessions.upsert(key, { agentId: "main", kind: "other" }, { sessionId: randomUUID() });
+    const next = await rotateSession(sys.svc, old, { reason: "reset", archive: "job" });
+    const turn = await enqueueTurn(sys.svc, {
+      sessionKey: key,
+      agentId: "main",
+      sessionId: old.sessionId, // read before the reset
+      text: "followed",
+      step: "turn",
+      provenance: "inter_session",
+    });
+    expect(turn.sessionId).toBe(next?.sessionId);
+    expect((await waitRun(sys, turn.runId, 10_000)).status).toBe("ok");
+    expect((await sys.svc.runs.get(turn.runId))?.sessionId).toBe(next?.sessionId);
+    expect(liveFiles()).not.toContain(`${old.sessionId}.jsonl`);
+  });
+});
