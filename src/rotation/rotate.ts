@@ -12,6 +12,7 @@ import type { SessionEntry, SessionEntryPatch } from "../session/session-entry.j
 import { identOf } from "../session/session-ident.js";
 import { staleAtFor } from "../session/entry-freshness.js";
 import { addJob, type ArchiveJobData } from "../queues/jobs.js";
+import type { Turn } from "../runs/turn.js";
 
 /**
  * What a new session keeps depends on how it started (docs/concepts/session-reset.md):
@@ -74,6 +75,20 @@ export async function enqueueArchive(
   data: ArchiveJobData,
 ): Promise<void> {
   await addJob(svc, "archive", data);
+}
+
+/**
+ * The archive a turn carried (its reset's retired transcript), for a turn that ends without
+ * running (stopped, given up): the job's id is derived, so a turn that did archive adds nothing.
+ */
+export async function enqueueArchiveOf(svc: Pick<RotationDeps, "queues" | "config">, turn: Turn): Promise<void> {
+  if (!turn.archive) return;
+  await enqueueArchive(svc, {
+    sessionKey: turn.sessionKey,
+    agentId: turn.agentId,
+    sessionId: turn.archive.sessionId,
+    kind: turn.archive.kind,
+  });
 }
 
 /**

@@ -10,7 +10,7 @@
  * (`requeueStopped`). Both jobs have ids derived from the turn, so they are added once.
  */
 import type { RunDeps } from "./run-deps.js";
-import { enqueueArchive } from "../rotation/rotate.js";
+import { enqueueArchiveOf } from "../rotation/rotate.js";
 import { enqueueContinuation } from "./continuation.js";
 import type { Turn } from "./turn.js";
 
@@ -45,13 +45,7 @@ const STOPPED_ERROR = "stopped";
 
 /** Queue what the dropped `turn` carried (see the module comment), then forget it. */
 async function carryOn(svc: Pick<RunDeps, "inbox" | "queues" | "config">, turn: Turn): Promise<void> {
-  if (turn.archive)
-    await enqueueArchive(svc, {
-      sessionKey: turn.sessionKey,
-      agentId: turn.agentId,
-      sessionId: turn.archive.sessionId,
-      kind: turn.archive.kind,
-    });
+  await enqueueArchiveOf(svc, turn);
   await enqueueContinuation(svc, turn, { status: "killed", error: STOPPED_ERROR });
   await svc.inbox.stoppedDone(turn.runId);
 }

@@ -102,7 +102,7 @@ export function createSessionDrainer(
       replays: turn.replays ?? 0,
       turn,
     };
-    await svc.runs.finish(lease, turn.runId, "error", { error: reason }, { deadLetter: letter });
+    await executor.giveUp(turn, lease, reason, letter);
     await svc.redis.hincrby(svc.keys.stats(), kind === "storage" ? "runs_storage_deadline" : "runs_poisoned", 1);
     svc.log.error(
       { sessionKey: turn.sessionKey, runId: turn.runId, kind, reason },

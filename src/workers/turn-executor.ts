@@ -30,6 +30,8 @@ import { luaSafeJson, wellFormed } from "../text/well-formed.js";
 import { linkSignals } from "../runtimes/combined-signal.js";
 import type { BegunTurn } from "../runs/inbox.js";
 import type { FinishPush, RawBegun, RunRecord } from "../runs/run-records.js";
+import type { DeadLetter } from "../runs/dead-letters.js";
+import { enqueueArchiveOf } from "../rotation/rotate.js";
 import { entryCache, knownEntry } from "../runs/entry-cache.js";
 import { readyWake, requestDrain } from "../runs/enqueue.js";
 import { A2A_STEP, a2aStepOf, planA2AStep } from "../tools/a2a-flow.js";
@@ -472,11 +474,12 @@ export class TurnExecutor {
    * if one changed, does nothing and hands back the current one to decide again.
    */
   private async finishWithFlow(
-    { turn, entryJson }: BegunTurn,
+    { turn, entryJson }: Pick<BegunTurn, "turn" | "entryJson">,
     lease: LeaseHandle,
     outcome: TurnOutcome,
     output: RunOutput | undefined,
     beginNext: boolean,
+    deadLetter?: DeadLetter,
   ): Promise<{ finished: boolean; next: RawBegun | null }> {
     const { svc } = this;
     const flow = a2aStepOf(turn.continuation, turn.runId, outcome);
@@ -501,7 +504,7 @@ export class TurnExecutor {
         turn.runId,
         outcome.status,
         { ...resultFields(outcome, output), ...(plan ? { a2a: JSON.stringify(plan.result) } : {}) },
-        { beginNext, pushes, expectEntries: plan?.entries ?? [] },
+        { beginNext, pushes, expectEntries: plan?.entries ?? [], ...(deadLetter ? { deadLetter } : {}) },
       );
       if ("changed" in res) {
         // Decided on an entry that changed since: decide again on the current one.
@@ -518,6 +521,20 @@ export class TurnExecutor {
           await requestDrain(svc, p.turn.sessionKey);
       return res;
     }
+  }
+
+  /**
+   * End a turn that will not be retried (storage deadline, a poisoned or repeatedly failing turn):
+   * `error` on its record and its message kept as `letter`, with what any failed run leads to: the
+   * agent-to-agent flow learns its step failed (a requester that stopped waiting gets the notice),
+   * a sub-agent's announce is queued, a reset's retired transcript is archived. Without them a parent waiting for the child would wait for
+   * ever. The lease stays held (the drain goes on with the next turn).
+   */
+  async giveUp(turn: Turn, lease: LeaseHandle, reason: string, letter: DeadLetter): Promise<void> {
+    const outcome: TurnOutcome = { status: "error", error: reason };
+    await enqueueArchiveOf(this.svc, turn);
+    await this.enqueueFollowUps(turn, outcome);
+    await this.finishWithFlow({ turn }, lease, outcome, undefined, false, letter);
   }
 
   private async runRuntime(

@@ -6,7 +6,11 @@
  * letter and replayable).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { randomUUID } from "node:crypto";
 import { enqueueTurn, requestDrain } from "../../src/runs/enqueue.js";
+import type { Turn } from "../../src/runs/turn.js";
+import { announceContinuation } from "../../src/subagents/announce.js";
+import { subagentAnnounceJobId } from "../../src/queues/jobs.js";
 import { startTestSystem, type TestSystem } from "../helpers/system.js";
 import { readTranscript, scriptConfig, textOf } from "../fixtures/runs-support.js";
 import { settle } from "../helpers/settle.js";
@@ -32,6 +36,17 @@ async function inboundRaw(json: string): Promise<{ runId: string; sessionKey: st
 
 async function waitDone(runId: string, timeoutMs = 10_000): Promise<any> {
   return await sys.rpc("agent.wait", { runId, timeoutMs });
+}
+
+/**
+ * Queue a turn as it is, without the push's check that its sessionId is the session's current
+ * one (which would move it there): how a turn stored by a bug or an older version looks.
+ */
+async function pushUnchecked(req: Omit<Turn, "runId" | "enqueuedAt" | "messageTs">): Promise<Turn> {
+  const turn: Turn = { ...req, runId: randomUUID(), enqueuedAt: Date.now(), messageTs: Date.now() };
+  await sys.svc.inbox.push(turn);
+  await requestDrain(sys.svc, turn.sessionKey);
+  return turn;
 }
 
 /** Send a canary from `from` and require its answer: the session is not wedged. */
@@ -141,7 +156,7 @@ describe("no poison loops behind the edge", () => {
     const first = await inboundRaw(JSON.stringify({ channel: "web", chatType: "dm", from: "doomed", text: "setup" }));
     await waitDone(first.runId);
     // A sessionId that is not a safe file name: no retry can ever write its transcript.
-    const bad = await enqueueTurn(sys.svc, {
+    const bad = await pushUnchecked({
       sessionKey: first.sessionKey,
       agentId: "main",
       sessionId: "../../escape",
@@ -168,6 +183,34 @@ describe("no poison loops behind the edge", () => {
     expect(((await sys.rpc("deadletters.list")).deadLetters as any[]).some((l) => l.runId === bad.runId)).toBe(false);
     const texts = readTranscript(sys.config, first.sessionId).map((l) => textOf(l.message));
     expect(texts.filter((t) => t === "please keep me")).toHaveLength(1);
+  });
+
+  it("a turn given up still leads where a failed run leads: its sub-agent announce, its reset's archive", async () => {
+    const key = "agent:main:subagent:given-up";
+    const entry = await sys.svc.sessions.upsert(key, { agentId: "main", kind: "other" }, { sessionId: randomUUID() });
+    const runId = randomUUID();
+    const turn: Turn = {
+      runId,
+      sessionKey: key,
+      agentId: "main",
+      sessionId: "../../escape", // never runnable: given up at once
+      text: "doomed task",
+      step: "turn",
+      provenance: "inter_session",
+      archive: { sessionId: "retired-by-reset", kind: "reset" },
+      continuation: announceContinuation(sys.svc, key, runId),
+      enqueuedAt: Date.now(),
+      messageTs: Date.now(),
+    };
+    await sys.svc.inbox.push(turn);
+    await requestDrain(sys.svc, key);
+    expect((await waitDone(runId)).status).toBe("error");
+    const announce = await settle(() => sys.svc.queues.announce.getJob(subagentAnnounceJobId(key, runId)), {
+      what: "the announce of the given-up child queued",
+    });
+    expect(announce.data).toMatchObject({ childKey: key, runId, status: "error" });
+    expect(await sys.svc.queues.maintenance.getJob("archive-retired-by-reset-reset")).toBeDefined();
+    expect((await sys.svc.sessions.get(key))?.sessionId).toBe(entry.sessionId);
   });
 
   it("a turn stored by an older version (runId not first in its JSON) is still freed by its finish", async () => {
