@@ -71,6 +71,9 @@ export async function sweepOnce(svc: WorkerDeps, now = Date.now()): Promise<Swee
       archive: "job",
       activity: "preserve",
       onlyIfUntouchedAndIdle: true,
+      // A muted session stays muted: a message to it is blocked before any rollover, so its mute
+      // never lapses by time there, and a sweep must not lift it either.
+      ...(entry.sendPolicy === "deny" ? { extra: { sendPolicy: "deny" as const } } : {}),
     });
     if (rotated) result.rotated++;
     else result.busy++;

@@ -273,6 +273,24 @@ describe("sweepOnce", () => {
     expect(Date.now() - t0).toBeLessThan(3000); // not the 30 s lease TTL
   });
 
+  it("a muted session stays muted: the sweep rotates it with its mute, as no message can lift it", async () => {
+    const T = Date.UTC(2031, 0, 7, 12);
+    const muted = await inbound(sys, idleMsg("muted", T));
+    await runOk(sys, muted.runId);
+    await sys.rpc("sessions.patch", { key: muted.sessionKey, sendPolicy: "deny" });
+    // Before the sweep, a message is blocked (and rotates nothing)...
+    const blocked = await sys.post("/v1/inbound", idleMsg("muted", T + 11 * MIN, "still there?"));
+    expect(blocked.body).toMatchObject({ blocked: "send_policy_deny" });
+
+    expect(await sweepOnce(sys.svc, T + 11 * MIN)).toMatchObject({ rotated: 1 });
+    const e = await entryOf(sys, muted.sessionKey);
+    expect(e.sessionId).not.toBe(muted.sessionId);
+    expect(e.sendPolicy).toBe("deny");
+    // ...and after it, too.
+    const after = await sys.post("/v1/inbound", idleMsg("muted", T + 12 * MIN, "hello again"));
+    expect(after.body).toMatchObject({ blocked: "send_policy_deny" });
+  });
+
   it("a session touched after it was indexed is rescheduled, not rotated", async () => {
     const T = Date.UTC(2031, 5, 5, 12);
     const a = await inbound(sys, idleMsg("toucher", T));
