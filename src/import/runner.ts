@@ -10,6 +10,7 @@ import { defaultAgentId } from "../config/agents.js";
 import type { Config } from "../config/schema.js";
 import { LabelConflictError, SwitchboardError } from "../errors/index.js";
 import type { SessionEntry } from "../session/session-entry.js";
+import { topicOpt } from "../session/transcript-topic.js";
 import type { SessionStore } from "../storage/session-store.js";
 import type { TranscriptStore } from "../transcript/transcript-store.js";
 import type { TranscriptEntry } from "../history/transcript-types.js";
@@ -277,11 +278,15 @@ async function importTranscript(
 ): Promise<void> {
   const source = m.source.transcript!;
   const { agentId } = m.ident;
+  // The lines go to the file every live reader, writer and archiver derives from the session
+  // key (a Telegram topic's `<sessionId>-topic-<n>.jsonl`), whatever the source file was called
+  // (OpenClaw's SQLite store has no file name at all).
+  const topic = topicOpt(m.key);
   let batch: TranscriptEntry[] = [];
   const flush = async () => {
     if (batch.length === 0) return;
     if (dryRun) {
-      const ids = targets.transcripts.keys(m.sessionId).ids;
+      const ids = targets.transcripts.keys(m.sessionId, topic.topicId).ids;
       const flags = await targets.redis.smismember(ids, ...batch.map((e) => e.id));
       const present = flags.filter((f) => f === 1).length;
       report.transcripts.linesPresent += present;
@@ -289,7 +294,7 @@ async function importTranscript(
     } else {
       // Stored as a turn's lines are: credentials masked unless transcripts.redactSecrets is off.
       const lines = redactTranscriptEntries(batch, targets.config.transcripts.redactSecrets);
-      const r = await targets.transcripts.append(agentId, m.sessionId, lines);
+      const r = await targets.transcripts.append(agentId, m.sessionId, lines, topic);
       report.transcripts.linesWritten += r.written;
       report.transcripts.linesPresent += r.skipped;
     }

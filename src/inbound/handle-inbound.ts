@@ -247,7 +247,7 @@ async function handleResolved(
     // message or the sweep would roll it over (which clears per-session overrides): otherwise
     // the policy would go on the retiring session and be lost with it. A rollover refused (turns
     // queued or running, or the entry changed) leaves the policy on the session as it is.
-    const stale = entry ? freshnessOf(config, entry, now) : undefined;
+    const stale = entry ? freshnessOf(config, entry, now, msg.channel) : undefined;
     const rolled =
       entry && stale && !stale.fresh
         ? await rotateSession(svc, entry, {
@@ -311,7 +311,7 @@ async function handleResolved(
   // sessionId means concurrent messages (on any gateway) rotate a stale session exactly once.
   const trigger = parseResetTrigger(commandText, effectiveResetTriggers(config.session.resetTriggers));
   for (let attempt = 0; ; attempt++) {
-    const fresh = entry ? freshnessOf(config, entry, now) : undefined;
+    const fresh = entry ? freshnessOf(config, entry, now, msg.channel) : undefined;
     // System events (heartbeats, cron and exec events) never reset a session, stale or not.
     const systemEvent = SYSTEM_EVENT_CHANNELS.has(msg.channel);
     const rotate = !entry || (!systemEvent && (trigger.triggered || !fresh?.fresh));

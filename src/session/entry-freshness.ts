@@ -21,9 +21,18 @@ export function untouchedSinceReset(entry: SessionEntry): boolean {
   return entry.resetAt !== undefined && entry.resetAt >= entry.updatedAt;
 }
 
-export function freshnessOf(config: Config, entry: SessionEntry, now: number): Freshness {
+/**
+ * `channel` picks the `resetByChannel` policy. An arriving message passes its own channel (as
+ * OpenClaw does); the sweep, which has no message, uses the channel the entry last saw.
+ */
+export function freshnessOf(
+  config: Config,
+  entry: SessionEntry,
+  now: number,
+  channel: string | undefined = entry.channel,
+): Freshness {
   if (untouchedSinceReset(entry)) return { fresh: true };
-  return evaluateFreshness({ updatedAt: entry.updatedAt, now, policy: policyFor(config, entry.key, entry.channel) });
+  return evaluateFreshness({ updatedAt: entry.updatedAt, now, policy: policyFor(config, entry.key, channel) });
 }
 
 /** When a session last active at `updatedAt` goes stale (null: never), for the stale index. */

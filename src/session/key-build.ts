@@ -84,6 +84,9 @@ function dmSessionKey(config: Config, agentId: string, channel: string, msg: Inb
   return `agent:${agentId}:dm:${peer}`;
 }
 
+/** Telegram's id for a forum's General topic: messages there belong to the chat's session. */
+const TELEGRAM_GENERAL_TOPIC_ID = "1";
+
 function groupSessionKey(
   agentId: string,
   channel: string,
@@ -99,8 +102,11 @@ function groupSessionKey(
   const threadId = String(msg.threadId ?? "")
     .trim()
     .toLowerCase();
-  // Telegram forum topics live inside the peer id (`<chatId>:topic:<n>`), not as a `:thread:` suffix.
-  if (threadId && channel === "telegram" && kind === "group") return `${base}:topic:${threadId}`;
+  if (channel === "telegram" && kind === "group") {
+    // Telegram forum topics live inside the peer id (`<chatId>:topic:<n>`), not as a `:thread:`
+    // suffix. The General topic (id 1) stays on the chat's own session, as in OpenClaw.
+    return threadId && threadId !== TELEGRAM_GENERAL_TOPIC_ID ? `${base}:topic:${threadId}` : base;
+  }
   return threadSessionKey(base, threadId);
 }
 

@@ -12,6 +12,7 @@ import sqlite from "node-sqlite3-wasm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Config } from "../../src/config/index.js";
 import { importOpenClaw, type ImportTargets } from "../../src/import/index.js";
+import { topicOpt, transcriptTopicOf } from "../../src/session/transcript-topic.js";
 import { transcriptPath } from "../../src/transcript/index.js";
 import { importTargets } from "../fixtures/import-support.js";
 import { newRedis, tempDir, testConfig } from "../helpers/context.js";
@@ -108,7 +109,11 @@ describe("import openclaw: state written by the real OpenClaw 2026.9.6", () => {
       const key = rawKey.replace(":direct:", ":dm:");
       const entry = await targets.sessions.get(key);
       expect(entry, key).toMatchObject({ sessionId: s.sessionId, agentId: s.agentId });
-      const file = readFileSync(transcriptPath(config.storage.dir, s.agentId, s.sessionId), "utf8");
+      const file = readFileSync(
+        // A Telegram topic's lines are in the topic file Switchboard derives from the key.
+        transcriptPath(config.storage.dir, s.agentId, s.sessionId, transcriptTopicOf(key)),
+        "utf8",
+      );
       const [head, ...rest] = file
         .trimEnd()
         .split("\n")
@@ -123,7 +128,12 @@ describe("import openclaw: state written by the real OpenClaw 2026.9.6", () => {
 
     // The user turns read back through the same path as `chat.history`.
     const topic = source.get("agent:main:telegram:group:-1001234567890:topic:99")!;
-    const messages = await targets.transcripts.messages("main", topic.sessionId, 50);
+    const messages = await targets.transcripts.messages(
+      "main",
+      topic.sessionId,
+      50,
+      topicOpt("agent:main:telegram:group:-1001234567890:topic:99"),
+    );
     expect(messages.map((m) => m.role)).toEqual(["user", "assistant"]);
     expect(messages[0]!.content).toBe("hello topic 99");
 

@@ -10,6 +10,7 @@ import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Config } from "../../src/config/index.js";
 import { importOpenClaw, type ImportProgress, type ImportReport, type ImportTargets } from "../../src/import/index.js";
+import { transcriptTopicOf } from "../../src/session/transcript-topic.js";
 import { transcriptPath } from "../../src/transcript/index.js";
 import { newRedis, tempDir, testConfig } from "../helpers/context.js";
 import { importTargets } from "../fixtures/import-support.js";
@@ -100,7 +101,11 @@ describe("import openclaw: generated state dir, both generations", () => {
       const s = gen.sessions[i]!;
       const entry = await targets.sessions.get(s.key);
       expect(entry, s.key).toMatchObject({ key: s.key, agentId: s.agentId, sessionId: s.sessionId, rev: 1 });
-      const text = readFileSync(transcriptPath(config.storage.dir, s.agentId, s.sessionId), "utf8");
+      const text = readFileSync(
+        // A Telegram topic's lines are in the topic file Switchboard derives from the key.
+        transcriptPath(config.storage.dir, s.agentId, s.sessionId, transcriptTopicOf(s.key)),
+        "utf8",
+      );
       const [head, ...rest] = text
         .trimEnd()
         .split("\n")

@@ -531,6 +531,31 @@ describe("resolveInboundSession", () => {
       group("telegram", -100123, { threadId: 77 }),
       "agent:main:telegram:group:-100123:topic:77",
     ],
+    // REFERENCE §1.5: a forum's General topic (id 1) stays on the chat's session.
+    [
+      "telegram General topic (numeric 1) is chat-scoped",
+      DEFAULT,
+      group("telegram", "-100123", { threadId: 1 }),
+      "agent:main:telegram:group:-100123",
+    ],
+    [
+      "telegram General topic (string 1) is chat-scoped",
+      DEFAULT,
+      group("telegram", "-100123", { threadId: " 1 " }),
+      "agent:main:telegram:group:-100123",
+    ],
+    [
+      "telegram topic 11 is still a topic",
+      DEFAULT,
+      group("telegram", "-100123", { threadId: 11 }),
+      "agent:main:telegram:group:-100123:topic:11",
+    ],
+    [
+      "telegram DM thread 1 is a DM thread (not a forum topic)",
+      PER_CHANNEL_PEER,
+      dm("12345", { threadId: 1 }),
+      "agent:main:telegram:dm:12345:thread:1",
+    ],
     [
       "slack thread",
       DEFAULT,
