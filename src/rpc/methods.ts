@@ -138,7 +138,7 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
       if (key === canon("main", agentId))
         throw new SwitchboardError("forbidden", `Cannot delete the main session (${key}); use sessions.reset`);
       const stopped = await stopSession(svc, key);
-      const old = await svc.sessions.delete(key, agentId, kind);
+      const old = await svc.sessions.delete(key, agentId, kind, { archive: p.deleteTranscript !== false });
       if (!old) throw new SessionNotFoundError(key);
       if (p.deleteTranscript !== false)
         await enqueueArchive(svc, { sessionKey: key, agentId, sessionId: old.sessionId, kind: "deleted" });
@@ -184,12 +184,14 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
         const isolated = p.sessionTarget === "isolated";
         if (isolated) entry = await freshRunSession(svc, entry);
         // deliver: the stored route, with explicit fields on top (another channel drops its `to`).
+        // No route at all still gets its reply recorded (no_route on the "none" channel, as the
+        // announce step records one), never dropped.
         const stored = storedRoute(key, entry);
         const base = !p.channel || p.channel === stored?.channel ? stored : undefined;
         const route = p.deliver
           ? {
               ...(base ?? {}),
-              channel: p.channel ?? base?.channel ?? "",
+              channel: p.channel || base?.channel || "none",
               ...(p.to ? { to: p.to } : {}),
               ...(p.accountId ? { accountId: p.accountId } : {}),
               ...(p.threadId !== undefined ? { threadId: String(p.threadId) } : {}),

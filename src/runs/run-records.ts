@@ -279,27 +279,36 @@ function num(v: string | undefined): number | undefined {
 }
 
 /**
- * A record from a flat `[field, value, …]` list: what HGETALL returns inside a script, and what a
- * finish publishes after the runId (run-finish.lua; decode it with `notificationRecord`).
+ * Who reads a record. `caller` (agent.wait, GET /v1/runs, sessions_send, run-done notices): a
+ * `reply` only on a run whose status is `ok`. `worker` (the turn a worker begins, read in its
+ * begin script): also the reply an earlier attempt saved on a run that is not finished yet, which
+ * a re-run finishes with (a parked turn); it may still end otherwise, so callers never see it.
  */
-export function recordFromPairs(pairs: string[]): RunRecord | null {
+export type RecordView = "caller" | "worker";
+
+/**
+ * A record from a flat `[field, value, …]` list: what HGETALL returns inside a script (a worker's
+ * view by default), and what a finish publishes after the runId (run-finish.lua; decode it with
+ * `notificationRecord`).
+ */
+export function recordFromPairs(pairs: string[], view: RecordView = "worker"): RunRecord | null {
   if (pairs.length === 0) return null;
   const h: Record<string, string> = {};
   for (let i = 0; i + 1 < pairs.length; i += 2) h[pairs[i]!] = pairs[i + 1]!;
-  return decodeRecord(h);
+  return decodeRecord(h, view);
 }
 
 /** The finished record a run-done notification carries after `<runId>\n` (null: unreadable). */
 export function notificationRecord(json: string): RunRecord | null {
   try {
     const pairs: unknown = JSON.parse(json);
-    return Array.isArray(pairs) && pairs.every((v) => typeof v === "string") ? recordFromPairs(pairs) : null;
+    return Array.isArray(pairs) && pairs.every((v) => typeof v === "string") ? recordFromPairs(pairs, "caller") : null;
   } catch {
     return null;
   }
 }
 
-export function decodeRecord(h: Record<string, string>): RunRecord {
+export function decodeRecord(h: Record<string, string>, view: RecordView = "caller"): RunRecord {
   const rec: RunRecord = {
     runId: h.runId ?? "",
     sessionKey: h.sessionKey ?? "",
@@ -308,8 +317,12 @@ export function decodeRecord(h: Record<string, string>): RunRecord {
   if (h.agentId) rec.agentId = h.agentId;
   if (h.sessionId) rec.sessionId = h.sessionId;
   if (h.step) rec.step = h.step;
-  if (h.reply !== undefined && ((h.resultSaved === "1" && (h.resultStatus ?? "ok") === "ok") || isTerminal(h.status)))
-    rec.reply = h.reply;
+  // Only an `ok` run has a reply: not one given up as an error after its result was saved, nor
+  // one still running (see RecordView for the worker's exception).
+  if (h.reply !== undefined) {
+    const savedOk = h.resultSaved === "1" && (h.resultStatus ?? "ok") === "ok" && !isTerminal(h.status);
+    if (rec.status === "ok" || (view === "worker" && savedOk)) rec.reply = h.reply;
+  }
   if (h.error) rec.error = h.error;
   const createdAt = num(h.createdAt);
   if (createdAt !== undefined) rec.createdAt = createdAt;

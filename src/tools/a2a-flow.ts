@@ -17,6 +17,11 @@
  * A requester whose wait timed out still gets the reply: that turn is queued only if the late
  * flag exists at the finish, which the caller sets atomically against the run turning terminal.
  *
+ * Two requesters never get turns from the flow: the target itself (a self-send: no reply-back,
+ * no late reply and no announce, which would only post the session's reaction to its own note
+ * to its live channel, OpenClaw #122709) and a cron session (its run is not a conversation; the
+ * target's reply fed back to it starts a loop, OpenClaw #92257: the announce still happens).
+ *
  * `a2a.step` jobs on the announce queue remain for what has no finishing worker: turns dropped
  * by `/stop` (their flow learns they were killed) and steps added by workers of the previous
  * release during a rolling restart. Their processor applies the same plan once the run is terminal.
@@ -29,6 +34,7 @@ import { sanitizeForHandoff } from "../history/handoff.js";
 import { enqueueTurn } from "../runs/enqueue.js";
 import { isTerminal, type Turn } from "../runs/turn.js";
 import { storedRoute } from "../session/stored-route.js";
+import { restSegments } from "../session/key-classify.js";
 import { enqueueOrSettleDelivery } from "../delivery/deliver.js";
 import { uuidFrom } from "../runs/derived-id.js";
 import type { KnownEntry } from "../runs/entry-cache.js";
@@ -88,6 +94,19 @@ export function a2aStepOf(
 /** The step job that follows the turn `runId` (filled in with its outcome when it has one). */
 function continuation(svc: FlowDeps, runId: string, state: A2AState): TurnContinuation {
   return continuationOf("a2aStep", runId, state, svc.config);
+}
+
+/**
+ * A cron session (`cron:<job>` or an isolated run `cron:<job>:run:<id>`, agent-prefixed or not).
+ * As a sessions_send requester it gets no reply-back turns, no late reply, no failure notice.
+ */
+export function isCronSessionKey(key: string): boolean {
+  return restSegments(key.toLowerCase())[0] === "cron";
+}
+
+/** Whether the flow may queue turns in the requester's session (not itself, not a cron run). */
+function requesterTakesTurns(state: A2AState): boolean {
+  return state.requesterKey !== state.targetKey && !isCronSessionKey(state.requesterKey);
 }
 
 /** A reply that ends the ping-pong (silence, REPLY_SKIP, NO_REPLY). */
@@ -183,7 +202,8 @@ async function announceStep({ svc, state, read }: StepContext, afterRunId: strin
  * | phase          | the run it follows                  | next                                            |
  * |----------------|-------------------------------------|-------------------------------------------------|
  * | after-primary  | the target's turn with the message  | reply-back turn 1 in the requester, else (late  |
- * |                |                                     | requester) the late reply; then the announce    |
+ * |                |                                     | requester) the late reply; then the announce.   |
+ * |                |                                     | Nothing at all after a self-send                |
  * | after-reply    | a reply-back turn (`current` side)  | the other side's turn, or the announce once a   |
  * |                |                                     | side stops, or turns / hops run out             |
  * | after-announce | the target's announce turn          | a delivery to the target's channel, unless silent|
@@ -198,7 +218,10 @@ async function afterPrimary(c: StepContext): Promise<Decided> {
   const { svc, d, state, maxHops, read } = c;
   state.round1 = d.reply;
   state.latest = d.reply;
-  const loop = state.maxTurns > 0 && state.requesterKey !== state.targetKey && !stops(d.reply);
+  // A session that wrote to itself has its answer in its own transcript already: nothing follows.
+  if (state.requesterKey === state.targetKey) return { effects: [], result: { done: "self-send" } };
+  const turns = requesterTakesTurns(state);
+  const loop = state.maxTurns > 0 && turns && !stops(d.reply);
   // No requester session to reply in: straight to the announce, as OpenClaw skips the loop.
   if (loop && state.hop < maxHops) {
     const step = await replyStep(c, d.runId, "requester", d.reply, 1);
@@ -207,7 +230,7 @@ async function afterPrimary(c: StepContext): Promise<Decided> {
   const effects: FlowEffect[] = [];
   // No loop, but a requester that stopped waiting must still get the reply (#36369): queued only
   // if its late flag is there when this run turns terminal.
-  if (!stops(d.reply) && state.requesterKey !== state.targetKey) {
+  if (!stops(d.reply) && turns) {
     const known = await read(state.requesterKey);
     if (known) {
       const turn = stepTurn(known.entry, state.requesterKey, {
@@ -245,6 +268,8 @@ async function afterReply(c: StepContext): Promise<Decided> {
 
 async function afterAnnounce({ state, d, read }: StepContext): Promise<Decided> {
   if (isSilentReply("announce", d.reply)) return { effects: [], result: { done: "announce-skipped" } };
+  // An announce step of a self-send queued by an earlier release: its echo is not posted either.
+  if (state.requesterKey === state.targetKey) return { effects: [], result: { done: "self-send" } };
   const known = await read(state.targetKey);
   // No route at all is still recorded (as no_route on the "none" channel), never dropped.
   const route = storedRoute(state.targetKey, known?.entry ?? null) ?? { channel: "none" };
@@ -261,7 +286,7 @@ async function afterAnnounce({ state, d, read }: StepContext): Promise<Decided> 
 /** A step that failed ends the flow; a requester that stopped waiting for the first run is told (if late). */
 async function afterFailure({ svc, d, state, read }: StepContext): Promise<Decided> {
   const result = { done: "step-failed", status: d.status };
-  if (d.phase !== "after-primary" || state.requesterKey === state.targetKey) return { effects: [], result };
+  if (d.phase !== "after-primary" || !requesterTakesTurns(state)) return { effects: [], result };
   const known = await read(state.requesterKey);
   if (!known) return { effects: [], result };
   const turn = stepTurn(known.entry, state.requesterKey, {

@@ -7,6 +7,9 @@
  *  - > 0: wait through Redis: `ok` with this run's own reply (never a stale one: the reply comes
  *    from this run's record), `error`, or `timeout` — the run goes on and its reply still
  *    reaches the requester through the flow.
+ *  - the caller's own session, from inside one of its turns: `accepted` at once whatever the
+ *    timeout: the message is queued behind the very turn that would wait for it.
+ * A cron requester gets no reply-back turns (maxPingPongTurns 0, as OpenClaw's fix for #92257).
  */
 import { randomUUID } from "node:crypto";
 import type { ToolDeps } from "./tool-deps.js";
@@ -22,7 +25,7 @@ import { toolCallIds } from "./call-ids.js";
 import { sanitizeForHandoff } from "../history/handoff.js";
 import { guard } from "./access.js";
 import { messageContext } from "./a2a-prompts.js";
-import { primaryContinuation } from "./a2a-flow.js";
+import { isCronSessionKey, primaryContinuation } from "./a2a-flow.js";
 import { resolveSessionRef } from "./resolve-ref.js";
 import { SessionsSendArgs } from "./schemas.js";
 import { forbidden, toolError, type ToolCaller, type ToolResult, argsError } from "./tool-context.js";
@@ -130,15 +133,29 @@ export async function sessionsSend(
       requesterAgent: caller.agentId,
       targetAgent: target.agentId,
       original: args.message,
-      maxTurns: svc.config.session.agentToAgent.maxPingPongTurns,
+      // A cron run is not a conversation: the target's reply is not fed back into it (#92257).
+      maxTurns: isCronSessionKey(caller.sessionKey) ? 0 : svc.config.session.agentToAgent.maxPingPongTurns,
       hop,
       traceId,
       primaryRunId: runId,
     }),
   });
-  const delivery = { status: "pending", mode: "announce" };
+  // A session writing to itself gets no announce step (nor reply-back): nothing is pending.
+  const self = targetKey === caller.sessionKey;
+  const delivery = self ? undefined : { status: "pending", mode: "announce" };
   const timeoutSeconds = args.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS;
-  if (timeoutSeconds === 0) return { runId, status: "accepted", sessionKey: displayKey, delivery };
+  if (timeoutSeconds === 0)
+    return { runId, status: "accepted", sessionKey: displayKey, ...(delivery ? { delivery } : {}) };
+  // A turn of this very session is running (the caller's): the message is queued behind it, so
+  // waiting could only end in a timeout. It runs once this turn is over.
+  if (self && caller.runId) {
+    return {
+      runId,
+      status: "accepted",
+      sessionKey: displayKey,
+      note: "The target is this session: the message runs after the current turn ends; no reply is awaited.",
+    };
+  }
 
   const { record, timedOut } = await waiter.wait(runId, timeoutSeconds * 1000);
   if (timedOut || !record) {
@@ -149,9 +166,12 @@ export async function sessionsSend(
       return {
         runId,
         status: "timeout",
-        error: `No reply within ${timeoutSeconds}s${why}; the run continues and its reply will reach this session.`,
+        error:
+          `No reply within ${timeoutSeconds}s${why}; the run continues` +
+          // A cron run (or the session itself) is not handed the reply later (see a2a-flow.ts).
+          (self || isCronSessionKey(caller.sessionKey) ? "." : " and its reply will reach this session."),
         sessionKey: displayKey,
-        delivery,
+        ...(delivery ? { delivery } : {}),
       };
     }
     const finished = await svc.runs.get(runId);
@@ -166,10 +186,11 @@ function finishedResult(
   status: string,
   reply: string | undefined,
   error: string | undefined,
-  delivery: object,
+  delivery: object | undefined,
 ): ToolResult {
   // The run record keeps the raw answer; what goes back to the calling agent is cleaned.
-  if (status === "ok") return { runId, status: "ok", reply: sanitizeForHandoff(reply), sessionKey, delivery };
+  if (status === "ok")
+    return { runId, status: "ok", reply: sanitizeForHandoff(reply), sessionKey, ...(delivery ? { delivery } : {}) };
   return {
     runId,
     status: "error",
