@@ -349,6 +349,8 @@ async function handleResolved(
         now,
         staleAt: staleAtFor(config, sessionKey, Math.max(now, entry?.updatedAt ?? 0), msg.channel),
         ...(entry ? { expectSessionId: entry.sessionId } : { mode: "create" as const }),
+        // The turn carries the archive; recorded too, in case it is never queued (a failed push).
+        archiveRetired: rotate,
       });
       // Queued only if the session is still the one just written: a reset from another gateway
       // in between retired it (and may be archiving it), so the message is decided again.

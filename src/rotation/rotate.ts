@@ -123,6 +123,8 @@ export async function rotateSession(
       { ...resetPatch(old, newSessionId, opts.reason), resetAt: now, ...(opts.extra ?? {}) },
       {
         expectSessionId: old.sessionId,
+        // Recorded with the rotation, so a crash before the job is queued loses no archive.
+        archiveRetired: opts.archive === "job",
         ...(opts.onlyIfUntouchedAndIdle ? { expectRev: old.rev, requireIdle: true } : {}),
         activity: opts.activity ?? "touch",
         now,

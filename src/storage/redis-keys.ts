@@ -94,6 +94,14 @@ export class RedisKeys {
   stoppedTurns(): string {
     return `${this.base}:stopped`;
   }
+  /**
+   * Retired transcripts not archived yet (zset member `<kind>\n<agentId>\n<sessionId>\n<key>`,
+   * score ms): recorded by the reset or delete itself, removed once archived, so a crash between
+   * the two is found by the maintenance sweep (src/rotation/pending-archives.ts).
+   */
+  pendingArchives(): string {
+    return `${this.base}:archives:pending`;
+  }
   /** Set (with a TTL) while workers see transcript storage refusing writes; /readyz reads it. */
   storageFault(): string {
     return `${this.base}:health:storage`;

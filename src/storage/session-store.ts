@@ -30,6 +30,11 @@ export interface UpsertOptions {
   expectRev?: number;
   /** Fail with code `session_busy` while the session has queued or in-flight turns. */
   requireIdle?: boolean;
+  /**
+   * A sessionId this write retires (a reset) is recorded as awaiting its archive, in the same
+   * step (src/rotation/pending-archives.ts): off for a rotation whose old transcript stays.
+   */
+  archiveRetired?: boolean;
   now?: number;
 }
 
@@ -184,6 +189,7 @@ export class SessionStore {
         hasParent ? "1" : "",
         opts.requireIdle ? "1" : "",
         opts.expectRev !== undefined ? String(opts.expectRev) : "",
+        opts.archiveRetired ? "1" : "",
       ])) as string;
       return JSON.parse(out) as SessionEntry;
     } catch (err) {
@@ -208,17 +214,28 @@ export class SessionStore {
       childKey,
       this.keys.inbox(sessionKey),
       this.keys.inflight(sessionKey),
+      this.keys.pendingArchives(),
     ];
   }
 
-  async delete(sessionKey: string, agentId: string, kind: SessionKind): Promise<SessionEntry | null> {
-    return (await this.deleteWhere(sessionKey, agentId, kind, "")) as SessionEntry | null;
+  /**
+   * Delete the session. With `archive`, its transcript is recorded as awaiting its `deleted`
+   * archive in the same step (src/rotation/pending-archives.ts); the caller then queues the job.
+   */
+  async delete(
+    sessionKey: string,
+    agentId: string,
+    kind: SessionKind,
+    opts: { archive?: boolean } = {},
+  ): Promise<SessionEntry | null> {
+    return (await this.deleteWhere(sessionKey, agentId, kind, "", opts.archive === true)) as SessionEntry | null;
   }
 
   /**
    * Delete the session only if it has been idle since `lastActivity` (ms) at the latest and has
    * no turn queued or in flight, checked in the delete itself: "busy" otherwise (the prune picked
-   * it by that time, and a message since then must keep it).
+   * it by that time, and a message since then must keep it). Its transcript is recorded as
+   * awaiting its archive, as `delete` with `archive` does.
    */
   async deleteIfIdleSince(
     sessionKey: string,
@@ -226,7 +243,7 @@ export class SessionStore {
     kind: SessionKind,
     lastActivity: number,
   ): Promise<SessionEntry | null | "busy"> {
-    return await this.deleteWhere(sessionKey, agentId, kind, String(lastActivity));
+    return await this.deleteWhere(sessionKey, agentId, kind, String(lastActivity), true);
   }
 
   private async deleteWhere(
@@ -234,6 +251,7 @@ export class SessionStore {
     agentId: string,
     kind: SessionKind,
     idleSince: string,
+    archive: boolean,
   ): Promise<SessionEntry | null | "busy"> {
     const raw = (await this.deleteLua(
       [
@@ -246,8 +264,9 @@ export class SessionStore {
         this.keys.staleIndex(),
         this.keys.inbox(sessionKey),
         this.keys.inflight(sessionKey),
+        this.keys.pendingArchives(),
       ],
-      [sessionKey, `${this.keys.base}:idx:children:`, idleSince],
+      [sessionKey, `${this.keys.base}:idx:children:`, idleSince, archive ? "1" : "", Date.now()],
     )) as string | null;
     if (raw === "BUSY") return "busy";
     return raw ? (JSON.parse(raw) as SessionEntry) : null;

@@ -200,7 +200,7 @@ async function cleanup(
     if (entry) {
       // Removed first (no new turn can target it), then its transcript archived as `deleted`
       // by the maintenance queue, which waits for the session lease like any archive.
-      await svc.sessions.delete(run.childSessionKey, entry.agentId, entry.kind);
+      await svc.sessions.delete(run.childSessionKey, entry.agentId, entry.kind, { archive: true });
       await enqueueArchive(svc, {
         sessionKey: run.childSessionKey,
         agentId: entry.agentId,

@@ -15,6 +15,7 @@ import { rearmOverdueWakes, wakeOverdueMs } from "./overdue-wakes.js";
 import { requeueStopped } from "../runs/stop.js";
 import type { WorkerDeps } from "./worker-deps.js";
 import { entryStaleAt, freshnessOf } from "../session/entry-freshness.js";
+import { archiveDone, requeuePendingArchives } from "../rotation/pending-archives.js";
 import { rotateSession } from "../rotation/rotate.js";
 import { JOBS, jobData } from "../queues/jobs.js";
 import { identOf } from "../session/session-ident.js";
@@ -88,8 +89,9 @@ export function createMaintenanceProcessor(svc: WorkerDeps) {
       const r = await sweepOnce(svc);
       const rearmed = await rearmOverdueWakes(svc, wakeOverdueMs(svc.config));
       const stopped = await requeueStopped(svc, svc.config.maintenance.sweepBatch);
+      const archives = await requeuePendingArchives(svc, svc.config.maintenance.sweepBatch);
       await job.updateProgress(100);
-      return { ...r, rearmed, stopped };
+      return { ...r, rearmed, stopped, archives };
     }
     if (job.name === JOBS.prune.name) return await pruneOnce(svc); // session.maintenance (session-prune.ts)
     if (job.name === JOBS.archive.name) {
@@ -105,6 +107,7 @@ export function createMaintenanceProcessor(svc: WorkerDeps) {
         if (await svc.inbox.hasTurnIn(d.sessionKey, d.sessionId))
           return await retryLater(job, token, ARCHIVE_LEASE_POLL_MS);
         const path = await svc.transcripts.archive(d.agentId, d.sessionId, d.kind, new Date(), topicOpt(d.sessionKey));
+        await archiveDone(svc, d);
         return { archived: path ?? null };
       } finally {
         await acquired.lease.release();

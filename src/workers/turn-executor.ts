@@ -32,6 +32,7 @@ import type { BegunTurn } from "../runs/inbox.js";
 import type { FinishPush, RawBegun, RunRecord } from "../runs/run-records.js";
 import type { DeadLetter } from "../runs/dead-letters.js";
 import { enqueueArchiveOf } from "../rotation/rotate.js";
+import { archiveDone } from "../rotation/pending-archives.js";
 import { entryCache, knownEntry } from "../runs/entry-cache.js";
 import { readyWake, requestDrain } from "../runs/enqueue.js";
 import { A2A_STEP, a2aStepOf, planA2AStep } from "../tools/a2a-flow.js";
@@ -411,6 +412,7 @@ export class TurnExecutor {
         new Date(),
         topicOpt(turn.sessionKey),
       );
+      await archiveDone(svc, { ...turn.archive, agentId: turn.agentId, sessionKey: turn.sessionKey });
     }
 
     // A re-run finds what an earlier attempt left: its lines at the end of the transcript.

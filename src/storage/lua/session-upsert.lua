@@ -12,6 +12,7 @@
                          an empty key would hash to another Cluster slot)
   KEYS[9] inbox          {p}:inbox:<key>     (read only with ARGV[10])
   KEYS[10] inflight      {p}:inflight:<key>  (read only with ARGV[10])
+  KEYS[11] pending archives {p}:archives:pending (zset, written only with ARGV[12])
 
   ARGV[1] patch JSON     fields to set; JSON null deletes a field; objects merge one level
   ARGV[2] now (ms)
@@ -25,6 +26,8 @@
   ARGV[9] "1" when the patch sets spawnedBy (KEYS[8] is then the parent's children index)
   ARGV[10] "1": refuse (ERR_BUSY) while the session has queued or in-flight turns
   ARGV[11] expected rev or "": compare-and-set on any change since the caller read the entry
+  ARGV[12] "1": a sessionId this write retires is recorded as awaiting its `reset` archive, in
+           the same step as the rotation, so a crash before the archive is queued loses nothing
 
   Returns the new entry JSON, or an error reply:
     "ERR_CONFLICT <current sessionId>", "ERR_BUSY", "ERR_EXISTS", "ERR_MISSING", "ERR_LABEL <holder>",
@@ -108,6 +111,10 @@ if entry.sessionId ~= old.sessionId then
     redis.call("HDEL", KEYS[5], old.sessionId)
   end
   redis.call("HSET", KEYS[5], entry.sessionId, ARGV[6])
+  if old.sessionId and ARGV[12] == "1" then
+    local member = "reset\n" .. tostring(old.agentId or entry.agentId) .. "\n" .. old.sessionId .. "\n" .. ARGV[6]
+    redis.call("ZADD", KEYS[11], "NX", now, member)
+  end
 end
 
 local score = entry.updatedAt
