@@ -26,6 +26,7 @@ import { entryCache, knownEntry } from "../runs/entry-cache.js";
 import { stopSession } from "../runs/stop.js";
 import { replayDeadLetter } from "../runs/replay.js";
 import { uuidFrom } from "../runs/derived-id.js";
+import { sessionForTurn } from "../rotation/turn-session.js";
 import { ensureSession } from "../storage/ensure-session.js";
 import { storedRoute } from "../session/stored-route.js";
 import { isTerminal } from "../runs/turn.js";
@@ -170,6 +171,13 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
       for (let attempt = 1; ; attempt++) {
         let entry = known?.entry ?? (await ensureSession(svc, key));
         if (sessionSendPolicy(svc.config, key, entry) === "deny") throw new SendBlockedError(key);
+        // A stale session rolls over and the turn counts as activity (at most one write a minute
+        // per session); after a write the push cannot be conditional on the cached entry.
+        const current = p.sessionTarget === "isolated" ? entry : await sessionForTurn(svc, entry);
+        if (current !== entry) {
+          entry = current;
+          known = entryCache(svc).set(key, null); // the next call reads the entry just written
+        }
         // An idempotency key maps to a fixed runId, so a retried call cannot start a second run:
         // the turn is queued once per runId, atomically with its run record (no separate claim,
         // which a gateway dying before the push would leave behind, acknowledging a lost turn).

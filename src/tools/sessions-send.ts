@@ -18,6 +18,7 @@ import type { RunWaiter } from "../runs/run-waiter.js";
 import { enqueueTurn } from "../runs/enqueue.js";
 import { displaySessionKey } from "../session/key-canonical.js";
 import { parseThreadSuffix } from "../session/key-parse.js";
+import { sessionForTurn } from "../rotation/turn-session.js";
 import { ensureSession } from "../storage/ensure-session.js";
 import type { SessionEntry } from "../session/session-entry.js";
 import { sessionSendPolicy } from "../session/stored-send-policy.js";
@@ -96,10 +97,12 @@ export async function sessionsSend(
     );
   }
   // The entry resolving the key read a moment ago, else read (or created) now.
-  const target = resolved ?? (await ensureSession(svc, targetKey));
+  const stored = resolved ?? (await ensureSession(svc, targetKey));
   // A denied target is an error, not a visibility matter: OpenClaw answers it as its agent RPC fails.
-  if (sessionSendPolicy(svc.config, targetKey, target) === "deny")
+  if (sessionSendPolicy(svc.config, targetKey, stored) === "deny")
     return toolError("send blocked by session policy", { runId, sessionKey: displayKey });
+  // Rolled over if stale, and the message counts as its activity, as an agent run does in OpenClaw.
+  const target = await sessionForTurn(svc, stored);
 
   const requester = await svc.sessions.get(caller.sessionKey);
   const parties = {

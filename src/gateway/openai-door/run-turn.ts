@@ -7,6 +7,7 @@
 import type { GatewayDeps } from "../gateway-deps.js";
 import { SendBlockedError } from "../../errors/index.js";
 import { ensureSession } from "../../storage/ensure-session.js";
+import { sessionForTurn } from "../../rotation/turn-session.js";
 import { sessionSendPolicy } from "../../session/stored-send-policy.js";
 import { enqueueTurnOnce } from "../../runs/enqueue.js";
 import type { RunRecord } from "../../runs/run-records.js";
@@ -24,8 +25,9 @@ export async function startTurn(
   text: string,
   systemPrompt?: string,
 ): Promise<StartedTurn> {
-  const entry = await ensureSession(svc, sessionKey);
-  if (sessionSendPolicy(svc.config, sessionKey, entry) === "deny") throw new SendBlockedError(sessionKey);
+  const stored = await ensureSession(svc, sessionKey);
+  if (sessionSendPolicy(svc.config, sessionKey, stored) === "deny") throw new SendBlockedError(sessionKey);
+  const entry = await sessionForTurn(svc, stored);
   const { turn } = await enqueueTurnOnce(svc, {
     sessionKey,
     agentId: entry.agentId,
@@ -35,7 +37,7 @@ export async function startTurn(
     provenance: "user",
     ...(systemPrompt ? { extraSystemPrompt: systemPrompt } : {}),
   });
-  return { runId: turn.runId, sessionKey, sessionId: entry.sessionId };
+  return { runId: turn.runId, sessionKey, sessionId: turn.sessionId };
 }
 
 export type TurnOutcome = { done: true; record: RunRecord } | { done: false; record: RunRecord | null };
