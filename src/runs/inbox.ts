@@ -250,6 +250,18 @@ export class Inbox {
     return items.map(parseTurn).filter((t): t is Turn => t !== null);
   }
 
+  /**
+   * Remove the queued turn of run `runId` only (a steer stopping the run it replaces), leaving
+   * every other queued turn in place, with the same bookkeeping as `drop` (stop-queued.lua).
+   */
+  async dropRun(sessionKey: string, runId: string, error: string): Promise<Turn[]> {
+    const items = (await this.stopLua(
+      [this.keys.inbox(sessionKey), this.keys.stoppedTurns()],
+      [this.keys.run(""), this.keys.runDoneChannel(), error, Date.now(), runId],
+    )) as string[];
+    return items.map(parseTurn).filter((t): t is Turn => t !== null);
+  }
+
   /** Dropped turns still kept (see drop) since before `olderThan` (ms), at most `limit`. */
   async stoppedBefore(olderThan: number, limit: number): Promise<Turn[]> {
     const all = await this.redis.hgetall(this.keys.stoppedTurns());

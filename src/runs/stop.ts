@@ -12,7 +12,7 @@
 import type { RunDeps } from "./run-deps.js";
 import { enqueueArchiveOf } from "../rotation/rotate.js";
 import { enqueueContinuation } from "./continuation.js";
-import type { Turn } from "./turn.js";
+import { isTerminal, type Turn } from "./turn.js";
 
 /** A dropped turn still kept after this long was left by a stop that died: the sweep takes it. */
 export const STOPPED_TURN_ORPHANED_MS = 60_000;
@@ -39,6 +39,29 @@ export async function stopSession(
   if (opts.cascade === false) return count; // a steer restarts only this session's run
   for (const child of await svc.sessions.childKeys(sessionKey)) count += await stopSession(svc, child, seen);
   return count;
+}
+
+/**
+ * Stop one run of the session (a steer stopping the run it replaces): its queued turn is
+ * dropped (what it carried still queued, as for `/stop`), or, once begun and not finished, it is
+ * aborted wherever it runs. Every other turn of the session stays queued and nothing else is
+ * aborted; the session's descendants are left alone. Returns whether the run was stopped.
+ */
+export async function stopRun(
+  svc: Pick<RunDeps, "inbox" | "runs" | "cancels" | "queues" | "config">,
+  sessionKey: string,
+  runId: string,
+): Promise<boolean> {
+  const dropped = await svc.inbox.dropRun(sessionKey, runId, STOPPED_ERROR);
+  for (const turn of dropped) await carryOn(svc, turn);
+  if (dropped.length) return true;
+  // Not queued (any more): begun, finished, or never queued. Dropping first means a turn begun
+  // in between is found here. Only this run is aborted, by its runId.
+  const rec = await svc.runs.get(runId);
+  if (!rec || isTerminal(rec.status)) return false;
+  await svc.runs.requestCancel(runId, "killed");
+  await svc.cancels.publish({ sessionKey, runId, reason: "killed" });
+  return true;
 }
 
 const STOPPED_ERROR = "stopped";

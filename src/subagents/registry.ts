@@ -40,6 +40,8 @@ export interface SubagentRun {
   suppressAnnounce?: "steer-restart" | "killed";
   /** Set when a steer replaced this run by another in the same child session. */
   replacedBy?: string;
+  /** On a run a steer started: the run it replaced. */
+  replaces?: string;
   /**
    * The agent-to-agent hop of the child's turn (its requester's + 1): the completion turn in the
    * requester comes one hop later, so chains of sends through spawns stay under `maxHops`.
@@ -47,14 +49,23 @@ export interface SubagentRun {
   hop?: number;
 }
 
+/** What a steer's replace found (subagent-replace.lua): only `replaced` changed anything. */
+export type ReplaceResult = "replaced" | "finished" | "stopped" | "unknown";
+/** What a kill's suppression found (subagent-suppress.lua): only `suppressed` changed anything. */
+export type SuppressResult = "suppressed" | "finished" | "replaced" | "unknown";
+
 export class SubagentRegistry {
   private readonly registerLua;
+  private readonly replaceLua;
+  private readonly suppressLua;
 
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
   ) {
     this.registerLua = luaCommand(redis, LUA_DIR, "subagent-register");
+    this.replaceLua = luaCommand(redis, LUA_DIR, "subagent-replace");
+    this.suppressLua = luaCommand(redis, LUA_DIR, "subagent-suppress");
   }
 
   recordKey(runId: string): string {
@@ -141,27 +152,38 @@ export class SubagentRegistry {
   }
 
   /**
-   * A steer: `next` replaces `prev` in the same child session. The old run's announce is
-   * suppressed and it stops counting as active; the new one takes its place.
+   * A kill: the run's announce is suppressed, in one step with the check that its run record is
+   * not terminal (subagent-suppress.lua). A run that has already ended keeps its announce, even
+   * before its announce job has marked the registry record ended.
    */
-  async replace(prev: SubagentRun, next: SubagentRun): Promise<void> {
-    await this.redis
-      .multi()
-      .hset(this.recordKey(prev.runId), { suppressAnnounce: "steer-restart", replacedBy: next.runId })
-      .srem(this.activeKey(prev.requesterSessionKey), prev.runId)
-      .hset(this.recordKey(next.runId), Object.fromEntries(chunk(encode(next))))
-      .expire(this.recordKey(next.runId), REGISTRY_TTL_SECONDS)
-      .zadd(this.requesterKey(next.requesterSessionKey), next.createdAt, next.runId)
-      .sadd(this.activeKey(next.requesterSessionKey), next.runId)
-      .set(this.childKey(next.childSessionKey), next.runId, "EX", REGISTRY_TTL_SECONDS)
-      .exec();
+  async suppressKilled(runId: string): Promise<SuppressResult> {
+    const code = Number(await this.suppressLua([this.recordKey(runId), this.keys.run(runId)], ["killed"]));
+    return code === 1 ? "suppressed" : code === 0 ? "finished" : code === -1 ? "replaced" : "unknown";
   }
-}
 
-function chunk(flat: string[]): [string, string][] {
-  const out: [string, string][] = [];
-  for (let i = 0; i < flat.length; i += 2) out.push([flat[i]!, flat[i + 1]!]);
-  return out;
+  /**
+   * A steer: `next` replaces `prev` in the same child session, only while prev still runs
+   * (subagent-replace.lua): the old run's announce is suppressed and it stops counting as
+   * active; the new one takes its place and names prev in `replaces`. Refused (`finished`) when
+   * prev's run record is terminal, and (`stopped`) when a kill suppressed prev or another steer
+   * replaced it. A replace sent twice finds its own work and answers `replaced`.
+   */
+  async replace(prev: SubagentRun, next: SubagentRun): Promise<ReplaceResult> {
+    const code = Number(
+      await this.replaceLua(
+        [
+          this.recordKey(prev.runId),
+          this.keys.run(prev.runId),
+          this.activeKey(prev.requesterSessionKey),
+          this.recordKey(next.runId),
+          this.requesterKey(next.requesterSessionKey),
+          this.childKey(next.childSessionKey),
+        ],
+        [prev.runId, next.runId, next.createdAt, REGISTRY_TTL_SECONDS, ...encode(next)],
+      ),
+    );
+    return code === 1 ? "replaced" : code === 0 ? "finished" : code === -1 ? "stopped" : "unknown";
+  }
 }
 
 function encode(run: SubagentRun): string[] {
@@ -203,5 +225,6 @@ export function decode(h: Record<string, string>): SubagentRun {
   if (h.suppressAnnounce === "steer-restart" || h.suppressAnnounce === "killed")
     run.suppressAnnounce = h.suppressAnnounce;
   if (h.replacedBy) run.replacedBy = h.replacedBy;
+  if (h.replaces) run.replaces = h.replaces;
   return run;
 }

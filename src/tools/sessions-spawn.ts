@@ -86,8 +86,20 @@ export async function sessionsSpawn(svc: ToolDeps, caller: ToolCaller, rawArgs: 
 
   const depth = callerDepth + 1;
   const role = rules.roleAt(depth, maxDepth);
+  const accepted = {
+    status: "accepted",
+    childSessionKey,
+    runId,
+    mode: "run",
+    context: args.context ?? "isolated",
+    note: rules.SPAWN_NOTE,
+    ...(model ? { modelApplied: model } : {}),
+  };
   // 12. the child session with its lineage (written once: the store refuses any later change).
+  //     A re-run of the spawning turn never creates it again: if its first attempt's child is
+  //     gone, it was removed after its run (cleanup "delete"), and the spawn is done.
   let child = await svc.sessions.get(childSessionKey);
+  if (!child && spawnedBefore) return accepted;
   if (!child) {
     try {
       child = await svc.sessions.upsert(
@@ -166,15 +178,7 @@ export async function sessionsSpawn(svc: ToolDeps, caller: ToolCaller, rawArgs: 
     ...(caller.traceId ? { traceId: caller.traceId } : {}),
     continuation: announceContinuation(svc, childSessionKey, runId),
   });
-  return {
-    status: "accepted",
-    childSessionKey,
-    runId,
-    mode: "run",
-    context: args.context ?? "isolated",
-    note: rules.SPAWN_NOTE,
-    ...(model ? { modelApplied: model } : {}),
-  };
+  return accepted;
 }
 
 /** Copy the requester's transcript into the child's, each line once (ids derived from the spawn). */

@@ -3,11 +3,18 @@
  * Kills cascade to descendants wherever they run (the cancel broadcast reaches every worker);
  * a steer aborts the child's current run and restarts it with the guidance, and the aborted
  * run's announce is suppressed so the requester hears only from the new one.
+ *
+ * A run has ended once its run record is terminal, even while the registry still says
+ * `running` (it learns the outcome in the announce job, which may not have run yet): such a run
+ * is finished for kill and steer, which leave its announce alone. The suppression itself checks
+ * the run record in the same Lua step (subagent-suppress.lua, subagent-replace.lua), so a run
+ * ending between the listing and the kill or steer keeps its result too.
  */
 import type { ToolDeps } from "./tool-deps.js";
 import { enqueueTurn } from "../runs/enqueue.js";
 import { toolCallIds } from "./call-ids.js";
-import { stopSession } from "../runs/stop.js";
+import { stopRun, stopSession } from "../runs/stop.js";
+import { isTerminal } from "../runs/turn.js";
 import { announceContinuation } from "../subagents/announce.js";
 import { SubagentRegistry, type SubagentRun } from "../subagents/registry.js";
 import { SubagentsArgs } from "./schemas.js";
@@ -24,6 +31,25 @@ interface Listed {
   recent: SubagentRun[];
 }
 
+/**
+ * The registry record with the outcome known so far: a run whose run record is terminal has
+ * ended (the registry learns it only in the announce job), and a run a kill suppressed counts as
+ * killed at once, as in OpenClaw.
+ */
+async function withOutcome(svc: ToolDeps, r: SubagentRun): Promise<SubagentRun> {
+  if (r.status !== "running") return r;
+  const rec = await svc.runs.get(r.runId);
+  if (rec && isTerminal(rec.status))
+    return {
+      ...r,
+      status: rec.status,
+      endedAt: rec.endedAt ?? Date.now(),
+      ...(rec.startedAt ? { startedAt: rec.startedAt } : {}),
+    };
+  if (r.suppressAnnounce === "killed") return { ...r, status: "killed", endedAt: Date.now() };
+  return r;
+}
+
 /** A run is active while it runs or any of its descendants still does (it can still be killed). */
 async function listRuns(
   svc: ToolDeps,
@@ -32,7 +58,8 @@ async function listRuns(
   recentMinutes: number,
   now: number,
 ): Promise<Listed & { pending: Map<string, number> }> {
-  const runs = await registry.forRequester(requester);
+  const runs: SubagentRun[] = [];
+  for (const r of await registry.forRequester(requester)) runs.push(await withOutcome(svc, r));
   const pending = new Map<string, number>();
   for (const r of runs)
     if (r.status !== "running")
@@ -162,21 +189,40 @@ export async function subagentsTool(svc: ToolDeps, caller: ToolCaller, rawArgs: 
     if (!targets.length) return { status: "done", action, target: t, text: "no running subagents to kill." };
     const cascadeLabels: string[] = [];
     let cascadeKilled = 0;
+    const killed: SubagentRun[] = [];
     for (const run of targets) {
-      const descendants = await suppressTree(svc, registry, run);
-      cascadeKilled += descendants.length;
-      cascadeLabels.push(...descendants.map((d) => d.label || d.childSessionKey));
+      const tree = await suppressTree(svc, registry, run);
+      // Ended meanwhile, with nothing running below it: its announce is left alone.
+      if (!tree) continue;
+      killed.push(run);
+      cascadeKilled += tree.length;
+      cascadeLabels.push(...tree.map((d) => d.label || d.childSessionKey));
       await stopSession(svc, run.childSessionKey);
     }
-    const one = targets.length === 1 ? targets[0]! : undefined;
+    if (!killed.length) {
+      if (targets.length > 1 || t === "all" || t === "*")
+        return { status: "done", action, target: t, text: "no running subagents to kill." };
+      const run = targets[0]!;
+      const label = run.label || run.childSessionKey;
+      return {
+        status: "done",
+        action,
+        target: t,
+        runId: run.runId,
+        sessionKey: run.childSessionKey,
+        label,
+        text: `${label} is already finished.`,
+      };
+    }
+    const one = killed.length === 1 ? killed[0]! : undefined;
     return {
       status: "ok",
       action,
       target: t,
       ...(one ? { runId: one.runId, sessionKey: one.childSessionKey, label: one.label ?? "" } : {}),
-      killed: targets.length,
+      killed: killed.length,
       ...(cascadeKilled ? { cascadeKilled, cascadeLabels } : {}),
-      text: `killed ${targets.length} subagent(s).`,
+      text: `killed ${killed.length} subagent(s).`,
     };
   }
 
@@ -200,24 +246,31 @@ export async function subagentsTool(svc: ToolDeps, caller: ToolCaller, rawArgs: 
     label,
     text: `steered ${label}.`,
   });
+  const finished = {
+    status: "done",
+    action,
+    runId: prev.runId,
+    sessionKey: prev.childSessionKey,
+    label,
+    text: `${label} is already finished.`,
+  };
   // The new run's id (src/tools/call-ids.ts). A re-run of the turn that steered repeats this call
-  // and finds its steer done: the target is then the run it started, which it must not replace
-  // by itself (that would stop it and hide it from the list for good).
+  // and finds its steer begun: the target is then the run it started, which it must not replace
+  // by itself (that would stop it and hide it from the list for good). A first attempt cut short
+  // after the replace is completed: the replaced run stopped (if still running), the turn queued.
   const call = toolCallIds(caller, "subagents.steer");
   const runId = call.id(prev.childSessionKey, message);
-  if (call.derived && (await registry.get(runId))) {
-    const child = await svc.sessions.get(prev.childSessionKey);
+  const begun = call.derived ? await registry.get(runId) : null;
+  if (begun) {
+    const child = await svc.sessions.get(begun.childSessionKey);
+    if (child && !(await svc.runs.get(runId))) {
+      if (begun.replaces) await stopRun(svc, begun.childSessionKey, begun.replaces);
+      await queueSteer(svc, caller, begun, child, message);
+    }
     return steered(child?.sessionId ?? "");
   }
-  if (prev.status !== "running")
-    return {
-      status: "done",
-      action,
-      runId: prev.runId,
-      sessionKey: prev.childSessionKey,
-      label,
-      text: `${label} is already finished.`,
-    };
+  // Ended (its run record terminal, even before its announce ran) or killed: nothing to steer.
+  if (prev.status !== "running") return finished;
   const rateKey = `${svc.keys.base}:sa:steer:${caller.sessionKey}:${prev.childSessionKey}`;
   if (!(await svc.redis.set(rateKey, "1", "PX", STEER_INTERVAL_MS, "NX"))) {
     return {
@@ -228,23 +281,42 @@ export async function subagentsTool(svc: ToolDeps, caller: ToolCaller, rawArgs: 
   }
   const child = await svc.sessions.get(prev.childSessionKey);
   if (!child) return toolError(`Unknown subagent session: ${prev.childSessionKey}`, { action });
+  // Only what a spawn registers: nothing of prev's outcome, announce or suppression carries over.
   const next: SubagentRun = {
-    ...prev,
     runId,
+    childSessionKey: prev.childSessionKey,
+    requesterSessionKey: prev.requesterSessionKey,
+    task: prev.task,
+    ...(prev.label ? { label: prev.label } : {}),
+    cleanup: prev.cleanup,
+    depth: prev.depth,
+    ...(prev.model ? { model: prev.model } : {}),
+    ...(prev.runTimeoutSeconds ? { runTimeoutSeconds: prev.runTimeoutSeconds } : {}),
     createdAt: Date.now(),
     status: "running",
     announce: "pending",
     hop: caller.hop + 1,
   };
-  delete next.endedAt;
-  delete next.startedAt;
-  delete next.frozenResult;
-  // Registry first: the aborted run's announce then sees it was replaced and stays silent.
-  await registry.replace(prev, next);
-  await stopSession(svc, prev.childSessionKey, new Set(), { cascade: false });
+  // Registry first, in one step that refuses a run already ended or killed: the aborted run's
+  // announce then sees it was replaced and stays silent.
+  if ((await registry.replace(prev, next)) !== "replaced") return finished;
+  // Only prev's turn: the child's other queued turns (a grandchild's completion) stay queued.
+  await stopRun(svc, prev.childSessionKey, prev.runId);
+  await queueSteer(svc, caller, next, child, message);
+  return steered(child.sessionId);
+}
+
+/** The steered run's turn in the child session, once per runId; its continuation is its announce. */
+async function queueSteer(
+  svc: ToolDeps,
+  caller: ToolCaller,
+  run: SubagentRun,
+  child: { agentId: string; sessionId: string },
+  message: string,
+): Promise<void> {
   await enqueueTurn(svc, {
-    runId,
-    sessionKey: prev.childSessionKey,
+    runId: run.runId,
+    sessionKey: run.childSessionKey,
     agentId: child.agentId,
     sessionId: child.sessionId,
     text: message,
@@ -253,18 +325,26 @@ export async function subagentsTool(svc: ToolDeps, caller: ToolCaller, rawArgs: 
     source: { sessionKey: caller.sessionKey, tool: "subagents" },
     hop: caller.hop + 1,
     ...(caller.traceId ? { traceId: caller.traceId } : {}),
-    ...(prev.runTimeoutSeconds ? { runTimeoutSeconds: prev.runTimeoutSeconds } : {}),
-    continuation: announceContinuation(svc, prev.childSessionKey, runId),
+    ...(run.runTimeoutSeconds ? { runTimeoutSeconds: run.runTimeoutSeconds } : {}),
+    continuation: announceContinuation(svc, run.childSessionKey, run.runId),
   });
-  return steered(child.sessionId);
 }
 
-/** Mark the run and every running descendant run as killed-not-announced; returns the descendants. */
-async function suppressTree(svc: ToolDeps, registry: SubagentRegistry, run: SubagentRun): Promise<SubagentRun[]> {
-  if (run.status === "running") await registry.update(run.runId, { suppressAnnounce: "killed" });
-  const out = await runningDescendants(svc, registry, run.childSessionKey);
-  for (const r of out) await registry.update(r.runId, { suppressAnnounce: "killed" });
-  return out;
+/**
+ * Mark the run and every running descendant run as killed-not-announced, each refused in the
+ * same step if its run has ended meanwhile (that one keeps its announce). Returns the
+ * descendants suppressed, or null when nothing was (the run and all below it have ended).
+ */
+async function suppressTree(
+  svc: ToolDeps,
+  registry: SubagentRegistry,
+  run: SubagentRun,
+): Promise<SubagentRun[] | null> {
+  const own = run.status === "running" && (await registry.suppressKilled(run.runId)) === "suppressed";
+  const out: SubagentRun[] = [];
+  for (const r of await runningDescendants(svc, registry, run.childSessionKey))
+    if ((await registry.suppressKilled(r.runId)) === "suppressed") out.push(r);
+  return own || out.length ? out : null;
 }
 
 /** Running sub-agent runs below `rootKey`, found through the children index (breadth first). */
@@ -280,7 +360,7 @@ async function runningDescendants(svc: ToolDeps, registry: SubagentRegistry, roo
       queue.push(childKey);
       const id = await registry.currentRunOf(childKey);
       const r = id ? await registry.get(id) : null;
-      if (r && r.status === "running") out.push(r);
+      if (r && (await withOutcome(svc, r)).status === "running") out.push(r);
     }
   }
   return out;
