@@ -529,8 +529,8 @@ export class TurnExecutor {
    * End a turn that will not be retried (storage deadline, a poisoned or repeatedly failing turn):
    * `error` on its record and its message kept as `letter`, with what any failed run leads to: the
    * agent-to-agent flow learns its step failed (a requester that stopped waiting gets the notice),
-   * a sub-agent's announce is queued, a reset's retired transcript is archived. Without them a parent waiting for the child would wait for
-   * ever. The lease stays held (the drain goes on with the next turn).
+   * a sub-agent's announce is queued, a reset's retired transcript is archived. Without them a
+   * parent waiting for the child would wait for ever. The lease stays held (the drain goes on).
    */
   async giveUp(turn: Turn, lease: LeaseHandle, reason: string, letter: DeadLetter): Promise<void> {
     const outcome: TurnOutcome = { status: "error", error: reason };

@@ -135,7 +135,8 @@ describe("sessions_send edges: self-sends and cron requesters", () => {
   });
 
   for (const isolated of [false, true]) {
-    it(`a cron requester (${isolated ? "isolated run" : "job session"}) gets no reply-back turns; the target still announces`, async () => {
+    const requester = isolated ? "isolated run" : "job session";
+    it(`a cron requester (${requester}) gets no reply-back turns; the target still announces`, async () => {
       const announcedBefore = await announceLines(BOB);
       const job = isolated ? "cron:nightly-iso" : "cron:nightly";
       const run = await sys.rpc("agent", {

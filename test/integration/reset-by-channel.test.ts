@@ -41,7 +41,7 @@ const dm = (channel: string, from: string, text: string, timestamp: number) => (
 });
 
 describe("resetByChannel uses the arriving message's channel", () => {
-  it("a Discord message a day after a Telegram one keeps the session; Telegram days later rolls it over (daily)", async () => {
+  it("Discord a day after Telegram keeps the session; Telegram days later rolls it over (daily)", async () => {
     const a = await inbound(sys, dm("telegram", "rbc1", "hi from telegram", T));
     await waitRun(sys, a.runId);
     // Discord's policy (idle 7 days) applies: the 04:00 boundary crossed since does not matter.
