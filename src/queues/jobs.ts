@@ -106,7 +106,12 @@ const RunOutcomeFields = {
 
 export const A2AStepDataSchema = A2AStateSchema.extend({ ...RunOutcomeFields, reply: z.string() });
 
-export const SubagentAnnounceDataSchema = z.object({ childKey: z.string().min(1), ...RunOutcomeFields });
+export const SubagentAnnounceDataSchema = z.object({
+  childKey: z.string().min(1),
+  /** The registry run announced, when it is not `runId` (an orchestrator woken by a later turn). */
+  registryRunId: z.string().min(1).optional(),
+  ...RunOutcomeFields,
+});
 
 export const SubagentArchiveDataSchema = z.object({ runId: z.string().min(1) });
 
@@ -184,7 +189,8 @@ export const JOBS = {
     queue: "announce",
     data: SubagentAnnounceDataSchema,
     options: (d, config) => ({
-      jobId: subagentAnnounceJobId(d.childKey, d.runId),
+      // A woken orchestrator's announce is a second one for its run: its id names both runs.
+      jobId: subagentAnnounceJobId(d.childKey, d.registryRunId ? `${d.runId}.${d.registryRunId}` : d.runId),
       attempts: config.agents.defaults.subagents.announceAttempts,
       backoff: exponential(config.agents.defaults.subagents.announceBackoffMs),
     }),

@@ -35,7 +35,7 @@ import { subagentDepthFromKey } from "../session/key-classify.js";
 import { deliverOnce } from "../delivery/deliver.js";
 import { announceAttemptFailed } from "../metrics/index.js";
 import { announceBody, announceTurnText, type AnnounceFacts } from "./announce-format.js";
-import { SubagentRegistry } from "./registry.js";
+import { SubagentRegistry, type SubagentRun } from "./registry.js";
 
 export const SUBAGENT_ANNOUNCE = JOBS.subagentAnnounce.name;
 export const SUBAGENT_ARCHIVE = JOBS.subagentArchive.name;
@@ -60,11 +60,23 @@ export function announceContinuation(
   svc: Pick<SubagentDeps, "config">,
   childKey: string,
   runId: string,
+  /** The registry run this turn's outcome is announced for, when it is not `runId` itself (a woken orchestrator). */
+  registryRunId?: string,
 ): TurnContinuation {
-  return continuationOf("subagentAnnounce", runId, { childKey }, svc.config);
+  return continuationOf(
+    "subagentAnnounce",
+    runId,
+    { childKey, ...(registryRunId ? { registryRunId } : {}) },
+    svc.config,
+  );
 }
 
 const MAX_TERMINAL_WAITS = 200;
+
+/** Told to an orchestrator woken by its last sub-agent's completion (OpenClaw words it alike). */
+const WOKEN_ORCHESTRATOR_CONTEXT =
+  "[Subagent Context] Your prior run ended while waiting for descendant subagent completions. " +
+  "This is the last of them: your reply to it is reported to your requester as your result.";
 
 export function createSubagentProcessors(svc: SubagentDeps) {
   const registry = new SubagentRegistry(svc.redis, svc.keys);
@@ -80,7 +92,8 @@ export function createSubagentProcessors(svc: SubagentDeps) {
       await job.updateData({ ...d, terminalWaits: waits });
       return await retryLater(job, token, Math.min(100 * waits, 5000));
     }
-    const run = await registry.get(d.runId);
+    // A woken orchestrator: the outcome is its session's latest turn's, announced for its own run.
+    const run = await registry.get(d.registryRunId ?? d.runId);
     if (!run) return { done: "unknown-run" };
     const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
     try {
@@ -110,13 +123,54 @@ async function announceRun(
   rec: Awaited<ReturnType<SubagentDeps["runs"]["get"]>>,
   lastAttempt: boolean,
 ): Promise<Record<string, unknown>> {
+  // An orchestrator whose own sub-agents are still to be announced reports once they all are: the
+  // last one's completion turn in its session is what gets announced (OpenClaw defers likewise).
+  // A killed or steered run has nothing to wait for.
+  if (!run.suppressAnnounce && (await registry.deferAnnounce(run))) return { done: "deferred" };
   // The outcome comes from the run record (the runtime), never from what the model wrote.
   const status = (rec && isTerminal(rec.status) ? rec.status : "error") as AnnounceFacts["status"];
   const error = rec?.error ?? (rec ? undefined : "run record expired");
   const endedAt = rec?.endedAt ?? Date.now();
   // Frozen as it will be handed on: no reasoning or tool scaffolding reaches the requester or its chat.
   await registry.setOnce(run.runId, "frozenResult", status === "ok" ? sanitizeForHandoff(rec?.reply) : "");
-  await registry.markEnded(run, status, endedAt, error);
+  // The requester's own run, if it was waiting for this one as its last sub-agent: woken once.
+  const wake = { runId: await registry.markEnded(run, status, endedAt, error) };
+  try {
+    const done = await announceEnded(svc, registry, run, rec, status, endedAt, error, wake, lastAttempt);
+    if (wake.runId) await wakeDirectly(svc, run, wake.runId); // no completion turn carried it
+    return done;
+  } catch (err) {
+    // A retry of this job will not find the wake again (it was claimed): hand it over now.
+    if (wake.runId) await wakeDirectly(svc, run, wake.runId);
+    throw err;
+  }
+}
+
+/**
+ * Wake the requester's deferred run without a turn of this announce (suppressed, silent, or it
+ * failed): its announce job runs on the outcome it had.
+ */
+async function wakeDirectly(svc: SubagentDeps, run: SubagentRun, wakeRunId: string): Promise<void> {
+  await addJob(svc, "subagentAnnounce", {
+    childKey: run.requesterSessionKey,
+    runId: wakeRunId,
+    registryRunId: wakeRunId,
+    status: "ok",
+  } as never);
+}
+
+async function announceEnded(
+  svc: SubagentDeps,
+  registry: SubagentRegistry,
+  run: SubagentRun,
+  rec: Awaited<ReturnType<SubagentDeps["runs"]["get"]>>,
+  status: AnnounceFacts["status"],
+  endedAt: number,
+  error: string | undefined,
+  /** The requester's run to wake; cleared once the completion turn carries it. */
+  wake: { runId: string | null },
+  lastAttempt: boolean,
+): Promise<Record<string, unknown>> {
   if (rec?.usage) await registry.update(run.runId, { usageInput: rec.usage.input, usageOutput: rec.usage.output });
   if (rec?.startedAt) await registry.update(run.runId, { startedAt: rec.startedAt });
   const frozen = (await registry.get(run.runId))?.frozenResult ?? "";
@@ -158,8 +212,12 @@ async function announceRun(
   // requester (an orchestrator sub-agent) only gets the internal turn.
   const route = requesterIsSubagent ? undefined : storedRoute(run.requesterSessionKey, requester);
   // The requester session first: its completion turn does not depend on the channel being up.
+  // When it is the last sub-agent a deferred orchestrator waited for, that turn's outcome is the
+  // orchestrator's own report to its requester.
+  const turnRunId = announceTurnRunId(run.childSessionKey, run.runId);
+  const waking = wake.runId;
   await enqueueTurn(svc, {
-    runId: announceTurnRunId(run.childSessionKey, run.runId),
+    runId: turnRunId,
     sessionKey: run.requesterSessionKey,
     agentId: requester.agentId,
     sessionId: requester.sessionId,
@@ -170,7 +228,14 @@ async function announceRun(
     // One hop after the child's turn (records of the previous release have none: 0, as before).
     ...(run.hop !== undefined ? { hop: run.hop + 1 } : {}),
     ...(route ? { deliver: { ...route, channel: route.channel } } : {}),
+    ...(waking
+      ? {
+          continuation: announceContinuation(svc, run.requesterSessionKey, turnRunId, waking),
+          extraSystemPrompt: WOKEN_ORCHESTRATOR_CONTEXT,
+        }
+      : {}),
   });
+  wake.runId = null;
   if (route) {
     // Throws while the channel fails: this job is retried with backoff (announceAttempts).
     const message = announceBody(facts);

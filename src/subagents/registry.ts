@@ -12,7 +12,11 @@ const LUA_DIR = new URL("./lua/", import.meta.url);
 /** Registry entries live as long as run records. */
 export const REGISTRY_TTL_SECONDS = 7 * 24 * 3600;
 
-export type AnnounceState = "pending" | "delivered" | "skipped" | "suppressed" | "failed";
+/**
+ * `deferred`: the run ended with sub-agents of its own still to be announced; `waking`: the last
+ * of them was, and the run's announce follows its session's next turn (subagent-ended.lua).
+ */
+export type AnnounceState = "pending" | "deferred" | "waking" | "delivered" | "skipped" | "suppressed" | "failed";
 
 export interface SubagentRun {
   runId: string;
@@ -58,6 +62,8 @@ export class SubagentRegistry {
   private readonly registerLua;
   private readonly replaceLua;
   private readonly suppressLua;
+  private readonly deferLua;
+  private readonly endedLua;
 
   constructor(
     private readonly redis: RedisClient,
@@ -66,6 +72,8 @@ export class SubagentRegistry {
     this.registerLua = luaCommand(redis, LUA_DIR, "subagent-register");
     this.replaceLua = luaCommand(redis, LUA_DIR, "subagent-replace");
     this.suppressLua = luaCommand(redis, LUA_DIR, "subagent-suppress");
+    this.deferLua = luaCommand(redis, LUA_DIR, "subagent-defer");
+    this.endedLua = luaCommand(redis, LUA_DIR, "subagent-ended");
   }
 
   recordKey(runId: string): string {
@@ -118,13 +126,31 @@ export class SubagentRegistry {
     return await this.redis.scard(this.activeKey(requester));
   }
 
-  /** The run has ended: it no longer counts against the requester's active children. */
-  async markEnded(run: SubagentRun, status: SubagentRun["status"], endedAt: number, error?: string): Promise<void> {
-    await this.redis
-      .multi()
-      .hset(this.recordKey(run.runId), { status, endedAt: String(endedAt), ...(error ? { error } : {}) })
-      .srem(this.activeKey(run.requesterSessionKey), run.runId)
-      .exec();
+  /**
+   * The run has ended: it no longer counts against the requester's active children. Returns the
+   * runId of the requester's own run when this was the last sub-agent it was deferred for: the
+   * caller must wake it, once (subagent-ended.lua).
+   */
+  async markEnded(
+    run: SubagentRun,
+    status: SubagentRun["status"],
+    endedAt: number,
+    error?: string,
+  ): Promise<string | null> {
+    const woken = await this.endedLua(
+      [this.recordKey(run.runId), this.activeKey(run.requesterSessionKey), this.childKey(run.requesterSessionKey)],
+      [this.recordKey(""), run.runId, "status", status, "endedAt", endedAt, ...(error ? ["error", error] : [])],
+    );
+    return typeof woken === "string" ? woken : null;
+  }
+
+  /**
+   * An orchestrator's announce waits while its child session has sub-agents of its own not yet
+   * announced: true when the run is marked `deferred` (subagent-defer.lua).
+   */
+  async deferAnnounce(run: SubagentRun): Promise<boolean> {
+    const keys = [this.recordKey(run.runId), this.activeKey(run.childSessionKey)];
+    return (await this.deferLua(keys, ["deferred"])) === 1;
   }
 
   /** The requester's runs, newest first. */

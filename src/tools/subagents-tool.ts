@@ -335,12 +335,19 @@ async function queueSteer(
  * same step if its run has ended meanwhile (that one keeps its announce). Returns the
  * descendants suppressed, or null when nothing was (the run and all below it have ended).
  */
+/** A run that ended but whose report waits for its own sub-agents (src/subagents/announce.ts). */
+function reportWaits(run: SubagentRun): boolean {
+  return run.announce === "deferred" || run.announce === "waking";
+}
+
 async function suppressTree(
   svc: ToolDeps,
   registry: SubagentRegistry,
   run: SubagentRun,
 ): Promise<SubagentRun[] | null> {
-  const own = run.status === "running" && (await registry.suppressKilled(run.runId)) === "suppressed";
+  // An orchestrator whose report waits for its sub-agents (announce deferred) is killed with them.
+  const own =
+    (run.status === "running" || reportWaits(run)) && (await registry.suppressKilled(run.runId)) === "suppressed";
   const out: SubagentRun[] = [];
   for (const r of await runningDescendants(svc, registry, run.childSessionKey))
     if ((await registry.suppressKilled(r.runId)) === "suppressed") out.push(r);
@@ -360,7 +367,8 @@ async function runningDescendants(svc: ToolDeps, registry: SubagentRegistry, roo
       queue.push(childKey);
       const id = await registry.currentRunOf(childKey);
       const r = id ? await registry.get(id) : null;
-      if (r && (await withOutcome(svc, r)).status === "running") out.push(r);
+      // Running, or ended with its report waiting for sub-agents of its own (still active).
+      if (r && ((await withOutcome(svc, r)).status === "running" || reportWaits(r))) out.push(r);
     }
   }
   return out;

@@ -110,6 +110,14 @@ describe("sub-agents: crashes and cross-process kills", () => {
     await expectAnnouncedOnce(sys, res.childSessionKey);
   }, 90_000);
 
+  /** Until the run's own run is over and its report waits for its sub-agents. */
+  async function reportWaiting(sys: TestSystem, runId: string): Promise<void> {
+    await settle(async () => (await registry(sys).get(runId))?.announce === "deferred", {
+      what: `run ${runId}'s report waiting for its sub-agents`,
+      timeoutMs: 20_000,
+    });
+  }
+
   it("kill cascades to descendants running on two different worker processes", async () => {
     const sys = await deployment();
     // One sub-agent run per process at a time: two hanging sub-agent runs must be on two processes.
@@ -117,12 +125,20 @@ describe("sub-agents: crashes and cross-process kills", () => {
     await worker(sys, ["--concurrency", "1"]);
     await startRequester(sys);
     const res = await tool(sys, "sessions_spawn", MAIN, { task: "orchestrate", label: "orch" });
-    const orch = await announced(sys, res.runId, 20_000);
-    expect(orch.status).toBe("ok");
+    // Its run ends at once; its report waits for its sub-agents (announce deferred).
+    await reportWaiting(sys, res.runId);
+    expect((await sys.get(`/v1/runs/${res.runId}`)).body.status).toBe("ok");
     // Below it: "fan out" spawned "hang a" (hangs) and "quick b" (done; its completion turn hangs in the fan-out
-    // session).
-    const [fanKey] = await sys.svc.sessions.childKeys(res.childSessionKey);
-    const fanRun = await announced(sys, (await registry(sys).currentRunOf(fanKey!))!, 20_000);
+    // session). The fan-out's report waits for "hang a" too.
+    const [fanKey] = await settle(
+      async () => {
+        const keys = await sys.svc.sessions.childKeys(res.childSessionKey);
+        return keys.length ? keys : undefined;
+      },
+      { what: "the fan-out spawned", timeoutMs: 20_000 },
+    );
+    const fanRunId = (await registry(sys).currentRunOf(fanKey!))!;
+    await reportWaiting(sys, fanRunId);
     const grandKeys = await sys.svc.sessions.childKeys(fanKey!);
     expect(grandKeys).toHaveLength(2);
     const runsOf = await Promise.all(
@@ -144,15 +160,19 @@ describe("sub-agents: crashes and cross-process kills", () => {
     );
 
     const list = await tool(sys, "subagents", MAIN, {});
-    expect(list.active).toEqual([expect.objectContaining({ label: "orch", status: "ok", pendingDescendants: 1 })]);
+    // Pending below it: the fan-out (its report waiting) and "hang a".
+    expect(list.active).toEqual([expect.objectContaining({ label: "orch", status: "ok", pendingDescendants: 2 })]);
     const t0 = Date.now();
     const killed = await tool(sys, "subagents", MAIN, { action: "kill", target: "orch" });
-    expect(killed).toMatchObject({ status: "ok", text: "killed 1 subagent(s).", cascadeKilled: 1 });
+    // The fan-out, waiting for "hang a", is still active: killed with it.
+    expect(killed).toMatchObject({ status: "ok", text: "killed 1 subagent(s).", cascadeKilled: 2 });
     const hangDone = await sys.rpc("agent.wait", { runId: hanging.runId, timeoutMs: 10_000 });
     const compDone = await sys.rpc("agent.wait", { runId: completion!.runId, timeoutMs: 10_000 });
     expect([hangDone.status, compDone.status]).toEqual(["killed", "killed"]);
     expect(Date.now() - t0).toBeLessThan(8000); // they hang for 20 s: it was the kill
-    expect(fanRun.status).toBe("ok");
     expect(await announced(sys, hanging.runId)).toMatchObject({ status: "killed", announce: "suppressed" });
+    // Nobody reports: the fan-out and the orchestrator were killed while their reports waited.
+    expect(await announced(sys, fanRunId)).toMatchObject({ status: "ok", announce: "suppressed" });
+    expect(await announced(sys, res.runId)).toMatchObject({ status: "ok", announce: "suppressed" });
   }, 90_000);
 });

@@ -35,6 +35,8 @@ describe("orchestrators, yield and maxConcurrent", () => {
             scriptAgent(
               "boss",
               [
+                // The orchestrator's reply to its leaf's completion is its own result (it waited).
+                { when: { regex: "Subagent completion event[\\s\\S]*leafy" }, reply: "ORCH-SUMMARY: leaf reported" },
                 { when: { contains: COMPLETION }, reply: "NO_REPLY" },
                 {
                   when: { contains: "orchestrate" },
@@ -78,8 +80,10 @@ describe("orchestrators, yield and maxConcurrent", () => {
 
   it("a depth-1 orchestrator spawns; its depth-2 leaf cannot; nested completions stay internal", async () => {
     const res = await tool(sys, "sessions_spawn", BOSS, { task: "orchestrate the work", label: "orch" });
+    // Its own run ended at once ("spawned accepted …"), but its report waits for its leaf and is
+    // what it answered to the leaf's completion.
     const orch = await announced(sys, res.runId);
-    expect(orch.frozenResult).toMatch(/^spawned accepted agent:boss:subagent:/);
+    expect(orch.frozenResult).toBe("ORCH-SUMMARY: leaf reported");
     const child = await sys.svc.sessions.get(res.childSessionKey);
     expect(child).toMatchObject({ spawnDepth: 1, subagentRole: "orchestrator", spawnedBy: BOSS });
 
@@ -98,10 +102,10 @@ describe("orchestrators, yield and maxConcurrent", () => {
     // The leaf's completion went into the orchestrator's session, not to any chat.
     expect(await completionTurns(sys, res.childSessionKey)).toHaveLength(1);
     expect(await announceDeliveries(sys, res.childSessionKey)).toEqual([]);
-    // The boss's own chat got the orchestrator's report only.
-    expect((await announceDeliveries(sys, BOSS)).filter((d) => d.message.includes(res.childSessionKey))).toHaveLength(
-      1,
-    );
+    // The boss's own chat got the orchestrator's report only, once, with what the leaf led to.
+    const reports = (await announceDeliveries(sys, BOSS)).filter((d) => d.message.includes(res.childSessionKey));
+    expect(reports).toHaveLength(1);
+    expect(reports[0].message).toContain("ORCH-SUMMARY: leaf reported");
     // tree = the requester and all its descendants (OpenClaw: direct children only): the
     // orchestrator sees its leaf, the boss sees both; the orchestrator does not see the boss.
     expect(

@@ -1,5 +1,6 @@
 --[[
-  A kill's suppression of a sub-agent run's announce, refused when the run has ended: a run that
+  A kill's suppression of a sub-agent run's announce, refused when the run has ended (unless its
+  report still waits for its own sub-agents, subagent-defer.lua): a run that
   finished before the kill keeps its announce (its result is not thrown away), even while the
   registry still says `running` because its announce job has not run yet. The announce job
   reads the registry only after the run record is terminal, so a suppression this script allows
@@ -14,10 +15,14 @@
 ]]
 --@include run-status
 if redis.call("EXISTS", KEYS[1]) == 0 then return -2 end
-local reg = redis.call("HMGET", KEYS[1], "status", "suppressAnnounce", "replacedBy")
+local reg = redis.call("HMGET", KEYS[1], "status", "suppressAnnounce", "replacedBy", "announce")
 if reg[3] then return -1 end
 if reg[2] == ARGV[1] then return 1 end
-if (reg[1] and reg[1] ~= "running") or is_terminal(redis.call("HGET", KEYS[2], "status")) then return 0 end
+-- An orchestrator whose run ended but whose report waits for its sub-agents is still active.
+local waiting = reg[4] == "deferred" or reg[4] == "waking"
+if (not waiting) and ((reg[1] and reg[1] ~= "running") or is_terminal(redis.call("HGET", KEYS[2], "status"))) then
+  return 0
+end
 if reg[2] then return -1 end
 redis.call("HSET", KEYS[1], "suppressAnnounce", ARGV[1])
 return 1
