@@ -90,20 +90,29 @@ export class SubagentRegistry {
   }
 
   /** Registers once per runId within `maxActive`; see subagent-register.lua. */
+  /**
+   * Register `run` within `maxActive` of its requester's active runs, once per runId. Refused
+   * (`stopped`) when `callerRunId`, the run that spawns it, was stopped or has ended
+   * (subagent-register.lua).
+   */
   async register(
     run: SubagentRun,
     maxActive: number,
-  ): Promise<{ result: "registered" | "existing" | "limit"; active: number }> {
+    callerRunId?: string,
+  ): Promise<{ result: "registered" | "existing" | "limit" | "stopped"; active: number }> {
     const [code, active] = (await this.registerLua(
       [
         this.recordKey(run.runId),
         this.requesterKey(run.requesterSessionKey),
         this.activeKey(run.requesterSessionKey),
         this.childKey(run.childSessionKey),
+        // No calling run (a call from outside a turn): a key under the same tag that never exists.
+        this.keys.run(callerRunId ?? ""),
       ],
       [run.runId, run.createdAt, maxActive, REGISTRY_TTL_SECONDS, ...encode(run)],
     )) as [number, number];
-    return { result: code === 1 ? "registered" : code === 0 ? "existing" : "limit", active };
+    const result = code === 1 ? "registered" : code === 0 ? "existing" : code === -1 ? "limit" : "stopped";
+    return { result, active };
   }
 
   async get(runId: string): Promise<SubagentRun | null> {

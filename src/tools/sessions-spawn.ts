@@ -8,6 +8,7 @@ import { transcriptTopicOf } from "../session/transcript-topic.js";
 import type { ToolDeps } from "./tool-deps.js";
 import { isAgentSandboxed } from "../config/agents.js";
 import { enqueueTurn } from "../runs/enqueue.js";
+import { stopRun } from "../runs/stop.js";
 import { toolCallIds } from "./call-ids.js";
 import { identOf } from "../session/session-ident.js";
 import { subagentSessionKey } from "../session/key-build.js";
@@ -155,9 +156,11 @@ export async function sessionsSpawn(svc: ToolDeps, caller: ToolCaller, rawArgs: 
       hop: caller.hop + 1,
     },
     sa.maxChildrenPerAgent,
+    caller.runId,
   );
-  if (reg.result === "limit") {
+  if (reg.result === "limit" || reg.result === "stopped") {
     await svc.sessions.delete(childSessionKey, child.agentId, child.kind).catch(() => null);
+    if (reg.result === "stopped") return forbidden(SPAWN_BY_STOPPED_RUN_ERROR, { childSessionKey });
     return forbidden(rules.maxChildrenError(reg.active, sa.maxChildrenPerAgent));
   }
 
@@ -178,8 +181,14 @@ export async function sessionsSpawn(svc: ToolDeps, caller: ToolCaller, rawArgs: 
     ...(caller.traceId ? { traceId: caller.traceId } : {}),
     continuation: announceContinuation(svc, childSessionKey, runId),
   });
+  // A kill of the caller that found this child registered but its turn not yet queued stopped
+  // nothing in it: the kill suppressed it first, so seeing no suppression here means the kill's
+  // stop comes after this push and finds the turn.
+  if ((await registry.get(runId))?.suppressAnnounce === "killed") await stopRun(svc, childSessionKey, runId);
   return accepted;
 }
+
+const SPAWN_BY_STOPPED_RUN_ERROR = "The calling run was stopped: nothing was spawned.";
 
 /** Copy the requester's transcript into the child's, each line once (ids derived from the spawn). */
 async function forkTranscript(

@@ -245,3 +245,27 @@ describe("sessions_spawn re-run", () => {
     expect(await completionTurns(sys, MAIN)).toHaveLength(1);
   });
 });
+
+describe("a spawn made by a run that a kill stopped", () => {
+  it("starts no child: the kill's cascade had listed the children before this one existed", async () => {
+    const sys = await deployment();
+    const callerRun = randomUUID();
+    const caller: ToolCaller = { sessionKey: MAIN, agentId: "main", sandboxed: false, hop: 0, runId: callerRun };
+    // The calling run as a kill leaves it: cancel asked (it may still be finishing its tool call).
+    await sys.svc.redis.hset(sys.svc.keys.run(callerRun), { runId: callerRun, status: "running" });
+    await sys.svc.redis.hset(sys.svc.keys.run(callerRun), "cancelRequested", "killed");
+    const refused = await sessionsSpawn(sys.svc, caller, { task: "compute" });
+    expect(refused).toMatchObject({ status: "forbidden", error: "The calling run was stopped: nothing was spawned." });
+    expect(await sys.svc.sessions.get(refused.childSessionKey as string)).toBeNull();
+    expect(await registry(sys).activeCount(MAIN)).toBe(0);
+
+    // A run that has ended (killed) spawns nothing either; a live one does.
+    await sys.svc.redis.hset(sys.svc.keys.run(callerRun), "status", "killed");
+    expect((await sessionsSpawn(sys.svc, { ...caller }, { task: "compute" })).status).toBe("forbidden");
+    const live = randomUUID();
+    await sys.svc.redis.hset(sys.svc.keys.run(live), { runId: live, status: "running" });
+    const ok = await sessionsSpawn(sys.svc, { ...caller, runId: live }, { task: "compute" });
+    expect(ok.status).toBe("accepted");
+    expect((await announced(sys, ok.runId as string)).frozenResult).toBe("IMPORTANT-RESULT");
+  });
+});
