@@ -9,7 +9,8 @@ import { identOf } from "../session/session-ident.js";
 import { displaySessionKey } from "../session/key-canonical.js";
 import { sessionSendPolicy } from "../session/stored-send-policy.js";
 import { guard } from "./access.js";
-import { SubagentRegistry } from "../subagents/registry.js";
+import { SubagentRegistry, type SubagentRun } from "../subagents/registry.js";
+import { reportWaits, withOutcome } from "../subagents/run-state.js";
 import { resolveSessionRef } from "./resolve-ref.js";
 import { SessionStatusArgs } from "./schemas.js";
 import { toolError, type ToolCaller, type ToolResult, argsError } from "./tool-context.js";
@@ -44,10 +45,13 @@ export async function sessionStatus(svc: ToolDeps, caller: ToolCaller, rawArgs: 
     ...(runtime.kind === "openai" ? { model: runtime.model } : {}),
   });
   const sessionKey = displaySessionKey(svc.config, ref.key, caller.agentId);
-  // Running sub-agents of that session (docs/concepts/subagents.md).
-  const runningChildren = (await new SubagentRegistry(svc.redis, svc.keys).forRequester(ref.key, 50)).filter(
-    (r) => r.status === "running",
-  );
+  // Running sub-agents of that session (docs/concepts/subagents.md): a run whose record says it
+  // ended is not, even before its announce job has marked the registry; one whose report waits
+  // for sub-agents of its own still is.
+  const runningChildren: SubagentRun[] = [];
+  for (const r of await new SubagentRegistry(svc.redis, svc.keys).forRequester(ref.key, 50))
+    if (r.status === "running" && ((await withOutcome(svc, r)).status === "running" || reportWaits(r)))
+      runningChildren.push(r);
   const subagents = runningChildren.map((r) => ({
     runId: r.runId,
     sessionKey: r.childSessionKey,

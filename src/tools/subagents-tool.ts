@@ -14,9 +14,9 @@ import type { ToolDeps } from "./tool-deps.js";
 import { enqueueTurn } from "../runs/enqueue.js";
 import { toolCallIds } from "./call-ids.js";
 import { stopRun, stopSession } from "../runs/stop.js";
-import { isTerminal } from "../runs/turn.js";
 import { announceContinuation } from "../subagents/announce.js";
 import { SubagentRegistry, type SubagentRun } from "../subagents/registry.js";
+import { reportWaits, withOutcome } from "../subagents/run-state.js";
 import { SubagentsArgs } from "./schemas.js";
 import { argsError, forbidden, toolError, type ToolCaller, type ToolResult } from "./tool-context.js";
 
@@ -29,25 +29,6 @@ export const LEAF_CONTROL_ERROR = "Leaf subagents cannot control other sessions.
 interface Listed {
   active: SubagentRun[];
   recent: SubagentRun[];
-}
-
-/**
- * The registry record with the outcome known so far: a run whose run record is terminal has
- * ended (the registry learns it only in the announce job), and a run a kill suppressed counts as
- * killed at once, as in OpenClaw.
- */
-async function withOutcome(svc: ToolDeps, r: SubagentRun): Promise<SubagentRun> {
-  if (r.status !== "running") return r;
-  const rec = await svc.runs.get(r.runId);
-  if (rec && isTerminal(rec.status))
-    return {
-      ...r,
-      status: rec.status,
-      endedAt: rec.endedAt ?? Date.now(),
-      ...(rec.startedAt ? { startedAt: rec.startedAt } : {}),
-    };
-  if (r.suppressAnnounce === "killed") return { ...r, status: "killed", endedAt: Date.now() };
-  return r;
 }
 
 /** A run is active while it runs or any of its descendants still does (it can still be killed). */
@@ -335,11 +316,6 @@ async function queueSteer(
  * same step if its run has ended meanwhile (that one keeps its announce). Returns the
  * descendants suppressed, or null when nothing was (the run and all below it have ended).
  */
-/** A run that ended but whose report waits for its own sub-agents (src/subagents/announce.ts). */
-function reportWaits(run: SubagentRun): boolean {
-  return run.announce === "deferred" || run.announce === "waking";
-}
-
 async function suppressTree(
   svc: ToolDeps,
   registry: SubagentRegistry,

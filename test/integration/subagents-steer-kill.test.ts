@@ -99,6 +99,8 @@ describe("subagents kill/steer of a run that finished before its announce ran", 
     const list = await tool(sys, "subagents", MAIN, { action: "list" });
     expect(list.active).toEqual([]);
     expect(list.recent[0]).toMatchObject({ label: "calc", status: "ok", announce: "pending" });
+    // session_status agrees: nothing of it is running any more.
+    expect((await tool(sys, "session_status", MAIN, {})).details.subagents).toEqual([]);
 
     const killed = await tool(sys, "subagents", MAIN, { action: "kill", target: "calc" });
     expect(killed).toMatchObject({ status: "done", runId: res.runId, text: "calc is already finished." });
