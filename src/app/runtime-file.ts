@@ -3,7 +3,7 @@
  * `<stateDir>/run/switchboard.json`, so `switchboard send/status/history` in another terminal
  * find an embedded Redis on its random port without any flags.
  */
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 export interface RuntimeInfo {
@@ -19,7 +19,10 @@ export function runtimeFilePath(stateDir: string): string {
 
 export function writeRuntimeInfo(stateDir: string, info: RuntimeInfo): void {
   mkdirSync(join(stateDir, "run"), { recursive: true });
-  writeFileSync(runtimeFilePath(stateDir), JSON.stringify(info, null, 2));
+  // Owner-only: it holds the Redis URL with its password, for the CLI of the same user.
+  const file = runtimeFilePath(stateDir);
+  writeFileSync(file, JSON.stringify(info, null, 2), { mode: 0o600 });
+  chmodSync(file, 0o600); // a file left by an earlier version keeps its mode otherwise
 }
 
 function alive(pid: number): boolean {

@@ -9,6 +9,7 @@ import { createServices, type Services } from "../app/services.js";
 import { readRuntimeInfo } from "../app/runtime-file.js";
 import { createRpcMethods } from "../rpc/methods.js";
 import { SwitchboardError, isRedisDown, type ErrorCode } from "../errors/index.js";
+import { displayRedisUrl } from "../config/redis-url.js";
 
 export interface GlobalOptions {
   config?: string;
@@ -32,7 +33,7 @@ export class RpcCallError extends SwitchboardError {}
 export function redisUnavailable(url: string, cause: string): RpcCallError {
   return new RpcCallError(
     "redis_unavailable",
-    `Redis does not answer at ${url} (${cause}). Start Redis (\`redis-server\`, or \`docker compose up -d redis\`), ` +
+    `Redis does not answer at ${displayRedisUrl(url)} (${cause}). Start Redis (\`redis-server\`, or \`docker compose up -d redis\`), ` +
       "or point Switchboard at yours with REDIS_URL or redis.url in the config file (--config); " +
       "`switchboard doctor` checks the setup.",
   );
@@ -111,7 +112,7 @@ export function directClient(config: Config): Client {
   };
   return {
     mode: "direct",
-    describe: config.redis.url,
+    describe: displayRedisUrl(config.redis.url),
     svc,
     async rpc(method, params) {
       const h = methods()[method];

@@ -11,6 +11,7 @@ import { ConfigError, type ConfigIssue } from "../errors/index.js";
 import { parseConfig } from "./parse.js";
 import type { Config } from "./schema.js";
 import { unusedKeyWarnings } from "./unused-keys.js";
+import { displayRedisUrl } from "./redis-url.js";
 
 export interface LoadedConfig {
   config: Config;
@@ -90,7 +91,11 @@ export function blameEnvironment(issues: ConfigIssue[], env: NodeJS.ProcessEnv):
   return issues.map((i) => {
     const o = ENV_OVERRIDES.find((x) => env[x.env] && i.path === x.path.join("."));
     if (!o) return i;
-    const shown = o.env === "SWITCHBOARD_TOKEN" ? "(hidden)" : JSON.stringify(env[o.env]);
+    const value = env[o.env] as string;
+    const shown =
+      o.env === "SWITCHBOARD_TOKEN"
+        ? "(hidden)"
+        : JSON.stringify(o.env === "REDIS_URL" ? displayRedisUrl(value) : value);
     const message = o.env === "SWITCHBOARD_PORT" ? "must be a port number 0-65535" : i.message;
     return { path: o.env, message: `${message} (got ${shown}; it sets ${i.path})` };
   });

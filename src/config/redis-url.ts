@@ -63,3 +63,14 @@ export function parseRedisUrl(url: string): RedisTarget {
   }
   return target;
 }
+
+/**
+ * `url` as it may be shown (logs, `status`, error messages): the password masked, and a user
+ * name alone (`redis://secret@host`, which Redis takes as a password) masked too.
+ */
+export function displayRedisUrl(url: string): string {
+  return url.replace(/^([a-z+]+:\/\/)([^@/]*)@/i, (_m, scheme: string, userinfo: string) => {
+    const colon = userinfo.indexOf(":");
+    return `${scheme}${colon >= 0 ? `${userinfo.slice(0, colon)}:***` : "***"}@`;
+  });
+}

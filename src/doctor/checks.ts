@@ -22,6 +22,7 @@ import {
 } from "../deployment/process-registry.js";
 import { filesystemNote, filesystemOf, formatBytes } from "./filesystem.js";
 import type { Finding } from "./report.js";
+import { displayRedisUrl } from "../config/redis-url.js";
 
 /** Clocks further apart than this make run timestamps and daily/idle resets disagree between hosts. */
 export const MAX_CLOCK_SKEW_MS = 1000;
@@ -71,7 +72,11 @@ export async function checkRedis(redis: RedisClient, url: string): Promise<Findi
   const version = infoField(info, "valkey_version") ?? infoField(info, "redis_version") ?? "unknown";
   const policy = infoField(info, "maxmemory_policy") ?? "unknown";
   const out: Finding[] = [
-    { check: "redis", level: "ok", message: `${url}: Redis ${version}, ping ${pingMs} ms, maxmemory-policy ${policy}` },
+    {
+      check: "redis",
+      level: "ok",
+      message: `${displayRedisUrl(url)}: Redis ${version}, ping ${pingMs} ms, maxmemory-policy ${policy}`,
+    },
   ];
   if (version !== "unknown" && versionBelow(version, REDIS_MIN)) {
     out.push({

@@ -228,6 +228,26 @@ describe("Redis down", () => {
     expect(status.stdout).toMatch(/^Gateway: not reachable\nRedis: +DOWN \(redis:\/\/127\.0\.0\.1:1: /);
     expect(plain(status), show(status)).toEqual([]);
   });
+
+  it("never prints the Redis password: errors, status (text and JSON), config validate", async () => {
+    const secret = "S3cretRedisPassw0rd";
+    const env = cliEnv({
+      HOME: home.dir,
+      SWITCHBOARD_STATE_DIR: join(cfgDir.dir, "secret-state"),
+      REDIS_URL: `redis://default:${secret}@127.0.0.1:1`,
+    });
+    const bad = cliEnv({ HOME: home.dir, REDIS_URL: `rediss+cluster://admin:${secret}@redis.internal:6379/2` });
+    const runs = await Promise.all([
+      runCli(["sessions", "--json"], env),
+      runCli(["status"], env),
+      runCli(["status", "--json"], env),
+      runCli(["config", "validate"], bad),
+    ]);
+    for (const r of runs) expect(r.stdout + r.stderr, show(r)).not.toContain(secret);
+    expect(runs[0]!.stderr).toContain("Redis does not answer at redis://default:***@127.0.0.1:1 ");
+    expect(JSON.parse(runs[2]!.stdout).redis.url).toBe("redis://default:***@127.0.0.1:1");
+    expect(runs[3]!.stderr).toContain("rediss+cluster://admin:***@redis.internal:6379/2");
+  });
 });
 
 describe("switchboard config validate", () => {

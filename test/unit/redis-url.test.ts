@@ -5,6 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { Cluster, Redis } from "ioredis";
 import { parseConfig, parseRedisUrl } from "../../src/config/index.js";
+import { displayRedisUrl } from "../../src/config/redis-url.js";
 import { ConfigError } from "../../src/errors/index.js";
 import { openRedis } from "../../src/queues/redis-connections.js";
 
@@ -84,5 +85,15 @@ describe("redis.url forms", () => {
       c.disconnect();
       r.disconnect();
     }
+  });
+});
+
+describe("displayRedisUrl", () => {
+  it("masks the password (and a lone user part, which Redis takes as one), keeps the rest", () => {
+    expect(displayRedisUrl("redis://default:p%40ss@10.0.0.1:6380/2")).toBe("redis://default:***@10.0.0.1:6380/2");
+    expect(displayRedisUrl("rediss://secret@host")).toBe("rediss://***@host");
+    expect(displayRedisUrl("redis+cluster://app:pw@a:1,b:2")).toBe("redis+cluster://app:***@a:1,b:2");
+    expect(displayRedisUrl("redis://:pw@host:1")).toBe("redis://:***@host:1");
+    expect(displayRedisUrl("redis://127.0.0.1:6379")).toBe("redis://127.0.0.1:6379");
   });
 });

@@ -20,6 +20,7 @@ import { formatReport, verdict, type Finding } from "../../doctor/report.js";
 import { directClient, loadCliConfig, type GlobalOptions } from "../client.js";
 import { printJson } from "../output.js";
 import { updateProgress } from "../progress.js";
+import { displayRedisUrl } from "../../config/redis-url.js";
 
 const ALIVE_ROLES = ["worker", "gateway", "start", "any"];
 
@@ -59,13 +60,13 @@ async function examine(opts: GlobalOptions & { alive?: string }): Promise<Findin
     for (const w of loaded.warnings) findings.push({ check: "config", level: "warn", message: w });
   }
 
-  updateProgress(`connecting to Redis at ${config.redis.url}…`);
+  updateProgress(`connecting to Redis at ${displayRedisUrl(config.redis.url)}…`);
   const probe = await probeRedis(config.redis.url);
   if (!probe.redis) {
     findings.push({
       check: "redis",
       level: "fail",
-      message: `${config.redis.url} does not answer (${probe.error})`,
+      message: `${displayRedisUrl(config.redis.url)} does not answer (${probe.error})`,
       fix: `start Redis, or set REDIS_URL / redis.url in ${loaded.path ?? "a config file (--config)"}`,
     });
     return opts.alive ? findings : [...findings, ...checkStorage(config)];

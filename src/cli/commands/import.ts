@@ -17,6 +17,7 @@ import { TranscriptStore } from "../../transcript/index.js";
 import { existsSync, statSync } from "node:fs";
 import { loadCliConfig, type GlobalOptions } from "../client.js";
 import { printJson } from "../output.js";
+import { displayRedisUrl } from "../../config/redis-url.js";
 
 export interface ImportCommandOptions extends GlobalOptions {
   dryRun?: boolean;
@@ -51,7 +52,7 @@ export async function importOpenClawCommand(
   try {
     await redis.ping().catch((err: Error) => {
       throw new ValidationError(
-        `Redis does not answer at ${config.redis.url} (${err.message}): start Redis or set redis.url`,
+        `Redis does not answer at ${displayRedisUrl(config.redis.url)} (${err.message}): start Redis or set redis.url`,
       );
     });
     const report = await importOpenClaw(

@@ -15,6 +15,7 @@ import { canonicalSessionKey } from "../../session/key-canonical.js";
 import { createToolRuntime } from "../../tools/tool-runtime.js";
 import { resolveCaller } from "../../tools/session-caller.js";
 import { loadCliConfig, RpcCallError, type GlobalOptions } from "../client.js";
+import { displayRedisUrl } from "../../config/redis-url.js";
 
 export interface McpOptions extends GlobalOptions {
   session: string;
@@ -44,7 +45,7 @@ export async function mcpCommand(opts: McpOptions): Promise<void> {
   if (!(await redisAnswers(config.redis.url))) {
     throw new RpcCallError(
       "redis_unavailable",
-      `Redis does not answer at ${config.redis.url} (start Switchboard or set redis.url)`,
+      `Redis does not answer at ${displayRedisUrl(config.redis.url)} (start Switchboard or set redis.url)`,
     );
   }
   const log = createLogger("switchboard-mcp");
@@ -65,7 +66,7 @@ export async function mcpCommand(opts: McpOptions): Promise<void> {
     throw err;
   }
   process.stderr.write(
-    `switchboard mcp ready: session ${sessionKey} over ${transport.describe} (redis ${config.redis.url})\n`,
+    `switchboard mcp ready: session ${sessionKey} over ${transport.describe} (redis ${displayRedisUrl(config.redis.url)})\n`,
   );
 
   let closing = false;

@@ -16,6 +16,7 @@ import type { GlobalOptions } from "../client.js";
 import { ValidationError } from "../../errors/index.js";
 import { joinDeployment, sharingSummary, type Registration } from "../../deployment/index.js";
 import { redisUnavailable } from "../client.js";
+import { displayRedisUrl } from "../../config/redis-url.js";
 
 const log = createLogger("switchboard");
 
@@ -50,7 +51,7 @@ async function ensureRedis(
   if (redisExplicit || !allowEmbedded) throw redisUnavailable(config.redis.url, "no answer");
   const embedded = await startEmbeddedRedis(config.storage.dir);
   process.stderr.write(
-    `no Redis at ${config.redis.url}: started an embedded redis-server (data in ${embedded.dataDir})\n`,
+    `no Redis at ${displayRedisUrl(config.redis.url)}: started an embedded redis-server (data in ${embedded.dataDir})\n`,
   );
   config.redis.url = embedded.url;
   return embedded;
@@ -112,7 +113,7 @@ export async function serveCommand(
     (system.metricsUrl ? ` metrics at ${system.metricsUrl}` : "");
   log.debug(
     {
-      redis: config.redis.url,
+      redis: displayRedisUrl(config.redis.url),
       storage: config.storage.dir,
       ...(listening ? { listening } : {}),
       ...(system.metricsUrl ? { metrics: system.metricsUrl } : {}),
@@ -123,7 +124,7 @@ export async function serveCommand(
     ? " (started with --force: its agents/runtimes differ from the deployment's)"
     : "";
   process.stderr.write(
-    `switchboard ${mode} uses redis ${config.redis.url}${embedded ? " (embedded)" : ""}, ` +
+    `switchboard ${mode} uses redis ${displayRedisUrl(config.redis.url)}${embedded ? " (embedded)" : ""}, ` +
       `prefix "${config.redis.prefix}"${forced}: ${sharingSummary(registration.record, registration.others)}\n`,
   );
   process.stderr.write(`switchboard ${mode} ready${where ? `:${where}` : ""}\n`);

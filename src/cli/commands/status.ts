@@ -5,6 +5,7 @@ import { createServices } from "../../app/services.js";
 import { QUEUE_NAMES } from "../../queues/queue-names.js";
 import { readRuntimeInfo } from "../../app/runtime-file.js";
 import { StorageFaults } from "../../runs/storage-faults.js";
+import { displayRedisUrl } from "../../config/redis-url.js";
 
 /** `switchboard status`: gateway reachability, Redis, queue depths, worker count, recent sessions. */
 export async function statusCommand(opts: GlobalOptions & { json?: boolean }): Promise<number> {
@@ -15,7 +16,10 @@ export async function statusCommand(opts: GlobalOptions & { json?: boolean }): P
       ? { url: client.describe, reachable: true }
       : { url: readRuntimeInfo(config.storage.dir)?.gatewayUrl ?? null, reachable: false };
   const svc = createServices(config, { role: "cli" });
-  const out: Record<string, unknown> = { gateway, redis: { url: config.redis.url, prefix: config.redis.prefix } };
+  const out: Record<string, unknown> = {
+    gateway,
+    redis: { url: displayRedisUrl(config.redis.url), prefix: config.redis.prefix },
+  };
   try {
     const started = Date.now();
     await svc.redis.ping();
