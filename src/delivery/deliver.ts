@@ -49,7 +49,7 @@ export async function deliverOnce(
   if ((await log.get(d.id))?.status === "delivered") return { status: "delivered" };
   const entry = await svc.sessions.get(d.sessionKey);
   // Decided for where the message goes: a rule on a channel holds for any session sending there.
-  const policy = sessionSendPolicy(svc.config, d.sessionKey, entry, { channel: d.route.channel });
+  const policy = sessionSendPolicy(svc.config, d.sessionKey, entry, policyPlace(d));
   if (policy === "deny") {
     await log.setStatus(d.id, "blocked", "send blocked by session policy");
     deliveryCounted("blocked");
@@ -79,6 +79,11 @@ export async function deliverOnce(
   return { status: "delivered" };
 }
 
+/** Where a delivery goes, for sendPolicy rules: its channel, and its chat type when known. */
+function policyPlace(d: DeliverData): { channel: string; chatType?: string } {
+  return { channel: d.route.channel, ...(d.chatType ? { chatType: d.chatType } : {}) };
+}
+
 /**
  * What a delivery comes to without any attempt: `blocked` (sendPolicy deny, decided on the
  * session `entry` and the channel it goes to) or `no_route` (no adapter for its channel), else null (it must be sent).
@@ -89,7 +94,7 @@ function settledWithoutSending(
   d: DeliverData,
   entry: SessionEntry | null,
 ): { status: "blocked" | "no_route"; error: string } | null {
-  if (sessionSendPolicy(config, d.sessionKey, entry, { channel: d.route.channel }) === "deny")
+  if (sessionSendPolicy(config, d.sessionKey, entry, policyPlace(d)) === "deny")
     return { status: "blocked", error: "send blocked by session policy" };
   if (!config.channels[d.route.channel])
     return { status: "no_route", error: `no adapter configured for channel ${d.route.channel}` };

@@ -239,7 +239,8 @@ async function handleResolved(
   if (command?.kind === "send") {
     // Owner-only: anyone else changes nothing and is told so (the message is not run either).
     if (!isCommandOwner(config, msg)) {
-      await reply(svc, sessionKey, route, OWNER_ONLY_REPLY, "command");
+      // Told so only where the bot may speak: a denied chat hears nothing, as for any message.
+      if (sendPolicy() !== "deny") await reply(svc, sessionKey, route, OWNER_ONLY_REPLY, "command", msg.chatType);
       return { ...base, ...(entry ? { sessionId: entry.sessionId } : {}), command: "send", refused: "not_owner" };
     }
     if ("error" in command) throw new ValidationError(command.error);
@@ -268,7 +269,14 @@ async function handleResolved(
         { activity: "preserve", now },
       ));
     const effective = sendPolicy();
-    await reply(svc, sessionKey, route, `Send policy: ${command.value ?? `inherit (${effective})`}.`, "command");
+    await reply(
+      svc,
+      sessionKey,
+      route,
+      `Send policy: ${command.value ?? `inherit (${effective})`}.`,
+      "command",
+      msg.chatType,
+    );
     return { ...base, sessionId: entry.sessionId, command: "send", sendPolicy: command.value ?? "inherit" };
   }
 
@@ -286,7 +294,7 @@ async function handleResolved(
       sendPolicy: sendPolicy(),
       ...(runtime.kind === "openai" ? { model: runtime.model } : {}),
     });
-    await reply(svc, sessionKey, route, text, "command");
+    await reply(svc, sessionKey, route, text, "command", msg.chatType);
     return { ...base, ...(entry ? { sessionId: entry.sessionId } : {}), command: "status", status: text };
   }
 
@@ -296,14 +304,21 @@ async function handleResolved(
       ...(entry?.subagentRole ? { subagentRole: entry.subagentRole } : {}),
     });
     const text = `Tools: ${tools.length ? tools.join(", ") : "none"}`;
-    await reply(svc, sessionKey, route, text, "command");
+    await reply(svc, sessionKey, route, text, "command", msg.chatType);
     return { ...base, ...(entry ? { sessionId: entry.sessionId } : {}), command: "tools", status: text };
   }
 
   if (command?.kind === "stop") {
     const stopped = await stopSession(svc, sessionKey);
     if (entry) await svc.sessions.upsert(sessionKey, ident, { abortedLastRun: stopped > 0 }, { activity: "preserve" });
-    await reply(svc, sessionKey, route, stopped > 0 ? `Stopped ${stopped} run(s).` : "Nothing to stop.", "command");
+    await reply(
+      svc,
+      sessionKey,
+      route,
+      stopped > 0 ? `Stopped ${stopped} run(s).` : "Nothing to stop.",
+      "command",
+      msg.chatType,
+    );
     return { ...base, ...(entry ? { sessionId: entry.sessionId } : {}), command: "stop", stopped };
   }
 
@@ -399,6 +414,7 @@ async function reply(
   route: ReturnType<typeof routeOf>,
   message: string,
   kind: string,
+  chatType: string,
 ): Promise<void> {
-  await enqueueDelivery(svc, { id: `cmd-${randomUUID()}`, sessionKey, route, message, kind });
+  await enqueueDelivery(svc, { id: `cmd-${randomUUID()}`, sessionKey, route, message, kind, chatType });
 }

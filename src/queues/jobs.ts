@@ -62,6 +62,8 @@ export const DeliverDataSchema = z.object({
   route: DeliveryRouteSchema,
   message: z.string(),
   kind: z.string().min(1),
+  /** The chat type where it goes, when the sender knows it (an inbound command's reply): sendPolicy rules match on it. */
+  chatType: z.string().min(1).optional(),
 });
 
 export const ArchiveDataSchema = z.object({

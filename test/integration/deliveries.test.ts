@@ -405,6 +405,38 @@ describe("sendPolicy is decided for the channel a message goes to", () => {
     }
   });
 
+  it("a stranger's /send in a chat a chatType rule denies gets no answer there (dmScope main)", async () => {
+    const s = await startTestSystem({
+      maintenance: { sweepEveryMs: 3_600_000 },
+      commands: { ownerAllowFrom: ["tg:owner"] },
+      session: { sendPolicy: { rules: [{ action: "deny", match: { channel: "tg", chatType: "dm" } }] } },
+      channels: { tg: { kind: "log" } },
+    });
+    try {
+      const dm = { channel: "tg", chatType: "dm", from: "5551" };
+      expect((await inbound(s, { ...dm, text: "hello" })).blocked).toBe("send_policy_deny");
+      const refused = await s.post("/v1/inbound", { ...dm, text: "/send on" });
+      expect(refused.body).toMatchObject({ command: "send", refused: "not_owner" });
+      // A command reply from an allowed chat still goes out, and one into a denied chat type is
+      // blocked at delivery even for a session whose entry does not say where it lives.
+      const status = await s.post("/v1/inbound", {
+        channel: "tg",
+        chatType: "group",
+        groupId: "g",
+        from: "x",
+        text: "/status",
+      });
+      expect(status.body.command).toBe("status");
+      await settle(async () => (await deliveries(s, {})).some((d) => d.kind === "command" && d.to === "g"), {
+        what: "the group's /status answer recorded",
+      });
+      const toStranger = (await deliveries(s, {})).filter((d) => d.to === "5551");
+      expect(toStranger).toEqual([]);
+    } finally {
+      await s.close();
+    }
+  });
+
   it("an allow-listed channel is sent to under a default deny, also without a session", async () => {
     const s = await policySystem({ default: "deny", rules: [{ action: "allow", match: { channel: "tg" } }] });
     try {
