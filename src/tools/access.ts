@@ -48,3 +48,14 @@ export async function guard(
   const isDescendant = await svc.sessions.isDescendantOf(caller.sessionKey, targetKey);
   return isDescendant ? checkVisibility(svc.config, { ...input, isDescendant }) : withoutLineage;
 }
+
+/**
+ * Whether a session found by label or sessionId may be named to the caller. A sandboxed caller is
+ * not told whether a session it cannot see exists (docs/concepts/tools.md, "Visibility"): a match
+ * the guard would refuse (for a caller restricted to spawned: one that does not descend from it)
+ * counts as no match at all, as OpenClaw looks it up among the caller's spawned sessions only.
+ */
+export async function mayFind(svc: ToolDeps, caller: ToolCaller, targetKey: string): Promise<boolean> {
+  if (!caller.sandboxed || targetKey === caller.sessionKey) return true;
+  return (await guard(svc, caller, "list", targetKey)).allowed;
+}

@@ -7,7 +7,7 @@
 import type { ToolDeps } from "./tool-deps.js";
 import { canonicalSessionKey, resolveToolSessionRef } from "../session/key-canonical.js";
 import { looksLikeSessionId, shouldResolveSessionIdInput } from "../session/session-id.js";
-import { restrictedToSpawned } from "./access.js";
+import { mayFind, restrictedToSpawned } from "./access.js";
 import type { ToolCaller } from "./tool-context.js";
 import type { SessionEntry } from "../session/session-entry.js";
 
@@ -40,7 +40,8 @@ export async function resolveSessionRef(svc: ToolDeps, caller: ToolCaller, input
   if (entry) return { ok: true, key, entry };
   if (looksLikeSessionId(raw) || shouldResolveSessionIdInput(raw)) {
     const byId = await svc.sessions.keyForSessionId(raw);
-    if (byId) return { ok: true, key: byId };
+    // A session the sandboxed caller may not see is not found by its sessionId either.
+    if (byId && (await mayFind(svc, caller, byId))) return { ok: true, key: byId };
     if (looksLikeSessionId(raw)) return notFound();
   }
   if (!key) return notFound();

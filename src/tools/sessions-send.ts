@@ -24,7 +24,7 @@ import type { SessionEntry } from "../session/session-entry.js";
 import { sessionSendPolicy } from "../session/stored-send-policy.js";
 import { toolCallIds } from "./call-ids.js";
 import { sanitizeForHandoff } from "../history/handoff.js";
-import { guard } from "./access.js";
+import { guard, mayFind } from "./access.js";
 import { messageContext } from "./a2a-prompts.js";
 import { isCronSessionKey, primaryContinuation } from "./a2a-flow.js";
 import { resolveSessionRef } from "./resolve-ref.js";
@@ -71,7 +71,8 @@ export async function sessionsSend(
       if (a2a === "denied") return forbidden("Agent-to-agent messaging denied by tools.agentToAgent.allow.", { runId });
     }
     const key = await svc.sessions.keyForLabel(agentId, args.label);
-    if (!key)
+    // A label of a session the sandboxed caller may not see answers as a label nobody has.
+    if (!key || !(await mayFind(svc, caller, key)))
       return caller.sandboxed
         ? forbidden("Session not visible from this sandboxed agent session.", { runId })
         : toolError(`No session found with label: ${args.label}`, { runId });
@@ -82,13 +83,14 @@ export async function sessionsSend(
     targetKey = ref.key;
     resolved = ref.entry;
   }
+  // A refused target is not named back: it may have been found by a label or sessionId, and the
+  // caller is not to learn the key of a session it cannot see. Hence the guard comes first.
+  const g = await guard(svc, caller, "send", targetKey);
+  if (!g.allowed) return forbidden(g.error, { runId });
   const displayKey = displaySessionKey(svc.config, targetKey, caller.agentId);
   // Tool-routed messages must never show up inside a human-facing thread.
   if (parseThreadSuffix(targetKey).threadId !== undefined)
     return toolError(THREAD_TARGET_ERROR, { runId, sessionKey: displayKey });
-
-  const g = await guard(svc, caller, "send", targetKey);
-  if (!g.allowed) return forbidden(g.error, { runId, sessionKey: displayKey });
   const maxHops = svc.config.session.agentToAgent.maxHops;
   if (caller.hop + 1 > maxHops) {
     return forbidden(

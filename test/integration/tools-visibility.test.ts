@@ -420,6 +420,95 @@ describe("sandboxed callers are clamped to their tree", () => {
   });
 });
 
+describe("a sandboxed caller cannot probe labels and sessionIds of sessions it cannot see", () => {
+  // GROUP (not spawned by MAIN) carries the label `payroll`; CHILD (spawned by MAIN) `kid`.
+  let sys: TestSystem;
+  const idOf = async (key: string) => (await sys.svc.sessions.get(key))!.sessionId;
+  const send = (caller: string, target: Record<string, unknown>, sandboxed?: boolean) =>
+    tool(
+      sys,
+      "sessions_send",
+      caller,
+      { ...target, message: "hi", timeoutSeconds: 0 },
+      sandboxed === undefined ? {} : { sandboxed },
+    );
+  /** The answer without its (always fresh) runId. */
+  const bare = ({ runId, ...rest }: Record<string, unknown>) => {
+    expect(runId).toMatch(/^[0-9a-f-]{36}$/);
+    return rest;
+  };
+  beforeAll(async () => {
+    sys = await visSystem({ sessions: { visibility: "all" }, agentToAgent: { enabled: true } });
+    await sys.svc.sessions.upsert(GROUP, { agentId: "main", kind: "group" }, { label: "payroll" });
+    await sys.svc.sessions.upsert(CHILD, { agentId: "main", kind: "other" }, { label: "kid" });
+  });
+  afterAll(async () => {
+    await sys?.close();
+  });
+
+  it("restricted to spawned: another session's label answers as a label nobody has, with no key", async () => {
+    const missing = { status: "forbidden", error: "Session not visible from this sandboxed agent session." };
+    expect(bare(await send(MAIN, { label: "payroll" }, true))).toEqual(missing);
+    expect(bare(await send(MAIN, { label: "nope" }, true))).toEqual(missing);
+    // Its own descendant is found by label; unsandboxed (visibility all) the other one is too.
+    expect(await send(MAIN, { label: "kid" }, true)).toMatchObject({ status: "accepted", sessionKey: CHILD });
+    expect(await send(MAIN, { label: "payroll" }, false)).toMatchObject({ status: "accepted", sessionKey: GROUP });
+  });
+
+  it("restricted to spawned: another session's sessionId answers as an unknown one, in every tool", async () => {
+    for (const id of [await idOf(GROUP), randomUUID()]) {
+      const missing = { status: "forbidden", error: `Session not visible from this sandboxed agent session: ${id}` };
+      expect(bare(await send(MAIN, { sessionKey: id }, true))).toEqual(missing);
+      expect(await tool(sys, "sessions_history", MAIN, { sessionKey: id }, { sandboxed: true })).toEqual(missing);
+      expect(await tool(sys, "session_status", MAIN, { sessionKey: id }, { sandboxed: true })).toEqual(missing);
+    }
+    const child = await idOf(CHILD);
+    expect(await send(MAIN, { sessionKey: child }, true)).toMatchObject({ status: "accepted", sessionKey: CHILD });
+    expect(await tool(sys, "sessions_history", MAIN, { sessionKey: child }, { sandboxed: true })).toMatchObject({
+      sessionKey: CHILD,
+    });
+  });
+
+  it("a sandboxed sub-agent (clamped to its tree) cannot tell a hidden session from a missing one either", async () => {
+    const missingLabel = { status: "forbidden", error: "Session not visible from this sandboxed agent session." };
+    expect(bare(await send(CHILD, { label: "payroll" }, true))).toEqual(missingLabel);
+    expect(bare(await send(CHILD, { label: "nope" }, true))).toEqual(missingLabel);
+    for (const id of [await idOf(GROUP), await idOf(MAIN), randomUUID()]) {
+      const missing = {
+        status: "error",
+        error: `Session not found: ${id} (use the full sessionKey from sessions_list)`,
+      };
+      expect(bare(await send(CHILD, { sessionKey: id }, true))).toEqual(missing);
+      expect(await tool(sys, "sessions_history", CHILD, { sessionKey: id }, { sandboxed: true })).toEqual(missing);
+      expect(await tool(sys, "session_status", CHILD, { sessionKey: id }, { sandboxed: true })).toEqual(missing);
+    }
+    const grand = await idOf(GRANDCHILD);
+    expect(await send(CHILD, { sessionKey: grand }, true)).toMatchObject({
+      status: "accepted",
+      sessionKey: GRANDCHILD,
+    });
+  });
+
+  it("a target the guard refuses is never named back, even to an unsandboxed caller", async () => {
+    const s2 = await visSystem({ sessions: { visibility: "tree" } });
+    try {
+      await s2.svc.sessions.upsert(GROUP, { agentId: "main", kind: "group" }, { label: "payroll" });
+      const id = (await s2.svc.sessions.get(GROUP))!.sessionId;
+      for (const target of [{ label: "payroll" }, { sessionKey: id }, { sessionKey: GROUP }]) {
+        const r = await tool(s2, "sessions_send", MAIN, { ...target, message: "hi", timeoutSeconds: 0 });
+        expect(bare(r), JSON.stringify(target)).toEqual({ status: "forbidden", error: treeText("send") });
+      }
+      // A thread session it cannot see gets the guard's answer, not the thread refusal naming it.
+      const thread = "agent:main:tg:group:g1:thread:7";
+      await put(s2, thread, "main", "group", { label: "topic" });
+      const r = await tool(s2, "sessions_send", MAIN, { label: "topic", message: "hi", timeoutSeconds: 0 });
+      expect(bare(r)).toEqual({ status: "forbidden", error: treeText("send") });
+    } finally {
+      await s2.close();
+    }
+  });
+});
+
 describe("scope global", () => {
   it("tools see the global session as `main`, never as `global`", async () => {
     const sys = await startTestSystem(
