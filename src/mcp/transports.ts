@@ -12,6 +12,7 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
 import { tokenAccepted } from "../auth/credentials.js";
+import { nonLocalRequestReason } from "../auth/local-request.js";
 
 export type McpServerFactory = () => Promise<McpServer>;
 
@@ -41,7 +42,11 @@ export async function serveStdio(factory: McpServerFactory): Promise<RunningTran
 export interface HttpOptions {
   host: string;
   port: number;
-  /** When set, every request must carry it (Bearer, or Basic password), as at the gateway. */
+  /**
+   * When set, every request must carry it (Bearer, or Basic password), as at the gateway. When
+   * not (loopback only), requests with a foreign Host or Origin are refused, as at the gateway:
+   * the DNS-rebinding protection the MCP specification asks of local servers.
+   */
   token?: string;
   log: Logger;
   /** Idle time after which a session is closed (default MCP_SESSION_IDLE_MS). */
@@ -123,6 +128,11 @@ export async function serveHttp(factory: McpServerFactory, opts: HttpOptions): P
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? "").split("?")[0];
+    // Before anything else (sessions, body): a page of another site must learn nothing here. The
+    // SDK's own enableDnsRebindingProtection is deprecated (in favour of middleware in front of
+    // the transport), compares Host including its port, and only runs inside a session's transport.
+    const foreign = opts.token ? undefined : nonLocalRequestReason(req.headers);
+    if (foreign) return jsonRpcError(res, 403, -32000, foreign);
     if (path !== MCP_PATH) return jsonRpcError(res, 404, -32601, `not found: MCP is served at ${MCP_PATH}`);
     if (opts.token && !tokenAccepted(req.headers.authorization, opts.token)) {
       return jsonRpcError(res, 401, -32001, "missing or wrong bearer token", {
