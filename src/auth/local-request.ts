@@ -25,10 +25,16 @@ const LOOPBACK_HOST = /^(?:localhost|127\.0\.0\.1|\[::1\])(?::\d{1,5})?$/i;
 export function nonLocalRequestReason(headers: IncomingHttpHeaders): string | undefined {
   const host = headers.host;
   if (!host || !LOOPBACK_HOST.test(host.trim()))
-    return `Host ${JSON.stringify(host ?? "")} is not a loopback name (localhost, 127.0.0.1, [::1]): without gateway.auth.token only local requests are answered`;
+    return (
+      `Host ${JSON.stringify(host ?? "")} is not a loopback name (localhost, 127.0.0.1, [::1]): ` +
+      "without gateway.auth.token only local requests are answered"
+    );
   const origin = headers.origin;
   if (origin !== undefined && !isLoopbackOrigin(origin))
-    return `Origin ${JSON.stringify(origin)} is not a loopback origin: without gateway.auth.token only pages served from localhost, 127.0.0.1 or [::1] may call`;
+    return (
+      `Origin ${JSON.stringify(origin)} is not a loopback origin: without gateway.auth.token ` +
+      "only pages served from localhost, 127.0.0.1 or [::1] may call"
+    );
   return undefined;
 }
 

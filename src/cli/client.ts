@@ -33,7 +33,8 @@ export class RpcCallError extends SwitchboardError {}
 export function redisUnavailable(url: string, cause: string): RpcCallError {
   return new RpcCallError(
     "redis_unavailable",
-    `Redis does not answer at ${displayRedisUrl(url)} (${cause}). Start Redis (\`redis-server\`, or \`docker compose up -d redis\`), ` +
+    `Redis does not answer at ${displayRedisUrl(url)} (${cause}). ` +
+      "Start Redis (`redis-server`, or `docker compose up -d redis`), " +
       "or point Switchboard at yours with REDIS_URL or redis.url in the config file (--config); " +
       "`switchboard doctor` checks the setup.",
   );

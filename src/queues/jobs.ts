@@ -62,7 +62,7 @@ export const DeliverDataSchema = z.object({
   route: DeliveryRouteSchema,
   message: z.string(),
   kind: z.string().min(1),
-  /** The chat type where it goes, when the sender knows it (an inbound command's reply): sendPolicy rules match on it. */
+  /** The chat type where it goes, when the sender knows it (an inbound command's reply): for sendPolicy rules. */
   chatType: z.string().min(1).optional(),
 });
 

@@ -86,7 +86,6 @@ export class Inbox {
       [
         serializeTurn(turn),
         RUN_RECORD_TTL_SECONDS,
-        Date.now(),
         pendingWakeMember(turn),
         opts.expectEntry ?? "",
         opts.ready ? "1" : "0",

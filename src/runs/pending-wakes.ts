@@ -48,12 +48,21 @@ export class PendingWakes {
     private readonly keys: RedisKeys,
   ) {}
 
-  /** Wakes pending for longer than `olderThanMs`, oldest first. */
-  async overdue(olderThanMs: number, limit: number, now = Date.now()): Promise<PendingWake[]> {
+  /**
+   * Now on Redis's clock (ms): what wakes are scored with (push-turn.lua), so a process whose
+   * clock is off neither hides a wake from the overdue check nor makes fresh ones look overdue.
+   */
+  async now(): Promise<number> {
+    const [seconds, micros] = await this.redis.time();
+    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  }
+
+  /** Wakes pending for longer than `olderThanMs` at `now` (Redis's clock), oldest first. */
+  async overdue(olderThanMs: number, limit: number, now?: number): Promise<PendingWake[]> {
     const members = await this.redis.zrangebyscore(
       this.keys.pendingWakes(),
       "-inf",
-      now - olderThanMs,
+      (now ?? (await this.now())) - olderThanMs,
       "LIMIT",
       0,
       limit,
@@ -87,16 +96,17 @@ export class PendingWakes {
     await this.redis.multi().zrem(this.keys.pendingWakes(), member).lrem(this.keys.readyList(), 1, member).exec();
   }
 
-  /** Mark a pending wake as seen now (its session's lease is held: a drainer is on it). */
-  async touch(member: string, now = Date.now()): Promise<void> {
-    await this.redis.zadd(this.keys.pendingWakes(), "XX", now, member);
+  /** Mark a pending wake as seen at `now` (Redis's clock; its session's lease is held: a drainer is on it). */
+  async touch(member: string, now?: number): Promise<void> {
+    await this.redis.zadd(this.keys.pendingWakes(), "XX", now ?? (await this.now()), member);
   }
 
   /**
    * Put a session back at the end of the ready list with its wake (a drain that yielded with
    * turns left): other sessions go first, and the wake stays pending until a drain ends.
    */
-  async reready(member: string, now = Date.now()): Promise<void> {
+  async reready(member: string): Promise<void> {
+    const now = await this.now();
     await this.redis.multi().zadd(this.keys.pendingWakes(), now, member).rpush(this.keys.readyList(), member).exec();
   }
 }

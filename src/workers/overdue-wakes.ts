@@ -49,8 +49,12 @@ export async function rearmLostPops(svc: WorkerDeps): Promise<number> {
   return rearmed;
 }
 
-/** Re-arm the overdue wakes (at most `maintenance.sweepBatch`); returns how many got a drain job. */
-export async function rearmOverdueWakes(svc: WorkerDeps, overdueMs: number, now = Date.now()): Promise<number> {
+/**
+ * Re-arm the overdue wakes (at most `maintenance.sweepBatch`); returns how many got a drain job.
+ * `now` is Redis's clock (the wakes' scores are), read when not given.
+ */
+export async function rearmOverdueWakes(svc: WorkerDeps, overdueMs: number, now?: number): Promise<number> {
+  now ??= await svc.wakes.now();
   const overdue = await svc.wakes.overdue(overdueMs, svc.config.maintenance.sweepBatch, now);
   // A held lease is a drainer on the session (a long drain): its wake is marked as seen now.
   const rearmed = await rearm(svc, overdue, (w) => svc.wakes.touch(w.member, now));

@@ -3,7 +3,7 @@
  * drainer; every script key stays in one Cluster slot; a sweep never rotates a session that
  * changed or got work after it was read; /stop keeps what dropped turns carried.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
@@ -403,5 +403,45 @@ describe("a reset between a caller's read of the session and its push", () => {
     expect((await waitRun(sys, turn.runId, 10_000)).status).toBe("ok");
     expect((await sys.svc.runs.get(turn.runId))?.sessionId).toBe(next?.sessionId);
     expect(liveFiles()).not.toContain(`${old.sessionId}.jsonl`);
+  });
+});
+
+describe("clocks and leftovers", () => {
+  it("a pending wake is scored on Redis's clock, not on a pusher's clock that runs ahead", async () => {
+    const gw = await startPeer(sys.config, { gateway: true, workers: false });
+    try {
+      const key = "agent:main:skewed-pusher";
+      const entry = await gw.svc.sessions.upsert(key, { agentId: "main", kind: "other" }, { sessionId: randomUUID() });
+      vi.useFakeTimers({ toFake: ["Date"], now: Date.now() + 120_000 }); // this process is 2 min ahead
+      let turn: Awaited<ReturnType<typeof enqueueTurn>>;
+      try {
+        turn = await enqueueTurn(gw.svc, {
+          sessionKey: key,
+          agentId: "main",
+          sessionId: entry.sessionId,
+          text: "skewed",
+          step: "turn",
+          provenance: "user",
+        });
+      } finally {
+        vi.useRealTimers();
+      }
+      const score = Number(await gw.svc.redis.zscore(gw.svc.keys.pendingWakes(), `${turn.runId}|${key}`));
+      const redisNow = await gw.svc.wakes.now();
+      expect(Math.abs(score - redisNow)).toBeLessThan(10_000);
+      // The overdue check reads Redis's clock too: this wake is not overdue yet, and is later.
+      expect((await gw.svc.wakes.overdue(10_000, 100)).map((w) => w.sessionKey)).not.toContain(key);
+      expect((await gw.svc.wakes.overdue(10_000, 100, redisNow + 60_000)).map((w) => w.sessionKey)).toContain(key);
+    } finally {
+      await gw.close();
+    }
+  });
+
+  it("a session's fence counter expires a week after its last take (no key per session for ever)", async () => {
+    const r = await sys.post("/v1/inbound", { channel: "tg", chatType: "dm", from: "fenced", text: "hello" });
+    await waitRun(sys, r.body.runId, 10_000);
+    const ttl = await sys.svc.redis.pttl(sys.svc.keys.fence(r.body.sessionKey));
+    expect(ttl).toBeGreaterThan(6 * 24 * 3600 * 1000);
+    expect(ttl).toBeLessThanOrEqual(7 * 24 * 3600 * 1000);
   });
 });

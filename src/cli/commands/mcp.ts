@@ -66,7 +66,8 @@ export async function mcpCommand(opts: McpOptions): Promise<void> {
     throw err;
   }
   process.stderr.write(
-    `switchboard mcp ready: session ${sessionKey} over ${transport.describe} (redis ${displayRedisUrl(config.redis.url)})\n`,
+    `switchboard mcp ready: session ${sessionKey} over ${transport.describe} ` +
+      `(redis ${displayRedisUrl(config.redis.url)})\n`,
   );
 
   let closing = false;

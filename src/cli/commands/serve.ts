@@ -51,7 +51,8 @@ async function ensureRedis(
   if (redisExplicit || !allowEmbedded) throw redisUnavailable(config.redis.url, "no answer");
   const embedded = await startEmbeddedRedis(config.storage.dir);
   process.stderr.write(
-    `no Redis at ${displayRedisUrl(config.redis.url)}: started an embedded redis-server (data in ${embedded.dataDir})\n`,
+    `no Redis at ${displayRedisUrl(config.redis.url)}: ` +
+      `started an embedded redis-server (data in ${embedded.dataDir})\n`,
   );
   config.redis.url = embedded.url;
   return embedded;

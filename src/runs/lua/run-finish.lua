@@ -117,7 +117,7 @@ if not is_terminal(status) then
     if push.conditional and redis.call("EXISTS", KEYS[k + 4]) == 0 then
       pushed[p] = -1
     else
-      pushed[p] = push_turn(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[7], push.turn, ARGV[4], ARGV[8],
+      pushed[p] = push_turn(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[7], push.turn, ARGV[4],
         push.wake, push.fields, push.ready and KEYS[8])
     end
   end

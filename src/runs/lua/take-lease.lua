@@ -13,7 +13,12 @@
   TTL. So every take carries a `nonce` (new per call), kept in `takeKey` while the lease is
   fresh: a take that finds the lease held under its own nonce answers with the token it got.
   Another taker overwrites the nonce, so an old take never claims a lease taken since.
+
+  The counter expires a week after the session's last take (FENCE_TTL_MS): a key per session
+  that ever ran would otherwise stay for good. A week is far beyond any lease or stalled holder,
+  and tokens are only ever compared for equality with the current lease.
 ]]
+local FENCE_TTL_MS = 7 * 24 * 3600 * 1000
 local function take_lease(leaseKey, fenceKey, ttlMs, takeKey, nonce)
   local held = redis.call("PTTL", leaseKey)
   if held > 0 or held == -1 then
@@ -23,6 +28,7 @@ local function take_lease(leaseKey, fenceKey, ttlMs, takeKey, nonce)
     return 0, held, false
   end
   local token = redis.call("INCR", fenceKey)
+  redis.call("PEXPIRE", fenceKey, FENCE_TTL_MS)
   redis.call("SET", leaseKey, token, "PX", tonumber(ttlMs))
   redis.call("SET", takeKey, nonce, "PX", tonumber(ttlMs))
   return token, 0, false

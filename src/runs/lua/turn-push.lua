@@ -22,12 +22,12 @@
   session with no entry passes (the turn runs as it would have).
 
   KEYS[1] run hash, KEYS[2] inbox list, KEYS[3] inflight list, KEYS[4] pending wakes (zset),
-  KEYS[5] session entry (read only with ARGV[5]), KEYS[6] ready list (used only with ARGV[6])
-  ARGV[1] turn JSON, ARGV[2] record ttl seconds, ARGV[3] now (ms), ARGV[4] pending-wake member,
-  ARGV[5] the entry JSON the turn was built from, or "" (no check),
-  ARGV[6] "1": ready an idle session on the ready list instead of asking for a drain job,
-  ARGV[7] the sessionId the session must still have, or "" (no check),
-  ARGV[8..] record field, value pairs
+  KEYS[5] session entry (read only with ARGV[4]), KEYS[6] ready list (used only with ARGV[5])
+  ARGV[1] turn JSON, ARGV[2] record ttl seconds, ARGV[3] pending-wake member,
+  ARGV[4] the entry JSON the turn was built from, or "" (no check),
+  ARGV[5] "1": ready an idle session on the ready list instead of asking for a drain job,
+  ARGV[6] the sessionId the session must still have, or "" (no check),
+  ARGV[7..] record field, value pairs
   Returns 3 when queued into an idle session and readied (nothing more to do), 2 when queued into
   an idle session (add a drain job), 1 when queued behind other
   turns (nothing more to do), 0 when the runId already existed, or { -1, current entry JSON or
@@ -38,19 +38,18 @@
 -- after a dropped connection): say so before the entry check, which the first push may have
 -- outdated (a turn finishing meanwhile updates the entry), or the caller would push it again.
 if redis.call("EXISTS", KEYS[1]) == 1 then return 0 end
-if ARGV[5] ~= "" then
+if ARGV[4] ~= "" then
   local entry = redis.call("GET", KEYS[5])
-  if entry ~= ARGV[5] then return { -1, entry } end
-elseif ARGV[7] ~= "" then
+  if entry ~= ARGV[4] then return { -1, entry } end
+elseif ARGV[6] ~= "" then
   -- Entries are written by cjson (session-upsert.lua) and no nested field is named sessionId,
   -- so the encoded pair occurs only as the entry's own field (a quote inside a string value is
   -- escaped, so no text can imitate it).
   local entry = redis.call("GET", KEYS[5])
-  if entry and not string.find(entry, '"sessionId":' .. cjson.encode(ARGV[7]), 1, true) then
+  if entry and not string.find(entry, '"sessionId":' .. cjson.encode(ARGV[6]), 1, true) then
     return { -1, entry }
   end
 end
 local fields = {}
-for i = 8, #ARGV do fields[#fields + 1] = ARGV[i] end
-return queue_new_turn(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], ARGV[4], fields,
-  ARGV[6] == "1" and KEYS[6])
+for i = 7, #ARGV do fields[#fields + 1] = ARGV[i] end
+return queue_new_turn(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], fields, ARGV[5] == "1" and KEYS[6])
