@@ -24,8 +24,18 @@ export class CancelBus {
     return await this.publisher.publish(this.keys.cancelChannel(), JSON.stringify(msg));
   }
 
-  /** Subscribe a dedicated connection; `onCancel` runs for every cancel message. */
-  static async listen(subscriber: RedisClient, keys: RedisKeys, onCancel: (m: CancelMessage) => void): Promise<void> {
+  /**
+   * Subscribe a dedicated connection; `onCancel` runs for every cancel message. A message
+   * published while the connection is down is lost (pub/sub keeps nothing), so `onSubscribed`
+   * runs after every (re)subscription: the caller checks the runs it holds for a cancel recorded
+   * meanwhile (every cancel is also written to the run record).
+   */
+  static async listen(
+    subscriber: RedisClient,
+    keys: RedisKeys,
+    onCancel: (m: CancelMessage) => void,
+    onSubscribed?: () => void,
+  ): Promise<void> {
     const channel = keys.cancelChannel();
     subscriber.on("message", (ch: string, raw: string) => {
       if (ch !== channel) return;
@@ -35,6 +45,6 @@ export class CancelBus {
         // A malformed message is not ours to act on.
       }
     });
-    await keepSubscribed(subscriber, channel);
+    await keepSubscribed(subscriber, channel, onSubscribed);
   }
 }

@@ -97,6 +97,10 @@ export class RunningTurns {
   get size(): number {
     return this.bySession.size;
   }
+  /** The runs held here now. */
+  held(): { sessionKey: string; runId: string }[] {
+    return [...this.bySession].map(([sessionKey, cur]) => ({ sessionKey, runId: cur.runId }));
+  }
 
   private remember(runId: string, reason: string): void {
     const now = Date.now();

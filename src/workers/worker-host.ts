@@ -85,11 +85,24 @@ export async function startWorkerHost(svc: WorkerDeps, opts: WorkerHostOptions):
   };
 
   // Cancels reach whichever process runs the session now.
-  await CancelBus.listen(svc.connection("subscriber"), svc.keys, (m) => {
-    if (running.abort(m.sessionKey, m.reason === "timeout" ? "run timed out" : `run ${m.reason}`, m.runId)) {
-      svc.log.info({ sessionKey: m.sessionKey, runId: m.runId, reason: m.reason }, "run aborted by cancel");
+  await CancelBus.listen(
+    svc.connection("subscriber"),
+    svc.keys,
+    (m) => {
+      if (running.abort(m.sessionKey, m.reason === "timeout" ? "run timed out" : `run ${m.reason}`, m.runId)) {
+        svc.log.info({ sessionKey: m.sessionKey, runId: m.runId, reason: m.reason }, "run aborted by cancel");
+      }
+    },
+    // Back after a reconnect: a cancel broadcast meanwhile was lost, but its record says so.
+    () => void abortCancelledWhileAway().catch(() => undefined),
+  );
+  async function abortCancelledWhileAway(): Promise<void> {
+    for (const { sessionKey, runId } of running.held()) {
+      const reason = (await svc.runs.get(runId))?.cancelRequested;
+      if (reason && running.abort(sessionKey, `run ${reason}`, runId))
+        svc.log.info({ sessionKey, runId, reason }, "run aborted by a cancel recorded while the subscriber was away");
     }
-  });
+  }
 
   // Jobs being processed here: once none is, a close that still hangs is stuck on Redis.
   let activeJobs = 0;
