@@ -521,9 +521,14 @@ export class TurnExecutor {
       }
       // Queued into an idle session without readying it: wake its drainer (the script recorded
       // the pending wake, which the overdue-wake check honours if this process dies first). A
-      // turn queued into this session and begun by the same finish needs no wake.
+      // turn queued into this session and begun by the same finish needs no wake. One that
+      // existed was queued by this very finish sent twice (or an earlier attempt): its wake-up
+      // may be what the lost answer carried, and a drain job is deduplicated per session.
       for (const [i, p] of pushes.entries())
-        if (res.pushed[i] === "wake" && !(p.turn.sessionKey === turn.sessionKey && res.next))
+        if (
+          (res.pushed[i] === "wake" || res.pushed[i] === "exists") &&
+          !(p.turn.sessionKey === turn.sessionKey && res.next)
+        )
           await requestDrain(svc, p.turn.sessionKey);
       return res;
     }

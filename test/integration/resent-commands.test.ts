@@ -28,6 +28,7 @@ import { luaCommand } from "../../src/storage/lua-script.js";
 import { TranscriptLock } from "../../src/transcript/transcript-lock.js";
 import { createRedis } from "../../src/queues/redis-connections.js";
 import { startTcpProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
+import { settle } from "../helpers/settle.js";
 
 let proxy: TcpProxy;
 /** A gateway without workers: the turns stay in the inbox, where they can be counted. */
@@ -38,7 +39,11 @@ let admin: Redis;
 
 beforeAll(async () => {
   proxy = await startTcpProxy(Number(new URL(testRedisUrl()).port));
-  const config = () => scriptConfig([{ reply: "re: {{text}}" }], { redis: { url: proxy.url } });
+  const config = () =>
+    scriptConfig(
+      [{ when: { contains: "counted" }, usage: { input: 10, output: 5 }, reply: "counted" }, { reply: "re: {{text}}" }],
+      { redis: { url: proxy.url } },
+    );
   sys = await startTestSystem(config(), { gateway: true, workers: false });
   worked = await startTestSystem(config(), { gateway: true, workers: {} });
   admin = newRedis();
@@ -264,6 +269,26 @@ describe("end to end: a drain's lease take and a finish, their answers lost", ()
       ["second", "re: second"],
       ["third", "re: third"],
     ]);
+  });
+});
+
+describe("a finish sent again after its answer was lost", () => {
+  it("is answered as the first run was: the run's bookkeeping (token counts) still reaches the session", async () => {
+    const warm = await worked.rpc("agent", { sessionKey: "counted-finish", message: "warm" });
+    expect((await timedWait(worked, warm.runId, 10_000)).result).toMatchObject({ status: "ok" });
+    const deadLetters = worked.svc.keys.deadLetters(); // named only by run-finish.lua
+    const r = await withLostAnswer(
+      (sent) => sent.includes(deadLetters),
+      () => worked.rpc("agent", { sessionKey: "counted-finish", message: "counted once" }),
+    );
+    expect((await timedWait(worked, r.runId, 40_000)).result).toMatchObject({ status: "ok", reply: "counted" });
+    await settle(async () => (await worked.svc.sessions.get("agent:main:counted-finish"))?.inputTokens === 10, {
+      what: "the finished run's tokens counted in its session",
+    });
+    expect(await worked.svc.sessions.get("agent:main:counted-finish")).toMatchObject({
+      inputTokens: 10,
+      outputTokens: 5,
+    });
   });
 });
 

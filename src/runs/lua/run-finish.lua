@@ -41,10 +41,17 @@
   then C expected entry JSONs ("": the session must not exist),
   then per push: turn JSON, pending-wake member, flags ("c": conditional, "r": ready the session
   if idle, see push-turn.lua), N, then N record field/value items,
-  then field, value pairs of the finished record (must include status and endedAt)
+  then field, value pairs of the finished record (must include status and endedAt, and may
+  include `finishedBy`, a nonce new per call: see below)
   The notification is `<runId>\n<the finished record as a JSON list of field, value pairs>`, read
   back here after the write, so waiters need not read it and the client sends the record once.
   `resultOutput` (the runtime output kept for a re-run, possibly large) is left out of it.
+  A finish sent twice (the client resends a command whose answer a dropped connection lost)
+  finds the record terminal under its own `finishedBy` nonce: it answers as the first run did
+  (finished 1, its pushes again, each answering 0 since its runId exists), so the caller still
+  does what follows a finish (bookkeeping, wake-ups), which it would skip for a run someone
+  else finished. If the first run released the lease (no next turn), the second finds no lease:
+  it is not refused as stale then, and begins nothing.
   Returns 1 when finished now, 0 when the record was already terminal; with a next turn asked
   for or any check or push: { that number, the begun turn as turn-begin returns it or false,
   { per push: 3 queued into an idle session and readied, 2 queued into an idle session (add a
@@ -55,20 +62,9 @@
 --@include run-status
 --@include begin-next
 --@include push-turn
-if redis.call("GET", KEYS[1]) ~= ARGV[1] then
-  return redis.error_reply("STALE")
-end
 local checks = tonumber(ARGV[11])
 local pushes = tonumber(ARGV[12])
-local a = 14
-for i = 1, checks do
-  local current = redis.call("GET", KEYS[8 + i])
-  local expected = ARGV[a]
-  if (expected == "" and current) or (expected ~= "" and current ~= expected) then
-    return { -1, i, current }
-  end
-  a = a + 1
-end
+local a = 14 + checks
 local pushArgs = {}
 for p = 1, pushes do
   local n = tonumber(ARGV[a + 3])
@@ -81,36 +77,15 @@ for p = 1, pushes do
   }
   a = a + 4 + n
 end
-local head = redis.call("LINDEX", KEYS[3], 0)
-if head then
-  local own = turn_run_id(head)
-  if own == ARGV[2] or (own == nil and string.find(head, '"runId":"' .. ARGV[2] .. '"', 1, true)) then
-    redis.call("LPOP", KEYS[3])
-  end
-end
 local finished = 0
 local pushed = {}
-local status = redis.call("HGET", KEYS[2], "status")
-if not is_terminal(status) then
-  local fields = {}
-  for i = a, #ARGV do fields[#fields + 1] = ARGV[i] end
-  redis.call("HSET", KEYS[2], unpack(fields))
-  -- When the record became terminal, on Redis's clock: endedAt is the worker's, taken before
-  -- the call, and a finish held in a client's queue through a Redis restart lands later.
-  local t = redis.call("TIME")
-  redis.call("HSET", KEYS[2], "terminalAt", tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
-  redis.call("EXPIRE", KEYS[2], tonumber(ARGV[4]))
-  if ARGV[5] ~= "" then redis.call("HSET", KEYS[4], ARGV[2], ARGV[5]) end
-  local record = redis.call("HGETALL", KEYS[2])
-  local published = {}
-  for i = 1, #record, 2 do
-    if record[i] ~= "resultOutput" then
-      published[#published + 1] = record[i]
-      published[#published + 1] = record[i + 1]
-    end
-  end
-  redis.call("PUBLISH", ARGV[3], ARGV[2] .. "\n" .. cjson.encode(published))
-  finished = 1
+local fields = {}
+local nonce = false
+for i = a, #ARGV do
+  fields[#fields + 1] = ARGV[i]
+  if ARGV[i] == "finishedBy" and (i - a) % 2 == 0 then nonce = ARGV[i + 1] end
+end
+local function push_all()
   for p = 1, pushes do
     local k = 8 + checks + (p - 1) * 4
     local push = pushArgs[p]
@@ -121,6 +96,52 @@ if not is_terminal(status) then
         push.wake, push.fields, push.ready and KEYS[8])
     end
   end
+end
+local resent = nonce and redis.call("HGET", KEYS[2], "finishedBy") == nonce
+if redis.call("GET", KEYS[1]) ~= ARGV[1] then
+  -- This finish sent again after it released the lease (no next turn then): answered as it was.
+  if not resent then return redis.error_reply("STALE") end
+  push_all()
+  if ARGV[6] ~= "1" and checks == 0 and pushes == 0 then return 1 end
+  return { 1, false, pushed }
+end
+for i = 1, checks do
+  local current = redis.call("GET", KEYS[8 + i])
+  local expected = ARGV[13 + i]
+  if (not resent) and ((expected == "" and current) or (expected ~= "" and current ~= expected)) then
+    return { -1, i, current }
+  end
+end
+local head = redis.call("LINDEX", KEYS[3], 0)
+if head then
+  local own = turn_run_id(head)
+  if own == ARGV[2] or (own == nil and string.find(head, '"runId":"' .. ARGV[2] .. '"', 1, true)) then
+    redis.call("LPOP", KEYS[3])
+  end
+end
+local status = redis.call("HGET", KEYS[2], "status")
+if not is_terminal(status) then
+  redis.call("HSET", KEYS[2], unpack(fields))
+  -- When the record became terminal, on Redis's clock: endedAt is the worker's, taken before
+  -- the call, and a finish held in a client's queue through a Redis restart lands later.
+  local t = redis.call("TIME")
+  redis.call("HSET", KEYS[2], "terminalAt", tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+  redis.call("EXPIRE", KEYS[2], tonumber(ARGV[4]))
+  if ARGV[5] ~= "" then redis.call("HSET", KEYS[4], ARGV[2], ARGV[5]) end
+  local record = redis.call("HGETALL", KEYS[2])
+  local published = {}
+  for i = 1, #record, 2 do
+    if record[i] ~= "resultOutput" and record[i] ~= "finishedBy" then
+      published[#published + 1] = record[i]
+      published[#published + 1] = record[i + 1]
+    end
+  end
+  redis.call("PUBLISH", ARGV[3], ARGV[2] .. "\n" .. cjson.encode(published))
+  finished = 1
+  push_all()
+elseif resent then
+  finished = 1 -- this very finish, sent again (see above)
+  push_all()
 end
 if ARGV[6] ~= "1" and checks == 0 and pushes == 0 then return finished end
 local begun = false
