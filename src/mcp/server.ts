@@ -55,7 +55,13 @@ export async function listedTools(deps: Pick<SessionMcpDeps, "svc" | "sessionKey
 export async function createSessionMcpServer(deps: SessionMcpDeps): Promise<McpServer> {
   const server = new McpServer(
     { name: MCP_SERVER_NAME, version: deps.version },
-    { instructions: `Switchboard session tools, acting as session ${deps.sessionKey}.` },
+    {
+      instructions: `Switchboard session tools, acting as session ${deps.sessionKey}.`,
+      // Declared up front, so a session allowed no tools at all (a leaf sub-agent) lists none
+      // instead of answering tools/list with "method not found" (the SDK adds the handlers with
+      // the first tool otherwise).
+      capabilities: { tools: { listChanged: true } },
+    },
   );
   for (const name of await listedTools(deps)) {
     const annotations: ToolAnnotations = READ_ONLY.has(name) ? { readOnlyHint: true } : {};

@@ -30,6 +30,7 @@ const MAIN = "agent:main:main";
 const BOB = "agent:bob:main";
 const GUEST = "agent:guest:main";
 const ORCHESTRATOR = "agent:main:subagent:orch1";
+const LEAF = "agent:main:subagent:leaf1";
 const TOKEN = "mcp-test-token-0123456789";
 const FORBIDDEN_HISTORY = "Agent-to-agent history denied by tools.agentToAgent.allow.";
 const FORBIDDEN_SEND = "Agent-to-agent messaging denied by tools.agentToAgent.allow.";
@@ -166,6 +167,12 @@ beforeAll(async () => {
     { agentId: "main", kind: "other" },
     { sessionId: randomUUID(), spawnedBy: MAIN, spawnDepth: 1, subagentRole: "orchestrator" },
   );
+  // Its leaf: allowed none of the session tools.
+  await sys.svc.sessions.upsert(
+    LEAF,
+    { agentId: "main", kind: "other" },
+    { sessionId: randomUUID(), spawnedBy: ORCHESTRATOR, spawnDepth: 2, subagentRole: "leaf" },
+  );
   configFile = writeConfigFile(sys.config);
 }, 60_000);
 
@@ -223,6 +230,19 @@ describe("switchboard mcp over stdio", () => {
       // Listed tools act as that session: it sees its own tree.
       const listed = await callTool(client, "sessions_list", {});
       expect(listed.body).toEqual(await tool(sys, "sessions_list", ORCHESTRATOR, {}));
+    } finally {
+      await client.close();
+    }
+  }, 60_000);
+
+  it("a session allowed no tools (a leaf sub-agent) lists none, and a call is refused", async () => {
+    const { transport } = stdioTransport(LEAF);
+    const client = await connected(transport);
+    try {
+      expect((await client.listTools()).tools).toEqual([]);
+      const refused = (await client.callTool({ name: "sessions_list", arguments: {} })) as CallToolResult;
+      expect(refused.isError).toBe(true);
+      expect(JSON.stringify(refused.content)).toMatch(/sessions_list/);
     } finally {
       await client.close();
     }
