@@ -110,11 +110,13 @@ export async function rotateSession(
     extra?: SessionEntryPatch;
     /** Sweeps: rotate only if nothing changed since `old` was read and no turn is queued or running. */
     onlyIfUntouchedAndIdle?: boolean;
+    /** The new sessionId (derived by a caller that may repeat this rotation); a new UUID otherwise. */
+    newSessionId?: string;
   },
 ): Promise<SessionEntry | null> {
   const now = opts.now ?? Date.now();
   const ident = identOf(svc.config, old.key);
-  const newSessionId = randomUUID();
+  const newSessionId = opts.newSessionId ?? randomUUID();
   let next: SessionEntry;
   try {
     next = await svc.sessions.upsert(

@@ -190,7 +190,9 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
         }
         // An isolated run rotates the session first: the push cannot be conditional on the old entry.
         const isolated = p.sessionTarget === "isolated";
-        if (isolated) entry = await freshRunSession(svc, entry);
+        // With an idempotency key the new sessionId is derived too: a concurrent retry that also
+        // got past the check above finds the session already rotated for this run.
+        if (isolated) entry = await freshRunSession(svc, entry, runId ? uuidFrom(`${runId}\nsession`) : undefined);
         // deliver: the stored route, with explicit fields on top (another channel drops its `to`).
         // No route at all still gets its reply recorded (no_route on the "none" channel, as the
         // announce step records one), never dropped.

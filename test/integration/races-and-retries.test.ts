@@ -445,3 +445,24 @@ describe("clocks and leftovers", () => {
     expect(ttl).toBeLessThanOrEqual(7 * 24 * 3600 * 1000);
   });
 });
+
+describe("an isolated agent call sent twice at once with one idempotency key", () => {
+  it("rotates the session once: the run, the answer and the session agree", async () => {
+    const first = await sys.rpc("agent", { sessionKey: "cron:isolated-twice", message: "first" });
+    await waitRun(sys, first.runId, 10_000);
+    const params = {
+      sessionKey: "cron:isolated-twice",
+      message: "isolated run",
+      idempotencyKey: "same-key",
+      sessionTarget: "isolated",
+    };
+    const [a, b] = await Promise.all([sys.rpc("agent", params), sys.rpc("agent", params)]);
+    expect(a.runId).toBe(b.runId);
+    expect(a.sessionId).toBe(b.sessionId);
+    expect((await waitRun(sys, a.runId, 10_000)).status).toBe("ok");
+    const entry = await sys.svc.sessions.get("agent:main:cron:isolated-twice");
+    expect(entry?.sessionId).toBe(a.sessionId);
+    expect(entry?.previousSessionId).toBe(first.sessionId);
+    expect((await sys.svc.runs.get(a.runId))?.sessionId).toBe(a.sessionId);
+  });
+});
