@@ -1,6 +1,6 @@
 /**
  * The file operations every transcript writer shares: whole-line appends that are undone when
- * they fail part-way, cutting a torn tail, the header line, creating a file with its header,
+ * they fail part-way, closing off a torn tail, the header line, creating a file with its header,
  * directory fsync. Plain functions over files and handles; the callers (the locked store, the
  * lease holder's writer) decide who may write when.
  */
@@ -24,47 +24,56 @@ export function headerLine(sessionId: string, parentSession: string | undefined)
 /**
  * Append `buf` (whole lines), and fsync when `sync`, all or nothing: when the write or the
  * fsync fails (ENOSPC, EIO…) the file is truncated back to `size`, so no half line is left
- * behind. If even the truncate fails, the torn tail is cut by the next append (cutTornTail)
- * and skipped by readers meanwhile.
+ * behind, but only while nothing but this write lies past `size`. Another process may append
+ * to the same file without the lease (`switchboard import`, a forked spawn); a truncate would
+ * cut its lines. Then, and when even the truncate fails, this write's torn bytes are closed off
+ * by the next append (closeTornTail) and skipped by readers.
  */
 export async function appendOrUndo(fh: FileHandle, buf: Buffer, size: number, sync: boolean): Promise<void> {
+  const progress = { written: 0 };
   try {
-    writeAll(fh, buf);
+    writeAll(fh, buf, progress);
     if (sync) await fh.sync();
   } catch (err) {
-    await fh.truncate(size).catch(() => undefined);
+    const now = await fh.stat().then(
+      (st) => st.size,
+      () => -1,
+    );
+    if (now === size + progress.written) await fh.truncate(size).catch(() => undefined);
     throw err;
   }
 }
 
-/** How far back cutTornTail looks for the last newline per read. */
+/** How far back closeTornTail looks for a newline per read. */
 const TAIL_CHUNK = 64 * 1024;
 
 /**
- * Every complete line ends with "\n"; a file that does not is torn (a write that failed
- * part-way). Cut it back to its last complete line and return the new size. Callers make sure
- * no acknowledged writer is mid-write. A file torn inside its header line gets the header again.
+ * Every complete line ends with "\n"; a file that does not ends in a torn write: one that failed
+ * part-way and could not be undone, a line another tool wrote without its newline, or a write
+ * another process is making right now (a large write grows the file page by page, and another
+ * process can see the size half way). The tail is closed off with a newline, never cut: a cut
+ * would wait for that write to finish and then remove it, a turn its writer was told was
+ * written. A fragment becomes a line of its own, which readers skip; a complete line (written
+ * without its newline) is kept. With O_APPEND the newline lands after any write in progress.
+ * A file with no complete line at all (torn inside its header) gets the header again. Returns
+ * the new size.
  */
-export async function cutTornTail(fh: FileHandle, size: number, sessionId: string): Promise<number> {
+export async function closeTornTail(fh: FileHandle, size: number, sessionId: string): Promise<number> {
   if (size === 0 || (await lastByte(fh, size)) === 0x0a) return size;
-  let end = size;
-  let keep = 0;
+  const torn = (await hasNewline(fh, size)) ? "\n" : `\n${headerLine(sessionId, undefined)}`;
+  writeAll(fh, Buffer.from(torn, "utf8"), { written: 0 });
+  return (await fh.stat()).size;
+}
+
+async function hasNewline(fh: FileHandle, size: number): Promise<boolean> {
   const chunk = Buffer.alloc(TAIL_CHUNK);
-  while (end > 0) {
+  for (let end = size; end > 0; ) {
     const start = Math.max(0, end - TAIL_CHUNK);
     const { bytesRead } = await fh.read(chunk, 0, end - start, start);
-    const nl = chunk.subarray(0, bytesRead).lastIndexOf(0x0a);
-    if (nl >= 0) {
-      keep = start + nl + 1;
-      break;
-    }
+    if (chunk.subarray(0, bytesRead).includes(0x0a)) return true;
     end = start;
   }
-  await fh.truncate(keep);
-  if (keep > 0) return keep;
-  const header = Buffer.from(headerLine(sessionId, undefined), "utf8");
-  await appendOrUndo(fh, header, 0, true);
-  return header.length;
+  return false;
 }
 
 /**
@@ -72,9 +81,9 @@ export async function cutTornTail(fh: FileHandle, size: number, sessionId: strin
  * page cache in microseconds, while the promise API costs a thread-pool hop and its callback
  * (about 10x the CPU, measured per turn). fsync, which does wait on the disk, stays async.
  */
-function writeAll(fh: FileHandle, buf: Buffer): void {
-  let off = 0;
-  while (off < buf.length) off += writeSync(fh.fd, buf, off, buf.length - off);
+function writeAll(fh: FileHandle, buf: Buffer, progress: { written: number }): void {
+  while (progress.written < buf.length)
+    progress.written += writeSync(fh.fd, buf, progress.written, buf.length - progress.written);
 }
 
 async function lastByte(fh: FileHandle, size: number): Promise<number | undefined> {

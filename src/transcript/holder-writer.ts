@@ -6,7 +6,7 @@
  * the holder needs no transcript lock and no Redis index: it appends straight to the file.
  * - One write per turn: the user line and the result lines go out together, `O_APPEND`, and
  *   the write is undone (truncated back) if it fails part-way; a torn tail left by a crash is
- *   cut before the next write (see transcript-store.ts for the shared helpers).
+ *   closed off with a newline before the next write (file-ops.ts has the shared helpers).
  * - Exactly once: a turn is written once per attempt, and a re-run first reads the lines its
  *   run already has at the end of the file (`linesOfRun`), writing only the missing ones.
  * - Durability is a setting named like Redis's (docs/concepts/reliability.md):
@@ -28,7 +28,7 @@ import { dirname } from "node:path";
 import type { Logger } from "pino";
 import type { TranscriptEntry } from "../history/transcript-types.js";
 import { transcriptPath } from "./paths.js";
-import { appendOrUndo, cutTornTail, headerLine, syncDir } from "./file-ops.js";
+import { appendOrUndo, closeTornTail, headerLine, syncDir } from "./file-ops.js";
 import { readTail } from "./tail-reader.js";
 
 export type FsyncMode = "always" | "everysec";
@@ -127,7 +127,7 @@ export class HolderWriter {
         // Still exactly as long as this handle left it: nobody wrote since (every writer appends
         // whole lines or undoes its write, and a torn write would have changed the length), so
         // there is no torn tail to look for. One stat per holding in the common case.
-        if (onDisk.size !== f.size) f.size = await cutTornTail(f.fh, onDisk.size, sessionId);
+        if (onDisk.size !== f.size) f.size = await closeTornTail(f.fh, onDisk.size, sessionId);
         f.checkedFor = holder;
       } else {
         // Consecutive tokens: no renames (archiving takes the lease, which leaves a gap), but
@@ -135,11 +135,11 @@ export class HolderWriter {
         // without the lease. The handle's own length, a synchronous fstat (a syscall, no
         // thread-pool hop), catches those, so an undo never truncates back past their lines.
         const length = fstatSync(f.fh.fd).size;
-        if (length !== f.size) f.size = await cutTornTail(f.fh, length, sessionId);
+        if (length !== f.size) f.size = await closeTornTail(f.fh, length, sessionId);
       }
       const size = f.size;
       const buf = Buffer.from(size === 0 ? headerLine(sessionId, undefined) + body : body, "utf8");
-      // Checked again here: opening, the stat and a torn-tail cut may have taken a while.
+      // Checked again here: opening, the stat and closing off a torn tail may have taken a while.
       opts.assertHeld?.();
       const always = this.fsync === "always";
       try {
@@ -312,7 +312,7 @@ export class HolderWriter {
         if (now - f.lastUse > IDLE_CLOSE_MS) await this.closeFile(file);
       } catch (err) {
         // The turns whose lines this was are finished: say so loudly (the owner marks storage
-        // unhealthy). The handle goes (the next write reopens it and cuts any torn tail); it is
+        // unhealthy). The handle goes (the next write reopens it and closes off any torn tail); it is
         // not fsynced again, since after a failed fsync the kernel may report the next one as
         // a success without having written the lost pages.
         this.syncFailed(file, err as Error);

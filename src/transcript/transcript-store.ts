@@ -27,7 +27,7 @@ import type { RedisKeys } from "../storage/redis-keys.js";
 import { ValidationError } from "../errors/index.js";
 import { archivePath, transcriptFileName, transcriptPath, transcriptRelativePath, type ArchiveKind } from "./paths.js";
 import { readLastEntries, scanLines } from "./tail-reader.js";
-import { appendOrUndo, createWithHeader, cutTornTail, exists, nonEmpty } from "./file-ops.js";
+import { appendOrUndo, createWithHeader, closeTornTail, exists, nonEmpty } from "./file-ops.js";
 import { TRANSCRIPT_LUA_DIR, TranscriptLock, type Fence, type LockKeys } from "./transcript-lock.js";
 import { luaCommand } from "../storage/lua-script.js";
 import type { TranscriptEntry, TranscriptMessage } from "../history/transcript-types.js";
@@ -159,8 +159,8 @@ export class TranscriptStore {
       await createWithHeader(file, sessionId, undefined);
       const fh = await open(file, "a+", 0o600); // O_APPEND; opening also revalidates NFS attributes
       try {
-        // A write that failed part-way and could not be undone left a torn last line: cut it.
-        const size = await cutTornTail(fh, (await fh.stat()).size, sessionId);
+        // A write that failed part-way and could not be undone left a torn last line: close it off.
+        const size = await closeTornTail(fh, (await fh.stat()).size, sessionId);
         const indexChanged = await this.reconcile(fh, size, keys, rel);
 
         const present = await this.membership(
