@@ -38,11 +38,13 @@ export async function resolveSessionRef(svc: ToolDeps, caller: ToolCaller, input
   }
   const entry = key ? await svc.sessions.get(key) : null;
   if (entry) return { ok: true, key, entry };
-  if (looksLikeSessionId(raw) || shouldResolveSessionIdInput(raw)) {
+  if (shouldResolveSessionIdInput(raw)) {
     const byId = await svc.sessions.keyForSessionId(raw);
     // A session the sandboxed caller may not see is not found by its sessionId either.
     if (byId && (await mayFind(svc, caller, byId))) return { ok: true, key: byId };
-    if (looksLikeSessionId(raw)) return notFound();
+    // Not key-shaped and no such sessionId: an error, never a new session under a made-up key
+    // (`random-slug` became `agent:main:random-slug`, and a send created it and ran a turn).
+    return notFound();
   }
   if (!key) return notFound();
   return { ok: true, key };

@@ -357,6 +357,21 @@ describe("sandboxed callers are clamped to their tree", () => {
     await expectForbidden(sys, MAIN, [OPS_A], crossText, true);
   });
 
+  it("input that is neither a stored key nor a sessionId is not found: no session is made up for it", async () => {
+    for (const ref of ["random-slug", "../../etc/passwd"]) {
+      const notFound = {
+        status: "error",
+        error: `Session not found: ${ref} (use the full sessionKey from sessions_list)`,
+      };
+      expect(await tool(sys, "sessions_history", MAIN, { sessionKey: ref })).toEqual(notFound);
+      expect(await tool(sys, "session_status", MAIN, { sessionKey: ref })).toMatchObject(notFound);
+      expect(
+        await tool(sys, "sessions_send", MAIN, { sessionKey: ref, message: "x", timeoutSeconds: 0 }),
+      ).toMatchObject(notFound);
+      expect(await sys.svc.sessions.get(`agent:main:${ref}`)).toBeNull();
+    }
+  });
+
   it("an unknown sessionId is not confirmed to a sandboxed caller", async () => {
     const id = randomUUID();
     expect(await tool(sys, "sessions_history", MAIN, { sessionKey: id }, { sandboxed: true })).toEqual({
