@@ -222,7 +222,8 @@ async function announceEnded(
     agentId: requester.agentId,
     sessionId: requester.sessionId,
     text: announceTurnText(facts),
-    step: "turn",
+    // An announce step, as a sessions_send's is: what the script runtime's `step` matches.
+    step: "announce",
     provenance: "inter_session",
     source: { sessionKey: run.childSessionKey, tool: "subagent_announce", runId: run.runId },
     // One hop after the child's turn (records of the previous release have none: 0, as before).

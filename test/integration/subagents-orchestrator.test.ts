@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestSystem, type TestSystem } from "../helpers/system.js";
-import { chat, scriptAgent, queuesQuiet, tool, toolsConfig } from "../fixtures/tools-support.js";
+import { chat, scriptAgent, queuesQuiet, textOf, tool, toolsConfig, transcript } from "../fixtures/tools-support.js";
 import { announceDeliveries, announced, COMPLETION, registry } from "../fixtures/subagents-support.js";
 import { settle } from "../helpers/settle.js";
 
@@ -26,6 +26,7 @@ beforeAll(async () => {
             [
               { when: { regex: "Subagent completion event[\\s\\S]*leaf-b" }, reply: "ORCH: saw B" },
               { when: { regex: "Subagent completion event[\\s\\S]*leaf-a" }, reply: "ORCH: saw A" },
+              { when: { step: "announce", regex: "Subagent completion event[\\s\\S]*stepper" }, reply: "STEP-SEEN" },
               { when: { contains: COMPLETION }, reply: "NO_REPLY" },
               {
                 when: { contains: "orchestrate two" },
@@ -44,6 +45,7 @@ beforeAll(async () => {
                 ],
                 reply: "unsaid",
               },
+              { when: { contains: "stepper work" }, reply: "stepped" },
               { when: { contains: "leaf a work" }, delayMs: 200, reply: "RESULT-A" },
               { when: { contains: "leaf b work" }, delayMs: 900, reply: "RESULT-B" },
               { when: { contains: "slow leaf work" }, delayMs: 8000, reply: "too late" },
@@ -91,5 +93,18 @@ describe("an orchestrator that yields to its sub-agents", () => {
     expect(orch.announce).toBe("suppressed");
     await settle(async () => (await registry(sys).activeCount(BOSS)) === 0, { what: "the boss's slot freed" });
     expect((await announceDeliveries(sys, BOSS)).some((d) => d.message.includes(res.childSessionKey))).toBe(false);
+  });
+});
+
+describe("a sub-agent's completion turn in its requester", () => {
+  it("is an announce step (the script runtime's `step`), as a sessions_send announce is", async () => {
+    const res = await tool(sys, "sessions_spawn", BOSS, { task: "stepper work", label: "stepper" });
+    await announced(sys, res.runId);
+    await settle(
+      async () => (await transcript(sys, BOSS)).some((m) => m.role === "assistant" && textOf(m) === "STEP-SEEN"),
+      {
+        what: "the completion turn answered by the announce-step rule",
+      },
+    );
   });
 });
