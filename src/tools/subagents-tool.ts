@@ -262,22 +262,7 @@ export async function subagentsTool(svc: ToolDeps, caller: ToolCaller, rawArgs: 
   }
   const child = await svc.sessions.get(prev.childSessionKey);
   if (!child) return toolError(`Unknown subagent session: ${prev.childSessionKey}`, { action });
-  // Only what a spawn registers: nothing of prev's outcome, announce or suppression carries over.
-  const next: SubagentRun = {
-    runId,
-    childSessionKey: prev.childSessionKey,
-    requesterSessionKey: prev.requesterSessionKey,
-    task: prev.task,
-    ...(prev.label ? { label: prev.label } : {}),
-    cleanup: prev.cleanup,
-    depth: prev.depth,
-    ...(prev.model ? { model: prev.model } : {}),
-    ...(prev.runTimeoutSeconds ? { runTimeoutSeconds: prev.runTimeoutSeconds } : {}),
-    createdAt: Date.now(),
-    status: "running",
-    announce: "pending",
-    hop: caller.hop + 1,
-  };
+  const next = steeredRun(prev, runId, caller.hop + 1);
   // Registry first, in one step that refuses a run already ended or killed: the aborted run's
   // announce then sees it was replaced and stays silent.
   if ((await registry.replace(prev, next)) !== "replaced") return finished;
@@ -348,4 +333,26 @@ async function runningDescendants(svc: ToolDeps, registry: SubagentRegistry, roo
     }
   }
   return out;
+}
+
+/**
+ * The registry record of the run a steer starts in place of `prev`: only what a spawn
+ * registers, so nothing of prev's outcome, announce or suppression carries over.
+ */
+export function steeredRun(prev: SubagentRun, runId: string, hop: number): SubagentRun {
+  return {
+    runId,
+    childSessionKey: prev.childSessionKey,
+    requesterSessionKey: prev.requesterSessionKey,
+    task: prev.task,
+    ...(prev.label ? { label: prev.label } : {}),
+    cleanup: prev.cleanup,
+    depth: prev.depth,
+    ...(prev.model ? { model: prev.model } : {}),
+    ...(prev.runTimeoutSeconds ? { runTimeoutSeconds: prev.runTimeoutSeconds } : {}),
+    createdAt: Date.now(),
+    status: "running",
+    announce: "pending",
+    hop,
+  };
 }

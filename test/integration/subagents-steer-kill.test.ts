@@ -16,7 +16,7 @@ import { announced, completionTurns, COMPLETION, registry } from "../fixtures/su
 import { settle } from "../helpers/settle.js";
 import { pace } from "../helpers/settle.js";
 import type { QueueName } from "../../src/queues/queue-names.js";
-import { subagentsTool } from "../../src/tools/subagents-tool.js";
+import { steeredRun, subagentsTool } from "../../src/tools/subagents-tool.js";
 import { sessionsSpawn } from "../../src/tools/sessions-spawn.js";
 import { toolCallIds } from "../../src/tools/call-ids.js";
 import type { ToolCaller } from "../../src/tools/tool-context.js";
@@ -73,21 +73,7 @@ function turnCaller(runId: string): ToolCaller {
 }
 
 /** What a steer registers for its new run (what a spawn registers). */
-function steerRecord(prev: SubagentRun, runId: string): SubagentRun {
-  return {
-    runId,
-    childSessionKey: prev.childSessionKey,
-    requesterSessionKey: prev.requesterSessionKey,
-    task: prev.task,
-    ...(prev.label ? { label: prev.label } : {}),
-    cleanup: prev.cleanup,
-    depth: prev.depth,
-    createdAt: Date.now(),
-    status: "running",
-    announce: "pending",
-    hop: 1,
-  };
-}
+const steerRecord = (prev: SubagentRun, runId: string): SubagentRun => steeredRun(prev, runId, 1);
 
 describe("subagents kill/steer of a run that finished before its announce ran", () => {
   it("kill answers 'already finished' and the result is still announced", async () => {
