@@ -30,6 +30,9 @@ export const SWEEP_SCHEDULER_ID = "session-sweep";
  * the turn TTL (`workers.lockDurationMs`, 30 s by default) could hold up a reply that long.
  */
 const ARCHIVE_LEASE_TTL_MS = 1000;
+/** How long a stale session found busy waits before a sweep looks at it again. */
+export const SWEEP_BUSY_RETRY_MS = 60_000;
+
 /**
  * How often an archive job waiting for a busy session looks again. Not the holder's remaining
  * TTL: a drain renews a 30 s lease and lets go as soon as its turns are done.
@@ -77,7 +80,13 @@ export async function sweepOnce(svc: WorkerDeps, now = Date.now()): Promise<Swee
       ...(entry.sendPolicy === "deny" ? { extra: { sendPolicy: "deny" as const } } : {}),
     });
     if (rotated) result.rotated++;
-    else result.busy++;
+    else {
+      result.busy++;
+      // Looked at again a little later, not by every sweep first: the sweep reads the oldest due
+      // sessions, and a batch's worth of busy ones would keep it from ever reaching the others.
+      // GT: a session touched meanwhile keeps its later instant.
+      await svc.redis.zadd(svc.keys.staleIndex(), "XX", "GT", now + SWEEP_BUSY_RETRY_MS, key);
+    }
   }
   return result;
 }

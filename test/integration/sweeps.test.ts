@@ -10,7 +10,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { SWEEP_SCHEDULER_ID, sweepOnce } from "../../src/workers/maintenance.js";
+import { SWEEP_BUSY_RETRY_MS, SWEEP_SCHEDULER_ID, sweepOnce } from "../../src/workers/maintenance.js";
 import { startTestSystem, type TestSystem } from "../helpers/system.js";
 import { entryOf, inbound, runOk, sessionFiles, waitRunning } from "../helpers/api.js";
 import { quietPeriod, settle } from "../helpers/settle.js";
@@ -231,7 +231,9 @@ describe("sweepOnce", () => {
       what: "no turn of the session in flight",
       timeoutMs: 5000,
     });
-    const after = await sweepOnce(sys.svc, T + 30 * MIN);
+    // A busy one is looked at again a minute later, not first by every sweep (others come first).
+    expect(await sweepOnce(sys.svc, T + 30 * MIN)).toMatchObject({ examined: 0 });
+    const after = await sweepOnce(sys.svc, T + 30 * MIN + SWEEP_BUSY_RETRY_MS);
     expect(after).toMatchObject({ examined: 1, rotated: 1, busy: 0 });
     const archived = await settle(() => sessionFiles(sys).find((f) => f.startsWith(`${a.sessionId}.jsonl.reset.`)), {
       what: "the stale session's transcript archived",
