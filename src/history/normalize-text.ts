@@ -160,11 +160,11 @@ function overlapsCode(start: number, end: number, regions: CodeRegion[]): boolea
  * Tags inside code are ignored; a self-closing or stray closing tag is removed on its own;
  * an unterminated block runs to the end of the text.
  */
-function stripTagBlocks(text: string, tagRe: RegExp): string {
+function stripTagBlocks(text: string, tagRe: RegExp, state: { inBlock: boolean } = { inBlock: false }): string {
   const code = findCodeRegions(text);
   let out = "";
   let cursor = 0;
-  let inBlock = false;
+  let inBlock = state.inBlock;
   tagRe.lastIndex = 0;
   for (const m of text.matchAll(tagRe)) {
     const idx = m.index;
@@ -180,6 +180,7 @@ function stripTagBlocks(text: string, tagRe: RegExp): string {
     cursor = idx + m[0].length;
   }
   if (!inBlock) out += text.slice(cursor);
+  state.inBlock = inBlock;
   return out;
 }
 
@@ -187,12 +188,16 @@ const FINAL_TAG_RE = /<\s*\/?\s*(?:antml:)?final\b[^<>]*>/gi;
 const THINKING_TAG_RE = /<\s*(\/?)\s*(?:antml:)?(?:think(?:ing)?|thought|antthinking)\b[^<>]*>/gi;
 const REASONING_QUICK_RE = /<\s*\/?\s*(?:antml:)?(?:think|thought|antthinking|final)/i;
 
-function stripReasoning(text: string): string {
-  if (!REASONING_QUICK_RE.test(text)) return text;
+/**
+ * `state.inBlock`: the text starts inside a reasoning block (opened in an earlier text block of
+ * the same message); set to whether it ends inside one.
+ */
+function stripReasoning(text: string, state: { inBlock: boolean }): string {
+  if (!REASONING_QUICK_RE.test(text)) return state.inBlock ? "" : text;
   let cleaned = text;
   const code = findCodeRegions(cleaned);
   cleaned = cleaned.replace(FINAL_TAG_RE, (tag, offset: number) => (isInsideCode(offset, code) ? tag : ""));
-  return stripTagBlocks(cleaned, THINKING_TAG_RE);
+  return stripTagBlocks(cleaned, THINKING_TAG_RE, state);
 }
 
 const MEMORY_TAG_RE = /<\s*(\/?)\s*relevant[-_]memories\b[^<>]*>/gi;
@@ -381,7 +386,6 @@ function stripDowngradedToolText(text: string): string {
 // ---------------------------------------------------------------------------------------------
 
 const STAGES: Array<(text: string) => string> = [
-  stripReasoning,
   stripMinimaxToolCalls,
   stripModelTokens,
   stripRelevantMemories,
@@ -389,11 +393,31 @@ const STAGES: Array<(text: string) => string> = [
   stripDowngradedToolText,
 ];
 
+export interface NormalizeBlockResult extends NormalizeResult {
+  /** The text ends inside an unterminated reasoning block: pass it on to the next text block. */
+  insideReasoning: boolean;
+}
+
+function normalize(text: string, insideReasoning: boolean): NormalizeBlockResult {
+  const state = { inBlock: insideReasoning };
+  if (!text) return { text, changed: false, insideReasoning };
+  let next = stripReasoning(text, state);
+  for (const stage of STAGES) next = stage(next);
+  if (next === text) return { text, changed: false, insideReasoning: state.inBlock };
+  return { text: next.trim(), changed: true, insideReasoning: state.inBlock };
+}
+
 /** Removes hidden reasoning and tool scaffolding from assistant text (see the file comment). */
 export function normalizeAssistantText(text: string): NormalizeResult {
-  if (!text) return { text, changed: false };
-  let next = text;
-  for (const stage of STAGES) next = stage(next);
-  if (next === text) return { text, changed: false };
-  return { text: next.trim(), changed: true };
+  const result = normalize(text, false);
+  return { text: result.text, changed: result.changed };
+}
+
+/**
+ * normalizeAssistantText for one of several text blocks of a message. Providers split one answer into blocks
+ * anywhere, even inside `<think>`: `insideReasoning` says the block continues a reasoning block the previous one
+ * left open (false for the first), and the result says whether this one leaves it open for the next.
+ */
+export function normalizeAssistantBlock(text: string, insideReasoning: boolean): NormalizeBlockResult {
+  return normalize(text, insideReasoning);
 }

@@ -1,10 +1,11 @@
 /**
  * Secrets are not persisted: before a transcript line is written, every credential-like value in
  * the words of its message (string content, text/thinking blocks, tool-call arguments, tool
- * results, error messages) is masked with the same rules sessions_history uses (`sk-pro…5jK0`).
+ * results and their `details`, error messages, Pi's `command`/`output`/`summary` fields) is
+ * masked with the same rules sessions_history uses (`sk-pro…5jK0`).
  * The turn that carries the secret still runs with the original text — only what is stored is
  * masked — so later turns, readers and imports never see it. Structural fields (ids, roles,
- * tool names, provenance, timestamps) are never touched. Opt out with
+ * tool names, provenance, timestamps: MESSAGE_STRUCTURE_FIELDS) are never touched. Opt out with
  * `transcripts.redactSecrets: false` (docs/concepts/transcript-redaction.md). Pure: the input
  * lines are not mutated; an unchanged line is returned as is.
  */
@@ -58,12 +59,64 @@ export function redactValue<T>(value: T): T {
   return redactDeep(value, { any: false }) as T;
 }
 
+/**
+ * Message fields that are structure, not words (transcript-types.ts, docs/concepts/transcript-redaction.md): ids,
+ * roles, names, flags and numbers of user/assistant/toolResult messages and of Pi's `bashExecution`,
+ * `compactionSummary`, `branchSummary` and `custom` messages. Every other string field of a message
+ * (`errorMessage`, `command`, `output`, `summary`, `text`, fields nobody knew of) holds words and is masked
+ * on write and cleaned by sessions_history.
+ */
+export const MESSAGE_STRUCTURE_FIELDS: ReadonlySet<string> = new Set([
+  "role",
+  "timestamp",
+  "id",
+  "toolCallId",
+  "toolName",
+  "provenance",
+  "api",
+  "provider",
+  "model",
+  "stopReason",
+  "usage",
+  "cost",
+  "isError",
+  "idempotencyKey",
+  "responseId",
+  "customType",
+  "display",
+  "exitCode",
+  "cancelled",
+  "truncated",
+  "fullOutputPath",
+  "excludeFromContext",
+  "tokensBefore",
+  "fromId",
+  "firstKeptEntryId",
+  "fromHook",
+  "__openclaw",
+]);
+
+/**
+ * The message with its words masked: `content` (blocks keep their type/id/name), `details` (any depth) and every
+ * top-level string field that is not structure. Other fields are not walked, so the cost per line stays one pass
+ * over its words.
+ */
 export function redactTranscriptMessage(message: TranscriptMessage): TranscriptMessage {
   const changed = { any: false };
-  const content = redactDeep(message.content, changed, BLOCK_STRUCTURE) as TranscriptMessage["content"];
-  const errorMessage = typeof message.errorMessage === "string" ? redactDeep(message.errorMessage, changed) : undefined;
-  if (!changed.any) return message;
-  return { ...message, content, ...(errorMessage !== undefined ? { errorMessage } : {}) };
+  let out: Record<string, unknown> | undefined;
+  for (const [key, value] of Object.entries(message)) {
+    let next: unknown = value;
+    if (key === "content") next = redactDeep(value, changed, BLOCK_STRUCTURE);
+    else if (key === "details") next = redactDeep(value, changed);
+    else if (typeof value === "string" && !MESSAGE_STRUCTURE_FIELDS.has(key)) {
+      next = value.length > 0 && isSecretName(key) ? maskToken(value) : redactDeep(value, changed);
+    }
+    if (next !== value) {
+      out ??= { ...message };
+      out[key] = next;
+    }
+  }
+  return out === undefined ? message : (out as TranscriptMessage);
 }
 
 /** The lines as they should be stored: redacted unless `enabled` is false. */

@@ -6,9 +6,11 @@
  * 1. select: tool results (`toolResult`/`tool`) go unless `includeTools`; assistant messages
  *    whose visible text is only `NO_REPLY` go (they were never said to anyone);
  * 2. per message: `details`/`usage`/`cost` removed (bulky, and not the reader's business);
- *    assistant text normalised (hidden reasoning and tool scaffolding out); every text field
- *    (string content, block `text`/`thinking`/`partialJson`, message `text`) redacted, *then*
- *    cut to `maxChars` (redacting first, so a secret straddling the cut is still recognised);
+ *    assistant text normalised (hidden reasoning and tool scaffolding out; a `<think>` block split
+ *    across text blocks is followed from one block to the next); every text field (string content,
+ *    block `text`/`thinking`/`partialJson`, and every non-structural string field of the message:
+ *    `text`, `errorMessage`, `command`, `output`, `summary`…) redacted, *then* cut to `maxChars`
+ *    (redacting first, so a secret straddling the cut is still recognised);
  *    thinking signatures dropped; image bytes replaced by `{ omitted: true, bytes }`;
  * 3. a message still over 128 KB of JSON (giant tool arguments, hundreds of blocks) becomes a
  *    `[chat.history omitted: message too large]` placeholder, keeping its place in the order;
@@ -20,9 +22,9 @@
 import type { ContentBlock, TranscriptMessage } from "./transcript-types.js";
 import { messageRawText } from "./extract-reply.js";
 import { isSilentReply } from "./silent-reply.js";
-import { normalizeAssistantText } from "./normalize-text.js";
+import { normalizeAssistantBlock, normalizeAssistantText } from "./normalize-text.js";
 import { redactSecrets } from "./redact.js";
-import { redactValue } from "./redact-transcript.js";
+import { MESSAGE_STRUCTURE_FIELDS, redactValue } from "./redact-transcript.js";
 import { capArrayByJsonBytes, jsonBytes, truncateText } from "./truncate.js";
 
 /** Per text field, in UTF-16 units (OpenClaw SESSIONS_HISTORY_TEXT_MAX_CHARS). */
@@ -110,8 +112,17 @@ function sanitizeMessage(message: TranscriptMessage, maxChars: number): MessageO
   let metadataRemoved = false;
   const isAssistant = entry.role === "assistant";
 
-  const cleanText = (text: string, normalize: boolean): string => {
-    const visible = normalize ? normalizeAssistantText(text).text : text;
+  // A reasoning block a provider split across text blocks: each block starts where the previous one ended.
+  let insideReasoning = false;
+  const cleanText = (text: string, normalize: boolean, carry = false): string => {
+    let visible = text;
+    if (normalize) {
+      if (carry) {
+        const block = normalizeAssistantBlock(text, insideReasoning);
+        insideReasoning = block.insideReasoning;
+        visible = block.text;
+      } else visible = normalizeAssistantText(text).text;
+    }
     const red = redactSecrets(visible);
     const cut = truncateText(red.text, maxChars);
     redacted ||= red.redacted;
@@ -122,7 +133,10 @@ function sanitizeMessage(message: TranscriptMessage, maxChars: number): MessageO
   const cleanBlock = (block: unknown): unknown => {
     if (!isObject(block)) return block;
     const out: MutableRecord = { ...block };
-    if (typeof out.text === "string") out.text = cleanText(out.text, isAssistant && out.type === "text");
+    if (typeof out.text === "string") {
+      const assistantText = isAssistant && out.type === "text";
+      out.text = cleanText(out.text, assistantText, assistantText);
+    }
     if (out.type === "thinking") {
       if (typeof out.thinking === "string") out.thinking = cleanText(out.thinking, false);
       // The provider's signature over the reasoning: large, opaque, useless to a reader.
@@ -157,8 +171,11 @@ function sanitizeMessage(message: TranscriptMessage, maxChars: number): MessageO
   }
   if (typeof entry.content === "string") entry.content = cleanText(entry.content, isAssistant);
   else if (Array.isArray(entry.content)) entry.content = entry.content.map(cleanBlock) as ContentBlock[];
-  if (typeof entry.text === "string") entry.text = cleanText(entry.text, isAssistant);
-  if (typeof entry.errorMessage === "string") entry.errorMessage = cleanText(entry.errorMessage, false);
+  // Every other word field (`text`, `errorMessage`, Pi's `command`/`output`/`summary`…): redacted and cut too.
+  for (const [key, value] of Object.entries(entry)) {
+    if (key === "content" || typeof value !== "string" || MESSAGE_STRUCTURE_FIELDS.has(key)) continue;
+    entry[key] = cleanText(value, isAssistant && key === "text");
+  }
 
   let result = entry as TranscriptMessage;
   if (jsonBytes(result) > HISTORY_MESSAGE_MAX_BYTES) {

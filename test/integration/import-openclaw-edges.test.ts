@@ -1,15 +1,18 @@
 /**
  * `switchboard import openclaw` on small hand-made state dirs, for what the generated 5,000-session
  * state does not hold: a SQLite store from before OpenClaw 2026.9.6 (no `event_zstd` column), a
- * line whose timestamp no date can hold, credentials in imported lines, and transcripts that are
- * symlinks out of the state dir.
+ * line whose timestamp no date can hold (and `switchboard history` on it), credentials in imported
+ * lines (also in Pi's bashExecution/summary messages and tool-result details), and transcripts that
+ * are symlinks out of the state dir.
  */
 import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Redis } from "ioredis";
 import sqlite from "node-sqlite3-wasm";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { historyCommand, UNKNOWN_TIME } from "../../src/cli/commands/history.js";
 import type { Config } from "../../src/config/index.js";
+import { sanitizeHistory, TRUNCATION_SUFFIX } from "../../src/history/index.js";
 import { importOpenClaw, type ImportTargets } from "../../src/import/index.js";
 import { transcriptPath } from "../../src/transcript/index.js";
 import { importTargets } from "../fixtures/import-support.js";
@@ -137,5 +140,131 @@ describe("import openclaw: edges", () => {
     const again = await importOpenClaw(targets, { stateDir });
     expect(again.sessions).toMatchObject({ created: 0, updated: 0, unchanged: 2 });
     expect((await targets.sessions.get("agent:main:two"))!.rev).toBe(rev);
+  });
+
+  it("secrets in bashExecution, summaries, tool-result details: masked on import and in sessions_history", async () => {
+    const { config, targets, stateDir } = fresh();
+    const dir = join(stateDir, "agents", "main", "sessions");
+    mkdirSync(dir, { recursive: true });
+    const sk = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWX";
+    const ghp = "ghp_abcdefghijklmnopqrstuvwxyz0123";
+    const aws = "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY";
+    const secrets = [sk, "hunter2hunter2", ghp, aws];
+    const at = "2026-01-01T00:00:00.000Z";
+    const msg = (id: string, message: Record<string, unknown>) =>
+      JSON.stringify({ type: "message", id, parentId: null, timestamp: at, message });
+    writeFileSync(
+      join(dir, "s-bash.jsonl"),
+      [
+        msg("b1", {
+          role: "bashExecution",
+          command: `export OPENAI_API_KEY=${sk} && cat .env`,
+          output: `DB_PASSWORD=hunter2hunter2\nGITHUB_TOKEN=${ghp}\n${"x".repeat(10_000)}`,
+          exitCode: 0,
+          cancelled: false,
+          truncated: false,
+          timestamp: 2,
+        }),
+        msg("b2", {
+          role: "compactionSummary",
+          summary: `AWS_SECRET_ACCESS_KEY=${aws}`,
+          tokensBefore: 9,
+          timestamp: 3,
+        }),
+        msg("b3", { role: "branchSummary", summary: `the user pasted ${sk}`, fromId: "b1", timestamp: 4 }),
+        msg("b4", {
+          role: "toolResult",
+          toolCallId: "call_1",
+          toolName: "exec",
+          content: [{ type: "text", text: "ok" }],
+          details: { stdout: `GITHUB_TOKEN=${ghp}`, env: { password: "hunter2hunter2" } },
+          isError: false,
+          timestamp: 5,
+        }),
+      ].join("\n"),
+    );
+    writeFileSync(
+      join(dir, "sessions.json"),
+      JSON.stringify({ "agent:main:main": { sessionId: "s-bash", updatedAt: 1 } }),
+    );
+    const report = await importOpenClaw(targets, { stateDir });
+    expect(report.transcripts.linesWritten).toBe(4);
+    const stored = readFileSync(transcriptPath(config.storage.dir, "main", "s-bash"), "utf8");
+    for (const secret of secrets) expect(stored).not.toContain(secret);
+    const lines = storedLines(config, "s-bash") as { message?: Record<string, unknown> }[];
+    const bash = lines.find((l) => l.message?.role === "bashExecution")!.message!;
+    expect(bash.command).toBe("export OPENAI_API_KEY=sk-pro…UVWX && cat .env");
+    expect(bash).toMatchObject({ exitCode: 0, cancelled: false, truncated: false, timestamp: 2 });
+
+    // sessions_history over what is stored: masked (again, idempotently) and cut to 4 000 characters.
+    const history = sanitizeHistory(await targets.transcripts.messages("main", "s-bash", 200), { includeTools: true });
+    const shown = JSON.stringify(history.messages);
+    for (const secret of secrets) expect(shown).not.toContain(secret);
+    const shownBash = history.messages.find((m) => m.role === "bashExecution")!;
+    expect((shownBash.output as string).endsWith(TRUNCATION_SUFFIX)).toBe(true);
+    expect((shownBash.output as string).length).toBeLessThanOrEqual(4000 + TRUNCATION_SUFFIX.length);
+    expect(history.contentTruncated).toBe(true);
+  });
+
+  it("`switchboard history`: a message time no Date can hold, or none, falls back to the line's", async () => {
+    const { config, targets, stateDir } = fresh();
+    const dir = join(stateDir, "agents", "main", "sessions");
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(
+      join(dir, "s-ts.jsonl"),
+      [
+        JSON.stringify({ type: "message", id: "t1", message: { role: "user", content: "hello", timestamp: 1 } }),
+        JSON.stringify({
+          type: "message",
+          id: "t2",
+          timestamp: "2026-02-03T04:05:06.000Z",
+          message: { role: "assistant", content: [{ type: "text", text: "hi" }], timestamp: 1e20 },
+        }),
+        JSON.stringify({
+          type: "message",
+          id: "t3",
+          timestamp: "2026-02-03T04:05:07.000Z",
+          message: { role: "user", content: "no time of its own" },
+        }),
+        JSON.stringify({
+          type: "message",
+          id: "t4",
+          timestamp: "not a date",
+          message: { role: "user", content: "lost" },
+        }),
+        // No time anywhere in the line: the import gives the line the epoch.
+        JSON.stringify({ type: "message", id: "t5", message: { role: "assistant", content: "late", timestamp: 1e20 } }),
+      ].join("\n"),
+    );
+    writeFileSync(
+      join(dir, "sessions.json"),
+      JSON.stringify({ "agent:main:main": { sessionId: "s-ts", updatedAt: 1 } }),
+    );
+    expect((await importOpenClaw(targets, { stateDir })).transcripts.linesWritten).toBe(5);
+
+    const configFile = join(stateDir, "switchboard.json");
+    writeFileSync(configFile, JSON.stringify({ redis: config.redis, storage: { dir: config.storage.dir } }));
+    const written: string[] = [];
+    const spy = vi.spyOn(process.stdout, "write").mockImplementation((chunk: string | Uint8Array) => {
+      written.push(String(chunk));
+      return true;
+    });
+    let code: number;
+    try {
+      code = await historyCommand("main", { config: configFile });
+    } finally {
+      spy.mockRestore();
+    }
+    expect(code).toBe(0);
+    expect(written.join("")).toBe(
+      [
+        "[1970-01-01 00:00:00] user: hello",
+        "[2026-02-03 04:05:06] assistant: hi",
+        "[2026-02-03 04:05:07] user: no time of its own",
+        `[${UNKNOWN_TIME}] user: lost`,
+        "[1970-01-01 00:00:00] assistant: late",
+        "",
+      ].join("\n"),
+    );
   });
 });

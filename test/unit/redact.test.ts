@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { maskToken, redactSecrets, REDACTION_PATTERN_NAMES } from "../../src/history/index.js";
+import { redactTranscriptEntries, redactTranscriptMessage } from "../../src/history/redact-transcript.js";
+import type { TranscriptMessage } from "../../src/history/transcript-types.js";
 
 // Fixture secrets are assembled at run time so the source file itself carries no token-shaped strings.
 const rep = (ch: string, n: number): string => ch.repeat(n);
@@ -203,5 +205,68 @@ describe("identifiers named like secrets", () => {
     expect(r.text).toContain("agent:main:telegram:group:123456789012345678");
     expect(r.text).toContain("retry-4f1c2d3e4b5a69788796a5b4");
     expect(r.text).not.toContain("abcdefghijklmnopqrstuvwxyz123456");
+  });
+});
+
+describe("redactTranscriptMessage: every word field of a message, not only content", () => {
+  it("masks Pi's bashExecution command/output, compaction and branch summaries, keeps structure", () => {
+    const bash: TranscriptMessage = {
+      role: "bashExecution",
+      content: "",
+      command: `export OPENAI_API_KEY=${SK} && cat .env`,
+      output: `GITHUB_TOKEN=${GHP}\nok`,
+      exitCode: 0,
+      cancelled: false,
+      truncated: false,
+      fullOutputPath: "/tmp/out-1.log",
+      timestamp: 2,
+    };
+    const out = redactTranscriptMessage(bash);
+    expect(out).not.toBe(bash);
+    expect(out.command).toBe("export OPENAI_API_KEY=sk-123…1234 && cat .env");
+    expect(out.output).toBe("GITHUB_TOKEN=ghp_aa…WXYZ\nok");
+    expect({ ...out, command: bash.command, output: bash.output }).toEqual(bash);
+    for (const role of ["compactionSummary", "branchSummary"]) {
+      const summary = { role, content: "", summary: `the user pasted ${SK}`, fromId: "ab12cd34", timestamp: 3 };
+      expect(redactTranscriptMessage(summary)).toEqual({ ...summary, summary: "the user pasted sk-123…1234" });
+    }
+  });
+
+  it("masks a toolResult's details at any depth, by pattern and by field name", () => {
+    const message: TranscriptMessage = {
+      role: "toolResult",
+      toolCallId: "call_1",
+      toolName: "exec",
+      content: [{ type: "text", text: "done" }],
+      details: { stdout: `token ${SK}`, env: { apiKey: "plain-value-without-pattern" }, exitCode: 0 },
+      isError: false,
+      timestamp: 4,
+    };
+    const out = redactTranscriptMessage(message);
+    expect(out.details).toEqual({ stdout: "token sk-123…1234", env: { apiKey: "plain-…tern" }, exitCode: 0 });
+    expect(out.content).toBe(message.content); // unchanged parts are shared, not copied
+  });
+
+  it("never touches structural fields, even when they look like secrets; an unchanged line is returned as is", () => {
+    const message: TranscriptMessage = {
+      role: "assistant",
+      content: [{ type: "text", text: "hello" }],
+      model: SK,
+      provider: SK,
+      toolCallId: SK,
+      idempotencyKey: `mirror:${SK}`,
+      stopReason: "stop",
+      timestamp: 5,
+    };
+    expect(redactTranscriptMessage(message)).toBe(message);
+    const entries = [{ type: "message", id: "e1", timestamp: "2026-01-01T00:00:00.000Z", message }];
+    expect(redactTranscriptEntries(entries, true)[0]).toBe(entries[0]);
+  });
+
+  it("redactTranscriptEntries leaves everything as it is when disabled", () => {
+    const message: TranscriptMessage = { role: "bashExecution", content: "", command: `echo ${SK}` };
+    const entries = [{ type: "message", id: "e1", timestamp: "2026-01-01T00:00:00.000Z", message }];
+    expect(redactTranscriptEntries(entries, false)).toBe(entries);
+    expect(redactTranscriptEntries(entries, true)[0]!.message!.command).toBe("echo sk-123…1234");
   });
 });

@@ -280,6 +280,66 @@ describe("sanitizeHistory: per-message sanitising", () => {
     expect(a?.text).toBe("also sk-123…1234");
   });
 
+  it("a reasoning block split across two text blocks stays hidden (as reply extraction sees it)", () => {
+    const message = assistant([
+      text(`${THINK_OPEN}The user wants X. I must not reveal `),
+      text(`the codename BLUEFALCON.${THINK_CLOSE}The answer is 42.`),
+      { type: "toolCall", id: "c", name: "x", arguments: {} },
+      text(" Done."),
+    ]);
+    const result = sanitizeHistory([message]);
+    const json = JSON.stringify(result.messages);
+    expect(json).not.toContain("BLUEFALCON");
+    expect(json).not.toContain("The user wants");
+    expect(result.messages[0]?.content).toEqual([
+      text(""),
+      text("The answer is 42."),
+      { type: "toolCall", id: "c", name: "x", arguments: {} },
+      text(" Done."),
+    ]);
+    expect(latestAssistantText([message])).toBe("The answer is 42. Done.");
+    // Three blocks, the middle one entirely reasoning; a later block with no tags is visible again.
+    const three = sanitizeHistory([
+      assistant([text(`A ${THINK_OPEN}one`), text("two"), text(`three${THINK_CLOSE} B`)]),
+    ]);
+    expect(three.messages[0]?.content).toEqual([text("A"), text(""), text("B")]);
+    // Unterminated in the last block: nothing after it to carry into, the next message starts afresh.
+    const next = sanitizeHistory([assistant([text(`x ${THINK_OPEN}secret plan`)]), assistant([text("visible")])]);
+    expect(next.messages.map((m) => m.content)).toEqual([[text("x")], [text("visible")]]);
+  });
+
+  it("redacts and cuts Pi's bashExecution command/output and compaction/branch summaries", () => {
+    const long = `DB_PASSWORD=hunter2hunter2\n${"x".repeat(10_000)}`;
+    const result = sanitizeHistory([
+      {
+        role: "bashExecution",
+        content: "",
+        command: `export OPENAI_API_KEY=${SECRET} && cat .env`,
+        output: long,
+        exitCode: 0,
+        fullOutputPath: "/tmp/out.log",
+        timestamp: 2,
+      },
+      { role: "compactionSummary", content: "", summary: `key ${SECRET}`, tokensBefore: 1000, timestamp: 3 },
+      { role: "branchSummary", content: "", summary: "y".repeat(5000), fromId: "ab12cd34", timestamp: 4 },
+    ]);
+    const json = JSON.stringify(result.messages);
+    expect(json).not.toContain(SECRET);
+    expect(json).not.toContain("hunter2hunter2");
+    const [bash, compaction, branch] = result.messages as [TranscriptMessage, TranscriptMessage, TranscriptMessage];
+    expect(bash.command).toBe("export OPENAI_API_KEY=sk-123…1234 && cat .env");
+    expect((bash.output as string).length).toBeLessThanOrEqual(4000 + TRUNCATION_SUFFIX.length);
+    expect((bash.output as string).endsWith(TRUNCATION_SUFFIX)).toBe(true);
+    expect(bash.fullOutputPath).toBe("/tmp/out.log");
+    expect(bash.exitCode).toBe(0);
+    expect(compaction.summary).toBe("key sk-123…1234");
+    expect(compaction.tokensBefore).toBe(1000);
+    expect((branch.summary as string).endsWith(TRUNCATION_SUFFIX)).toBe(true);
+    expect(branch.fromId).toBe("ab12cd34");
+    expect(result.contentRedacted).toBe(true);
+    expect(result.contentTruncated).toBe(true);
+  });
+
   it("redacts before cutting, so a secret straddling the cut is still masked", () => {
     const input = `${"x".repeat(3990)} ${SECRET} tail`;
     const result = sanitizeHistory([user(input)]);
