@@ -144,9 +144,10 @@ export function directClient(config: Config): Client {
   };
 }
 
-async function reachable(base: string): Promise<boolean> {
+/** Whether a gateway answers GET /healthz at `base` within a short timeout. */
+export async function reachable(base: string, timeoutMs = 1000): Promise<boolean> {
   try {
-    const res = await fetch(`${base}/healthz`, { signal: AbortSignal.timeout(1000) });
+    const res = await fetch(`${base}/healthz`, { signal: AbortSignal.timeout(timeoutMs) });
     return res.ok;
   } catch {
     return false;

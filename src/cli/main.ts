@@ -9,6 +9,7 @@ import { ConfigError } from "../errors/index.js";
 import type { McpOptions } from "./commands/mcp.js";
 import type { GlobalOptions } from "./client.js";
 import { startProgress, stopProgress } from "./progress.js";
+import { QUEUE_NAMES } from "../queues/queue-names.js";
 
 // Each command's module (and what it pulls in: fastify, the MCP SDK, SQLite, …) is loaded only
 // when that command runs, so a worker or a quick `status` starts fast.
@@ -84,7 +85,7 @@ program
 program
   .command("worker")
   .description("BullMQ workers only (scale out on any number of hosts)")
-  .option("--queues <list>", "comma-separated: runs,announce,delivery,maintenance (default all)")
+  .option("--queues <list>", `comma-separated: ${QUEUE_NAMES.join(",")} (default all)`)
   .option("--concurrency <n>", "jobs in parallel per queue")
   .option("--force", forceHelp)
   .action(run(async (_o: unknown, cmd: Command) => serveCommand("worker", g(cmd) as never)));

@@ -199,6 +199,90 @@ export const CommandsConfigSchema = z.strictObject({
   useAccessGroups: z.boolean().optional(),
 });
 
+// ---- Fields read by the cross-field checks (named: also checked on raw input, below) ----------
+const GatewayHostSchema = z.string().min(1).default("127.0.0.1");
+const MessageBytesSchema = z.number().int().min(1024).max(MAX_MESSAGE_BYTES).default(DEFAULT_MESSAGE_BYTES);
+const BodyBytesSchema = z
+  .number()
+  .int()
+  .min(1024)
+  .max(4 * MAX_MESSAGE_BYTES)
+  .optional();
+const OpenAIBodyBytesSchema = z
+  .number()
+  .int()
+  .min(1024)
+  .max(256 * 1024 * 1024)
+  .default(16 * 1024 * 1024);
+
+/** What the cross-field checks read; `undefined` where that value is itself invalid (check skipped). */
+interface CrossFieldView {
+  host: string | undefined;
+  token: unknown;
+  messageBytes: number | undefined;
+  bodyBytes: number | undefined;
+  openaiBodyBytes: number | undefined;
+  /** One per `agents.list` entry; `undefined` for an entry without a usable id. */
+  agentIds: (string | undefined)[];
+}
+
+interface CrossFieldIssue {
+  path: (string | number)[];
+  message: string;
+}
+
+/** The checks no single field can make (the schema's superRefine, and on raw input, below). */
+function crossFieldIssues(v: CrossFieldView): CrossFieldIssue[] {
+  const out: CrossFieldIssue[] = [];
+  if (v.host !== undefined && !["127.0.0.1", "localhost", "::1"].includes(v.host) && !v.token) {
+    out.push({
+      path: ["gateway", "auth", "token"],
+      message: `required when gateway.host (${v.host}) is not loopback`,
+    });
+  }
+  const { messageBytes, bodyBytes, openaiBodyBytes } = v;
+  if (messageBytes !== undefined && bodyBytes !== undefined && bodyBytes < messageBytes) {
+    out.push({ path: ["gateway", "limits", "bodyBytes"], message: `must be at least messageBytes (${messageBytes})` });
+  }
+  if (messageBytes !== undefined && openaiBodyBytes !== undefined && openaiBodyBytes < messageBytes) {
+    out.push({
+      path: ["gateway", "openai", "bodyBytes"],
+      message: `must be at least gateway.limits.messageBytes (${messageBytes})`,
+    });
+  }
+  const seen = new Set<string>();
+  v.agentIds.forEach((id, i) => {
+    if (id === undefined) return;
+    if (seen.has(id)) out.push({ path: ["agents", "list", i, "id"], message: `duplicate agent id "${id}"` });
+    seen.add(id);
+  });
+  return out;
+}
+
+/**
+ * The cross-field checks on raw input, for a config the schema rejected: zod skips the
+ * superRefine once a field fails, and `config validate` must still list every problem. Each value
+ * is validated alone (defaults applied); a check whose inputs are invalid is skipped.
+ */
+export function rawCrossFieldIssues(input: unknown): CrossFieldIssue[] {
+  const obj = (v: unknown): Record<string, unknown> =>
+    v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+  const field = <T>(schema: z.ZodType<T>, value: unknown): T | undefined => {
+    const r = schema.safeParse(value);
+    return r.success ? r.data : undefined;
+  };
+  const gateway = obj(obj(input).gateway);
+  const list = obj(obj(input).agents).list;
+  return crossFieldIssues({
+    host: field(GatewayHostSchema, gateway.host),
+    token: obj(gateway.auth).token,
+    messageBytes: field(MessageBytesSchema, obj(gateway.limits).messageBytes),
+    bodyBytes: field(BodyBytesSchema, obj(gateway.limits).bodyBytes),
+    openaiBodyBytes: field(OpenAIBodyBytesSchema, obj(gateway.openai).bodyBytes),
+    agentIds: Array.isArray(list) ? list.map((a) => field(agentId, obj(a).id)) : [],
+  });
+}
+
 export const ConfigSchema = z
   .strictObject({
     redis: z
@@ -245,20 +329,15 @@ export const ConfigSchema = z
         // gateway ran and which interfaces it bound; Switchboard binds `gateway.host`.
         mode: z.string().optional(),
         bind: z.string().optional(),
-        host: z.string().min(1).default("127.0.0.1"),
+        host: GatewayHostSchema,
         port: z.number().int().min(0).max(65535).default(7420),
         auth: z.strictObject({ token: z.string().min(8, "use at least 8 characters").optional() }).prefault({}),
         // One message size limit for every door (docs/concepts/limits.md).
         limits: z
           .strictObject({
-            messageBytes: z.number().int().min(1024).max(MAX_MESSAGE_BYTES).default(DEFAULT_MESSAGE_BYTES),
+            messageBytes: MessageBytesSchema,
             // Default: 2 × messageBytes + 64 KiB (envelope and JSON escaping).
-            bodyBytes: z
-              .number()
-              .int()
-              .min(1024)
-              .max(4 * MAX_MESSAGE_BYTES)
-              .optional(),
+            bodyBytes: BodyBytesSchema,
           })
           .prefault({}),
         // The OpenAI-compatible door: POST /v1/chat/completions, GET /v1/models (docs/concepts/openai-door.md).
@@ -268,12 +347,7 @@ export const ConfigSchema = z
             // How long a request waits for the turn before answering 504 (the turn goes on).
             waitTimeoutSeconds: z.number().int().min(1).max(3600).default(600),
             // OpenAI clients resend the whole conversation on every call: their bodies get more room.
-            bodyBytes: z
-              .number()
-              .int()
-              .min(1024)
-              .max(256 * 1024 * 1024)
-              .default(16 * 1024 * 1024),
+            bodyBytes: OpenAIBodyBytesSchema,
           })
           .prefault({}),
       })
@@ -390,35 +464,15 @@ export const ConfigSchema = z
     transcripts: z.strictObject({ redactSecrets: z.boolean().default(true) }).prefault({}),
   })
   .superRefine((cfg, ctx) => {
-    const loopback = ["127.0.0.1", "localhost", "::1"].includes(cfg.gateway.host);
-    if (!loopback && !cfg.gateway.auth.token) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["gateway", "auth", "token"],
-        message: `required when gateway.host (${cfg.gateway.host}) is not loopback`,
-      });
-    }
-    const { messageBytes, bodyBytes } = cfg.gateway.limits;
-    if (bodyBytes !== undefined && bodyBytes < messageBytes) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["gateway", "limits", "bodyBytes"],
-        message: `must be at least messageBytes (${messageBytes})`,
-      });
-    }
-    if (cfg.gateway.openai.bodyBytes < messageBytes) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["gateway", "openai", "bodyBytes"],
-        message: `must be at least gateway.limits.messageBytes (${messageBytes})`,
-      });
-    }
-    const seen = new Set<string>();
-    cfg.agents.list.forEach((a, i) => {
-      if (seen.has(a.id))
-        ctx.addIssue({ code: "custom", path: ["agents", "list", i, "id"], message: `duplicate agent id "${a.id}"` });
-      seen.add(a.id);
-    });
+    const view: CrossFieldView = {
+      host: cfg.gateway.host,
+      token: cfg.gateway.auth.token,
+      messageBytes: cfg.gateway.limits.messageBytes,
+      bodyBytes: cfg.gateway.limits.bodyBytes,
+      openaiBodyBytes: cfg.gateway.openai.bodyBytes,
+      agentIds: cfg.agents.list.map((a) => a.id),
+    };
+    for (const issue of crossFieldIssues(view)) ctx.addIssue({ code: "custom", ...issue });
   });
 
 export type Config = z.output<typeof ConfigSchema>;

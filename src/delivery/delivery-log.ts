@@ -2,6 +2,8 @@
  * Every outbound message is recorded, whatever happens to it (`GET /v1/deliveries`, README "HTTP API"):
  * `pending` while it is being tried, then `delivered`, `failed` (after its retries), `no_route`
  * (no adapter for the channel) or `blocked` (sendPolicy deny).
+ * A record always has `channel` and `to` (contract §4): with no route known at all the channel is
+ * `none` and `to` is the empty string.
  */
 import type { RedisClient } from "../storage/redis-client.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
@@ -12,6 +14,8 @@ export type { DeliveryRoute };
 export type DeliveryStatus = "pending" | "delivered" | "failed" | "no_route" | "blocked";
 
 export interface DeliveryRecord extends DeliveryRoute {
+  /** The recipient within the channel; `""` when no route was known (channel `none`). */
+  to: string;
   id: string;
   message: string;
   sessionKey: string;
@@ -40,7 +44,7 @@ export class DeliveryLog {
    * status or attempts of one that exists.
    */
   async open(
-    rec: Omit<DeliveryRecord, "status" | "attempts" | "ts"> & { ts?: number },
+    rec: Omit<DeliveryRecord, "status" | "attempts" | "ts" | "to"> & { to?: string; ts?: number },
     /** A delivery already settled without an attempt (no adapter, blocked): its outcome, in the same MULTI. */
     settled?: { status: DeliveryStatus; error: string },
   ): Promise<void> {
@@ -125,7 +129,8 @@ function decode(h: Record<string, string>): DeliveryRecord {
   return {
     id: h.id!,
     channel: h.channel ?? "",
-    ...(h.to ? { to: h.to } : {}),
+    // Stored only when known; read back always (an empty string when there was no route).
+    to: h.to ?? "",
     ...(h.accountId ? { accountId: h.accountId } : {}),
     ...(h.threadId ? { threadId: h.threadId } : {}),
     message: h.message ?? "",

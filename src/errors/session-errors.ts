@@ -26,8 +26,13 @@ export class InvalidSessionIdError extends SwitchboardError {
 }
 
 export class SessionNotFoundError extends SwitchboardError {
-  constructor(ref: string) {
-    super("session_not_found", `No session found: ${ref}`, { ref });
+  constructor(ref: string, message = `No session found: ${ref}`, details: Record<string, unknown> = { ref }) {
+    super("session_not_found", message, details);
+  }
+
+  /** OpenClaw's text for a label that names no session: `No session found with label: <label>`. */
+  static forLabel(label: string): SessionNotFoundError {
+    return new SessionNotFoundError(label, `No session found with label: ${label}`, { label });
   }
 }
 

@@ -96,8 +96,8 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
         key = await svc.sessions.keyForLabel(p.agentId ?? defaultAgentId(svc.config), p.label);
       const entry = key ? await svc.sessions.get(key) : null;
       if (!entry || (p.spawnedBy && entry.spawnedBy !== canon(p.spawnedBy))) {
-        const what = p.label !== undefined ? `with label: ${p.label}` : `${p.key ?? p.sessionId}`;
-        throw new SessionNotFoundError(what);
+        if (p.label !== undefined) throw SessionNotFoundError.forLabel(p.label);
+        throw new SessionNotFoundError(`${p.key ?? p.sessionId}`);
       }
       return { key: entry.key, entry };
     },

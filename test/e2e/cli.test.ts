@@ -12,6 +12,7 @@ import { redisAnswers, startEmbeddedRedis } from "../../src/app/embedded-redis.j
 import { runtimeFilePath, type RuntimeInfo } from "../../src/app/runtime-file.js";
 import { QUEUE_NAMES } from "../../src/queues/queue-names.js";
 import { tempDir, testRedisUrl, uniquePrefix } from "../helpers/context.js";
+import { freePort } from "../helpers/redis-server.js";
 import { CLI, ROOT, spawnSwitchboard, type ChildHandle } from "../helpers/system.js";
 import { cliEnv, runCli, show, type CliResult } from "../helpers/cli-run.js";
 import { settle } from "../helpers/settle.js";
@@ -126,6 +127,15 @@ describe("switchboard start + operator commands over HTTP", () => {
     expect(r.stdout).toMatch(/^recent session +updated\n-+ +-+\nagent:main:main +\d+[smhd] ago$/m);
   });
 
+  it("status --url of the running gateway probes it and reports it up", async () => {
+    const r = await runCli(["status", "--json", "--url", runtime.gatewayUrl!, "--config", configFile], env);
+    expect(r.code, show(r)).toBe(0);
+    expect((JSON.parse(r.stdout) as { gateway: unknown }).gateway).toEqual({
+      url: runtime.gatewayUrl,
+      reachable: true,
+    });
+  });
+
   it("call sessions.list --params prints the JSON result", async () => {
     const r = await runCli(["call", "sessions.list", "--params", '{"limit":5}', "--config", configFile], env);
     expect(r.code, show(r)).toBe(0);
@@ -175,6 +185,23 @@ describe("without a gateway: directly against Redis", () => {
     // Proof that nothing answered over HTTP: status reports the gateway down but Redis up.
     expect(status.stdout, show(status)).toContain("Gateway: not reachable");
     expect(status.stdout).toMatch(/^Redis: +up /m);
+  });
+
+  it("status with --url / SWITCHBOARD_URL where nothing listens probes it: not reachable, exit 0", async () => {
+    const url = `http://127.0.0.1:${await freePort()}`;
+    const [text, json, flag] = await Promise.all([
+      runCli(["status", "--config", configFile], { ...env, SWITCHBOARD_URL: url }),
+      runCli(["status", "--json", "--config", configFile], { ...env, SWITCHBOARD_URL: url }),
+      runCli(["status", "--json", "--url", url, "--config", configFile], env),
+    ]);
+    expect(text.code, show(text)).toBe(0);
+    expect(text.stdout).toMatch(new RegExp(`^Gateway: not reachable at ${url.replace(/[.]/g, "\\.")}\nRedis: +up `));
+    for (const r of [json, flag]) {
+      expect(r.code, show(r)).toBe(0);
+      const parsed = JSON.parse(r.stdout) as { gateway: unknown; redis: { up: boolean } };
+      expect(parsed.gateway).toEqual({ url, reachable: false });
+      expect(parsed.redis.up).toBe(true);
+    }
   });
 
   it("a session that does not exist prints an empty history, not a crash", async () => {
@@ -303,6 +330,12 @@ describe("switchboard config validate", () => {
 });
 
 describe("switchboard worker --queues", () => {
+  it("--help lists every queue", async () => {
+    const r = await runCli(["worker", "--help"], env);
+    expect(r.code, show(r)).toBe(0);
+    expect(r.stdout.replace(/\s+/g, " ")).toContain(`comma-separated: ${QUEUE_NAMES.join(",")} (default all)`);
+  });
+
   it("refuses an unknown queue with exit 1", async () => {
     const r = await runCli(["worker", "--queues", "bogus", "--config", configFile], env);
     expect(r.code, show(r)).toBe(1);

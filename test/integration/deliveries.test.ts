@@ -166,6 +166,16 @@ describe("webhook channel", () => {
     expect(hits.filter((h) => h.body.sessionKey === res.sessionKey)).toHaveLength(0);
   });
 
+  it('no route at all → no_route on the channel `none` with `to: ""`; every record has a `to`', async () => {
+    const key = `agent:main:noroute-${Date.now()}`;
+    const run = await sys.rpc("agent", { sessionKey: key, message: "anyone?", deliver: true });
+    expect((await sys.rpc("agent.wait", { runId: run.runId, timeoutMs: 10_000 })).status).toBe("ok");
+    const d = await finalDelivery(sys, key);
+    expect(d).toMatchObject({ status: "no_route", channel: "none", to: "", sessionKey: key });
+    expect((await sys.rpc("deliveries.list", { sessionKey: key })).deliveries[0]).toMatchObject({ to: "" });
+    for (const rec of await deliveries(sys, { limit: 1000 })) expect(typeof rec.to, JSON.stringify(rec)).toBe("string");
+  });
+
   it("a `log` channel records the delivery as delivered without sending", async () => {
     const res = await inbound(sys, { channel: "quiet", chatType: "dm", from: "u6", text: "shh" });
     const d = await finalDelivery(sys, res.sessionKey);

@@ -185,14 +185,15 @@ describe("sessions.* RPC", () => {
     const upper = await sys.rpc("sessions.resolve", { key: "AGENT:MAIN:RESOLVE-ME" });
     expect(upper.key).toBe("agent:main:resolve-me");
 
-    for (const params of [
-      { key: "agent:main:nobody" },
-      { sessionId: "5b0e7b4e-0000-4000-8000-000000000000" },
-      { label: "no-such-label" },
-    ]) {
+    for (const [params, message] of [
+      [{ key: "agent:main:nobody" }, "No session found: agent:main:nobody"],
+      [{ sessionId: "5b0e7b4e-0000-4000-8000-000000000000" }, "No session found: 5b0e7b4e-0000-4000-8000-000000000000"],
+      // OpenClaw's text for a label (as the sessions_send tool says it).
+      [{ label: "no-such-label" }, "No session found with label: no-such-label"],
+    ] as const) {
       const miss = await rpcRaw("sessions.resolve", params);
       expect(miss.status).toBe(200);
-      expect(miss.body).toMatchObject({ ok: false, error: { code: "session_not_found" } });
+      expect(miss.body).toEqual({ ok: false, error: { code: "session_not_found", message } });
     }
     const both = await rpcRaw("sessions.resolve", { key: "main", label: "resolver" });
     expect(both.status).toBe(400);

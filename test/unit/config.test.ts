@@ -68,6 +68,36 @@ describe("config errors list every problem as path: message", () => {
     expect(parseConfig({ gateway: { host: "0.0.0.0", auth: { token: "s3cret-token" } } }).gateway.host).toBe("0.0.0.0");
   });
 
+  it("reports the cross-field checks together with field errors, each once", () => {
+    const issues = issuesOf({
+      foo: 1,
+      session: { dmScope: "x", reset: { mode: "weekly" } },
+      gateway: { host: "0.0.0.0", limits: { messageBytes: 4096, bodyBytes: 2048 } },
+      agents: { list: [{ id: "Bad" }, { id: "a" }, { id: "a" }] },
+    });
+    expect(issues.find((i) => i.startsWith("session.dmScope:"))).toBeDefined();
+    expect(issues.find((i) => i.startsWith("session.reset.mode:"))).toBeDefined();
+    expect(issues.find((i) => i.startsWith("agents.list[0].id:"))).toBeDefined();
+    expect(issues).toContain("foo: unknown key");
+    expect(issues).toContain("gateway.auth.token: required when gateway.host (0.0.0.0) is not loopback");
+    expect(issues).toContain("gateway.limits.bodyBytes: must be at least messageBytes (4096)");
+    expect(issues).toContain('agents.list[2].id: duplicate agent id "a"');
+    const paths = issues.map((i) => i.slice(0, i.indexOf(": ")));
+    expect(paths).toEqual([...new Set(paths)]);
+    // Only an unknown key: zod runs the superRefine itself; still one token issue.
+    expect(issuesOf({ foo: 1, gateway: { host: "0.0.0.0" } })).toEqual([
+      "foo: unknown key",
+      "gateway.auth.token: required when gateway.host (0.0.0.0) is not loopback",
+    ]);
+    // A check whose inputs are themselves invalid is not made; a too-short token is reported once.
+    expect(
+      issuesOf({ gateway: { host: "0.0.0.0", auth: { token: "" }, limits: { messageBytes: "big", bodyBytes: 2048 } } }),
+    ).toEqual([
+      expect.stringMatching(/^gateway\.auth\.token: use at least 8 characters/),
+      expect.stringMatching(/^gateway\.limits\.messageBytes: /),
+    ]);
+  });
+
   it("rejects duplicate agent ids and out-of-range ping-pong", () => {
     const issues = issuesOf({
       agents: { list: [{ id: "a" }, { id: "a" }] },

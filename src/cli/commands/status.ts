@@ -1,4 +1,4 @@
-import { loadCliConfig, connect, type GlobalOptions } from "../client.js";
+import { loadCliConfig, connect, reachable, type GlobalOptions } from "../client.js";
 import { ago, formatTable, printJson } from "../output.js";
 import { listProcesses } from "../../deployment/process-registry.js";
 import { createServices } from "../../app/services.js";
@@ -11,9 +11,10 @@ import { displayRedisUrl } from "../../config/redis-url.js";
 export async function statusCommand(opts: GlobalOptions & { json?: boolean }): Promise<number> {
   const { config } = loadCliConfig(opts);
   const client = await connect(opts);
+  // An explicit --url / $SWITCHBOARD_URL gives an HTTP client without asking the gateway: probe it.
   const gateway =
     client.mode === "http"
-      ? { url: client.describe, reachable: true }
+      ? { url: client.describe, reachable: await reachable(client.describe) }
       : { url: readRuntimeInfo(config.storage.dir)?.gatewayUrl ?? null, reachable: false };
   const svc = createServices(config, { role: "cli" });
   const out: Record<string, unknown> = {
@@ -72,8 +73,9 @@ export async function statusCommand(opts: GlobalOptions & { json?: boolean }): P
     printJson(out);
   } else {
     const r = out.redis as { url: string; up: boolean; pingMs?: number; error?: string };
+    const at = gateway.url ? ` at ${gateway.url}` : "";
     const lines = [
-      `Gateway: ${gateway.reachable ? `up at ${gateway.url}` : "not reachable"}`,
+      `Gateway: ${gateway.reachable ? `up${at}` : `not reachable${at}`}`,
       `Redis:   ${r.up ? `up (${r.url}, ${r.pingMs} ms)` : `DOWN (${r.url}: ${r.error})`}`,
     ];
     if (!r.up)
