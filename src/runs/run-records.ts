@@ -3,7 +3,7 @@
  * by any gateway from Redis. Writes by a lease holder are fenced; the terminal write also frees
  * the in-flight slot and notifies waiters in the same script (run-finish.lua).
  */
-import { randomUUID } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import type { RedisClient } from "../storage/redis-client.js";
 import { fromScriptError } from "../errors/index.js";
 import { luaCommand } from "../storage/lua-script.js";
@@ -179,7 +179,7 @@ export class RunRecords {
     for (const k in fields) if (k !== "status" && k !== "endedAt") flat.push(k, String(fields[k]));
     flat.push("status", status, "endedAt", String(fields.endedAt ?? Date.now()));
     // New per call: the same finish sent again by the client is answered as it was (run-finish.lua).
-    flat.push("finishedBy", randomUUID());
+    flat.push("finishedBy", randomBytes(9).toString("base64url"));
     const now = Date.now();
     const keys = [
       lease.fenceKey,

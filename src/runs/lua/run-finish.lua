@@ -97,10 +97,13 @@ local function push_all()
     end
   end
 end
-local resent = nonce and redis.call("HGET", KEYS[2], "finishedBy") == nonce
+-- Read only where a finish may have run already (not on the common path: one command less).
+local function was_resent()
+  return nonce and redis.call("HGET", KEYS[2], "finishedBy") == nonce
+end
 if redis.call("GET", KEYS[1]) ~= ARGV[1] then
   -- This finish sent again after it released the lease (no next turn then): answered as it was.
-  if not resent then return redis.error_reply("STALE") end
+  if not was_resent() then return redis.error_reply("STALE") end
   push_all()
   if ARGV[6] ~= "1" and checks == 0 and pushes == 0 then return 1 end
   return { 1, false, pushed }
@@ -108,7 +111,7 @@ end
 for i = 1, checks do
   local current = redis.call("GET", KEYS[8 + i])
   local expected = ARGV[13 + i]
-  if (not resent) and ((expected == "" and current) or (expected ~= "" and current ~= expected)) then
+  if ((expected == "" and current) or (expected ~= "" and current ~= expected)) and not was_resent() then
     return { -1, i, current }
   end
 end
@@ -139,7 +142,7 @@ if not is_terminal(status) then
   redis.call("PUBLISH", ARGV[3], ARGV[2] .. "\n" .. cjson.encode(published))
   finished = 1
   push_all()
-elseif resent then
+elseif was_resent() then
   finished = 1 -- this very finish, sent again (see above)
   push_all()
 end
