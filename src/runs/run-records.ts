@@ -4,6 +4,13 @@
  * the in-flight slot and notifies waiters in the same script (run-finish.lua).
  */
 import { randomBytes } from "node:crypto";
+
+/**
+ * A finish call's nonce (run-finish.lua): unique per call, not secret, so a random prefix per
+ * process and a counter serve (no random bytes drawn per turn).
+ */
+const FINISH_NONCE_PREFIX = randomBytes(6).toString("base64url");
+let finishCalls = 0;
 import type { RedisClient } from "../storage/redis-client.js";
 import { fromScriptError } from "../errors/index.js";
 import { luaCommand } from "../storage/lua-script.js";
@@ -179,7 +186,7 @@ export class RunRecords {
     for (const k in fields) if (k !== "status" && k !== "endedAt") flat.push(k, String(fields[k]));
     flat.push("status", status, "endedAt", String(fields.endedAt ?? Date.now()));
     // New per call: the same finish sent again by the client is answered as it was (run-finish.lua).
-    flat.push("finishedBy", randomBytes(9).toString("base64url"));
+    flat.push("finishedBy", `${FINISH_NONCE_PREFIX}${(++finishCalls).toString(36)}`);
     const now = Date.now();
     const keys = [
       lease.fenceKey,
