@@ -8,14 +8,13 @@
 import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Redis } from "ioredis";
-import sqlite from "node-sqlite3-wasm";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { historyCommand, UNKNOWN_TIME } from "../../src/cli/commands/history.js";
 import type { Config } from "../../src/config/index.js";
 import { sanitizeHistory, TRUNCATION_SUFFIX } from "../../src/history/index.js";
 import { importOpenClaw, type ImportTargets } from "../../src/import/index.js";
 import { transcriptPath } from "../../src/transcript/index.js";
-import { importTargets } from "../fixtures/import-support.js";
+import { importTargets, legacySqliteStore } from "../fixtures/import-support.js";
 import { newRedis, tempDir, testConfig } from "../helpers/context.js";
 
 let redis: Redis;
@@ -57,27 +56,14 @@ function storedLines(config: Config, sessionId: string): { id?: string; message?
 describe("import openclaw: edges", () => {
   it("reads a SQLite store from before event_zstd existed", async () => {
     const { config, targets, stateDir } = fresh();
-    mkdirSync(join(stateDir, "agents", "main", "agent"), { recursive: true });
-    const db = new sqlite.Database(join(stateDir, "agents", "main", "agent", "openclaw-agent.sqlite"));
-    db.exec(`CREATE TABLE session_nodes (session_key TEXT NOT NULL PRIMARY KEY, current_session_id TEXT NOT NULL,
-      entry_json TEXT NOT NULL, entry_valid INTEGER NOT NULL DEFAULT 0, updated_at INTEGER NOT NULL);
-      CREATE TABLE transcript_events (session_id TEXT NOT NULL, seq INTEGER NOT NULL, event_json TEXT NOT NULL,
-      created_at INTEGER NOT NULL, PRIMARY KEY (session_id, seq));`);
-    const now = Date.now();
-    db.run("INSERT INTO session_nodes (session_key, current_session_id, entry_json, updated_at) VALUES (?, ?, ?, ?)", [
-      "agent:main:main",
-      "s-old-1",
-      JSON.stringify({ sessionId: "s-old-1", updatedAt: now }),
-      now,
+    legacySqliteStore(stateDir, [
+      {
+        key: "agent:main:main",
+        sessionId: "s-old-1",
+        entry: { updatedAt: Date.now() },
+        events: [1, 2, 3].map((i) => line(`m${i}`, `hello ${i}`)),
+      },
     ]);
-    for (let i = 1; i <= 3; i++)
-      db.run("INSERT INTO transcript_events (session_id, seq, event_json, created_at) VALUES (?, ?, ?, ?)", [
-        "s-old-1",
-        i,
-        line(`m${i}`, `hello ${i}`),
-        now,
-      ]);
-    db.close();
     const report = await importOpenClaw(targets, { stateDir });
     expect(report.transcripts.linesWritten).toBe(3);
     expect(report.skipped.filter((s) => s.reason === "unreadable_transcript")).toEqual([]);

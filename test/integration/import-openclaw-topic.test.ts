@@ -8,10 +8,9 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Redis } from "ioredis";
-import sqlite from "node-sqlite3-wasm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { importOpenClaw } from "../../src/import/index.js";
-import { importTargets } from "../fixtures/import-support.js";
+import { importTargets, legacySqliteStore } from "../fixtures/import-support.js";
 import { history, inbound, sessionFiles, waitRun } from "../helpers/api.js";
 import { newRedis, tempDir } from "../helpers/context.js";
 import { startTestSystem, type TestSystem } from "../helpers/system.js";
@@ -112,32 +111,18 @@ describe("import openclaw: Telegram forum topics", () => {
 
   it("a SQLite-store topic session (no file name in OpenClaw) is written to the topic file", async () => {
     const dir = stateDir();
-    mkdirSync(join(dir, "agents", "main", "agent"), { recursive: true });
-    const db = new sqlite.Database(join(dir, "agents", "main", "agent", "openclaw-agent.sqlite"));
-    db.exec(`CREATE TABLE session_nodes (session_key TEXT NOT NULL PRIMARY KEY, current_session_id TEXT NOT NULL,
-      entry_json TEXT NOT NULL, entry_valid INTEGER NOT NULL DEFAULT 0, updated_at INTEGER NOT NULL);
-      CREATE TABLE transcript_events (session_id TEXT NOT NULL, seq INTEGER NOT NULL, event_json TEXT NOT NULL,
-      created_at INTEGER NOT NULL, PRIMARY KEY (session_id, seq));`);
     const key = "agent:main:telegram:group:-1002:topic:7";
     const sid = "s-sqlite-topic-7";
-    const now = Date.now();
-    db.run("INSERT INTO session_nodes (session_key, current_session_id, entry_json, updated_at) VALUES (?, ?, ?, ?)", [
-      key,
-      sid,
-      JSON.stringify({ sessionId: sid, updatedAt: now - 60_000, chatType: "group", channel: "telegram" }),
-      now,
+    legacySqliteStore(dir, [
+      {
+        key,
+        sessionId: sid,
+        entry: { updatedAt: Date.now() - 60_000, chatType: "group", channel: "telegram" },
+        events: [event("b1", "user", "topic seven", 50_000), event("b2", "assistant", "noted", 40_000)].map((e) =>
+          JSON.stringify(e),
+        ),
+      },
     ]);
-    for (const [i, e] of [
-      event("b1", "user", "topic seven", 50_000),
-      event("b2", "assistant", "noted", 40_000),
-    ].entries())
-      db.run("INSERT INTO transcript_events (session_id, seq, event_json, created_at) VALUES (?, ?, ?, ?)", [
-        sid,
-        i + 1,
-        JSON.stringify(e),
-        now,
-      ]);
-    db.close();
 
     const report = await importOpenClaw(importTargets(redis, sys.config), { stateDir: dir });
     expect(report.transcripts.linesWritten).toBe(2);
