@@ -110,8 +110,10 @@ export const A2AStepDataSchema = A2AStateSchema.extend({ ...RunOutcomeFields, re
 
 export const SubagentAnnounceDataSchema = z.object({
   childKey: z.string().min(1),
-  /** The registry run announced, when it is not `runId` (an orchestrator woken by a later turn). */
+  /** The registry run announced, when it is not `runId` (an orchestrator reporting after its sub-agents). */
   registryRunId: z.string().min(1).optional(),
+  /** The sub-agent whose end asked for this claim, when no completion turn carried it. */
+  via: z.string().min(1).optional(),
   ...RunOutcomeFields,
 });
 
@@ -191,8 +193,11 @@ export const JOBS = {
     queue: "announce",
     data: SubagentAnnounceDataSchema,
     options: (d, config) => ({
-      // A woken orchestrator's announce is a second one for its run: its id names both runs.
-      jobId: subagentAnnounceJobId(d.childKey, d.registryRunId ? `${d.runId}.${d.registryRunId}` : d.runId),
+      // An orchestrator's claims are more announces for its run: the id names every run involved.
+      jobId: subagentAnnounceJobId(
+        d.childKey,
+        [d.runId, ...(d.registryRunId ? [d.registryRunId] : []), ...(d.via ? [d.via] : [])].join("."),
+      ),
       attempts: config.agents.defaults.subagents.announceAttempts,
       backoff: exponential(config.agents.defaults.subagents.announceBackoffMs),
     }),

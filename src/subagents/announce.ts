@@ -73,11 +73,6 @@ export function announceContinuation(
 
 const MAX_TERMINAL_WAITS = 200;
 
-/** Told to an orchestrator woken by its last sub-agent's completion (OpenClaw words it alike). */
-const WOKEN_ORCHESTRATOR_CONTEXT =
-  "[Subagent Context] Your prior run ended while waiting for descendant subagent completions. " +
-  "This is the last of them: your reply to it is reported to your requester as your result.";
-
 export function createSubagentProcessors(svc: SubagentDeps) {
   const registry = new SubagentRegistry(svc.redis, svc.keys);
 
@@ -97,7 +92,7 @@ export function createSubagentProcessors(svc: SubagentDeps) {
     if (!run) return { done: "unknown-run" };
     const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
     try {
-      return await announceRun(svc, registry, run, rec, lastAttempt);
+      return await announceRun(svc, registry, run, rec, lastAttempt, d.runId);
     } catch (err) {
       announceAttemptFailed(lastAttempt);
       if (lastAttempt) {
@@ -122,41 +117,39 @@ async function announceRun(
   run: Awaited<ReturnType<SubagentRegistry["get"]>> & object,
   rec: Awaited<ReturnType<SubagentDeps["runs"]["get"]>>,
   lastAttempt: boolean,
+  claimer: string,
 ): Promise<Record<string, unknown>> {
-  // An orchestrator whose own sub-agents are still to be announced reports once they all are: the
-  // last one's completion turn in its session is what gets announced (OpenClaw defers likewise).
-  // A killed or steered run has nothing to wait for.
-  if (!run.suppressAnnounce && (await registry.deferAnnounce(run))) return { done: "deferred" };
+  // An orchestrator reports after what it spawned: its own announce and the one each completion
+  // turn in its session carries claim it, and the first to find nothing left pending announces
+  // it, on its outcome (OpenClaw defers likewise). A killed or steered run has nothing to wait for.
+  if (run.suppressAnnounce) {
+    // Killed or steered: only its own announce job marks it ended, on its own outcome.
+    if (claimer !== run.runId) return { done: "suppressed" };
+  } else {
+    const claim = await registry.claimAnnounce(run, claimer);
+    if (claim !== "claimed") return { done: claim };
+  }
   // The outcome comes from the run record (the runtime), never from what the model wrote.
   const status = (rec && isTerminal(rec.status) ? rec.status : "error") as AnnounceFacts["status"];
   const error = rec?.error ?? (rec ? undefined : "run record expired");
   const endedAt = rec?.endedAt ?? Date.now();
   // Frozen as it will be handed on: no reasoning or tool scaffolding reaches the requester or its chat.
   await registry.setOnce(run.runId, "frozenResult", status === "ok" ? sanitizeForHandoff(rec?.reply) : "");
-  // The requester's own run, if it was waiting for this one as its last sub-agent: woken once.
-  const wake = { runId: await registry.markEnded(run, status, endedAt, error) };
-  try {
-    const done = await announceEnded(svc, registry, run, rec, status, endedAt, error, wake, lastAttempt);
-    if (wake.runId) await wakeDirectly(svc, run, wake.runId); // no completion turn carried it
-    return done;
-  } catch (err) {
-    // A retry of this job will not find the wake again (it was claimed): hand it over now.
-    if (wake.runId) await wakeDirectly(svc, run, wake.runId);
-    throw err;
-  }
-}
-
-/**
- * Wake the requester's deferred run without a turn of this announce (suppressed, silent, or it
- * failed): its announce job runs on the outcome it had.
- */
-async function wakeDirectly(svc: SubagentDeps, run: SubagentRun, wakeRunId: string): Promise<void> {
-  await addJob(svc, "subagentAnnounce", {
-    childKey: run.requesterSessionKey,
-    runId: wakeRunId,
-    registryRunId: wakeRunId,
-    status: "ok",
-  } as never);
+  await registry.markEnded(run, status, endedAt, error);
+  // The requester's own run when the requester is a sub-agent: its report may wait for this one.
+  const parentRun = (await registry.currentRunOf(run.requesterSessionKey)) ?? undefined;
+  const done = await announceEnded(svc, registry, run, rec, status, endedAt, error, parentRun, lastAttempt);
+  // No completion turn carries the parent's claim (this one was silent, suppressed, or its
+  // requester is gone): a parent already waiting claims on its own outcome.
+  if (parentRun && done.done !== "announced" && (await registry.get(parentRun))?.announce === "deferred")
+    await addJob(svc, "subagentAnnounce", {
+      childKey: run.requesterSessionKey,
+      runId: parentRun,
+      registryRunId: parentRun,
+      via: run.runId,
+      status: "ok",
+    } as never);
+  return done;
 }
 
 async function announceEnded(
@@ -167,8 +160,8 @@ async function announceEnded(
   status: AnnounceFacts["status"],
   endedAt: number,
   error: string | undefined,
-  /** The requester's run to wake; cleared once the completion turn carries it. */
-  wake: { runId: string | null },
+  /** The requester's own registry run (a sub-agent requester): the completion turn carries its claim. */
+  parentRun: string | undefined,
   lastAttempt: boolean,
 ): Promise<Record<string, unknown>> {
   if (rec?.usage) await registry.update(run.runId, { usageInput: rec.usage.input, usageOutput: rec.usage.output });
@@ -215,7 +208,6 @@ async function announceEnded(
   // When it is the last sub-agent a deferred orchestrator waited for, that turn's outcome is the
   // orchestrator's own report to its requester.
   const turnRunId = announceTurnRunId(run.childSessionKey, run.runId);
-  const waking = wake.runId;
   await enqueueTurn(svc, {
     runId: turnRunId,
     sessionKey: run.requesterSessionKey,
@@ -229,14 +221,8 @@ async function announceEnded(
     // One hop after the child's turn (records of the previous release have none: 0, as before).
     ...(run.hop !== undefined ? { hop: run.hop + 1 } : {}),
     ...(route ? { deliver: { ...route, channel: route.channel } } : {}),
-    ...(waking
-      ? {
-          continuation: announceContinuation(svc, run.requesterSessionKey, turnRunId, waking),
-          extraSystemPrompt: WOKEN_ORCHESTRATOR_CONTEXT,
-        }
-      : {}),
+    ...(parentRun ? { continuation: announceContinuation(svc, run.requesterSessionKey, turnRunId, parentRun) } : {}),
   });
-  wake.runId = null;
   if (route) {
     // Throws while the channel fails: this job is retried with backoff (announceAttempts).
     const message = announceBody(facts);

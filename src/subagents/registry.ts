@@ -13,10 +13,10 @@ const LUA_DIR = new URL("./lua/", import.meta.url);
 export const REGISTRY_TTL_SECONDS = 7 * 24 * 3600;
 
 /**
- * `deferred`: the run ended with sub-agents of its own still to be announced; `waking`: the last
- * of them was, and the run's announce follows its session's next turn (subagent-ended.lua).
+ * `deferred`: the run ended with what it spawned still to be reported to it; the announce of
+ * the last completion turn in its session reports it (subagent-claim.lua).
  */
-export type AnnounceState = "pending" | "deferred" | "waking" | "delivered" | "skipped" | "suppressed" | "failed";
+export type AnnounceState = "pending" | "deferred" | "delivered" | "skipped" | "suppressed" | "failed";
 
 export interface SubagentRun {
   runId: string;
@@ -62,8 +62,7 @@ export class SubagentRegistry {
   private readonly registerLua;
   private readonly replaceLua;
   private readonly suppressLua;
-  private readonly deferLua;
-  private readonly endedLua;
+  private readonly claimLua;
 
   constructor(
     private readonly redis: RedisClient,
@@ -72,8 +71,7 @@ export class SubagentRegistry {
     this.registerLua = luaCommand(redis, LUA_DIR, "subagent-register");
     this.replaceLua = luaCommand(redis, LUA_DIR, "subagent-replace");
     this.suppressLua = luaCommand(redis, LUA_DIR, "subagent-suppress");
-    this.deferLua = luaCommand(redis, LUA_DIR, "subagent-defer");
-    this.endedLua = luaCommand(redis, LUA_DIR, "subagent-ended");
+    this.claimLua = luaCommand(redis, LUA_DIR, "subagent-claim");
   }
 
   recordKey(runId: string): string {
@@ -135,31 +133,33 @@ export class SubagentRegistry {
     return await this.redis.scard(this.activeKey(requester));
   }
 
-  /**
-   * The run has ended: it no longer counts against the requester's active children. Returns the
-   * runId of the requester's own run when this was the last sub-agent it was deferred for: the
-   * caller must wake it, once (subagent-ended.lua).
-   */
-  async markEnded(
-    run: SubagentRun,
-    status: SubagentRun["status"],
-    endedAt: number,
-    error?: string,
-  ): Promise<string | null> {
-    const woken = await this.endedLua(
-      [this.recordKey(run.runId), this.activeKey(run.requesterSessionKey), this.childKey(run.requesterSessionKey)],
-      [this.recordKey(""), run.runId, "status", status, "endedAt", endedAt, ...(error ? ["error", error] : [])],
-    );
-    return typeof woken === "string" ? woken : null;
+  /** The run has ended: it no longer counts against the requester's active children. */
+  async markEnded(run: SubagentRun, status: SubagentRun["status"], endedAt: number, error?: string): Promise<void> {
+    await this.redis
+      .multi()
+      .hset(this.recordKey(run.runId), { status, endedAt: String(endedAt), ...(error ? { error } : {}) })
+      .srem(this.activeKey(run.requesterSessionKey), run.runId)
+      .exec();
   }
 
   /**
-   * An orchestrator's announce waits while its child session has sub-agents of its own not yet
-   * announced: true when the run is marked `deferred` (subagent-defer.lua).
+   * Claim the run's announce for the outcome of `claimer` (its own runId, or a completion turn
+   * in its session): `claimed`, `deferred` while what it spawned is still to be reported to it,
+   * or `taken` by another claimer (subagent-claim.lua).
    */
-  async deferAnnounce(run: SubagentRun): Promise<boolean> {
-    const keys = [this.recordKey(run.runId), this.activeKey(run.childSessionKey)];
-    return (await this.deferLua(keys, ["deferred"])) === 1;
+  async claimAnnounce(run: SubagentRun, claimer: string): Promise<"claimed" | "deferred" | "taken"> {
+    const code = Number(
+      await this.claimLua(
+        [
+          this.recordKey(run.runId),
+          this.activeKey(run.childSessionKey),
+          this.keys.inbox(run.childSessionKey),
+          this.keys.inflight(run.childSessionKey),
+        ],
+        [claimer],
+      ),
+    );
+    return code === 1 ? "claimed" : code === 0 ? "deferred" : "taken";
   }
 
   /** The requester's runs, newest first. */

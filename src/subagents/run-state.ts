@@ -25,5 +25,5 @@ export async function withOutcome(svc: Pick<RunDeps, "runs">, r: SubagentRun): P
 
 /** A run that ended but whose report waits for its own sub-agents (src/subagents/announce.ts). */
 export function reportWaits(run: SubagentRun): boolean {
-  return run.announce === "deferred" || run.announce === "waking";
+  return run.announce === "deferred";
 }

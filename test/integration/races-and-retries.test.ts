@@ -408,7 +408,11 @@ describe("a reset between a caller's read of the session and its push", () => {
 
 describe("clocks and leftovers", () => {
   it("a pending wake is scored on Redis's clock, not on a pusher's clock that runs ahead", async () => {
-    const gw = await startPeer(sys.config, { gateway: true, workers: false });
+    // A deployment of its own with no workers: nobody takes the wake before it is looked at.
+    const gw = await startTestSystem(
+      { agents: { list: [{ id: "main", runtime: { kind: "script", rules: [{ reply: "ok" }] } }] } },
+      { gateway: true, workers: false },
+    );
     try {
       const key = "agent:main:skewed-pusher";
       const entry = await gw.svc.sessions.upsert(key, { agentId: "main", kind: "other" }, { sessionId: randomUUID() });

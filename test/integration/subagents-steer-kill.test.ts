@@ -37,7 +37,16 @@ async function deployment(queues?: QueueName[]): Promise<TestSystem> {
           scriptAgent(
             "main",
             [
+              { when: { regex: "Subagent completion event[\\s\\S]*quickleaf" }, reply: "ORCH-QUICK-SUMMARY" },
               { when: { contains: COMPLETION }, reply: "NO_REPLY" },
+              {
+                when: { contains: "fan out quick" },
+                tools: [
+                  { name: "sessions_spawn", args: { task: "compute", label: "quickleaf" } },
+                  { name: "sessions_yield", args: {} },
+                ],
+                reply: "unsaid",
+              },
               { when: { contains: "grandchild job" }, reply: "GRANDCHILD-RESULT-7" },
               { when: { contains: "long orchestration" }, delayMs: 8000, reply: "orch first run" },
               { when: { contains: "compute" }, reply: "IMPORTANT-RESULT" },
@@ -255,5 +264,26 @@ describe("a spawn made by a run that a kill stopped", () => {
     const ok = await sessionsSpawn(sys.svc, { ...caller, runId: live }, { task: "compute" });
     expect(ok.status).toBe("accepted");
     expect((await announced(sys, ok.runId as string)).frozenResult).toBe("IMPORTANT-RESULT");
+  });
+});
+
+describe("an orchestrator whose leaf ended before its own announce job ran", () => {
+  it("still reports its answer to the leaf's completion, not what it said before it yielded", async () => {
+    const sys = await deployment(NO_ANNOUNCE);
+    const o = await tool(sys, "sessions_spawn", MAIN, { task: "fan out quick", label: "fanner" });
+    await runOk(sys, o.runId);
+    const [leafKey] = await settle(
+      async () => {
+        const keys = await sys.svc.sessions.childKeys(o.childSessionKey);
+        return keys.length ? keys : undefined;
+      },
+      { what: "the leaf spawned" },
+    );
+    const leafRun = (await registry(sys).currentRunOf(leafKey!))!;
+    await runOk(sys, leafRun);
+    // Both runs are over; neither announce job has run. Whatever order they run in now:
+    await announceWorker(sys);
+    expect(await announced(sys, o.runId)).toMatchObject({ announce: "delivered", frozenResult: "ORCH-QUICK-SUMMARY" });
+    expect(await announced(sys, leafRun)).toMatchObject({ announce: "delivered", frozenResult: "IMPORTANT-RESULT" });
   });
 });

@@ -19,7 +19,7 @@ local reg = redis.call("HMGET", KEYS[1], "status", "suppressAnnounce", "replaced
 if reg[3] then return -1 end
 if reg[2] == ARGV[1] then return 1 end
 -- An orchestrator whose run ended but whose report waits for its sub-agents is still active.
-local waiting = reg[4] == "deferred" or reg[4] == "waking"
+local waiting = reg[4] == "deferred"
 if (not waiting) and ((reg[1] and reg[1] ~= "running") or is_terminal(redis.call("HGET", KEYS[2], "status"))) then
   return 0
 end
