@@ -115,16 +115,19 @@ async function announceRun(
   svc: SubagentDeps,
   registry: SubagentRegistry,
   run: Awaited<ReturnType<SubagentRegistry["get"]>> & object,
-  rec: Awaited<ReturnType<SubagentDeps["runs"]["get"]>>,
+  claimerRecord: Awaited<ReturnType<SubagentDeps["runs"]["get"]>>,
   lastAttempt: boolean,
   claimer: string,
 ): Promise<Record<string, unknown>> {
+  let rec = claimerRecord;
   // An orchestrator reports after what it spawned: its own announce and the one each completion
   // turn in its session carries claim it, and the first to find nothing left pending announces
   // it, on its outcome (OpenClaw defers likewise). A killed or steered run has nothing to wait for.
   if (run.suppressAnnounce) {
-    // Killed or steered: only its own announce job marks it ended, on its own outcome.
-    if (claimer !== run.runId) return { done: "suppressed" };
+    // Killed or steered: it ends on its own outcome, whoever asks (its own announce job, or a
+    // claim a completion turn dropped by the kill still carried: the run's own job may have
+    // deferred already, and would not come again).
+    if (claimer !== run.runId) rec = await svc.runs.get(run.runId);
   } else {
     const claim = await registry.claimAnnounce(run, claimer);
     if (claim !== "claimed") return { done: claim };

@@ -45,7 +45,8 @@ async function listRuns(
   for (const r of runs)
     if (r.status !== "running")
       pending.set(r.runId, (await runningDescendants(svc, registry, r.childSessionKey)).length);
-  const isActive = (r: SubagentRun) => r.status === "running" || (pending.get(r.runId) ?? 0) > 0;
+  // Running, with descendants still running, or ended with its report still waiting for what it spawned.
+  const isActive = (r: SubagentRun) => r.status === "running" || (pending.get(r.runId) ?? 0) > 0 || reportWaits(r);
   const active = runs.filter(isActive);
   const recent = runs.filter((r) => !isActive(r) && (r.endedAt ?? 0) >= now - recentMinutes * 60_000);
   return { active, recent, pending };

@@ -14,6 +14,7 @@ import { cleanUp, deploy, onCleanUp, runOk } from "../helpers/api.js";
 import { chat, scriptAgent, tool, toolsConfig, transcript, textOf } from "../fixtures/tools-support.js";
 import { announced, completionTurns, COMPLETION, registry } from "../fixtures/subagents-support.js";
 import { settle } from "../helpers/settle.js";
+import { enqueueTurn } from "../../src/runs/enqueue.js";
 import { pace } from "../helpers/settle.js";
 import type { QueueName } from "../../src/queues/queue-names.js";
 import { steeredRun, subagentsTool } from "../../src/tools/subagents-tool.js";
@@ -47,6 +48,15 @@ async function deployment(queues?: QueueName[]): Promise<TestSystem> {
                 ],
                 reply: "unsaid",
               },
+              {
+                when: { contains: "fan out medium" },
+                tools: [
+                  { name: "sessions_spawn", args: { task: "medium job", label: "mid" } },
+                  { name: "sessions_yield", args: {} },
+                ],
+                reply: "unsaid",
+              },
+              { when: { contains: "medium job" }, delayMs: 1500, reply: "medium" },
               { when: { contains: "grandchild job" }, reply: "GRANDCHILD-RESULT-7" },
               { when: { contains: "long orchestration" }, delayMs: 8000, reply: "orch first run" },
               { when: { contains: "compute" }, reply: "IMPORTANT-RESULT" },
@@ -285,5 +295,37 @@ describe("an orchestrator whose leaf ended before its own announce job ran", () 
     await announceWorker(sys);
     expect(await announced(sys, o.runId)).toMatchObject({ announce: "delivered", frozenResult: "ORCH-QUICK-SUMMARY" });
     expect(await announced(sys, leafRun)).toMatchObject({ announce: "delivered", frozenResult: "IMPORTANT-RESULT" });
+  });
+});
+
+describe("a kill of an orchestrator waiting for its report, its leaf's completion still queued", () => {
+  it("ends it and frees its requester's slot (the dropped completion's claim does it)", async () => {
+    const sys = await deployment();
+    const o = await tool(sys, "sessions_spawn", MAIN, { task: "fan out medium", label: "waiting" });
+    await settle(async () => (await registry(sys).get(o.runId))?.announce === "deferred", {
+      what: "the orchestrator's report waiting for its leaf",
+    });
+    // Its session busy with a long turn, so the leaf's completion queues behind it.
+    const busy = await enqueueTurn(sys.svc, {
+      sessionKey: o.childSessionKey,
+      agentId: "main",
+      sessionId: (await sys.svc.sessions.get(o.childSessionKey))!.sessionId,
+      text: "long orchestration",
+      step: "turn",
+      provenance: "inter_session",
+    });
+    await running(sys, busy.runId);
+    await settle(
+      async () =>
+        (await completionTurns(sys, o.childSessionKey)).length === 0 &&
+        (await sys.svc.inbox.depth(o.childSessionKey)) === 1,
+      {
+        what: "the leaf's completion queued in the orchestrator's session",
+      },
+    );
+    const kill = await tool(sys, "subagents", MAIN, { action: "kill", target: "waiting" });
+    expect(kill).toMatchObject({ status: "ok", killed: 1 });
+    expect(await announced(sys, o.runId)).toMatchObject({ announce: "suppressed" });
+    await settle(async () => (await registry(sys).activeCount(MAIN)) === 0, { what: "the requester's slot freed" });
   });
 });

@@ -1,6 +1,6 @@
 --[[
   A kill's suppression of a sub-agent run's announce, refused when the run has ended (unless its
-  report still waits for its own sub-agents, subagent-defer.lua): a run that
+  report still waits for its own sub-agents, subagent-claim.lua): a run that
   finished before the kill keeps its announce (its result is not thrown away), even while the
   registry still says `running` because its announce job has not run yet. The announce job
   reads the registry only after the run record is terminal, so a suppression this script allows
