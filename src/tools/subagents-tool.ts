@@ -254,7 +254,12 @@ export async function subagentsTool(svc: ToolDeps, caller: ToolCaller, rawArgs: 
   // Ended (its run record terminal, even before its announce ran) or killed: nothing to steer.
   if (prev.status !== "running") return finished;
   const rateKey = `${svc.keys.base}:sa:steer:${caller.sessionKey}:${prev.childSessionKey}`;
-  if (!(await svc.redis.set(rateKey, "1", "PX", STEER_INTERVAL_MS, "NX"))) {
+  // The window is taken in the new run's name: the same steer again (a re-run of its turn after a
+  // crash, or the SET sent twice by the client after a lost answer) finds its own name, not a limit.
+  if (
+    !(await svc.redis.set(rateKey, runId, "PX", STEER_INTERVAL_MS, "NX")) &&
+    (await svc.redis.get(rateKey)) !== runId
+  ) {
     return {
       status: "rate_limited",
       action,

@@ -54,6 +54,8 @@ describe("sessions_spawn and the durable announce", () => {
             scriptAgent("researcher", [
               { when: { contains: "hang" }, delayMs: 20_000, reply: "never" },
               { when: { contains: "slowish" }, delayMs: 1500, reply: "slowish result" },
+              // Still running when the next steer comes: that one is rate limited, not "finished".
+              { when: { contains: "new direction" }, delayMs: 1500, reply: "researcher: {{text}}" },
               { when: { contains: "quiet" }, reply: "ANNOUNCE_SKIP" },
               { when: { contains: "boom" }, fail: "exploded" },
               { when: { contains: "Subagent Task" }, reply: "found: {{text}}", usage: { input: 12, output: 1000 } },

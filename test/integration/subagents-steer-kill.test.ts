@@ -329,3 +329,26 @@ describe("a kill of an orchestrator waiting for its report, its leaf's completio
     await settle(async () => (await registry(sys).activeCount(MAIN)) === 0, { what: "the requester's slot freed" });
   });
 });
+
+describe("a steer whose first attempt took the rate-limit window, then died", () => {
+  it("the re-run of the steering turn is not refused by its own window", async () => {
+    const sys = await deployment();
+    const sp = await tool(sys, "sessions_spawn", MAIN, { task: "hang please", label: "limited" });
+    await running(sys, sp.runId);
+    const R = randomUUID();
+    const message = "steer once";
+    const prev = (await registry(sys).get(sp.runId))!;
+    const runId = toolCallIds(turnCaller(R), "subagents.steer").id(prev.childSessionKey, message);
+    // The first attempt of turn R took the window, then its worker died before anything else.
+    await sys.svc.redis.set(`${sys.svc.keys.base}:sa:steer:${MAIN}:${prev.childSessionKey}`, runId, "PX", 60_000);
+    const again = await subagentsTool(sys.svc, turnCaller(R), { action: "steer", target: "limited", message });
+    expect(again).toMatchObject({ status: "accepted", runId, text: "steered limited." });
+    // Another steer inside the window is still limited.
+    const other = await subagentsTool(sys.svc, turnCaller(randomUUID()), {
+      action: "steer",
+      target: "limited",
+      message: "steer twice",
+    });
+    expect(other).toMatchObject({ status: "rate_limited" });
+  });
+});
