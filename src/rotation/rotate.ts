@@ -78,6 +78,23 @@ export async function enqueueArchive(
 }
 
 /**
+ * Delete a session; with `archive`, its transcript is archived as `deleted`: recorded as pending
+ * in the delete itself (src/rotation/pending-archives.ts), then queued. The archive job waits for
+ * the session lease like any archive. Returns the deleted entry (null: there was none).
+ */
+export async function deleteSession(
+  svc: Pick<RotationDeps, "sessions" | "queues" | "config">,
+  sessionKey: string,
+  ident: { agentId: string; kind: SessionEntry["kind"] },
+  opts: { archive: boolean },
+): Promise<SessionEntry | null> {
+  const old = await svc.sessions.delete(sessionKey, ident.agentId, ident.kind, opts);
+  if (old && opts.archive)
+    await enqueueArchive(svc, { sessionKey, agentId: ident.agentId, sessionId: old.sessionId, kind: "deleted" });
+  return old;
+}
+
+/**
  * The archive a turn carried (its reset's retired transcript), for a turn that ends without
  * running (stopped, given up): the job's id is derived, so a turn that did archive adds nothing.
  */

@@ -19,7 +19,7 @@ import {
   ValidationError,
 } from "../errors/index.js";
 import { DeliveryLog } from "../delivery/index.js";
-import { enqueueArchive, rotateSession } from "../rotation/rotate.js";
+import { deleteSession, rotateSession } from "../rotation/rotate.js";
 import { identOf } from "../session/session-ident.js";
 import { enqueueTurnIfEntry, requestDrain } from "../runs/enqueue.js";
 import { entryCache, knownEntry } from "../runs/entry-cache.js";
@@ -139,10 +139,8 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
       if (key === canon("main", agentId))
         throw new SwitchboardError("forbidden", `Cannot delete the main session (${key}); use sessions.reset`);
       const stopped = await stopSession(svc, key);
-      const old = await svc.sessions.delete(key, agentId, kind, { archive: p.deleteTranscript !== false });
+      const old = await deleteSession(svc, key, { agentId, kind }, { archive: p.deleteTranscript !== false });
       if (!old) throw new SessionNotFoundError(key);
-      if (p.deleteTranscript !== false)
-        await enqueueArchive(svc, { sessionKey: key, agentId, sessionId: old.sessionId, kind: "deleted" });
       return { key, deleted: true, stopped };
     },
 

@@ -8,6 +8,9 @@
 import type { RedisClient } from "../storage/redis-client.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
 import type { Turn } from "./turn.js";
+import { luaCommand } from "../storage/lua-script.js";
+
+const LUA_DIR = new URL("./lua/", import.meta.url);
 
 export interface PendingWake {
   member: string;
@@ -43,10 +46,14 @@ export function readyConsumerName(keys: RedisKeys): string {
 }
 
 export class PendingWakes {
+  private readonly rereadyLua;
+
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
-  ) {}
+  ) {
+    this.rereadyLua = luaCommand(redis, LUA_DIR, "wake-reready");
+  }
 
   /**
    * Now on Redis's clock (ms): what wakes are scored with (push-turn.lua), so a process whose
@@ -106,7 +113,6 @@ export class PendingWakes {
    * turns left): other sessions go first, and the wake stays pending until a drain ends.
    */
   async reready(member: string): Promise<void> {
-    const now = await this.now();
-    await this.redis.multi().zadd(this.keys.pendingWakes(), now, member).rpush(this.keys.readyList(), member).exec();
+    await this.rereadyLua([this.keys.pendingWakes(), this.keys.readyList()], [member]);
   }
 }

@@ -25,13 +25,14 @@ import type { TranscriptStore } from "../transcript/transcript-store.js";
 import { isSilentReply } from "../history/silent-reply.js";
 import { sanitizeForHandoff } from "../history/handoff.js";
 import { storedRoute } from "../session/stored-route.js";
-import { enqueueArchive } from "../rotation/rotate.js";
+import { deleteSession } from "../rotation/rotate.js";
+import { identOf } from "../session/session-ident.js";
 import { JOBS, addJob, continuationOf, jobData, subagentAnnounceJobId } from "../queues/jobs.js";
 import { uuidFrom } from "../runs/derived-id.js";
 import { enqueueTurn } from "../runs/enqueue.js";
 import type { TurnContinuation } from "../runs/turn.js";
 import { isTerminal } from "../runs/turn.js";
-import { subagentDepthFromKey } from "../session/key-classify.js";
+import { isSubagentKey, subagentDepthFromKey } from "../session/key-classify.js";
 import { deliverOnce } from "../delivery/deliver.js";
 import { announceAttemptFailed } from "../metrics/index.js";
 import { announceBody, announceTurnText, type AnnounceFacts } from "./announce-format.js";
@@ -140,7 +141,9 @@ async function announceRun(
   await registry.setOnce(run.runId, "frozenResult", status === "ok" ? sanitizeForHandoff(rec?.reply) : "");
   await registry.markEnded(run, status, endedAt, error);
   // The requester's own run when the requester is a sub-agent: its report may wait for this one.
-  const parentRun = (await registry.currentRunOf(run.requesterSessionKey)) ?? undefined;
+  const parentRun = isSubagentKey(run.requesterSessionKey)
+    ? ((await registry.currentRunOf(run.requesterSessionKey)) ?? undefined)
+    : undefined;
   const done = await announceEnded(svc, registry, run, rec, status, endedAt, error, parentRun, lastAttempt);
   // No completion turn carries the parent's claim (this one was silent, suppressed, or its
   // requester is gone): a parent already waiting claims on its own outcome.
@@ -251,18 +254,8 @@ async function cleanup(
   run: { runId: string; childSessionKey: string; cleanup: "delete" | "keep" },
 ): Promise<void> {
   if (run.cleanup === "delete") {
-    const entry = await svc.sessions.get(run.childSessionKey);
-    if (entry) {
-      // Removed first (no new turn can target it), then its transcript archived as `deleted`
-      // by the maintenance queue, which waits for the session lease like any archive.
-      await svc.sessions.delete(run.childSessionKey, entry.agentId, entry.kind, { archive: true });
-      await enqueueArchive(svc, {
-        sessionKey: run.childSessionKey,
-        agentId: entry.agentId,
-        sessionId: entry.sessionId,
-        kind: "deleted",
-      });
-    }
+    // Removed first (no new turn can target it), then its transcript archived as `deleted`.
+    await deleteSession(svc, run.childSessionKey, identOf(svc.config, run.childSessionKey), { archive: true });
   }
   if (svc.config.agents.defaults.subagents.archiveAfterMinutes > 0)
     await addJob(svc, "subagentArchive", { runId: run.runId });

@@ -40,7 +40,7 @@ async function listRuns(
   now: number,
 ): Promise<Listed & { pending: Map<string, number> }> {
   const runs: SubagentRun[] = [];
-  for (const r of await registry.forRequester(requester)) runs.push(await withOutcome(svc, r));
+  runs.push(...(await Promise.all((await registry.forRequester(requester)).map((r) => withOutcome(svc, r)))));
   const pending = new Map<string, number>();
   for (const r of runs)
     if (r.status !== "running")

@@ -210,7 +210,7 @@ describe("mcp --http", () => {
     const local = await post(url, { host: `localhost:${port}`, origin: "http://localhost:6274" });
     expect(local.status).toBe(200);
     const id = local.headers["mcp-session-id"] as string;
-    expect(id).toBeTruthy();
+    expect(id).toMatch(/^[\w-]+$/); // the session the local client opened
     const ping = (host: string) =>
       send(url, "/mcp", {
         method: "POST",
@@ -227,7 +227,7 @@ describe("mcp --http", () => {
     const foreign = { host: "mcp.example.com", origin: "https://app.example.com" };
     const ok = await post(url, { ...foreign, headers: { authorization: `Bearer ${TOKEN}` } });
     expect(ok.status).toBe(200);
-    expect(ok.headers["mcp-session-id"]).toBeTruthy();
+    expect(ok.headers["mcp-session-id"]).toMatch(/^[\w-]+$/);
     expect((await post(url, foreign)).status).toBe(401);
   });
 });
