@@ -4,7 +4,9 @@
  *    behind the one waiting), and never an announce echo of a self-send (OpenClaw #122709);
  *  - a cron requester never gets reply-back turns nor a late reply (OpenClaw #92257 / PR #93826);
  *  - `agent` with `deliver: true` and no route records a `no_route` delivery, never drops it;
- *  - a run record shows `reply` only when the run is `ok` (not given up, not still running).
+ *  - a run record shows `reply` only when the run is `ok` (not given up, not still running);
+ *  - fire-and-forget with zero ping-pong turns and a skipped announce hands the reply to nobody
+ *    (as documented), while a wait that timed out still gets its late reply.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestSystem, type TestSystem } from "../helpers/system.js";
@@ -268,5 +270,66 @@ describe("run records show a reply only on ok runs", () => {
       reply: "re: eio parked",
     });
     expect((await sys.get(`/v1/runs/${run.runId}`)).body).toMatchObject({ status: "ok", reply: "re: eio parked" });
+  });
+});
+
+describe("sessions_send with maxPingPongTurns 0 to a target that answers ANNOUNCE_SKIP", () => {
+  let sys: TestSystem;
+
+  beforeAll(async () => {
+    sys = await startTestSystem(
+      toolsConfig({
+        tools: { sessions: { visibility: "all" }, agentToAgent: { enabled: true } },
+        session: { agentToAgent: { maxPingPongTurns: 0 } },
+        agents: {
+          list: [
+            scriptAgent("alice", [{ reply: "alice: {{text}}" }], { default: true }),
+            scriptAgent("bob", [
+              { when: { step: "announce" }, reply: "ANNOUNCE_SKIP" },
+              { when: { contains: "slow" }, delayMs: 1500, reply: "bob slow: {{text}}" },
+              { reply: "bob: {{text}}" },
+            ]),
+          ],
+        },
+      }),
+    );
+    await chat(sys, "alice", "1", "hi alice");
+    await chat(sys, "bob", "2", "hi bob");
+  });
+  afterAll(async () => {
+    await sys?.close();
+  });
+
+  const announceDeliveries = async (key: string) =>
+    (await deliveries(sys, key)).filter((d) => d.kind === "announce").length;
+
+  it("fire-and-forget: the reply stays in the target's run record; no requester turn, no post", async () => {
+    const ff = await tool(sys, "sessions_send", ALICE, { sessionKey: BOB, message: "ping", timeoutSeconds: 0 });
+    expect(ff.status).toBe("accepted");
+    expect(await sys.rpc("agent.wait", { runId: ff.runId, timeoutMs: 10_000 })).toMatchObject({
+      status: "ok",
+      reply: "bob: ping",
+    });
+    // The announce step ran in bob and chose silence.
+    await settle(
+      async () => (await transcript(sys, BOB)).some((m) => m.role === "assistant" && textOf(m) === "ANNOUNCE_SKIP"),
+      { what: "bob's announce step" },
+    );
+    await quietPeriod(600, "a reply turn in alice would have been queued and run by now");
+    expect((await transcript(sys, ALICE)).filter(isInterSessionUser)).toEqual([]);
+    expect(await announceDeliveries(BOB)).toBe(0);
+    expect((await sys.get(`/v1/runs/${ff.runId}`)).body).toMatchObject({ status: "ok", reply: "bob: ping" });
+  });
+
+  it("a wait that timed out still gets the late reply, even with zero ping-pong turns", async () => {
+    const waited = await tool(sys, "sessions_send", ALICE, { sessionKey: BOB, message: "slow one", timeoutSeconds: 1 });
+    expect(waited.status).toBe("timeout");
+    const late = await settle(
+      async () =>
+        (await transcript(sys, ALICE)).find((m) => isInterSessionUser(m) && textOf(m) === "bob slow: slow one"),
+      { what: "the late reply in alice" },
+    );
+    expect(late.provenance?.sourceSessionKey).toBe(BOB);
+    expect(await announceDeliveries(BOB)).toBe(0);
   });
 });
