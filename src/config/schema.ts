@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { DEFAULT_MESSAGE_BYTES, MAX_MESSAGE_BYTES } from "../text/message-size.js";
+import { wholeNumberId } from "../session/safe-text-schema.js";
 import { SessionMaintenanceSchema } from "./openclaw-compat.js";
 import { parseRedisUrl } from "./redis-url.js";
 
@@ -183,7 +184,11 @@ export const ChannelConfigSchema = z.discriminatedUnion("kind", [
 // ---------------------------------------------------------------------------------------------
 export const CommandsConfigSchema = z.strictObject({
   /** Senders allowed to run owner commands: `channel:id` or a bare `id`. A `"*"` never matches. */
-  ownerAllowFrom: z.array(z.union([z.string().min(1), z.number().transform((n) => String(n))])).default([]),
+  // A number past 2^53 would already be rounded (Discord ids are 18 digits): refused, not matched
+  // against the wrong sender.
+  ownerAllowFrom: z
+    .array(z.union([z.string().min(1), wholeNumberId("an ownerAllowFrom id")]).transform((id) => String(id)))
+    .default([]),
   allowFrom: z
     .record(z.string(), z.array(z.union([z.string(), z.number()])))
     .or(z.array(z.union([z.string(), z.number()])))

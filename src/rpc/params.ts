@@ -4,7 +4,7 @@
  * (session/unsafe-chars.ts) here, so a bad one is a 400 naming the character.
  */
 import { z } from "zod";
-import { safeString } from "../session/safe-text-schema.js";
+import { safeString, wholeNumberId } from "../session/safe-text-schema.js";
 import { SessionPatchSchema } from "../session/session-entry.js";
 import { MAX_MESSAGE_BYTES } from "../text/message-size.js";
 
@@ -62,7 +62,7 @@ export const AgentParams = z.strictObject({
   channel: routeId("channel").optional(),
   to: routeId("to").optional(),
   accountId: routeId("accountId").optional(),
-  threadId: z.union([routeId("threadId"), z.number()]).optional(),
+  threadId: z.union([routeId("threadId"), wholeNumberId("threadId")]).optional(),
   runTimeoutSeconds: z.number().int().min(0).max(172_800).optional(),
   idempotencyKey: z.string().max(200).optional(),
   extraSystemPrompt: z.string().max(100_000).optional(),
@@ -80,7 +80,7 @@ export const SendParams = z.strictObject({
   channel: routeId("channel").min(1),
   to: routeId("to").min(1).optional(),
   accountId: routeId("accountId").optional(),
-  threadId: z.union([routeId("threadId"), z.number()]).optional(),
+  threadId: z.union([routeId("threadId"), wholeNumberId("threadId")]).optional(),
   // The configured limit is enforced at the door (gateway.limits.messageBytes, 413).
   message: z.string().min(1).max(MAX_MESSAGE_BYTES),
   idempotencyKey: z.string().max(200).optional(),

@@ -11,7 +11,7 @@
 import { z } from "zod";
 import { zodIssues } from "../config/parse.js";
 import { ValidationError } from "../errors/index.js";
-import { safeString } from "./safe-text-schema.js";
+import { safeString, wholeNumberId } from "./safe-text-schema.js";
 
 /** `new Date(8.64e15)` is the latest valid JavaScript date (ECMAScript's time value range). */
 const MAX_DATE_MS = 8_640_000_000_000_000;
@@ -26,13 +26,7 @@ function idString(what: string, max: number) {
 
 /** Channels send numeric ids as numbers (Telegram chat ids, thread ids); keys hold strings. */
 function idStringOrNumber(what: string, max: number) {
-  return z.union([
-    idString(what, max),
-    z
-      .number()
-      .finite()
-      .transform((n) => String(n)),
-  ]);
+  return z.union([idString(what, max), wholeNumberId(what)]).transform((id) => String(id));
 }
 
 export const INBOUND_CHAT_TYPES = ["dm", "direct", "group", "channel"] as const;

@@ -18,3 +18,19 @@ export function refuseUnsafeChars(what: string, profile: TextProfile = "identifi
 export function safeString(what: string, profile: TextProfile = "identifier") {
   return z.string().superRefine(refuseUnsafeChars(what, profile)).trim();
 }
+
+/**
+ * An id a channel may send as a JSON number (Telegram chat and thread ids): only a whole number
+ * JSON carries exactly. Past ±(2^53 − 1) `JSON.parse` has already rounded it, so two ids would
+ * become one value (two groups sharing a session, a message taken for another's duplicate), and
+ * a fraction or an exponent would become key text such as `1e+21`: refused, with the advice to
+ * send the id as a string.
+ */
+export function wholeNumberId(what: string) {
+  return z
+    .number()
+    .refine(
+      Number.isSafeInteger,
+      `${what} as a number must be a whole number within ±${Number.MAX_SAFE_INTEGER}; send larger ids as strings`,
+    );
+}

@@ -65,6 +65,15 @@ describe("OpenClaw configs", () => {
     expect(cfg.commands.ownerAllowFrom).toEqual(["telegram:123456789"]);
   });
 
+  it("ownerAllowFrom takes numeric ids only while a number holds them exactly (Discord ids do not)", () => {
+    expect(
+      parseConfig({ commands: { ownerAllowFrom: [123456789, "discord:123456789012345678"] } }).commands.ownerAllowFrom,
+    ).toEqual(["123456789", "discord:123456789012345678"]);
+    expect(() => parseConfig(JSON.parse('{"commands":{"ownerAllowFrom":[123456789012345678]}}'))).toThrow(
+      /send larger ids as strings/,
+    );
+  });
+
   it("sendPolicy `provider` is an alias of `channel`; keyPrefix matches the key without agent:<id>:", () => {
     const cfg = parseConfig(OPENCLAW_CONFIG);
     expect(resolveSendPolicy(cfg, { sessionKey: "agent:main:discord:group:dev" })).toBe("deny");

@@ -339,6 +339,17 @@ describe("InboundMessageSchema", () => {
     expect(msg.chatType).toBe("group");
   });
 
+  it("takes an id past 2^53 as a string, digit for digit", () => {
+    const msg = parseInboundMessage({
+      ...base,
+      chatType: "group",
+      groupId: "9007199254740993",
+      messageId: "9007199254740993",
+    });
+    expect(msg.groupId).toBe("9007199254740993");
+    expect(msg.messageId).toBe("9007199254740993");
+  });
+
   it.each<[string, Record<string, unknown> | unknown, string, string]>([
     ["missing channel", { chatType: "dm", from: "1", text: "x" }, "channel", ""],
     ["channel with ':'", { ...base, channel: "a:b" }, "channel", "channel id"],
@@ -369,6 +380,16 @@ describe("InboundMessageSchema", () => {
     ["bad agentId", { ...base, agentId: "../x" }, "agentId", "must match"],
     ["empty threadId", { ...base, threadId: "" }, "threadId", ""],
     ["overlong from", { ...base, from: "x".repeat(201) }, "from", "at most 200"],
+    // Past 2^53 JSON.parse has rounded it already: 2^53 + 1 arrives as 2^53, another group's id.
+    [
+      "groupId number past 2^53",
+      { ...base, chatType: "group", groupId: 2 ** 53 },
+      "groupId",
+      "send larger ids as strings",
+    ],
+    ["messageId number past 2^53", { ...base, messageId: -(2 ** 60) }, "messageId", "whole number"],
+    ["threadId with a fraction", { ...base, threadId: 1.5 }, "threadId", "whole number"],
+    ["threadId 1e21", { ...base, threadId: 1e21 }, "threadId", "whole number"],
   ])("rejects %s", (_label, body, path, message) => {
     const err = thrown(() => parseInboundMessage(body));
     expect(err).toBeInstanceOf(ValidationError);
