@@ -13,6 +13,7 @@ import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
 import { tokenAccepted } from "../auth/credentials.js";
 import { nonLocalRequestReason } from "../auth/local-request.js";
+import { PayloadTooLargeError } from "../errors/index.js";
 
 export type McpServerFactory = () => Promise<McpServer>;
 
@@ -53,12 +54,14 @@ export interface HttpOptions {
   idleMs?: number;
   /** Most sessions open at once (default MCP_MAX_SESSIONS). */
   maxSessions?: number;
+  /**
+   * The gateway's request body limit and message limit (docs/concepts/limits.md): a larger POST
+   * body is refused with 413 and `payload_too_large`, as at the gateway's doors.
+   */
+  limits: { bodyBytes: number; messageBytes: number };
 }
 
 export const MCP_PATH = "/mcp";
-/** Upper bound of a POST body (the SDK's own default when it reads the body itself). */
-const MAX_BODY_BYTES = 4 * 1024 * 1024;
-
 class BodyTooLarge extends Error {}
 
 function jsonRpcError(
@@ -67,20 +70,33 @@ function jsonRpcError(
   code: number,
   message: string,
   extraHeaders: Record<string, string> = {},
+  data?: Record<string, unknown>,
 ): void {
   res.writeHead(status, { "content-type": "application/json", ...extraHeaders });
-  res.end(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }));
+  res.end(JSON.stringify({ jsonrpc: "2.0", error: { code, message, ...(data ? { data } : {}) }, id: null }));
 }
 
-async function readJson(req: IncomingMessage): Promise<unknown> {
+/** The body as JSON; BodyTooLarge as soon as it is known to exceed `limit` (declared or read). */
+async function readJson(req: IncomingMessage, limit: number): Promise<unknown> {
+  if (Number(req.headers["content-length"] ?? 0) > limit) throw new BodyTooLarge();
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
     size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES) throw new BodyTooLarge(`request body over ${MAX_BODY_BYTES} bytes`);
+    if (size > limit) throw new BodyTooLarge();
     chunks.push(chunk as Buffer);
   }
   return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+}
+
+/**
+ * 413 in JSON-RPC's shape, carrying the gateway's error (code, limits). The rest of the body is
+ * read and dropped, so the client, still sending, gets the answer instead of a reset connection.
+ */
+function bodyTooLarge(req: IncomingMessage, res: ServerResponse, limits: HttpOptions["limits"]): void {
+  const err = new PayloadTooLargeError({ limitBytes: limits.messageBytes, bodyLimitBytes: limits.bodyBytes });
+  jsonRpcError(res, 413, -32600, err.message, { connection: "close" }, { code: err.code, ...(err.details ?? {}) });
+  req.resume();
 }
 
 /** An MCP HTTP session unused this long is closed (a client that never sent DELETE). */
@@ -155,9 +171,9 @@ export async function serveHttp(factory: McpServerFactory, opts: HttpOptions): P
     }
     let body: unknown;
     try {
-      body = await readJson(req);
+      body = await readJson(req, opts.limits.bodyBytes);
     } catch (err) {
-      if (err instanceof BodyTooLarge) return jsonRpcError(res, 413, -32600, err.message);
+      if (err instanceof BodyTooLarge) return bodyTooLarge(req, res, opts.limits);
       return jsonRpcError(res, 400, -32700, `parse error: ${(err as Error).message}`);
     }
     if (session) return await session.transport.handleRequest(req, res, body);

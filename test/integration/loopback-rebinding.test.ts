@@ -171,6 +171,7 @@ describe("mcp --http", () => {
       host: "127.0.0.1",
       port: 0,
       log: pino({ level: "silent" }),
+      limits: { bodyBytes: 1 << 20, messageBytes: 1 << 20 },
       ...(token ? { token } : {}),
     });
     return running.describe;

@@ -11,6 +11,7 @@ import { createServices } from "../../app/services.js";
 import { ValidationError } from "../../errors/index.js";
 import { createSessionMcpServer } from "../../mcp/server.js";
 import { serveHttp, serveStdio, type RunningTransport } from "../../mcp/transports.js";
+import { requestBodyLimit } from "../../gateway/message-limit.js";
 import { canonicalSessionKey } from "../../session/key-canonical.js";
 import { createToolRuntime } from "../../tools/tool-runtime.js";
 import { resolveCaller } from "../../tools/session-caller.js";
@@ -60,7 +61,13 @@ export async function mcpCommand(opts: McpOptions): Promise<void> {
     transport =
       port === undefined
         ? await serveStdio(factory)
-        : await serveHttp(factory, { host, port, log, ...(token ? { token } : {}) });
+        : await serveHttp(factory, {
+            host,
+            port,
+            log,
+            limits: { bodyBytes: requestBodyLimit(config), messageBytes: config.gateway.limits.messageBytes },
+            ...(token ? { token } : {}),
+          });
   } catch (err) {
     await svc.close();
     throw err;
