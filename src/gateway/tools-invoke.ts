@@ -56,17 +56,17 @@ export function registerToolsInvoke(app: FastifyInstance, svc: GatewayDeps, tool
     if (!tools || !(TOOL_NAMES as readonly string[]).includes(tool)) {
       return reply.status(404).send(fail("not_found", `Tool not available: ${tool}`));
     }
-    // As in OpenClaw, a tool the calling session's tool policy leaves out is "not available".
-    if (
-      !(effectiveTools(svc.config, await sessionCaller(svc, sessionKey ?? "main")) as readonly string[]).includes(tool)
-    ) {
-      return reply.status(404).send(fail("not_found", `Tool not available: ${tool}`));
-    }
     const args =
       action !== undefined && TAKES_ACTION.has(tool) && parsed.data.args.action === undefined
         ? { ...parsed.data.args, action }
         : parsed.data.args;
     try {
+      // As in OpenClaw, a tool the calling session's tool policy leaves out is "not available".
+      // Inside the try: a caller key that is refused (an unsafe character) answers in this door's shape.
+      const caller = await sessionCaller(svc, sessionKey ?? "main");
+      if (!(effectiveTools(svc.config, caller) as readonly string[]).includes(tool)) {
+        return reply.status(404).send(fail("not_found", `Tool not available: ${tool}`));
+      }
       const details = await tools(tool, { sessionKey: sessionKey ?? "main", args });
       return { ok: true, result: { content: [{ type: "text", text: JSON.stringify(details, null, 2) }], details } };
     } catch (err) {

@@ -488,6 +488,16 @@ describe("POST /tools/invoke (OpenClaw's HTTP tool door)", () => {
     const badArgs = await sys.post("/tools/invoke", { tool: "sessions_list", sessionKey: "agent::broken", args: {} });
     expect(badArgs.status).toBe(400);
     expect(badArgs.body.ok).toBe(false);
+    // A caller key with an unsafe character: this door's own error shape, { type, message }.
+    const unsafeCaller = await sys.post("/tools/invoke", {
+      tool: "sessions_list",
+      sessionKey: "agent:main:\u202eevil",
+    });
+    expect(unsafeCaller.status).toBe(400);
+    expect(unsafeCaller.body).toEqual({
+      ok: false,
+      error: { type: "invalid_request", message: expect.stringContaining("U+202E") },
+    });
     expect((await sys.get("/tools/invoke")).status).toBe(405);
   });
 });
