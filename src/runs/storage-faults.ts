@@ -92,16 +92,17 @@ export class StorageFaults {
   }
 
   /**
-   * A background fsync of a transcript failed (group commit, closing a handle): there is no run
-   * to park, the turns are finished, and their lines may not be durable. The deployment's
-   * health says so until the report expires (about 2 min); a turn that writes fine afterwards
-   * does not clear it, since what was lost stays lost.
+   * Storage failed outside any turn, so there is no run to park: a background fsync of a
+   * transcript (group commit, closing a handle; the turns are finished and their lines may not
+   * be durable) or the archive of a retired transcript (its job retries). The deployment's health
+   * says so until the report expires (about 2 min) unless reported again; a turn that writes fine
+   * afterwards does not clear it, since a background write is not a turn's.
    */
-  async onSyncFailure(fault: { code: string; message: string }, now = Date.now()): Promise<void> {
+  async onBackgroundFault(fault: { code: string; message: string }, now = Date.now()): Promise<void> {
     const previous = await this.redis.get(this.keys.storageFault());
     const report: StorageFaultReport = {
       code: fault.code,
-      message: `fsync failed: ${fault.message} (lines of finished turns may not be durable)`,
+      message: fault.message,
       since: previous ? (JSON.parse(previous) as StorageFaultReport).since : now,
       host: hostname(),
       pid: process.pid,

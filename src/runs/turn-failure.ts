@@ -32,6 +32,15 @@ export const STORAGE_FAULT_CODES: ReadonlySet<string> = new Set([
   "ENFILE",
 ]);
 
+/**
+ * errno codes of a transcript path that is (for now) not what it should be: a directory of the
+ * storage replaced by a file, removed mid-write, a symlink loop. Storage faults only when a file
+ * system call on a path raised them (open, mkdir, rename, stat): the operator can put the path
+ * right, and a turn given up meanwhile would be run again out of order by its replay.
+ */
+const PATH_FAULT_CODES: ReadonlySet<string> = new Set(["ENOTDIR", "EISDIR", "ELOOP", "ENOENT", "EEXIST"]);
+const PATH_SYSCALLS: ReadonlySet<string> = new Set(["open", "mkdir", "rename", "stat", "lstat"]);
+
 /** Codes of our own typed errors that no retry can fix (the turn's data is at fault). */
 const PERMANENT_CODES: ReadonlySet<string> = new Set([
   "invalid_request",
@@ -49,8 +58,9 @@ export function classifyTurnFailure(err: unknown): TurnFailure {
   const e = err as NodeJS.ErrnoException | undefined;
   // File system errors carry the syscall; a network error with the same code (EPERM from a
   // socket) is not storage.
-  if (e && typeof e.code === "string" && typeof e.syscall === "string" && STORAGE_FAULT_CODES.has(e.code)) {
-    return { kind: "storage", code: e.code, message };
+  if (e && typeof e.code === "string" && typeof e.syscall === "string") {
+    if (STORAGE_FAULT_CODES.has(e.code) || (PATH_FAULT_CODES.has(e.code) && PATH_SYSCALLS.has(e.syscall)))
+      return { kind: "storage", code: e.code, message };
   }
   // Redis refused a command or a script failed on our data: the same call fails again.
   if (

@@ -22,8 +22,8 @@
  * File handles stay open while written to and are closed after a short idle time, so a
  * session's consecutive turns reuse one handle.
  */
-import { fstatSync } from "node:fs";
-import { mkdir, open, stat, type FileHandle } from "node:fs/promises";
+import { statSync } from "node:fs";
+import { mkdir, open, type FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { Logger } from "pino";
 import type { TranscriptEntry } from "../history/transcript-types.js";
@@ -44,8 +44,6 @@ export interface WriterEvents {
 /** Options of one write. */
 export interface WriteOptions {
   topicId?: string | number | undefined;
-  /** The writer's lease token (fencing token): the file is checked once per holding. */
-  holder?: number | undefined;
   /** Throws unless the lease is surely still held; called right before the bytes go out. */
   assertHeld?: (() => void) | undefined;
 }
@@ -58,8 +56,6 @@ interface OpenFile {
   chain: Promise<void>;
   /** The file's length as this handle last wrote or checked it. */
   size: number;
-  /** The lease token the handle was last checked for (see write). */
-  checkedFor?: number | undefined;
   /** The file the handle was opened on: a path naming another one was renamed or replaced. */
   ino: number;
   dev: number;
@@ -108,35 +104,24 @@ export class HolderWriter {
    * created with its header when new. Throws the file system's error (nothing left behind).
    */
   async write(agentId: string, sessionId: string, entries: TranscriptEntry[], opts: WriteOptions = {}): Promise<void> {
-    const { topicId, holder } = opts;
+    const { topicId } = opts;
     if (entries.length === 0) return;
     const file = this.path(agentId, sessionId, topicId);
     const body = entries.map((e) => `${JSON.stringify(e)}\n`).join("");
     const f = await this.handle(file);
     const run = f.chain.then(async () => {
-      // Checked once per lease holding (fencing token), not per write: between two holdings of
-      // this process another worker may have written, archived or torn the file. Not when this
-      // handle was used under the token just before this one: fencing tokens are a per-session
-      // counter and every writer of a live transcript holds the lease, so nobody else held it
-      // in between, and the file is as this handle left it. A session's back-to-back drains in
-      // one process skip the path stat, a thread-pool round trip on the path of every turn.
-      if (holder === undefined || (f.checkedFor !== holder && f.checkedFor !== holder - 1)) {
-        const onDisk = await stat(file).catch(() => null);
-        // Renamed (archived) or deleted behind this handle: never write into the old file.
-        if (!onDisk || onDisk.ino !== f.ino || onDisk.dev !== f.dev) throw new StaleHandle();
-        // Still exactly as long as this handle left it: nobody wrote since (every writer appends
-        // whole lines or undoes its write, and a torn write would have changed the length), so
-        // there is no torn tail to look for. One stat per holding in the common case.
-        if (onDisk.size !== f.size) f.size = await closeTornTail(f.fh, onDisk.size, sessionId);
-        f.checkedFor = holder;
-      } else {
-        // Consecutive tokens: no renames (archiving takes the lease, which leaves a gap), but
-        // `switchboard import` and a forked sessions_spawn append through the locked store
-        // without the lease. The handle's own length, a synchronous fstat (a syscall, no
-        // thread-pool hop), catches those, so an undo never truncates back past their lines.
-        const length = fstatSync(f.fh.fd).size;
-        if (length !== f.size) f.size = await closeTornTail(f.fh, length, sessionId);
-      }
+      // The path's own stat before every write, synchronous (a syscall, microseconds, no
+      // thread-pool hop on a turn's path). Its inode says the handle still names the file at the
+      // path: a file deleted or moved aside behind the open handle (an operator, a backup tool,
+      // `rm -rf` of the storage) would otherwise take this and every later turn's lines while
+      // the handle stays open, acknowledged and in no transcript. Its length catches lines
+      // appended by someone else (`switchboard import` and a forked sessions_spawn append
+      // through the locked store without the lease), and a torn tail left by a writer that died.
+      const onDisk = statSync(file, { throwIfNoEntry: false });
+      if (!onDisk || onDisk.ino !== f.ino || onDisk.dev !== f.dev) throw new StaleHandle();
+      // Still exactly as long as this handle left it: nobody wrote since (every writer appends
+      // whole lines or undoes its write, and a torn write would have changed the length).
+      if (onDisk.size !== f.size) f.size = await closeTornTail(f.fh, onDisk.size, sessionId);
       const size = f.size;
       const buf = Buffer.from(size === 0 ? headerLine(sessionId, undefined) + body : body, "utf8");
       // Checked again here: opening, the stat and closing off a torn tail may have taken a while.
@@ -151,7 +136,6 @@ export class HolderWriter {
         throw err;
       }
       f.size = size + buf.length;
-      if (holder !== undefined) f.checkedFor = holder;
       f.dirty = !always;
       f.lastUse = Date.now();
     });

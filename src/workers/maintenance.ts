@@ -21,6 +21,7 @@ import { JOBS, jobData } from "../queues/jobs.js";
 import { identOf } from "../session/session-ident.js";
 import { SessionLeases } from "../runs/session-lease.js";
 import { pruneOnce } from "./session-prune.js";
+import { classifyTurnFailure } from "../runs/turn-failure.js";
 
 export const SWEEP_SCHEDULER_ID = "session-sweep";
 
@@ -115,7 +116,22 @@ export function createMaintenanceProcessor(svc: WorkerDeps) {
         // it runs first (the lease is given back here), and the archive tries again after.
         if (await svc.inbox.hasTurnIn(d.sessionKey, d.sessionId))
           return await retryLater(job, token, ARCHIVE_LEASE_POLL_MS);
-        const path = await svc.transcripts.archive(d.agentId, d.sessionId, d.kind, new Date(), topicOpt(d.sessionKey));
+        const path = await svc.transcripts
+          .archive(d.agentId, d.sessionId, d.kind, new Date(), topicOpt(d.sessionKey))
+          .catch(async (err: unknown) => {
+            // Retried by the job; meanwhile /readyz, status and doctor say storage is failing,
+            // as for a parked turn (the log alone is easy to miss).
+            const failure = classifyTurnFailure(err);
+            if (failure.kind === "storage") {
+              await svc.storageFaults
+                .onBackgroundFault({
+                  code: failure.code,
+                  message: `archiving retired transcript ${d.sessionId} failed: ${failure.message} (retried)`,
+                })
+                .catch(() => undefined);
+            }
+            throw err;
+          });
         await archiveDone(svc, d);
         return { archived: path ?? null };
       } finally {

@@ -453,7 +453,6 @@ export class TurnExecutor {
       try {
         await this.writer.write(turn.agentId, turn.sessionId, lines, {
           topicId: topic,
-          holder: lease.token,
           assertHeld,
         });
       } catch (err) {

@@ -60,7 +60,12 @@ export async function startWorkerHost(svc: WorkerDeps, opts: WorkerHostOptions):
     syncFailed: (_file, err) => {
       transcriptSyncFailed();
       const code = (err as NodeJS.ErrnoException).code ?? "EIO";
-      void svc.storageFaults.onSyncFailure({ code, message: err.message }).catch(() => undefined);
+      void svc.storageFaults
+        .onBackgroundFault({
+          code,
+          message: `fsync failed: ${err.message} (lines of finished turns may not be durable)`,
+        })
+        .catch(() => undefined);
     },
   });
   const executor = new TurnExecutor(svc, running, opts.tools, writer);

@@ -14,6 +14,7 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
+  renameSync,
   rmSync,
   statfsSync,
   statSync,
@@ -308,7 +309,7 @@ describe("a failed background fsync (group commit)", () => {
     const { dir: storage } = tempDir("sb-syncfail");
     const sys = await startTestSystem(scriptConfig(RULES, { storage: { dir: storage } }));
     cleanups.push(() => sys.close());
-    await sys.svc.storageFaults.onSyncFailure({ code: "EIO", message: "input/output error" });
+    await sys.svc.storageFaults.onBackgroundFault({ code: "EIO", message: "fsync failed: input/output error" });
     const res = await fetch(`${sys.url}/readyz`);
     expect(res.status).toBe(503);
     expect(await res.json()).toMatchObject({
@@ -319,4 +320,87 @@ describe("a failed background fsync (group commit)", () => {
     expect((await sys.rpc("agent.wait", { runId: run.runId, timeoutMs: 10_000 })).status).toBe("ok");
     expect(await readyz(sys.url)).toBe(503);
   });
+});
+
+describe("transcript paths that are not what they should be", () => {
+  const sessionsDir = (sys: TestSystem) => join(sys.config.storage.dir, "agents", "main", "sessions");
+
+  it("a sessions directory replaced by a file parks turns (ENOTDIR), and they complete in order once it is back", async () => {
+    const { dir: storage } = tempDir("sb-notdir");
+    const sys = await startTestSystem(scriptConfig(RULES, { storage: { dir: storage, faultRetryMaxDelayMs: 400 } }));
+    cleanups.push(() => sys.close());
+    const first = await inbound(sys, "nd", "nd hello");
+    expect((await sys.rpc("agent.wait", { runId: first.runId, timeoutMs: 10_000 })).status).toBe("ok");
+    const dir = sessionsDir(sys);
+    renameSync(dir, `${dir}.away`);
+    writeFileSync(dir, "not a directory");
+    const runIds = [];
+    for (const t of ["nd 1", "nd 2", "nd 3"]) runIds.push((await inbound(sys, "nd", t)).runId);
+    await settle(async () => (await readyz(sys.url)) === 503, { what: "/readyz 503 (ENOTDIR)", timeoutMs: 10_000 });
+    expect((await sys.get("/readyz")).body.error).toMatch(/ENOTDIR/);
+    // Parked, not given up after a few quick retries: nothing is dead-lettered meanwhile.
+    await new Promise((r) => setTimeout(r, 3000));
+    expect((await sys.rpc("deadletters.list")).count).toBe(0);
+    rmSync(dir);
+    renameSync(`${dir}.away`, dir);
+    for (const id of runIds) expect((await sys.rpc("agent.wait", { runId: id, timeoutMs: 20_000 })).status).toBe("ok");
+    expectWholeTranscript(sys, first.sessionId, ["nd hello", "nd 1", "nd 2", "nd 3"]);
+  }, 60_000);
+
+  it("a transcript deleted while its session is busy: the following turns' lines go to a new file, none to the deleted one", async () => {
+    const { dir: storage } = tempDir("sb-deleted");
+    const sys = await startTestSystem(scriptConfig(RULES, { storage: { dir: storage } }));
+    cleanups.push(() => sys.close());
+    const first = await inbound(sys, "del", "del hello");
+    expect((await sys.rpc("agent.wait", { runId: first.runId, timeoutMs: 10_000 })).status).toBe("ok");
+    const file = join(sessionsDir(sys), `${first.sessionId}.jsonl`);
+    // Turns back to back (the writer keeps its handle open between them), the file deleted between two.
+    const before = await inbound(sys, "del", "del before");
+    expect((await sys.rpc("agent.wait", { runId: before.runId, timeoutMs: 10_000 })).status).toBe("ok");
+    rmSync(file);
+    for (const t of ["del after 1", "del after 2"]) {
+      const r = await inbound(sys, "del", t);
+      expect((await sys.rpc("agent.wait", { runId: r.runId, timeoutMs: 10_000 })).status).toBe("ok");
+    }
+    expectWholeTranscript(sys, first.sessionId, ["del after 1", "del after 2"]);
+  }, 30_000);
+});
+
+/** Whether `chattr +i` works here (root on ext4 and the like; not on tmpfs or overlay). */
+function immutableWorks(): boolean {
+  const { dir, cleanup } = tempDir("sb-chattr");
+  try {
+    execFileSync("chattr", ["+i", dir], { stdio: "ignore" });
+    execFileSync("chattr", ["-i", dir], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  } finally {
+    cleanup();
+  }
+}
+
+describe.skipIf(!isRoot || !immutableWorks())("an archive refused by storage (chattr +i)", () => {
+  it("marks storage unhealthy while the archive job retries, and the archive completes once storage is back", async () => {
+    const { dir: storage } = tempDir("sb-archive-fault");
+    const sys = await startTestSystem(scriptConfig(RULES, { storage: { dir: storage } }));
+    const dir = join(storage, "agents", "main", "sessions");
+    cleanups.push(() => sys.close());
+    cleanups.push(() => execFileSync("chattr", ["-i", dir]));
+    const r = await inbound(sys, "arch", "arch hello");
+    expect((await sys.rpc("agent.wait", { runId: r.runId, timeoutMs: 10_000 })).status).toBe("ok");
+    execFileSync("chattr", ["+i", dir]);
+    expect((await sys.rpc("sessions.delete", { key: r.sessionKey })).deleted).toBe(true);
+    await settle(async () => (await readyz(sys.url)) === 503, {
+      what: "/readyz 503 while the archive is refused",
+      timeoutMs: 15_000,
+    });
+    expect((await sys.get("/readyz")).body.error).toMatch(/^EPERM: archiving retired transcript/);
+    execFileSync("chattr", ["-i", dir]);
+    await settle(async () => readdirSync(dir).some((f) => f.startsWith(`${r.sessionId}.jsonl.deleted.`)), {
+      what: "the archived transcript",
+      timeoutMs: 30_000,
+    });
+    expect(readdirSync(dir)).not.toContain(`${r.sessionId}.jsonl`);
+  }, 60_000);
 });

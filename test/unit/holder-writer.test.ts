@@ -63,22 +63,22 @@ const ids = (file: string) =>
     .filter((e) => e.type === "message")
     .map((e) => e.id);
 
-describe("HolderWriter between holdings", () => {
+describe("HolderWriter between writes", () => {
   it("keeps writing when nobody touched the file, and after another writer appended", async () => {
     const { w, file } = setup();
-    await w.write("main", "s1", [line("a")], { holder: 1 });
-    await w.write("main", "s1", [line("b")], { holder: 2 });
+    await w.write("main", "s1", [line("a")]);
+    await w.write("main", "s1", [line("b")]);
     // Token 3 was another writer's.
     appendFileSync(file, `${JSON.stringify(line("other"))}\n`);
-    await w.write("main", "s1", [line("c")], { holder: 4 });
+    await w.write("main", "s1", [line("c")]);
     expect(ids(file)).toEqual(["a", "b", "other", "c"]);
   });
 
   it("closes off a torn tail left by another writer before the next holding writes (never cuts it)", async () => {
     const { w, file } = setup();
-    await w.write("main", "s1", [line("a")], { holder: 1 });
+    await w.write("main", "s1", [line("a")]);
     appendFileSync(file, '{"type":"message","id":"torn","mess');
-    await w.write("main", "s1", [line("b")], { holder: 3 });
+    await w.write("main", "s1", [line("b")]);
     // The fragment is a line of its own, skipped by readers; b is not glued to it.
     expect(readFileSync(file, "utf8").split("\n")).toContain('{"type":"message","id":"torn","mess');
     expect(ids(file)).toEqual(["a", "b"]);
@@ -86,40 +86,47 @@ describe("HolderWriter between holdings", () => {
 
   it("keeps a complete last line another tool wrote without its newline", async () => {
     const { w, file } = setup();
-    await w.write("main", "s1", [line("a")], { holder: 1 });
+    await w.write("main", "s1", [line("a")]);
     appendFileSync(file, JSON.stringify(line("no-newline")));
-    await w.write("main", "s1", [line("b")], { holder: 3 });
+    await w.write("main", "s1", [line("b")]);
     expect(ids(file)).toEqual(["a", "no-newline", "b"]);
   });
 
   it("never writes into a file renamed away (archived) behind its handle", async () => {
     const { w, file } = setup();
-    await w.write("main", "s1", [line("a")], { holder: 1 });
+    await w.write("main", "s1", [line("a")]);
     renameSync(file, `${file}.archived`);
-    await w.write("main", "s1", [line("b")], { holder: 3 });
+    await w.write("main", "s1", [line("b")]);
     expect(ids(`${file}.archived`)).toEqual(["a"]);
     expect(ids(file)).toEqual(["b"]);
   });
 
-  it("writes back-to-back holdings of one process in order, each line once", async () => {
+  it("never writes into a file deleted or moved aside between two back-to-back writes", async () => {
     const { w, file } = setup();
-    // Consecutive tokens: nobody held the lease in between, so the file is as the handle left it.
-    for (let t = 1; t <= 5; t++) await w.write("main", "s1", [line(`t${t}`)], { holder: t });
-    // A gap (token 6 was another writer's) is checked again: its append is kept, not overwritten.
-    appendFileSync(file, `${JSON.stringify(line("other"))}\n`);
-    await w.write("main", "s1", [line("t7")], { holder: 7 });
-    expect(ids(file)).toEqual(["t1", "t2", "t3", "t4", "t5", "other", "t7"]);
+    await w.write("main", "s1", [line("a")]);
+    await w.write("main", "s1", [line("b")]);
+    // Deleted behind the open handle (an operator, `rm -rf` of the storage): a new file, with
+    // its header, takes the next lines; they are not appended to the unlinked inode.
+    rmSync(file);
+    await w.write("main", "s1", [line("c")]);
+    expect(ids(file)).toEqual(["c"]);
+    expect(readFileSync(file, "utf8").split("\n")[0]).toMatch(/"type":"session"/);
+    // Moved aside (a backup tool): the moved file keeps what it had, the path gets what follows.
+    renameSync(file, `${file}.moved`);
+    await w.write("main", "s1", [line("d")]);
+    expect(ids(`${file}.moved`)).toEqual(["c"]);
+    expect(ids(file)).toEqual(["d"]);
   });
 
-  it("notices a writer without the lease (import, a forked spawn) even between consecutive tokens", async () => {
+  it("notices a writer without the lease (import, a forked spawn) between two writes", async () => {
     const { w, file } = setup();
-    await w.write("main", "s1", [line("a")], { holder: 1 });
+    await w.write("main", "s1", [line("a")]);
     // Whole lines appended outside the lease are kept, and the handle learns the new length.
     appendFileSync(file, `${JSON.stringify(line("imported"))}\n`);
-    await w.write("main", "s1", [line("b")], { holder: 2 });
+    await w.write("main", "s1", [line("b")]);
     // A torn tail left outside the lease is closed off before the next write, not glued to it.
     appendFileSync(file, '{"type":"message","id":"torn","mess');
-    await w.write("main", "s1", [line("c")], { holder: 3 });
+    await w.write("main", "s1", [line("c")]);
     expect(ids(file)).toEqual(["a", "imported", "b", "c"]);
   });
 });
@@ -128,15 +135,15 @@ describe("HolderWriter durability", () => {
   it("always: every write is fsynced, and a new file's name with its first write", async () => {
     const { w, file, synced } = setup("always");
     // The agent's directories do not exist yet: each one made is a new name in its parent.
-    await w.write("main", "s1", [line("a")], { holder: 1 });
+    await w.write("main", "s1", [line("a")]);
     expect(synced.filter((t) => t === "file")).toHaveLength(1);
     const dirsFirst = synced.filter((t) => t === "dir").length;
     expect(dirsFirst).toBeGreaterThanOrEqual(2);
-    await w.write("main", "s1", [line("b")], { holder: 2 });
+    await w.write("main", "s1", [line("b")]);
     expect(synced.filter((t) => t === "file")).toHaveLength(2);
     expect(synced.filter((t) => t === "dir")).toHaveLength(dirsFirst);
     // A second session of the agent: its directory exists, the new file's name is synced once.
-    await w.write("main", "s2", [line("c")], { holder: 1 });
+    await w.write("main", "s2", [line("c")]);
     expect(synced.filter((t) => t === "dir")).toHaveLength(dirsFirst + 1);
     expect(ids(file)).toEqual(["a", "b"]);
   });
@@ -144,7 +151,7 @@ describe("HolderWriter durability", () => {
   it("everysec: a new file's name is synced with its first group commit", async () => {
     const { w, synced } = setup("everysec");
     mkdirSync(join(w.path("main", "s1"), ".."), { recursive: true });
-    await w.write("main", "s1", [line("a")], { holder: 1 });
+    await w.write("main", "s1", [line("a")]);
     expect(synced).toEqual([]);
     await w.release("main", "s1");
     expect(synced).toEqual(["file", "dir"]);
@@ -155,7 +162,7 @@ describe("HolderWriter durability", () => {
     // The earlier attempt: another process (another writer) that may have died before its fsync.
     const earlier = new HolderWriter(dir, "everysec");
     writers.push(earlier);
-    await earlier.write("main", "s1", [line("r1")], { holder: 1 });
+    await earlier.write("main", "s1", [line("r1")]);
     expect(await w.linesOfRun("main", "s1", "r1")).toHaveLength(1);
     expect(synced).toContain("file");
     // Nothing found, nothing to make durable.
@@ -166,23 +173,23 @@ describe("HolderWriter durability", () => {
 
   it("writes nothing when the lease is not surely held any more right before the bytes go out", async () => {
     const { w, file } = setup("always");
-    await w.write("main", "s1", [line("a")], { holder: 1 });
+    await w.write("main", "s1", [line("a")]);
     const lapsed = () => {
       throw new Error("lease lapsed");
     };
-    await expect(w.write("main", "s1", [line("b")], { holder: 3, assertHeld: lapsed })).rejects.toThrow("lease lapsed");
+    await expect(w.write("main", "s1", [line("b")], { assertHeld: lapsed })).rejects.toThrow("lease lapsed");
     expect(ids(file)).toEqual(["a"]);
   });
 
   it("a group commit that fails is reported, and the next write goes on with a new handle", async () => {
     const { w, file, failed } = setup("everysec");
-    await w.write("main", "s1", [line("a")], { holder: 1 });
-    await w.write("main", "s1", [line("b")], { holder: 2 });
+    await w.write("main", "s1", [line("a")]);
+    await w.write("main", "s1", [line("b")]);
     // The writer's descriptor now names /dev/null, which refuses fsync (EINVAL): a real failure.
     swapForDevNull(file);
     await settle(() => failed.length > 0, { what: "the failed group commit reported", timeoutMs: 3000 });
     expect(failed).toEqual([file]);
-    await w.write("main", "s1", [line("c")], { holder: 3 });
+    await w.write("main", "s1", [line("c")]);
     expect(ids(file)).toEqual(["a", "b", "c"]);
   });
 });
