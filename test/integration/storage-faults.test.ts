@@ -325,7 +325,7 @@ describe("a failed background fsync (group commit)", () => {
 describe("transcript paths that are not what they should be", () => {
   const sessionsDir = (sys: TestSystem) => join(sys.config.storage.dir, "agents", "main", "sessions");
 
-  it("a sessions directory replaced by a file parks turns (ENOTDIR), and they complete in order once it is back", async () => {
+  it("a sessions directory replaced by a file (ENOTDIR) parks turns; in order once it is back", async () => {
     const { dir: storage } = tempDir("sb-notdir");
     const sys = await startTestSystem(scriptConfig(RULES, { storage: { dir: storage, faultRetryMaxDelayMs: 400 } }));
     cleanups.push(() => sys.close());
@@ -347,7 +347,7 @@ describe("transcript paths that are not what they should be", () => {
     expectWholeTranscript(sys, first.sessionId, ["nd hello", "nd 1", "nd 2", "nd 3"]);
   }, 60_000);
 
-  it("a transcript deleted while its session is busy: the following turns' lines go to a new file, none to the deleted one", async () => {
+  it("a transcript deleted under a busy session: later lines go to a new file, none to the deleted one", async () => {
     const { dir: storage } = tempDir("sb-deleted");
     const sys = await startTestSystem(scriptConfig(RULES, { storage: { dir: storage } }));
     cleanups.push(() => sys.close());
@@ -381,7 +381,7 @@ function immutableWorks(): boolean {
 }
 
 describe.skipIf(!isRoot || !immutableWorks())("an archive refused by storage (chattr +i)", () => {
-  it("marks storage unhealthy while the archive job retries, and the archive completes once storage is back", async () => {
+  it("marks storage unhealthy while the archive job retries; it completes once storage is back", async () => {
     const { dir: storage } = tempDir("sb-archive-fault");
     const sys = await startTestSystem(scriptConfig(RULES, { storage: { dir: storage } }));
     const dir = join(storage, "agents", "main", "sessions");
