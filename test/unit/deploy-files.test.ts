@@ -24,6 +24,7 @@ interface Service {
   ports?: string[];
   depends_on?: Record<string, { condition: string }>;
   healthcheck?: { test: string[] };
+  restart?: string;
 }
 
 const compose = parse(readFileSync(join(ROOT, "docker-compose.yml"), "utf8"), { merge: true }) as {
@@ -133,7 +134,12 @@ describe("docker-compose.yml", () => {
   });
 
   it("sets only env variables Switchboard reads; its config file exists in the image and is valid with them", () => {
-    const known = new Set<string>([...ENV_OVERRIDES.map((o) => o.env), "SWITCHBOARD_CONFIG", "LOG_LEVEL"]);
+    const known = new Set<string>([
+      ...ENV_OVERRIDES.map((o) => o.env),
+      "SWITCHBOARD_CONFIG",
+      "LOG_LEVEL",
+      "SWITCHBOARD_URL",
+    ]);
     for (const [name, s] of switchboardServices) {
       const env = envOf(s);
       for (const k of Object.keys(env)) expect(known.has(k), `${name}: ${k} is read by Switchboard`).toBe(true);
@@ -147,16 +153,24 @@ describe("docker-compose.yml", () => {
       if (s.command![0] === "gateway") {
         expect(config.gateway.host, name).toBe("0.0.0.0");
         expect(
-          s.ports!.map((p) => Number(p.split(":")[1])),
+          s.ports!.map((p) => Number(p.split(":").at(-1))),
           name,
         ).toEqual([config.gateway.port]);
         expect(s.healthcheck!.test.join(" "), name).toContain(`http://127.0.0.1:${config.gateway.port}/readyz`);
       }
     }
-    // Two gateways, two host ports.
-    expect(
-      new Set([...services.gateway!.ports!, ...services["gateway-2"]!.ports!].map((p) => p.split(":")[0])).size,
-    ).toBe(2);
+    // Two gateways, two host ports, published on the host's loopback only (the token still guards them).
+    const published = [...services.gateway!.ports!, ...services["gateway-2"]!.ports!];
+    expect(new Set(published.map((p) => p.split(":").at(-2))).size).toBe(2);
+    for (const p of published) expect(p.startsWith("127.0.0.1:"), p).toBe(true);
+  });
+
+  it("has no default token, and every service (Redis too) comes back after a crash or reboot", () => {
+    for (const [name, s] of switchboardServices) {
+      // `${VAR:?message}`: compose refuses to start without it, rather than fall back to a known one.
+      expect(envOf(s).SWITCHBOARD_TOKEN, name).toMatch(/^\$\{SWITCHBOARD_TOKEN:\?[^}]+\}$/);
+    }
+    for (const [name, s] of Object.entries(services)) expect(s.restart, name).toBe("unless-stopped");
   });
 
   it("the gateway health check runs under plain node (the image has no curl) and judges /readyz by its status", () => {
