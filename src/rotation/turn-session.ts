@@ -5,8 +5,8 @@
  * activity (updatedAt and the stale clock move). Without this such sessions never reset, and
  * `session.maintenance` pruned them as idle while they were in daily use.
  *
- * The activity is written at most once a minute per session, so a busy session costs no write
- * per turn: updatedAt of such a session may lag its last turn by up to a minute. The stale
+ * The activity is written at most once a minute per session (a tenth of a shorter idle window),
+ * so a busy session costs no write per turn: its updatedAt may lag its last turn by that much. The stale
  * instant of an entry is computed once per cached entry object (the gateway's entry cache hands
  * out the same object for the same stored text), so a fresh session costs a lookup.
  */
@@ -16,8 +16,19 @@ import { entryStaleAt, freshnessOf, staleAtFor } from "../session/entry-freshnes
 import { identOf } from "../session/session-ident.js";
 import { enqueueArchive, resetPatch, type RotationDeps } from "./rotate.js";
 
-/** How stale a session's updatedAt may get before a turn writes its activity. */
+/** How stale a session's updatedAt may get before a turn writes its activity (at most). */
 export const TURN_ACTIVITY_EVERY_MS = 60_000;
+
+/**
+ * The activity lag allowed for `entry`: a minute, but never more than a tenth of the time from
+ * its updatedAt to its stale instant. updatedAt may lag the last turn by this much, so an idle
+ * reset can come this much early; a tenth keeps that to the last 10% of the window (6 s of
+ * `idleMinutes: 1`, where a flat minute reset sessions in use every 10 s).
+ */
+export function activityEveryMs(entry: SessionEntry, staleAt: number | null): number {
+  if (staleAt === null) return TURN_ACTIVITY_EVERY_MS;
+  return Math.min(TURN_ACTIVITY_EVERY_MS, Math.max(0, (staleAt - entry.updatedAt) / 10));
+}
 const MAX_RACES = 5;
 
 const staleAtOf = new WeakMap<SessionEntry, number | null>();
@@ -41,7 +52,7 @@ export async function sessionForTurn(svc: RotationDeps, entry: SessionEntry, now
   for (let attempt = 1; attempt <= MAX_RACES; attempt++) {
     const staleAt = cachedStaleAt(svc.config, current);
     const stale = staleAt !== null && now >= staleAt;
-    if (!stale && now - current.updatedAt < TURN_ACTIVITY_EVERY_MS) return current;
+    if (!stale && now - current.updatedAt < activityEveryMs(current, staleAt)) return current;
     const ident = identOf(svc.config, current.key);
     const reason = stale ? (freshnessOf(svc.config, current, now).staleReason ?? "daily") : undefined;
     try {

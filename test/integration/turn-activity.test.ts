@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestSystem, type TestSystem } from "../helpers/system.js";
 import { settle } from "../helpers/settle.js";
 import { runOk, tool } from "../helpers/api.js";
-import { TURN_ACTIVITY_EVERY_MS } from "../../src/rotation/turn-session.js";
+import { activityEveryMs, sessionForTurn, TURN_ACTIVITY_EVERY_MS } from "../../src/rotation/turn-session.js";
 import { pruneOnce } from "../../src/workers/session-prune.js";
 
 const MIN = 60_000;
@@ -93,5 +93,38 @@ describe("a turn from the agent RPC", () => {
     const entry = await sys.svc.sessions.get("agent:main:send-target");
     expect(entry?.sessionId).not.toBe(old.sessionId);
     expect(entry?.resetReason).toBe("idle");
+  });
+});
+
+describe("a short idle window (idleMinutes: 1)", () => {
+  let short: TestSystem;
+  beforeAll(async () => {
+    short = await startTestSystem({
+      session: { reset: { mode: "idle", idleMinutes: 1 } },
+      agents: { list: [{ id: "main", runtime: { kind: "script", rules: [{ reply: "ok" }] } }] },
+    });
+  });
+  afterAll(async () => {
+    await short?.close();
+  });
+
+  it("a turn every 10 s for 90 s: never reset as idle; after a minute of silence it is", async () => {
+    const t0 = Date.now();
+    let entry = await short.svc.sessions.upsert(
+      "agent:main:busy",
+      { agentId: "main", kind: "other" },
+      { sessionId: randomUUID() },
+      { now: t0 },
+    );
+    const first = entry.sessionId;
+    // The activity lag allowed is a tenth of the window (6 s), not a flat minute.
+    expect(activityEveryMs(entry, t0 + MIN)).toBe(6_000);
+    for (let s = 10; s <= 90; s += 10) {
+      entry = await sessionForTurn(short.svc, entry, t0 + s * 1000);
+      expect(entry.sessionId, `turn at ${s} s`).toBe(first);
+    }
+    const after = await sessionForTurn(short.svc, entry, t0 + 90_000 + MIN + 1000);
+    expect(after.sessionId).not.toBe(first);
+    expect(after.resetReason).toBe("idle");
   });
 });
