@@ -53,6 +53,11 @@ export interface ListQuery {
   search?: string;
   /** Include the reserved `global` / `unknown` sessions (never listed by tools). */
   includeReserved?: boolean;
+  /**
+   * Only sessions of agents this accepts (a caller's agent-to-agent allow list): applied while
+   * the index is read, so `limit` counts rows the caller may see.
+   */
+  agentAllowed?: (agentId: string) => boolean;
   /** Rows to skip (newest first) before `limit` rows are returned: paging for the CLI. */
   offset?: number;
   now?: number;
@@ -330,7 +335,7 @@ export class SessionStore {
     minScore: number,
     limit: number,
   ): Promise<{ key: string; score: number }[]> {
-    const filtered = Boolean(q.search || q.label || (q.kinds && q.agentId) || !q.includeReserved);
+    const filtered = Boolean(q.search || q.label || (q.kinds && q.agentId) || !q.includeReserved || q.agentAllowed);
     const out: { key: string; score: number }[] = [];
     let offset = 0;
     const min = Number.isFinite(minScore) ? String(minScore) : "-inf";
@@ -355,6 +360,7 @@ export class SessionStore {
     if (!q.includeReserved && (e.key === "global" || e.key === "unknown")) return false;
     if (e.updatedAt < minScore) return false;
     if (q.agentId && e.agentId !== q.agentId) return false;
+    if (q.agentAllowed && !q.agentAllowed(e.agentId)) return false;
     if (q.kinds && q.kinds.length > 0 && !q.kinds.includes(e.kind)) return false;
     if (q.label && e.label !== q.label) return false;
     if (q.search) {

@@ -162,15 +162,29 @@ export class SubagentRegistry {
     return code === 1 ? "claimed" : code === 0 ? "deferred" : "taken";
   }
 
-  /** The requester's runs, newest first. */
+  /**
+   * The requester's runs, newest first: the `limit` newest (runs replaced by a steer do not count
+   * against it), and every run still counted active whatever its age. An active run holds one of
+   * the requester's child slots; a window of the newest alone would leave it out after many
+   * quick runs, unlisted and unkillable while the spawn limit still counts it.
+   */
   async forRequester(requester: string, limit = 200): Promise<SubagentRun[]> {
-    const ids = await this.redis.zrevrange(this.requesterKey(requester), 0, limit - 1);
     const out: SubagentRun[] = [];
-    for (const id of ids) {
-      const r = await this.get(id);
-      if (r && !r.replacedBy) out.push(r);
+    const seen = new Set<string>();
+    const take = (r: SubagentRun | null) => {
+      if (r && !r.replacedBy && !seen.has(r.runId)) {
+        seen.add(r.runId);
+        out.push(r);
+      }
+    };
+    for (let start = 0; out.length < limit; start += limit) {
+      const ids = await this.redis.zrevrange(this.requesterKey(requester), start, start + limit - 1);
+      for (const r of await Promise.all(ids.map((id) => this.get(id)))) if (out.length < limit) take(r);
+      if (ids.length < limit) break;
     }
-    return out;
+    const active = (await this.redis.smembers(this.activeKey(requester))).filter((id) => !seen.has(id));
+    for (const r of await Promise.all(active.map((id) => this.get(id)))) take(r);
+    return out.sort((a, b) => b.createdAt - a.createdAt);
   }
 
   async currentRunOf(childKey: string): Promise<string | null> {

@@ -12,6 +12,7 @@ import { guard } from "./access.js";
 import { SubagentRegistry, type SubagentRun } from "../subagents/registry.js";
 import { reportWaits, withOutcome } from "../subagents/run-state.js";
 import { resolveSessionRef } from "./resolve-ref.js";
+import { invalidModelError } from "../subagents/spawn-policy.js";
 import { SessionStatusArgs } from "./schemas.js";
 import { toolError, type ToolCaller, type ToolResult, argsError } from "./tool-context.js";
 
@@ -28,6 +29,9 @@ export async function sessionStatus(svc: ToolDeps, caller: ToolCaller, rawArgs: 
   let changedModel = false;
   if (args.model) {
     const value = args.model.toLowerCase() === "default" ? null : args.model;
+    // The same rule sessions_spawn applies: the override is sent as the runtime's model on every turn.
+    const invalid = value === null ? undefined : invalidModelError(value);
+    if (invalid) return toolError(invalid);
     entry = await svc.sessions.upsert(
       ref.key,
       identOf(svc.config, ref.key),

@@ -99,18 +99,27 @@ export async function sessionsList(svc: ToolDeps, caller: ToolCaller, rawArgs: u
       visibility === "all" && sameAgentOnly
         ? spawned.filter((e) => e.agentId !== caller.agentId && (!args.agentId || e.agentId === args.agentId))
         : [];
+    // Agents the allow list refuses are left out while the index is read, so they cannot fill
+    // the page; the caller's own descendants among them are added back (the guard lets it reach them).
+    const allowed = (a: string) =>
+      a === caller.agentId || agentToAgentAllowed(svc.config, caller.agentId, a) === "allowed";
     const own =
       sameAgentOnly && agentId !== caller.agentId
         ? []
-        : await svc.sessions.list({ ...query, ...(agentId ? { agentId } : {}) });
-    entries = [...own, ...ownCrossAgent];
+        : await svc.sessions.list({ ...query, ...(agentId ? { agentId } : { agentAllowed: allowed }) });
+    const refusedDescendants =
+      visibility === "all" && !sameAgentOnly
+        ? spawned.filter((e) => !allowed(e.agentId) && (!args.agentId || e.agentId === args.agentId))
+        : [];
+    entries = [...own, ...ownCrossAgent, ...refusedDescendants];
   }
 
   // Newest first before the limit cuts (the caller's own row comes first only if it is newest).
   entries.sort((a, b) => b.updatedAt - a.updatedAt);
   const rows: SessionRow[] = [];
+  const listed = new Set<string>();
   for (const e of entries) {
-    if (e.key === "unknown" || (e.key === "global" && !globalAlias)) continue;
+    if (listed.has(e.key) || e.key === "unknown" || (e.key === "global" && !globalAlias)) continue;
     if (args.agentId && e.agentId !== args.agentId) continue;
     if (kinds.length && !kinds.includes(e.kind)) continue;
     if (args.label && e.label !== args.label) continue;
@@ -122,6 +131,7 @@ export async function sessionsList(svc: ToolDeps, caller: ToolCaller, rawArgs: u
     if (e.agentId !== caller.agentId && agentToAgentAllowed(svc.config, caller.agentId, e.agentId) !== "allowed") {
       if (!descendants.has(e.key) || visibility === "self") continue;
     }
+    listed.add(e.key);
     rows.push(
       toRow(svc.config, e, caller.agentId, svc.transcripts.path(e.agentId, e.sessionId, transcriptTopicOf(e.key))),
     );

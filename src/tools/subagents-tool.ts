@@ -17,6 +17,7 @@ import { stopRun, stopSession } from "../runs/stop.js";
 import { announceContinuation } from "../subagents/announce.js";
 import { SubagentRegistry, type SubagentRun } from "../subagents/registry.js";
 import { reportWaits, withOutcome } from "../subagents/run-state.js";
+import { runningDescendants } from "../subagents/descendants.js";
 import { SubagentsArgs } from "./schemas.js";
 import { argsError, forbidden, toolError, type ToolCaller, type ToolResult } from "./tool-context.js";
 
@@ -319,26 +320,6 @@ async function suppressTree(
   for (const r of await runningDescendants(svc, registry, run.childSessionKey))
     if ((await registry.suppressKilled(r.runId)) === "suppressed") out.push(r);
   return own || out.length ? out : null;
-}
-
-/** Running sub-agent runs below `rootKey`, found through the children index (breadth first). */
-async function runningDescendants(svc: ToolDeps, registry: SubagentRegistry, rootKey: string): Promise<SubagentRun[]> {
-  const out: SubagentRun[] = [];
-  const queue = [rootKey];
-  const seen = new Set<string>(queue);
-  while (queue.length) {
-    const key = queue.shift()!;
-    for (const childKey of await svc.sessions.childKeys(key)) {
-      if (seen.has(childKey)) continue;
-      seen.add(childKey);
-      queue.push(childKey);
-      const id = await registry.currentRunOf(childKey);
-      const r = id ? await registry.get(id) : null;
-      // Running, or ended with its report waiting for sub-agents of its own (still active).
-      if (r && ((await withOutcome(svc, r)).status === "running" || reportWaits(r))) out.push(r);
-    }
-  }
-  return out;
 }
 
 /**

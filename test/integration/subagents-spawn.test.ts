@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestSystem, type TestSystem } from "../helpers/system.js";
 import { chat, scriptAgent, queuesQuiet, tool, toolsConfig, transcript, textOf } from "../fixtures/tools-support.js";
-import { announceDeliveries, announced, completionTurns, COMPLETION } from "../fixtures/subagents-support.js";
+import { announceDeliveries, announced, completionTurns, COMPLETION, registry } from "../fixtures/subagents-support.js";
 import { settle } from "../helpers/settle.js";
 
 const MAIN = "agent:main:main";
@@ -255,6 +255,51 @@ describe("sessions_spawn and the durable announce", () => {
     const again = await tool(sys, "sessions_spawn", key, { task: "after the kill", agentId: "researcher" });
     expect(again.status).toBe("accepted");
     expect((await announced(sys, again.runId)).status).toBe("ok");
+  });
+
+  it("a running child stays listed and killable however many runs came after it (it holds a slot)", async () => {
+    const key = await groupSession(sys, "window");
+    const keeper = await tool(sys, "sessions_spawn", key, { task: "hang on", agentId: "researcher", label: "keeper" });
+    for (let i = 0; i < 3; i++) {
+      const quick = await tool(sys, "sessions_spawn", key, { task: `quick ${i}`, agentId: "researcher" });
+      await announced(sys, quick.runId);
+    }
+    // A window of the 2 newest runs still holds the running one, whatever its age.
+    const listed = await registry(sys).forRequester(key, 2);
+    expect(listed.map((r) => r.runId)).toContain(keeper.runId);
+    expect(listed).toHaveLength(3);
+    expect(await tool(sys, "subagents", key, { action: "kill", target: "keeper" })).toMatchObject({ status: "ok" });
+    expect((await announced(sys, keeper.runId)).announce).toBe("suppressed");
+  });
+
+  it("/stop stops the running children and suppresses their announces: nothing reports after the stop", async () => {
+    const id = "stopper";
+    const key = await groupSession(sys, id);
+    const children = [];
+    for (let i = 0; i < 2; i++)
+      children.push(await tool(sys, "sessions_spawn", key, { task: `hang ${i}`, agentId: "researcher" }));
+    const stop = await sys.post("/v1/inbound", {
+      channel: "tg",
+      chatType: "group",
+      from: "7",
+      groupId: id,
+      text: "/stop",
+      agentId: "main",
+    });
+    expect(stop.body).toMatchObject({ command: "stop" });
+    for (const c of children) expect((await announced(sys, c.runId)).announce).toBe("suppressed");
+    await queuesQuiet(sys);
+    expect(await completionTurns(sys, key)).toEqual([]);
+    expect(await announceDeliveries(sys, key)).toEqual([]);
+  });
+
+  it("session_status refuses a malformed model override, as sessions_spawn does", async () => {
+    const key = await groupSession(sys, "model");
+    expect(await tool(sys, "session_status", key, { model: "bad model id" })).toMatchObject({
+      status: "error",
+      error: expect.stringContaining('Invalid model "bad model id"'),
+    });
+    expect((await tool(sys, "session_status", key, { model: "openai/gpt-5" })).details.model).toBe("openai/gpt-5");
   });
 
   it("runTimeoutSeconds ends the child as timeout, and the announce says so", async () => {

@@ -328,6 +328,16 @@ describe("visibility all", () => {
       expect(await listKeys(sys, GUEST)).toEqual(["main"]);
     });
 
+    it("sessions of refused agents never fill a limited page: limit counts what the caller may see", async () => {
+      // Six guest sessions newer than everything main may list.
+      for (let i = 0; i < 6; i++) await put(sys, `agent:guest:tg:group:g${i}`, "guest", "group");
+      const page = await listKeys(sys, MAIN, { limit: 3 });
+      expect(page).toHaveLength(3);
+      expect(page.every((k) => !k.startsWith("agent:guest:"))).toBe(true);
+      // The caller's own cross-agent child stays listed (the guard lets it reach its descendants).
+      expect(await listKeys(sys, MAIN, { limit: 20 })).toContain(XCHILD);
+    });
+
     it("a label lookup in a denied agent is refused before any lookup", async () => {
       const r = await tool(sys, "sessions_send", GUEST, { label: "anything", agentId: "ops-a", message: "x" });
       expect(r).toMatchObject({ status: "forbidden", error: A2A_DENIED.send });
