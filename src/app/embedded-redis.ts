@@ -8,28 +8,22 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { openRedis } from "../queues/redis-connections.js";
+import { probeConnection } from "../queues/redis-connections.js";
 
-/** One PING, no retries: true when Redis (or, for a cluster URL, a ready Redis Cluster) answers. */
+/**
+ * Why no Redis (or, for a cluster URL, no ready Redis Cluster) answers one PING at `url` within
+ * `timeoutMs`, or undefined when one does. A server that takes the connection and never replies
+ * counts as not answering (queues/redis-connections.ts, `probeConnection`).
+ */
+export async function redisProblem(url: string, timeoutMs = 1500): Promise<string | undefined> {
+  const probe = await probeConnection(url, timeoutMs);
+  probe.redis?.disconnect();
+  return probe.error;
+}
+
+/** One PING, no retries, within `timeoutMs`: true when Redis answers. */
 export async function redisAnswers(url: string, timeoutMs = 1500): Promise<boolean> {
-  const r = openRedis(
-    url,
-    { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, connectTimeout: timeoutMs },
-    () => null,
-    {
-      lazyConnect: true,
-      slotsRefreshTimeout: timeoutMs,
-    },
-  );
-  r.on("error", () => {});
-  try {
-    await r.connect();
-    return (await r.ping()) === "PONG";
-  } catch {
-    return false;
-  } finally {
-    r.disconnect();
-  }
+  return (await redisProblem(url, timeoutMs)) === undefined;
 }
 
 async function freePort(): Promise<number> {

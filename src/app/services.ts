@@ -58,19 +58,19 @@ export function createServices(
 ): Services {
   const log = opts.log ?? createLogger(`switchboard-${opts.role}`);
   const keys = new RedisKeys(config.redis.prefix);
-  const redis = createRedis(
-    config.redis.url,
-    opts.role === "gateway" || opts.role === "cli" ? "producer" : "worker",
-    log,
-  );
+  // A CLI command's connections give up on an unanswered command (queues/redis-connections.ts).
+  const cli = opts.role === "cli";
+  const redis = createRedis(config.redis.url, cli ? "cli" : opts.role === "gateway" ? "producer" : "worker", log);
   const extra: RedisClient[] = [];
   let waiter: RunWaiter | undefined;
-  const queueConn = createRedis(config.redis.url, "producer", log);
+  const queueConn = createRedis(config.redis.url, cli ? "cli" : "producer", log);
   let lastQueueError = 0;
   const queues = createQueues(queueConn, keys, (queue, err) => {
     if (Date.now() - lastQueueError > 5000) {
       lastQueueError = Date.now();
-      log.warn({ queue, err: err.message }, "queue connection error (will retry)");
+      // A CLI command reports the cause in its own message; the retries are debug detail there.
+      if (cli) log.debug({ queue, err: err.message }, "queue connection error (will retry)");
+      else log.warn({ queue, err: err.message }, "queue connection error (will retry)");
     }
   });
   const runs = new RunRecords(redis, keys);
@@ -105,7 +105,13 @@ export function createServices(
     async close() {
       await waiter?.close();
       await closeQueues(queues);
-      await Promise.allSettled([redis, queueConn, ...extra].map((c) => c.quit().catch(() => c.disconnect())));
+      // QUIT only where Redis answers: on a connection never ready (Redis down or hung) it would
+      // wait in the offline queue for a reply that does not come.
+      await Promise.allSettled(
+        [redis, queueConn, ...extra].map((c) =>
+          c.status === "ready" ? c.quit().catch(() => c.disconnect()) : c.disconnect(),
+        ),
+      );
     },
   };
 }

@@ -10,6 +10,7 @@ import { readRuntimeInfo } from "../app/runtime-file.js";
 import { createRpcMethods } from "../rpc/methods.js";
 import { SwitchboardError, isRedisDown, type ErrorCode } from "../errors/index.js";
 import { displayRedisUrl } from "../config/redis-url.js";
+import { CLI_COMMAND_TIMEOUT_MS, NO_REPLY } from "../queues/redis-connections.js";
 
 export interface GlobalOptions {
   config?: string;
@@ -23,8 +24,13 @@ export interface Client {
   rpc(method: string, params?: unknown): Promise<unknown>;
   get(path: string): Promise<unknown>;
   close(): Promise<void>;
-  /** Direct mode only: the services (status needs queue counts). */
+  /** Direct mode only: the services (doctor reads queues with them). */
   svc?: Services;
+  /**
+   * Direct mode only: why `err`, thrown by a Redis command, means Redis does not answer (the
+   * connection's own error, e.g. ECONNREFUSED, or a command timeout), or undefined when it does not.
+   */
+  redisDownCause?(err: unknown): string | undefined;
 }
 
 export class RpcCallError extends SwitchboardError {}
@@ -101,11 +107,20 @@ export function httpClient(base: string, token: string | undefined): Client {
   };
 }
 
+/** ioredis's error for a command not answered within `commandTimeout` (the CLI's connections). */
+function isCommandTimeout(err: unknown): boolean {
+  return err instanceof Error && err.message === "Command timed out";
+}
+
 export function directClient(config: Config): Client {
   const svc = createServices(config, { role: "cli" });
   // The connection's own error (ECONNREFUSED…) says more than "max retries per request".
   let lastConnectionError: string | undefined;
   svc.redis.on("error", (err: Error) => (lastConnectionError = err.message));
+  const redisDownCause = (err: unknown): string | undefined => {
+    if (isCommandTimeout(err)) return lastConnectionError ?? `${NO_REPLY} within ${CLI_COMMAND_TIMEOUT_MS / 1000} s`;
+    return isRedisDown(err) ? (lastConnectionError ?? (err as Error).message) : undefined;
+  };
   let rpc: ReturnType<typeof createRpcMethods> | undefined;
   const methods = () => {
     if (!rpc) rpc = createRpcMethods(svc);
@@ -115,15 +130,15 @@ export function directClient(config: Config): Client {
     mode: "direct",
     describe: displayRedisUrl(config.redis.url),
     svc,
+    redisDownCause,
     async rpc(method, params) {
       const h = methods()[method];
       if (!h) throw new RpcCallError("not_found", `unknown method ${method}`);
       try {
         return await h(params ?? {});
       } catch (err) {
-        if (isRedisDown(err)) {
-          throw redisUnavailable(config.redis.url, lastConnectionError ?? (err as Error).message);
-        }
+        const cause = redisDownCause(err);
+        if (cause !== undefined) throw redisUnavailable(config.redis.url, cause);
         throw err;
       }
     },
@@ -135,10 +150,13 @@ export function directClient(config: Config): Client {
     async close() {
       // BullMQ's Queue checks the Redis version (INFO) once connected, used or not; quitting before
       // that made it write to a closed socket (a "write EPIPE" warning on stderr). Let it finish.
-      let timer: NodeJS.Timeout | undefined;
-      const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, 1000)));
-      await Promise.race([Promise.allSettled(Object.values(svc.queues).map((q) => q.waitUntilReady())), bound]);
-      clearTimeout(timer);
+      // Not when Redis does not answer: there is no check to finish, and nothing to write to.
+      if (svc.redis.status === "ready") {
+        let timer: NodeJS.Timeout | undefined;
+        const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, 1000)));
+        await Promise.race([Promise.allSettled(Object.values(svc.queues).map((q) => q.waitUntilReady())), bound]);
+        clearTimeout(timer);
+      }
       await svc.close();
     },
   };
@@ -162,18 +180,35 @@ export function loadCliConfig(opts: GlobalOptions): LoadedConfig {
   return loaded;
 }
 
+/** The gateway token the CLI presents: --token, $SWITCHBOARD_TOKEN, else the config's. */
+export function cliToken(opts: GlobalOptions, config: Config): string | undefined {
+  return opts.token ?? process.env.SWITCHBOARD_TOKEN ?? config.gateway.auth.token;
+}
+
+/** The gateway named explicitly (--url, $SWITCHBOARD_URL), without a trailing slash. */
+export function explicitGatewayUrl(opts: GlobalOptions): string | undefined {
+  return (opts.url ?? process.env.SWITCHBOARD_URL)?.replace(/\/$/, "");
+}
+
+/**
+ * Where the CLI looks for a gateway when none is named: the one `switchboard start` recorded,
+ * then where the config says one listens (not port 0, which names no port).
+ */
+export function gatewayCandidates(config: Config): string[] {
+  const host = config.gateway.host === "0.0.0.0" ? "127.0.0.1" : config.gateway.host;
+  return [
+    readRuntimeInfo(config.storage.dir)?.gatewayUrl,
+    config.gateway.port ? `http://${host}:${config.gateway.port}` : undefined,
+  ].filter((u): u is string => Boolean(u));
+}
+
 export async function connect(opts: GlobalOptions, prefer: "http" | "direct" = "http"): Promise<Client> {
   const { config } = loadCliConfig(opts);
-  const token = opts.token ?? process.env.SWITCHBOARD_TOKEN ?? config.gateway.auth.token;
-  const explicitUrl = opts.url ?? process.env.SWITCHBOARD_URL;
-  if (explicitUrl) return httpClient(explicitUrl.replace(/\/$/, ""), token);
+  const token = cliToken(opts, config);
+  const explicitUrl = explicitGatewayUrl(opts);
+  if (explicitUrl) return httpClient(explicitUrl, token);
   if (prefer === "http") {
-    const runtime = readRuntimeInfo(config.storage.dir);
-    const candidates = [
-      runtime?.gatewayUrl,
-      `http://${config.gateway.host === "0.0.0.0" ? "127.0.0.1" : config.gateway.host}:${config.gateway.port}`,
-    ].filter(Boolean) as string[];
-    for (const base of candidates) if (await reachable(base)) return httpClient(base, token);
+    for (const base of gatewayCandidates(config)) if (await reachable(base)) return httpClient(base, token);
   }
   return directClient(config);
 }

@@ -4,7 +4,7 @@
  */
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import { openRedis } from "../queues/redis-connections.js";
+import { probeConnection } from "../queues/redis-connections.js";
 import type { Config } from "../config/schema.js";
 import type { Queues } from "../queues/queues.js";
 import type { DeadLetters } from "../runs/dead-letters.js";
@@ -44,24 +44,13 @@ export function infoField(info: string, field: string): string | undefined {
   return line?.slice(field.length + 1).trim();
 }
 
-/** A Redis connection that fails at once instead of retrying (doctor reports, it does not wait). */
-export async function probeRedis(url: string, timeoutMs = 2000): Promise<{ redis?: RedisClient; error?: string }> {
+/**
+ * A Redis connection that fails at once instead of retrying, and a Redis that takes the
+ * connection but does not answer within `timeoutMs` fails too (doctor reports, it does not wait).
+ */
+export async function probeRedis(url: string, timeoutMs = 3000): Promise<{ redis?: RedisClient; error?: string }> {
   // A cluster URL (redis+cluster://) gets a Cluster client, with the same fail-fast settings per node.
-  const r = openRedis(
-    url,
-    { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, connectTimeout: timeoutMs },
-    () => null,
-  );
-  let lastError: string | undefined;
-  r.on("error", (err: Error) => (lastError = err.message));
-  try {
-    await r.connect();
-    await r.ping();
-    return { redis: r };
-  } catch (err) {
-    r.disconnect();
-    return { error: lastError ?? (err as Error).message };
-  }
+  return await probeConnection(url, timeoutMs);
 }
 
 export async function checkRedis(redis: RedisClient, url: string): Promise<Finding[]> {
@@ -347,30 +336,70 @@ export async function checkDeployment(redis: RedisClient, config: Config): Promi
   return [...judgeProcesses(config, all, now), ...judgeClocks(localSkew, all)];
 }
 
-export async function checkGateway(base: string): Promise<Finding[]> {
+/** What to do when the gateway refuses the CLI's token. */
+const TOKEN_FIX = "set --token / SWITCHBOARD_TOKEN / gateway.auth.token to the gateway's token";
+
+/**
+ * One cheap authenticated call (`sessions.list`, one row): /readyz needs no token, so a gateway
+ * can be ready and still refuse every command the CLI would send it.
+ */
+async function tokenFinding(base: string, token: string | undefined): Promise<Finding | undefined> {
+  const res = await fetch(`${base}/v1/rpc/sessions.list`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify({ limit: 1 }),
+    signal: AbortSignal.timeout(3000),
+  });
+  await res.body?.cancel();
+  if (res.status !== 401) return undefined;
+  return {
+    check: "gateway",
+    level: "fail",
+    message: `${base} is ready but refused ${token ? "the token" : "a request without a token"} (401)`,
+    fix: `token refused → ${TOKEN_FIX}`,
+  };
+}
+
+/**
+ * `/readyz` of the gateway at `base`, then whether it takes `token`. `implicit`: the gateway was
+ * not named (no --url, $SWITCHBOARD_URL or runtime file) but is where the config says one
+ * listens; none answering there is a warning, since the CLI then reads Redis directly.
+ */
+export async function checkGateway(base: string, token?: string, implicit = false): Promise<Finding[]> {
   try {
     const res = await fetch(`${base}/readyz`, { signal: AbortSignal.timeout(3000) });
     const body = (await res.json().catch(() => ({}))) as { error?: string };
-    if (res.ok) return [{ check: "gateway", level: "ok", message: `${base} ready` }];
-    return [
-      {
-        check: "gateway",
-        level: "fail",
-        message: `${base}/readyz answered ${res.status}${body.error ? `: ${body.error}` : ""}`,
-        fix: "see that gateway's log; switchboard status",
-      },
-    ];
+    if (!res.ok)
+      return [
+        {
+          check: "gateway",
+          level: "fail",
+          message: `${base}/readyz answered ${res.status}${body.error ? `: ${body.error}` : ""}`,
+          fix: "see that gateway's log; switchboard status",
+        },
+      ];
+    const refused = await tokenFinding(base, token);
+    return [refused ?? { check: "gateway", level: "ok", message: `${base} ready` }];
   } catch (err) {
-    const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message;
-    return [
-      {
-        check: "gateway",
-        level: "fail",
-        message: `${base} does not answer (${cause})`,
-        fix: "start it (switchboard gateway) or fix --url / SWITCHBOARD_URL",
-      },
-    ];
+    return [unreachable(base, err, implicit)];
   }
+}
+
+function unreachable(base: string, err: unknown, implicit: boolean): Finding {
+  const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message;
+  if (implicit)
+    return {
+      check: "gateway",
+      level: "warn",
+      message: `no gateway answers at ${base} (gateway.host/port; ${cause}): send needs one`,
+      fix: "start one (switchboard gateway, or switchboard start); on a workers-only host ignore this",
+    };
+  return {
+    check: "gateway",
+    level: "fail",
+    message: `${base} does not answer (${cause})`,
+    fix: "start it (switchboard gateway) or fix --url / SWITCHBOARD_URL",
+  };
 }
 
 /** `--alive <role>`: is a process of that role on this host registered with a fresh heartbeat? */

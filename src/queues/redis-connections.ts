@@ -1,7 +1,9 @@
 /**
  * ioredis clients by role: workers and subscribers retry forever
  * (`maxRetriesPerRequest: null`, required by BullMQ's blocking calls); producers on the HTTP
- * path give up after one retry so a request fails fast instead of hanging while Redis is away.
+ * path give up after one retry so a request fails fast instead of hanging while Redis is away;
+ * the CLI's connections also give up on a command Redis took but never answered (a hung or
+ * paused server), so an operator command ends with the reason instead of hanging.
  *
  * `redis.url` names one Redis or a Redis Cluster (redis+cluster://…): the same roles and options
  * apply to either, for a Cluster on each node connection (docs/concepts/redis-cluster.md).
@@ -11,7 +13,16 @@ import type { Logger } from "pino";
 import { parseRedisUrl } from "../config/redis-url.js";
 import type { RedisClient } from "../storage/redis-client.js";
 
-export type ConnectionRole = "worker" | "producer" | "subscriber";
+export type ConnectionRole = "worker" | "producer" | "subscriber" | "cli";
+
+/**
+ * How long a CLI command waits for Redis's answer. Never for workers, subscribers or gateways:
+ * BullMQ's blocking commands wait on purpose, and a busy Redis must slow a server down, not fail it.
+ */
+export const CLI_COMMAND_TIMEOUT_MS = 5000;
+
+/** What a Redis that took the connection but did not answer in time may be. */
+export const NO_REPLY = "connected but no reply (hung, busy, or not Redis)";
 
 /**
  * Options for the server, or for each node of a Cluster (`enableOfflineQueue` then applies to
@@ -55,7 +66,10 @@ export function createRedis(url: string, role: ConnectionRole, log?: Logger, nam
   const r = openRedis(
     url,
     {
-      maxRetriesPerRequest: role === "producer" ? 1 : null,
+      maxRetriesPerRequest: role === "producer" || role === "cli" ? 1 : null,
+      // A closed CLI connection to a server that never answers is not kept waiting for its FIN
+      // either (ioredis waits 2 s by default), so the command exits once it has its answer.
+      ...(role === "cli" ? { commandTimeout: CLI_COMMAND_TIMEOUT_MS, disconnectTimeout: 200 } : {}),
       enableReadyCheck: true,
       connectionName: name ?? `switchboard-${role}`,
       // A subscriber subscribes again itself after a reconnect (keepSubscribed).
@@ -67,13 +81,66 @@ export function createRedis(url: string, role: ConnectionRole, log?: Logger, nam
   );
   let lastLog = 0;
   r.on("error", (err: Error) => {
-    // Reconnects are normal operations; log at most once every 5 s per connection.
+    // Reconnects are normal operations; log at most once every 5 s per connection. A CLI command
+    // says what went wrong in its own message: its reconnects are only for LOG_LEVEL=debug.
     if (Date.now() - lastLog > 5000) {
       lastLog = Date.now();
-      log?.warn({ err: err.message, role }, "redis connection error (will retry)");
+      const fields = { err: err.message, role };
+      if (role === "cli") log?.debug(fields, "redis connection error (will retry)");
+      else log?.warn(fields, "redis connection error (will retry)");
     }
   });
   return r;
+}
+
+/**
+ * Connect and PING once, no retries, all within `timeoutMs`: the client when Redis (or a ready
+ * Redis Cluster) answers, else why not. The whole exchange is timed, not only the TCP connect: a
+ * paused or overloaded Redis, or a dead backend behind a TCP proxy, takes the connection and then
+ * never answers, and ioredis would wait for its ready check forever.
+ */
+export async function probeConnection(
+  url: string,
+  timeoutMs: number,
+): Promise<{ redis: RedisClient; error?: undefined } | { redis?: undefined; error: string }> {
+  const r = openRedis(
+    url,
+    // The command timeout bounds what a caller asks of the client afterwards too (doctor's checks).
+    {
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+      connectTimeout: timeoutMs,
+      commandTimeout: timeoutMs,
+      disconnectTimeout: 200, // a server that never answered is not waited for on close either
+    },
+    () => null,
+    { lazyConnect: true, slotsRefreshTimeout: timeoutMs },
+  );
+  let lastError: string | undefined;
+  let connected = false;
+  r.on("error", (err: Error) => (lastError = err.message));
+  r.on("connect", () => (connected = true));
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<"expired">((resolve) => (timer = setTimeout(() => resolve("expired"), timeoutMs)));
+  const answered = (async () => {
+    await r.connect();
+    return await r.ping();
+  })();
+  try {
+    const outcome = await Promise.race([answered, expired]);
+    if (outcome === "PONG") return { redis: r };
+    answered.catch(() => {}); // settled by the disconnect below; nobody waits for it any more
+    r.disconnect();
+    if (outcome === "expired")
+      return { error: connected ? `${NO_REPLY} within ${timeoutMs} ms` : `no connection within ${timeoutMs} ms` };
+    return { error: `answered PING with ${JSON.stringify(outcome)}: not Redis` };
+  } catch (err) {
+    r.disconnect();
+    return { error: lastError ?? (err as Error).message };
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /**

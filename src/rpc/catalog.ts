@@ -64,4 +64,10 @@ export const RPC_CATALOG: Record<string, RpcMethodDoc> = {
     summary: "Outbound deliveries, newest first (filter by session or channel)",
     params: DeliveriesListParams,
   },
+  status: {
+    summary:
+      "The deployment this gateway serves: its Redis, queue depths, workers, ready list, storage, dead letters, " +
+      "recent sessions, processes (what switchboard status prints)",
+    params: P.StatusParams,
+  },
 };

@@ -34,6 +34,7 @@ import { canonicalSessionKey } from "../session/key-canonical.js";
 import { sessionSendPolicy } from "../session/stored-send-policy.js";
 import { enqueueDelivery } from "../delivery/deliver.js";
 import * as P from "./params.js";
+import { deploymentStatus } from "./status.js";
 
 export type RpcHandler = (params: unknown) => Promise<unknown>;
 
@@ -316,6 +317,11 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
     "deliveries.list": async (raw) => {
       const q = parseParams(P.DeliveriesListParams, raw, "deliveries.list");
       return { deliveries: await deliveries.list(q) };
+    },
+
+    status: async (raw) => {
+      parseParams(P.StatusParams, raw, "status");
+      return await deploymentStatus(svc);
     },
   };
   return Object.assign(Object.create(null) as Record<string, RpcHandler>, methods);

@@ -48,9 +48,11 @@ export const SessionsPatchParams = SessionPatchSchema.extend({ key });
 export const SessionsResetParams = z.strictObject({ key, reason: z.enum(["new", "reset"]).optional() });
 export const SessionsCleanupParams = z.strictObject({ dryRun: z.boolean().optional() });
 export const SessionsDeleteParams = z.strictObject({ key, deleteTranscript: z.boolean().optional() });
+/** The most chat.history returns at once (OpenClaw's bound); `history --limit` says so by name. */
+export const CHAT_HISTORY_MAX = 1000;
 export const ChatHistoryParams = z.strictObject({
   sessionKey: key,
-  limit: z.number().int().min(1).max(1000).optional(),
+  limit: z.number().int().min(1).max(CHAT_HISTORY_MAX).optional(),
 });
 
 export const AgentParams = z.strictObject({
@@ -98,3 +100,6 @@ export const DeadLettersReplayParams = z.union([
   z.strictObject({ all: z.literal(true) }),
 ]);
 export const DeadLettersDiscardParams = z.strictObject({ runId: safeString("runId").min(1).max(128) });
+
+/** `status` takes nothing: it reports the deployment the gateway serves. */
+export const StatusParams = z.strictObject({});

@@ -17,7 +17,15 @@ import {
   probeRedis,
 } from "../../doctor/checks.js";
 import { formatReport, verdict, type Finding } from "../../doctor/report.js";
-import { directClient, loadCliConfig, type GlobalOptions } from "../client.js";
+import type { Config } from "../../config/schema.js";
+import {
+  cliToken,
+  directClient,
+  explicitGatewayUrl,
+  gatewayCandidates,
+  loadCliConfig,
+  type GlobalOptions,
+} from "../client.js";
 import { printJson } from "../output.js";
 import { updateProgress } from "../progress.js";
 import { displayRedisUrl } from "../../config/redis-url.js";
@@ -92,10 +100,20 @@ async function examine(opts: GlobalOptions & { alive?: string }): Promise<Findin
   } finally {
     redis.disconnect();
   }
-  const gatewayUrl = opts.url ?? process.env.SWITCHBOARD_URL ?? readRuntimeInfo(config.storage.dir)?.gatewayUrl;
-  if (gatewayUrl) {
-    updateProgress(`asking the gateway at ${gatewayUrl}…`);
-    findings.push(...(await checkGateway(gatewayUrl.replace(/\/$/, ""))));
-  }
+  findings.push(...(await gatewayFindings(opts, config)));
   return findings;
+}
+
+/**
+ * The gateway the CLI would use (client.ts, `connect`): the named one, else the one
+ * `switchboard start` recorded, else where the config says one listens.
+ */
+async function gatewayFindings(opts: GlobalOptions, config: Config): Promise<Finding[]> {
+  const named = explicitGatewayUrl(opts);
+  const candidates = gatewayCandidates(config);
+  const base = named ?? candidates[0];
+  if (!base) return [];
+  updateProgress(`asking the gateway at ${base}…`);
+  const implicit = !named && !readRuntimeInfo(config.storage.dir);
+  return await checkGateway(base, cliToken(opts, config), implicit);
 }

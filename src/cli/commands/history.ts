@@ -2,7 +2,9 @@ import type { TranscriptEntry, TranscriptMessage } from "../../history/transcrip
 import { topicOpt } from "../../session/transcript-topic.js";
 import { readLastEntries } from "../../transcript/tail-reader.js";
 import { type Client, connect, type GlobalOptions } from "../client.js";
+import { positiveInt } from "../flags.js";
 import { messageText, printJson } from "../output.js";
+import { CHAT_HISTORY_MAX } from "../../rpc/params.js";
 
 /** Printed in place of a time no Date can hold (an imported `timestamp: 1e20`) or that is missing. */
 export const UNKNOWN_TIME = "????-??-?? ??:??:??";
@@ -49,12 +51,11 @@ export async function historyCommand(
   sessionKey: string,
   opts: GlobalOptions & { json?: boolean; limit?: string },
 ): Promise<number> {
+  // Refused here, by the flag's name, before Redis is asked (the RPC's own message names params).
+  const limit = positiveInt("--limit", opts.limit, CHAT_HISTORY_MAX);
   const client = await connect(opts, "direct");
   try {
-    const res = (await client.rpc("chat.history", {
-      sessionKey,
-      ...(opts.limit ? { limit: Number(opts.limit) } : {}),
-    })) as {
+    const res = (await client.rpc("chat.history", { sessionKey, ...(limit ? { limit } : {}) })) as {
       sessionKey: string;
       messages: TranscriptMessage[];
     };

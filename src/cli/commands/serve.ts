@@ -6,7 +6,7 @@
  */
 import { loadConfig } from "../../config/load.js";
 import type { Config } from "../../config/schema.js";
-import { startEmbeddedRedis, redisAnswers, type EmbeddedRedis } from "../../app/embedded-redis.js";
+import { startEmbeddedRedis, redisProblem, type EmbeddedRedis } from "../../app/embedded-redis.js";
 import { removeRuntimeInfo, writeRuntimeInfo } from "../../app/runtime-file.js";
 import { startSystem, type SwitchboardSystem } from "../../app/system.js";
 import { createLogger } from "../../app/logger.js";
@@ -47,11 +47,13 @@ async function ensureRedis(
   redisExplicit: boolean,
   allowEmbedded: boolean,
 ): Promise<EmbeddedRedis | undefined> {
-  if (await redisAnswers(config.redis.url)) return undefined;
-  if (redisExplicit || !allowEmbedded) throw redisUnavailable(config.redis.url, "no answer");
+  // Bounded: a Redis that takes the connection and never answers is no Redis here (README, `npm start`).
+  const problem = await redisProblem(config.redis.url);
+  if (problem === undefined) return undefined;
+  if (redisExplicit || !allowEmbedded) throw redisUnavailable(config.redis.url, problem);
   const embedded = await startEmbeddedRedis(config.storage.dir);
   process.stderr.write(
-    `no Redis at ${displayRedisUrl(config.redis.url)}: ` +
+    `no Redis at ${displayRedisUrl(config.redis.url)} (${problem}): ` +
       `started an embedded redis-server (data in ${embedded.dataDir})\n`,
   );
   config.redis.url = embedded.url;

@@ -1,6 +1,7 @@
 import type { SessionEntry } from "../../session/session-entry.js";
 import { ValidationError } from "../../errors/index.js";
 import { connect, type GlobalOptions } from "../client.js";
+import { positiveInt } from "../flags.js";
 import { ago, printJson, printTable } from "../output.js";
 import { updateProgress } from "../progress.js";
 
@@ -11,14 +12,6 @@ interface ListAnswer {
   count: number;
   sessions: SessionEntry[];
   nextOffset?: number;
-}
-
-function positiveInt(name: string, value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1)
-    throw new ValidationError(`${name} must be a whole number ≥ 1 (got ${JSON.stringify(value)})`);
-  return n;
 }
 
 /** `switchboard sessions [--json] [--active MIN] [--agent ID] [--limit N | --all]` */

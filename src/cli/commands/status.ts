@@ -1,141 +1,144 @@
-import { loadCliConfig, connect, reachable, type GlobalOptions } from "../client.js";
-import { ago, formatTable, printJson } from "../output.js";
-import { listProcesses } from "../../deployment/process-registry.js";
-import { createServices } from "../../app/services.js";
-import { QUEUE_NAMES } from "../../queues/queue-names.js";
+import type { Config } from "../../config/schema.js";
 import { readRuntimeInfo } from "../../app/runtime-file.js";
-import { StorageFaults } from "../../runs/storage-faults.js";
-import { displayRedisUrl } from "../../config/redis-url.js";
+import { deploymentStatus, type DeploymentStatus } from "../../rpc/status.js";
+import {
+  type Client,
+  connect,
+  directClient,
+  loadCliConfig,
+  reachable,
+  RpcCallError,
+  type GlobalOptions,
+} from "../client.js";
+import { ago, formatTable, printJson } from "../output.js";
+
+/** What `status --json` prints: the gateway as this CLI sees it, then the deployment's status. */
+type StatusReport = {
+  gateway: { url: string | null; reachable: boolean; tokenRefused?: true; error?: string };
+} & Partial<DeploymentStatus>;
+
+/** The status of the deployment in the local config, read from Redis directly. */
+async function directStatus(client: Client): Promise<Partial<DeploymentStatus>> {
+  return await deploymentStatus(client.svc!, (err) => client.redisDownCause?.(err));
+}
+
+/**
+ * Over HTTP: the status of the deployment the gateway serves (its `status` RPC method). A token it
+ * refuses, or another error, is part of the report; a gateway that does not answer at all leaves
+ * the local config's deployment to report, read directly.
+ */
+async function gatewayStatus(client: Client, config: Config): Promise<StatusReport> {
+  const gateway: StatusReport["gateway"] = { url: client.describe, reachable: await reachable(client.describe) };
+  if (!gateway.reachable) {
+    const direct = directClient(config);
+    try {
+      return { gateway, ...(await directStatus(direct)) };
+    } finally {
+      await direct.close();
+    }
+  }
+  try {
+    return { gateway, ...((await client.rpc("status")) as DeploymentStatus) };
+  } catch (err) {
+    if (!(err instanceof RpcCallError)) throw err;
+    if (err.code === "unauthorized") gateway.tokenRefused = true;
+    else gateway.error = `${err.code}: ${err.message}`;
+    return { gateway };
+  }
+}
 
 /** `switchboard status`: gateway reachability, Redis, queue depths, worker count, recent sessions. */
 export async function statusCommand(opts: GlobalOptions & { json?: boolean }): Promise<number> {
   const { config } = loadCliConfig(opts);
   const client = await connect(opts);
-  // An explicit --url / $SWITCHBOARD_URL gives an HTTP client without asking the gateway: probe it.
-  const gateway =
-    client.mode === "http"
-      ? { url: client.describe, reachable: await reachable(client.describe) }
-      : { url: readRuntimeInfo(config.storage.dir)?.gatewayUrl ?? null, reachable: false };
-  const svc = createServices(config, { role: "cli" });
-  const out: Record<string, unknown> = {
-    gateway,
-    redis: { url: displayRedisUrl(config.redis.url), prefix: config.redis.prefix },
-  };
+  let out: StatusReport;
   try {
-    const started = Date.now();
-    await svc.redis.ping();
-    (out.redis as Record<string, unknown>).up = true;
-    (out.redis as Record<string, unknown>).pingMs = Date.now() - started;
-    const queues: Record<string, unknown> = {};
-    for (const name of QUEUE_NAMES) {
-      const q = svc.queues[name];
-      queues[name] = {
-        ...(await q.getJobCounts("waiting", "active", "delayed", "failed", "completed")),
-        workers: await q.getWorkersCount(),
-      };
-    }
-    out.queues = queues;
-    // The default wake-up is not a BullMQ job (docs/design/runs.md, "Wake-ups"): its backlog.
-    out.ready = {
-      sessions: await svc.redis.llen(svc.keys.readyList()),
-      pendingWakes: await svc.redis.zcard(svc.keys.pendingWakes()),
-    };
-    out.workers = Math.max(...Object.values(queues).map((q) => (q as { workers: number }).workers));
-    const fault = await StorageFaults.current(svc.redis, svc.keys);
-    out.storage = fault
-      ? { healthy: false, code: fault.code, message: fault.message, since: fault.since }
-      : { healthy: true };
-    out.deadLetters = await svc.deadLetters.count();
-    out.sessions = (await svc.sessions.list({ limit: 5 })).map((s) => ({
-      key: s.key,
-      updatedAt: s.updatedAt,
-      ago: ago(s.updatedAt),
-    }));
-    out.processes = (await listProcesses(svc.redis))
-      .filter((p) => p.prefix === config.redis.prefix)
-      .map((p) => ({
-        role: p.role,
-        host: p.host,
-        pid: p.pid,
-        version: p.version,
-        startedAt: p.startedAt,
-        heartbeatAt: p.heartbeatAt,
-        ...(p.forced ? { forced: true } : {}),
-      }));
-  } catch (err) {
-    (out.redis as Record<string, unknown>).up = false;
-    (out.redis as Record<string, unknown>).error = (err as Error).message;
+    out =
+      client.mode === "http"
+        ? await gatewayStatus(client, config)
+        : {
+            gateway: { url: readRuntimeInfo(config.storage.dir)?.gatewayUrl ?? null, reachable: false },
+            ...(await directStatus(client)),
+          };
   } finally {
-    await svc.close();
     await client.close();
   }
-  if (opts.json) {
-    printJson(out);
-  } else {
-    const r = out.redis as { url: string; up: boolean; pingMs?: number; error?: string };
-    const at = gateway.url ? ` at ${gateway.url}` : "";
-    const lines = [
-      `Gateway: ${gateway.reachable ? `up${at}` : `not reachable${at}`}`,
-      `Redis:   ${r.up ? `up (${r.url}, ${r.pingMs} ms)` : `DOWN (${r.url}: ${r.error})`}`,
-    ];
-    if (!r.up)
-      lines.push(
-        "         start Redis, or point REDIS_URL / redis.url (--config) at it; " +
-          "`switchboard doctor` checks the whole setup",
-      );
-    if (out.queues) {
-      const st = out.storage as { healthy: boolean; code?: string; message?: string; since?: number };
-      const dl = out.deadLetters as number;
-      const ready = out.ready as { sessions: number; pendingWakes: number };
-      lines.push(
-        `Workers: ${out.workers}`,
-        `Ready:   ${ready.sessions} session${ready.sessions === 1 ? "" : "s"} waiting for a worker slot, ` +
-          `${ready.pendingWakes} wake${ready.pendingWakes === 1 ? "" : "s"} pending`,
-        st.healthy
-          ? "Storage: ok"
-          : `Storage: UNHEALTHY since ${new Date(st.since ?? 0).toISOString()} (${st.code}: ${st.message}); ` +
-              "turns are parked",
-        `Dead letters: ${dl}${dl ? "  (switchboard deadletters to list and replay)" : ""}`,
-        "",
-        formatTable(
-          Object.entries(out.queues as Record<string, Record<string, number>>).map(([name, c]) => ({
-            queue: name,
-            ...c,
-          })),
-          ["queue", "waiting", "active", "delayed", "failed", "workers"],
-        ),
-      );
-      const procs = out.processes as {
-        role: string;
-        host: string;
-        pid: number;
-        heartbeatAt: number;
-        forced?: boolean;
-      }[];
-      if (procs.length) {
-        lines.push(
-          formatTable(
-            procs.map((p) => ({
-              process: p.role + (p.forced ? " (forced)" : ""),
-              host: p.host,
-              pid: p.pid,
-              heartbeat: ago(p.heartbeatAt),
-            })),
-            ["process", "host", "pid", "heartbeat"],
-          ),
-        );
-      }
-      const sessions = out.sessions as { key: string; ago: string }[];
-      lines.push(
-        sessions.length
-          ? formatTable(
-              sessions.map((x) => ({ "recent session": x.key, updated: x.ago })),
-              ["recent session", "updated"],
-            )
-          : "(no sessions yet)\n",
-      );
-    }
-    process.stdout.write(lines.join("\n").replace(/\n*$/, "\n"));
-  }
-  return (out.redis as { up: boolean }).up ? 0 : 1;
+  if (out.sessions) out.sessions = out.sessions.map((x) => ({ ...x, ago: ago(x.updatedAt) }));
+  if (opts.json) printJson(out);
+  else process.stdout.write(formatStatus(out));
+  return out.redis?.up ? 0 : 1;
+}
+
+/** The Gateway and Redis lines, and what to do when either is not fine. */
+function headLines(out: StatusReport): string[] {
+  const g = out.gateway;
+  const at = g.url ? ` at ${g.url}` : "";
+  const lines = [`Gateway: ${g.reachable ? `up${at}` : `not reachable${at}`}`];
+  if (g.tokenRefused) lines.push("         token refused → set --token / SWITCHBOARD_TOKEN / gateway.auth.token");
+  if (g.error) lines.push(`         its status failed: ${g.error}`);
+  const r = out.redis;
+  if (!r) return lines;
+  lines.push(`Redis:   ${r.up ? `up (${r.url}, ${r.pingMs} ms)` : `DOWN (${r.url}: ${r.error})`}`);
+  if (!r.up)
+    lines.push(
+      "         start Redis, or point REDIS_URL / redis.url (--config) at it; " +
+        "`switchboard doctor` checks the whole setup",
+    );
+  return lines;
+}
+
+function countLines(out: Required<DeploymentStatus>): string[] {
+  const st = out.storage;
+  const dl = out.deadLetters;
+  const ready = out.ready;
+  return [
+    `Workers: ${out.workers}`,
+    `Ready:   ${ready.sessions} session${ready.sessions === 1 ? "" : "s"} waiting for a worker slot, ` +
+      `${ready.pendingWakes} wake${ready.pendingWakes === 1 ? "" : "s"} pending`,
+    st.healthy
+      ? "Storage: ok"
+      : `Storage: UNHEALTHY since ${new Date(st.since ?? 0).toISOString()} (${st.code}: ${st.message}); ` +
+        "turns are parked",
+    `Dead letters: ${dl}${dl ? "  (switchboard deadletters to list and replay)" : ""}`,
+    "",
+  ];
+}
+
+function tableLines(out: Required<DeploymentStatus>): string[] {
+  const lines = [
+    formatTable(
+      Object.entries(out.queues).map(([name, c]) => ({ queue: name, ...c })),
+      ["queue", "waiting", "active", "delayed", "failed", "workers"],
+    ),
+  ];
+  if (out.processes.length)
+    lines.push(
+      formatTable(
+        out.processes.map((p) => ({
+          process: p.role + (p.forced ? " (forced)" : ""),
+          host: p.host,
+          pid: p.pid,
+          heartbeat: ago(p.heartbeatAt),
+        })),
+        ["process", "host", "pid", "heartbeat"],
+      ),
+    );
+  lines.push(
+    out.sessions.length
+      ? formatTable(
+          out.sessions.map((x) => ({ "recent session": x.key, updated: ago(x.updatedAt) })),
+          ["recent session", "updated"],
+        )
+      : "(no sessions yet)\n",
+  );
+  return lines;
+}
+
+/** The report for people: aligned lines and tables. */
+function formatStatus(out: StatusReport): string {
+  const lines = headLines(out);
+  // Queue counts are there only when Redis answered every question.
+  const full = out as Required<DeploymentStatus>;
+  if (out.queues && out.processes && out.sessions) lines.push(...countLines(full), ...tableLines(full));
+  return lines.join("\n").replace(/\n*$/, "\n");
 }
