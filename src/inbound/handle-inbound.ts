@@ -22,8 +22,7 @@ import { statusCard } from "../session/status-card.js";
 import { enqueueTurnInSession, requestDrain } from "../runs/enqueue.js";
 import { uuidFrom } from "../runs/derived-id.js";
 import { luaCommand } from "../storage/lua-script.js";
-import { stopSession } from "../runs/stop.js";
-import { silenceDescendants } from "../subagents/descendants.js";
+import { stopSessionAndSilence } from "../subagents/descendants.js";
 import { parseChatCommand } from "../session/chat-commands.js";
 import { InboundMessageSchema, type InboundMessage } from "../session/inbound-message.js";
 import { resolveInboundSession } from "../session/key-build.js";
@@ -311,8 +310,7 @@ async function handleResolved(
 
   if (command?.kind === "stop") {
     // The user said stop: the sub-agents stopped with the session report nothing afterwards.
-    await silenceDescendants(svc, sessionKey);
-    const stopped = await stopSession(svc, sessionKey);
+    const stopped = await stopSessionAndSilence(svc, sessionKey);
     if (entry) await svc.sessions.upsert(sessionKey, ident, { abortedLastRun: stopped > 0 }, { activity: "preserve" });
     await reply(
       svc,

@@ -23,7 +23,7 @@ import { deleteSession, rotateSession } from "../rotation/rotate.js";
 import { identOf } from "../session/session-ident.js";
 import { enqueueTurnIfEntry, requestDrain } from "../runs/enqueue.js";
 import { entryCache, knownEntry } from "../runs/entry-cache.js";
-import { stopSession } from "../runs/stop.js";
+import { stopSessionAndSilence } from "../subagents/descendants.js";
 import { replayDeadLetter } from "../runs/replay.js";
 import { uuidFrom } from "../runs/derived-id.js";
 import { sessionForTurn } from "../rotation/turn-session.js";
@@ -120,7 +120,7 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
       const key = canon(p.key);
       const old = await svc.sessions.get(key);
       if (!old) throw new SessionNotFoundError(key);
-      const stopped = await stopSession(svc, key);
+      const stopped = await stopSessionAndSilence(svc, key);
       const next = await rotateSession(svc, old, { reason: p.reason ?? "reset", archive: "job", activity: "preserve" });
       const entry = next ?? (await svc.sessions.require(key));
       return { key, sessionId: entry.sessionId, previousSessionId: old.sessionId, stopped, entry };
@@ -139,7 +139,7 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
       const { agentId, kind } = identOf(svc.config, key);
       if (key === canon("main", agentId))
         throw new SwitchboardError("forbidden", `Cannot delete the main session (${key}); use sessions.reset`);
-      const stopped = await stopSession(svc, key);
+      const stopped = await stopSessionAndSilence(svc, key);
       const old = await deleteSession(svc, key, { agentId, kind }, { archive: p.deleteTranscript !== false });
       if (!old) throw new SessionNotFoundError(key);
       return { key, deleted: true, stopped };

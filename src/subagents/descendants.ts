@@ -8,6 +8,7 @@
  * the new session with a leftover of the old one).
  */
 import type { RunDeps } from "../runs/run-deps.js";
+import { stopSession } from "../runs/stop.js";
 import type { RedisClient } from "../storage/redis-client.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
 import { SubagentRegistry, type SubagentRun } from "./registry.js";
@@ -49,4 +50,16 @@ export async function silenceDescendants(
   for (const r of await runningDescendants(svc, registry, rootKey))
     if ((await registry.suppressKilled(r.runId)) === "suppressed") silenced++;
   return silenced;
+}
+
+/**
+ * `/stop`, `sessions.reset` and `sessions.delete`: the sub-agents below `sessionKey` are silenced,
+ * then the session and they are stopped (src/runs/stop.ts). Returns how many runs were stopped.
+ */
+export async function stopSessionAndSilence(
+  svc: Parameters<typeof stopSession>[0] & DescendantDeps & { redis: RedisClient; keys: RedisKeys },
+  sessionKey: string,
+): Promise<number> {
+  await silenceDescendants(svc, sessionKey);
+  return await stopSession(svc, sessionKey);
 }

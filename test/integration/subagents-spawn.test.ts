@@ -293,6 +293,17 @@ describe("sessions_spawn and the durable announce", () => {
     expect(await announceDeliveries(sys, key)).toEqual([]);
   });
 
+  it("sessions.reset stops the running children silently: the new session does not open with their reports", async () => {
+    const key = await groupSession(sys, "resetter");
+    const child = await tool(sys, "sessions_spawn", key, { task: "hang on", agentId: "researcher" });
+    const reset = await sys.rpc("sessions.reset", { key });
+    expect(reset.stopped).toBeGreaterThanOrEqual(1);
+    expect((await announced(sys, child.runId)).announce).toBe("suppressed");
+    await queuesQuiet(sys);
+    expect(await completionTurns(sys, key)).toEqual([]);
+    expect(await announceDeliveries(sys, key)).toEqual([]);
+  });
+
   it("session_status refuses a malformed model override, as sessions_spawn does", async () => {
     const key = await groupSession(sys, "model");
     expect(await tool(sys, "session_status", key, { model: "bad model id" })).toMatchObject({
