@@ -293,7 +293,7 @@ describe("sessions_spawn and the durable announce", () => {
     expect(await announceDeliveries(sys, key)).toEqual([]);
   });
 
-  it("sessions.reset stops the running children silently: the new session does not open with their reports", async () => {
+  it("sessions.reset stops the children silently: the new session does not open with their reports", async () => {
     const key = await groupSession(sys, "resetter");
     const child = await tool(sys, "sessions_spawn", key, { task: "hang on", agentId: "researcher" });
     const reset = await sys.rpc("sessions.reset", { key });
