@@ -343,6 +343,14 @@ export const ConfigSchema = z
             messageBytes: MessageBytesSchema,
             // Default: 2 × messageBytes + 64 KiB (envelope and JSON escaping).
             bodyBytes: BodyBytesSchema,
+            // How far an inbound message's timestamp may run ahead of the gateway's clock and still
+            // count for its session's lifecycle (src/inbound/handle-inbound.ts, lifecycleTime).
+            timestampAheadMs: z
+              .number()
+              .int()
+              .min(0)
+              .max(10 * 366 * 86_400_000)
+              .default(5 * 60_000),
           })
           .prefault({}),
         // The OpenAI-compatible door: POST /v1/chat/completions, GET /v1/models (docs/concepts/openai-door.md).

@@ -30,6 +30,7 @@ import { commandTextOf, effectiveResetTriggers, greetingPrompt, parseResetTrigge
 import { modelCatalog, resolveModelChoice } from "./model-choice.js";
 import { SYSTEM_EVENT_CHANNELS } from "../session/inbound-message.js";
 import { sessionSendPolicy } from "../session/stored-send-policy.js";
+import { storedRoute, type DeliveryRoute } from "../session/stored-route.js";
 import {
   replacingFields,
   type DeliveryContext,
@@ -180,6 +181,47 @@ const DEDUP_WAIT_MS = 10_000;
 const DEDUP_POLL_MS = 20;
 const LUA_DIR = new URL("./lua/", import.meta.url);
 
+/**
+ * The instant a message counts at for its session's lifecycle (freshness, activity, the stale
+ * clock): its own timestamp (a channel's delayed or replayed message is judged when it was
+ * sent), unless that lies further ahead of this gateway's clock than `aheadMs`
+ * (`gateway.limits.timestampAheadMs`, 5 min: the skew hosts may have). A session's updatedAt
+ * only moves forward, so one message stamped years ahead would switch off its daily and idle
+ * resets, and its pruning, for good: such a timestamp is not believed.
+ */
+export function lifecycleTime(timestamp: number | undefined, wallClock: number, aheadMs: number): number {
+  return timestamp !== undefined && timestamp <= wallClock + aheadMs ? timestamp : wallClock;
+}
+
+/**
+ * The send policy a message runs under: the session's override as it will stand when the turn
+ * runs. A message that rolls the session over (it is stale, or a reset trigger) runs in an entry
+ * the rollover cleared, so an `allow` override of the retiring session must not let it through a
+ * deny rule: it would run the model for a reply nobody may see (OpenClaw checks before the run).
+ * A `deny` override still holds, as it did before: a muted session is not unmuted by a message.
+ */
+function runPolicy(
+  config: Config,
+  msg: InboundMessage,
+  sessionKey: string,
+  entry: SessionEntry | null,
+  now: number,
+  trigger: ReturnType<typeof parseResetTrigger>,
+): "allow" | "deny" {
+  const where = { channel: msg.channel, chatType: msg.chatType };
+  const before = sessionSendPolicy(config, sessionKey, entry, where);
+  // A deny (a muted session) holds: no message lifts it by rolling the session over.
+  if (before === "deny" || !entry || SYSTEM_EVENT_CHANNELS.has(msg.channel)) return before;
+  const fresh = freshnessOf(config, entry, now, msg.channel);
+  if (!trigger.triggered && fresh.fresh) return before;
+  const reason = trigger.triggered ? trigger.command : (fresh.staleReason ?? "daily");
+  const cleared = resetPatch(entry, entry.sessionId, reason, trigger.triggered ? "explicit" : "stale");
+  const after = Object.fromEntries(
+    Object.entries(entry).filter(([field]) => (cleared as Record<string, unknown>)[field] !== null),
+  ) as SessionEntry;
+  return sessionSendPolicy(config, sessionKey, after, where);
+}
+
 async function handleResolved(
   svc: InboundDeps,
   msg: InboundMessage,
@@ -188,53 +230,59 @@ async function handleResolved(
   runId?: string,
 ): Promise<InboundResult> {
   const { config } = svc;
-  const now = msg.timestamp ?? Date.now();
+  const now = lifecycleTime(msg.timestamp, Date.now(), config.gateway.limits.timestampAheadMs);
   const ident = identOf(config, sessionKey);
-  const route = routeOf(msg);
   const base = { ok: true as const, agentId, sessionKey };
   // Commands and triggers are looked for after a group's leading @-mentions of the bot.
   const commandText = commandTextOf(msg.text, msg.chatType);
   const command = parseChatCommand(commandText);
 
   let entry = await svc.sessions.get(sessionKey);
+  // A system event (heartbeat, cron or exec event) is not where the session is reached: on a
+  // session that has a route it records none, and its reply goes where the session's last
+  // person-sent message came from (OpenClaw keeps internal traffic off lastChannel/lastTo).
+  const kept = SYSTEM_EVENT_CHANNELS.has(msg.channel) ? storedRoute(sessionKey, entry) : undefined;
+  const route: DeliveryRoute = kept ?? routeOf(msg);
   // The policy where this message arrived (its channel and chat type), with the session's override.
   const sendPolicy = () =>
     sessionSendPolicy(config, sessionKey, entry, { channel: msg.channel, chatType: msg.chatType });
 
   // Metadata of where the session is reached: recorded without counting as activity.
-  const meta: SessionEntryPatch = {
-    channel: msg.channel,
-    chatType: msg.chatType,
-    ...(msg.groupId ? { groupId: msg.groupId } : {}),
-    ...(msg.groupSubject
-      ? { subject: msg.groupSubject, displayName: msg.groupSubject }
-      : msg.senderName && msg.chatType === "dm"
-        ? { displayName: msg.senderName }
-        : {}),
-    origin: {
-      provider: msg.channel,
-      chatType: msg.chatType,
-      from: msg.from,
-      ...(msg.to ? { to: msg.to } : {}),
-      ...(msg.accountId ? { accountId: msg.accountId } : {}),
-      ...(msg.threadId !== undefined ? { threadId: String(msg.threadId) } : {}),
-      // A group is named by its subject, never by whoever happened to write last; a DM by its sender.
-      ...(msg.chatType === "dm"
-        ? msg.senderName
-          ? { label: msg.senderName }
-          : {}
-        : msg.groupSubject
-          ? { label: msg.groupSubject }
-          : {}),
-    },
-    // The route of this message, whole: an account or thread the previous one had is removed
-    // (null), so a reply never goes out through the bot account of an earlier message.
-    deliveryContext: replacingFields<DeliveryContext>(route, ["accountId", "threadId"]),
-    lastChannel: route.channel,
-    lastTo: route.to,
-    lastAccountId: route.accountId ?? null,
-    lastThreadId: route.threadId ?? null,
-  };
+  const meta: SessionEntryPatch = kept
+    ? {}
+    : {
+        channel: msg.channel,
+        chatType: msg.chatType,
+        ...(msg.groupId ? { groupId: msg.groupId } : {}),
+        ...(msg.groupSubject
+          ? { subject: msg.groupSubject, displayName: msg.groupSubject }
+          : msg.senderName && msg.chatType === "dm"
+            ? { displayName: msg.senderName }
+            : {}),
+        origin: {
+          provider: msg.channel,
+          chatType: msg.chatType,
+          from: msg.from,
+          ...(msg.to ? { to: msg.to } : {}),
+          ...(msg.accountId ? { accountId: msg.accountId } : {}),
+          ...(msg.threadId !== undefined ? { threadId: String(msg.threadId) } : {}),
+          // A group is named by its subject, never by whoever happened to write last; a DM by its sender.
+          ...(msg.chatType === "dm"
+            ? msg.senderName
+              ? { label: msg.senderName }
+              : {}
+            : msg.groupSubject
+              ? { label: msg.groupSubject }
+              : {}),
+        },
+        // The route of this message, whole: an account or thread the previous one had is removed
+        // (null), so a reply never goes out through the bot account of an earlier message.
+        deliveryContext: replacingFields<DeliveryContext>(route, ["accountId", "threadId"]),
+        lastChannel: route.channel,
+        lastTo: route.to,
+        lastAccountId: route.accountId ?? null,
+        lastThreadId: route.threadId ?? null,
+      };
 
   if (command?.kind === "send") {
     // Owner-only: anyone else changes nothing and is told so (the message is not run either).
@@ -280,7 +328,9 @@ async function handleResolved(
     return { ...base, sessionId: entry.sessionId, command: "send", sendPolicy: command.value ?? "inherit" };
   }
 
-  if (sendPolicy() === "deny") {
+  // Reset triggers, looked for once: they decide the policy the message runs under, and its session.
+  const trigger = parseResetTrigger(commandText, effectiveResetTriggers(config.session.resetTriggers));
+  if (runPolicy(config, msg, sessionKey, entry, now, trigger) === "deny") {
     svc.log.info({ sessionKey }, "Send blocked by policy for session");
     return { ...base, blocked: "send_policy_deny" };
   }
@@ -325,7 +375,6 @@ async function handleResolved(
 
   // Reset triggers and freshness, evaluated at the message time. A compare-and-set on the
   // sessionId means concurrent messages (on any gateway) rotate a stale session exactly once.
-  const trigger = parseResetTrigger(commandText, effectiveResetTriggers(config.session.resetTriggers));
   for (let attempt = 0; ; attempt++) {
     const fresh = entry ? freshnessOf(config, entry, now, msg.channel) : undefined;
     // System events (heartbeats, cron and exec events) never reset a session, stale or not.
@@ -412,7 +461,7 @@ async function handleResolved(
 async function reply(
   svc: InboundDeps,
   sessionKey: string,
-  route: ReturnType<typeof routeOf>,
+  route: DeliveryRoute,
   message: string,
   kind: string,
   chatType: string,

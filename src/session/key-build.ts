@@ -51,11 +51,24 @@ export function resolveIdentityLink(config: Config, channel: string, peerId: str
   return undefined;
 }
 
+/**
+ * An id as key segments: trimmed, lowercased, and without empty `:`-segments. Every reader of a
+ * key (the canonical parser, as OpenClaw's) drops empty segments, so an id such as `abc:` or
+ * `fe80::1` written as it is would name a session no RPC or tool could reach: they would all act
+ * on `abc` or `fe80:1` instead. Written the way it is read, the key means the same everywhere.
+ */
+function idSegments(raw: string | number | null | undefined): string {
+  return String(raw ?? "")
+    .trim()
+    .toLowerCase()
+    .split(":")
+    .filter((part) => part !== "")
+    .join(":");
+}
+
 /** `<base>:thread:<threadId lowercased>`; an empty thread id leaves the base unchanged. */
 export function threadSessionKey(baseSessionKey: string, threadId: string | number | null | undefined): string {
-  const id = String(threadId ?? "")
-    .trim()
-    .toLowerCase();
+  const id = idSegments(threadId);
   return id ? `${baseSessionKey}:thread:${id}` : baseSessionKey;
 }
 
@@ -75,7 +88,7 @@ function dmSessionKey(config: Config, agentId: string, channel: string, msg: Inb
   const dmScope = config.session.dmScope;
   let peer = msg.from.trim();
   if (dmScope !== "main") peer = resolveIdentityLink(config, channel, peer) ?? peer;
-  peer = peer.toLowerCase();
+  peer = idSegments(peer);
   if (!peer || dmScope === "main") return `agent:${agentId}:${config.session.mainKey}`;
   if (dmScope === "per-account-channel-peer") {
     return `agent:${agentId}:${channel}:${normalizeAccountId(msg.accountId)}:dm:${peer}`;
@@ -94,14 +107,9 @@ function groupSessionKey(
   msg: InboundSessionInput,
 ): string {
   // Never the accountId: a group is the same conversation whichever bot account hears it.
-  const id =
-    String(msg.groupId ?? "")
-      .trim()
-      .toLowerCase() || "unknown";
+  const id = idSegments(msg.groupId) || "unknown";
   const base = `agent:${agentId}:${channel}:${kind}:${id}`;
-  const threadId = String(msg.threadId ?? "")
-    .trim()
-    .toLowerCase();
+  const threadId = idSegments(msg.threadId);
   if (channel === "telegram" && kind === "group") {
     // Telegram forum topics live inside the peer id (`<chatId>:topic:<n>`), not as a `:thread:`
     // suffix. The General topic (id 1) stays on the chat's own session, as in OpenClaw.

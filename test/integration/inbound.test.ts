@@ -24,6 +24,8 @@ const extra: TestSystem[] = [];
 beforeAll(async () => {
   sys = await startTestSystem({
     maintenance: { sweepEveryMs: 3_600_000 },
+    // Timestamps up to a week ahead count (a test moves a session two days on); years ahead do not.
+    gateway: { limits: { timestampAheadMs: 7 * DAY } },
     // `/send` is owner-only: these senders are the owners the /send tests speak as.
     commands: { ownerAllowFrom: ["tg:sender", "sender2", "quietchan:u1", "dedup3", "stale-owner"] },
     session: {
@@ -140,8 +142,20 @@ describe("session keys through POST /v1/inbound", () => {
 });
 
 describe("freshness at the message timestamp", () => {
+  it("a timestamp years ahead of the gateway's clock is not believed: it cannot switch off resets", async () => {
+    const now = Date.now();
+    const a = await inbound(sys, dm("future1", "from the future", { timestamp: now + 10 * 365 * DAY }));
+    const entry = await entryOf(sys, a.sessionKey);
+    // The gateway's clock counted instead: the daily reset still comes at the next boundary.
+    expect(entry.updatedAt).toBeGreaterThanOrEqual(now);
+    expect(entry.updatedAt).toBeLessThan(now + 60_000);
+    const b = await inbound(sys, dm("future1", "two days on", { timestamp: now + 2 * DAY }));
+    expect(b).toMatchObject({ isNewSession: true, resetReason: "daily" });
+    await waitRun(sys, b.runId);
+  });
+
   it("daily at 04:00 UTC: D 10:00 → D+1 03:00 reuses, D+1 05:00 starts a new session (daily)", async () => {
-    const D = Date.UTC(2031, 2, 10); // midnight UTC of day D
+    const D = Date.UTC(2021, 2, 10); // midnight UTC of day D
     const a = await inbound(sys, dm("daily1", "one", { timestamp: D + 10 * HOUR }));
     expect(a).toMatchObject({ isNewSession: true });
     expect(a.resetReason).toBeUndefined();
@@ -161,7 +175,7 @@ describe("freshness at the message timestamp", () => {
   });
 
   it("a message with an older timestamp never rewinds updatedAt", async () => {
-    const T = Date.UTC(2031, 4, 1, 12);
+    const T = Date.UTC(2021, 4, 1, 12);
     const a = await inbound(sys, dm("rewind", "one", { timestamp: T }));
     const b = await inbound(sys, dm("rewind", "late", { timestamp: T - HOUR }));
     expect(b).toMatchObject({ isNewSession: false, sessionId: a.sessionId });
@@ -169,7 +183,7 @@ describe("freshness at the message timestamp", () => {
   });
 
   it("idle mode (resetByChannel idle 30 min): 29 min gap reuses, 31 min gap starts a new session (idle)", async () => {
-    const T = Date.UTC(2031, 5, 1, 12);
+    const T = Date.UTC(2021, 5, 1, 12);
     const a = await inbound(sys, { channel: "idlechan", chatType: "dm", from: "idler", text: "one", timestamp: T });
     const b = await inbound(sys, {
       channel: "idlechan",
@@ -200,7 +214,7 @@ describe("freshness at the message timestamp", () => {
   });
 
   it("idle mode does not reset at the daily boundary", async () => {
-    const D = Date.UTC(2031, 5, 10);
+    const D = Date.UTC(2021, 5, 10);
     const a = await inbound(sys, {
       channel: "idlechan",
       chatType: "dm",
@@ -219,7 +233,7 @@ describe("freshness at the message timestamp", () => {
   });
 
   it('mode "off" never resets by time', async () => {
-    const T = Date.UTC(2031, 6, 1, 12);
+    const T = Date.UTC(2021, 6, 1, 12);
     const a = await inbound(sys, { channel: "offchan", chatType: "dm", from: "forever", text: "one", timestamp: T });
     const b = await inbound(sys, {
       channel: "offchan",
@@ -325,7 +339,7 @@ describe("/send, /status and sendPolicy", () => {
   });
 
   it("/send off on a stale session rolls it over first: the mute stays, a sweep does not lift it", async () => {
-    const D = Date.UTC(2031, 7, 10);
+    const D = Date.UTC(2021, 7, 10);
     const a = await inbound(sys, dm("stale-owner", "one", { timestamp: D + 10 * HOUR }));
     await waitRun(sys, a.runId);
     // The next morning, past the 04:00 boundary: the session is stale when the owner mutes it.
@@ -405,6 +419,20 @@ describe("/send, /status and sendPolicy", () => {
     });
     expect(allowed.blocked).toBeUndefined();
     expect((await waitRun(sys, allowed.runId)).reply).toBe("echo: now?");
+  });
+
+  it("a stale session.s allow override lets no message through a deny rule (the rollover clears it)", async () => {
+    const D = Date.UTC(2021, 9, 10);
+    const room = { channel: "quietchan", chatType: "group", from: "u1", groupId: "stale-room" };
+    const on = await inbound(sys, { ...room, text: "/send on", timestamp: D + 10 * HOUR });
+    expect(on).toMatchObject({ command: "send", sendPolicy: "allow" });
+    const fresh = await inbound(sys, { ...room, text: "today", timestamp: D + 11 * HOUR });
+    expect((await waitRun(sys, fresh.runId)).reply).toBe("echo: today");
+    // The next day, after 04:00: the message would run in a rolled-over session without the override.
+    const stale = await inbound(sys, { ...room, text: "tomorrow", timestamp: D + DAY + 5 * HOUR });
+    expect(stale).toMatchObject({ blocked: "send_policy_deny" });
+    expect(stale.runId).toBeUndefined();
+    expect((await history(sys, on.sessionKey)).map((m: { content: unknown }) => m.content)).not.toContain("tomorrow");
   });
 
   it("/status answers with a status text", async () => {
@@ -662,7 +690,7 @@ describe("concurrent rotation", () => {
   it("concurrent messages to a stale session from several clients rotate it exactly once", async () => {
     const peer = await startPeer(sys.config, { gateway: true, workers: false });
     extra.push(peer);
-    const D = Date.UTC(2031, 8, 1);
+    const D = Date.UTC(2021, 8, 1);
     const first = await inbound(sys, dm("crowd", "start", { timestamp: D + 10 * HOUR }));
     await waitRun(sys, first.runId);
 

@@ -35,6 +35,8 @@ beforeAll(async () => {
   sys = await startTestSystem(
     toolsConfig({
       commands: { ownerAllowFrom: ["tg:boss", "*"] },
+      // Messages stamped up to a day ahead count for the lifecycle: the tests move time that way.
+      gateway: { limits: { timestampAheadMs: 86_400_000 } },
       tools: { sessions: { visibility: "all" }, agentToAgent: { enabled: true }, deny: ["sessions_spawn"] },
       session: {
         agentToAgent: { maxPingPongTurns: 1 },
@@ -435,6 +437,7 @@ describe("cron, hook and node sessions", () => {
     // Each event comes hours after the last activity (idle window 30 min): stale, yet no reset,
     // and not even a reset trigger in its text starts a new session.
     let at = T;
+    const before: { id: string }[] = await deliveries(sys, key);
     for (const channel of ["heartbeat", "cron-event", "exec-event"]) {
       at += 2 * 3_600_000;
       const ev = await sys.post("/v1/inbound", {
@@ -451,6 +454,17 @@ describe("cron, hook and node sessions", () => {
       expect(ev.body.resetReason).toBeUndefined();
       await sys.rpc("agent.wait", { runId: ev.body.runId, timeoutMs: 10_000 });
     }
+    // Nor do they become the session's route: its replies still go where the person wrote from.
+    expect(await sys.svc.sessions.get(key)).toMatchObject({
+      channel: "idlechan",
+      lastChannel: "idlechan",
+      lastTo: "hb",
+      deliveryContext: { channel: "idlechan", to: "hb" },
+    });
+    const replies = (await deliveries(sys, key)).filter((d: { id: string }) => before.every((b) => b.id !== d.id));
+    expect(replies.map((d: { channel: string; to: string }) => `${d.channel}:${d.to}`)).toEqual(
+      Array(3).fill("idlechan:hb"),
+    );
   });
 });
 

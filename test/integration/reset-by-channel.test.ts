@@ -12,7 +12,7 @@ import { entryOf, inbound, waitRun } from "../helpers/api.js";
 import { startTestSystem, type TestSystem } from "../helpers/system.js";
 
 const DAY = 86_400_000;
-const T = Date.UTC(2031, 0, 5, 12);
+const T = Date.UTC(2021, 0, 5, 12);
 
 let sys: TestSystem;
 

@@ -60,7 +60,7 @@ const idleMsg = (from: string, timestamp: number, text = "hi") => ({
 
 describe("sweepOnce", () => {
   it("rotates idle-stale sessions without a new message, archives transcripts, leaves fresh ones alone", async () => {
-    const T = Date.UTC(2031, 0, 5, 12);
+    const T = Date.UTC(2021, 0, 5, 12);
     const stale = await Promise.all(["s1", "s2", "s3"].map((u) => inbound(sys, idleMsg(u, T))));
     const fresh = await inbound(sys, idleMsg("f1", T + 5 * MIN));
     const never = await inbound(sys, { channel: "offc", chatType: "dm", from: "o1", text: "hi", timestamp: T });
@@ -95,7 +95,7 @@ describe("sweepOnce", () => {
   });
 
   it("rotates a daily-stale session after the 04:00 boundary (reason daily), not before", async () => {
-    const D = Date.UTC(2031, 1, 10);
+    const D = Date.UTC(2021, 1, 10);
     const a = await inbound(sys, {
       channel: "tg",
       chatType: "dm",
@@ -119,7 +119,7 @@ describe("sweepOnce", () => {
   });
 
   it("the next message after a sweep uses the swept session (no second rotation)", async () => {
-    const T = Date.UTC(2031, 2, 5, 12);
+    const T = Date.UTC(2021, 2, 5, 12);
     const a = await inbound(sys, idleMsg("after-sweep", T));
     await runOk(sys, a.runId);
     const swept = await sweepOnce(sys.svc, T + 20 * MIN);
@@ -145,7 +145,7 @@ describe("sweepOnce", () => {
   });
 
   it("a swept session nobody writes to is not rotated again and again", async () => {
-    const T = Date.UTC(2031, 3, 5, 12);
+    const T = Date.UTC(2021, 3, 5, 12);
     const a = await inbound(sys, idleMsg("abandoned", T));
     await runOk(sys, a.runId);
     const first = await sweepOnce(sys.svc, T + 11 * MIN);
@@ -162,7 +162,7 @@ describe("sweepOnce", () => {
   });
 
   it("a sweep racing lazy inbound resets rotates each session exactly once", async () => {
-    const T = Date.UTC(2031, 4, 5, 12);
+    const T = Date.UTC(2021, 4, 5, 12);
     const users = Array.from({ length: 12 }, (_, i) => `racer${i}`);
     const first = await Promise.all(users.map((u) => inbound(sys, idleMsg(u, T))));
     await Promise.all(first.map((r) => runOk(sys, r.runId)));
@@ -215,7 +215,7 @@ describe("sweepOnce", () => {
   });
 
   it("a stale session is not rotated under a queued/running turn (later it is; the archive has it whole)", async () => {
-    const T = Date.UTC(2031, 3, 25, 12);
+    const T = Date.UTC(2021, 3, 25, 12);
     const a = await inbound(sys, idleMsg("busy", T, "slow work"));
     await waitRunning(sys, a.runId, 5000);
     const queued = await inbound(sys, idleMsg("busy", T + MIN, "slow more"));
@@ -276,7 +276,7 @@ describe("sweepOnce", () => {
   });
 
   it("a muted session stays muted: the sweep rotates it with its mute, as no message can lift it", async () => {
-    const T = Date.UTC(2031, 0, 7, 12);
+    const T = Date.UTC(2021, 0, 7, 12);
     const muted = await inbound(sys, idleMsg("muted", T));
     await runOk(sys, muted.runId);
     await sys.rpc("sessions.patch", { key: muted.sessionKey, sendPolicy: "deny" });
@@ -294,7 +294,7 @@ describe("sweepOnce", () => {
   });
 
   it("a session touched after it was indexed is rescheduled, not rotated", async () => {
-    const T = Date.UTC(2031, 5, 5, 12);
+    const T = Date.UTC(2021, 5, 5, 12);
     const a = await inbound(sys, idleMsg("toucher", T));
     await runOk(sys, a.runId);
     // Simulate an index entry that is older than the session's activity (e.g. a policy change).
@@ -309,7 +309,7 @@ describe("sweepOnce", () => {
 describe("sweep cost", () => {
   it("examines only due sessions: 200 fresh + 5 stale → examined 5", async () => {
     const own = sys;
-    const T = Date.UTC(2031, 6, 5, 12);
+    const T = Date.UTC(2021, 6, 5, 12);
     const staleRes = await Promise.all(Array.from({ length: 5 }, (_, i) => inbound(own, idleMsg(`old${i}`, T))));
     const freshRes: { sessionKey: string; sessionId: string; runId: string }[] = [];
     for (let batch = 0; batch < 10; batch++) {

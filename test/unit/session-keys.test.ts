@@ -595,6 +595,17 @@ describe("resolveInboundSession", () => {
       { ...group("telegram", "-100", { threadId: "5" }), chatType: "channel" },
       "agent:main:telegram:channel:-100:thread:5",
     ],
+    // Ids with empty ':'-segments are written as every key reader reads them (empty segments dropped).
+    ["group id with a trailing ':'", DEFAULT, group("discord", "abc:"), "agent:main:discord:group:abc"],
+    ["group id with '::'", DEFAULT, group("discord", "a::b"), "agent:main:discord:group:a:b"],
+    ["group id of ':' only", DEFAULT, group("discord", ":"), "agent:main:discord:group:unknown"],
+    ["IPv6 peer", PER_PEER, dm("fe80::1"), "agent:main:dm:fe80:1"],
+    [
+      "thread id with '::'",
+      DEFAULT,
+      group("slack", "c1", { threadId: "t::1" }),
+      "agent:main:slack:group:c1:thread:t:1",
+    ],
     // scope global
     ["global dm", GLOBAL, dm("1"), "global", "global"],
     ["global group", GLOBAL, group("discord", "dev"), "global", "global"],
