@@ -50,8 +50,9 @@ const size = z.union([z.number().int().min(0), z.string()]).transform((v, ctx) =
 
 /**
  * `session.maintenance`: prune sessions idle longer than `pruneAfter`, keep at most `maxEntries`
- * (oldest go first), archive their transcripts. `mode: "warn"` (OpenClaw's default) only
- * reports what would be removed — the dry run; `"enforce"` removes.
+ * (oldest go first), archive their transcripts, and delete transcript archives past their
+ * retention (src/workers/session-prune.ts). `mode: "warn"` (OpenClaw's default) only reports
+ * what would be removed — the dry run; `"enforce"` removes.
  */
 export const SessionMaintenanceSchema = z
   .strictObject({
@@ -60,9 +61,10 @@ export const SessionMaintenanceSchema = z
     /** Legacy spelling of pruneAfter, in days. */
     pruneDays: z.number().int().min(1).optional(),
     maxEntries: z.number().int().min(1).default(500),
+    // How long `.reset.<ts>` archives are kept (ms); `false`: forever; unset: pruneAfter, as in OpenClaw.
+    resetArchiveRetention: z.union([duration, z.literal(false)]).optional(),
     // Accepted for OpenClaw configs; Switchboard's transcripts and Redis store have no use for them.
     rotateBytes: size.optional(),
-    resetArchiveRetention: z.union([duration, z.literal(false)]).optional(),
     maxDiskBytes: size.optional(),
     highWaterBytes: size.optional(),
   })

@@ -11,7 +11,6 @@ const UNUSED: Record<string, string> = {
   "session.maintenance.rotateBytes": "accepted, not acted on: there is no sessions.json to rotate",
   "session.maintenance.maxDiskBytes": "accepted, not acted on: no disk budget is enforced",
   "session.maintenance.highWaterBytes": "accepted, not acted on: no disk budget is enforced",
-  "session.maintenance.resetArchiveRetention": "accepted, not acted on: reset archives are kept",
   "commands.*": "accepted, not acted on (only commands.ownerAllowFrom is)",
   "gateway.mode": "accepted, not acted on: a Switchboard gateway is what `switchboard start|gateway` runs",
   "gateway.bind": "accepted, not acted on: the gateway binds gateway.host",

@@ -10,7 +10,7 @@ import type { Queues } from "../queues/queues.js";
 import type { SessionStore } from "../storage/session-store.js";
 import type { SessionEntry, SessionEntryPatch } from "../session/session-entry.js";
 import { identOf } from "../session/session-ident.js";
-import { staleAtFor } from "../session/entry-freshness.js";
+import { CLEARED_BY_STALE_ROLLOVER, CLEARED_ON_RESET, entryStaleAt } from "../session/entry-freshness.js";
 import { addJob, type ArchiveJobData } from "../queues/jobs.js";
 import type { Turn } from "../runs/turn.js";
 
@@ -25,25 +25,11 @@ import type { Turn } from "../runs/turn.js";
  */
 export type ResetKind = "operator" | "explicit" | "stale";
 
-const CLEARED_BY_KIND: Record<ResetKind, (keyof SessionEntry)[]> = {
+const CLEARED_BY_KIND: Record<ResetKind, readonly (keyof SessionEntry)[]> = {
   operator: [],
   explicit: ["sendPolicy"],
-  stale: ["sendPolicy", "modelOverride", "providerOverride", "thinkingLevel", "verboseLevel", "label", "displayName"],
+  stale: CLEARED_BY_STALE_ROLLOVER,
 };
-
-/** Cleared on every new session: counters and run state. */
-const CLEARED_ON_RESET: (keyof SessionEntry)[] = [
-  "inputTokens",
-  "outputTokens",
-  "totalTokens",
-  "contextTokens",
-  "systemSent",
-  "abortedLastRun",
-  "status",
-  "startedAt",
-  "endedAt",
-  "runtimeMs",
-];
 
 export function resetPatch(
   old: SessionEntry,
@@ -113,8 +99,10 @@ export async function enqueueArchiveOf(svc: Pick<RotationDeps, "queues" | "confi
  * `archive: "job"` queues the archive; `"caller"` leaves it to the caller's turn.
  *
  * This is a rotation without a message (sweep, `sessions.reset`): the new session is marked
- * `resetAt` and leaves the stale index, so neither the next sweep nor the lazy check on the
- * next message rotates it again before anything happened in it. The next message re-indexes it.
+ * `resetAt`, and its idle/daily clock runs from that instant (a reset is activity, as in
+ * OpenClaw), so neither the next sweep nor the lazy check on the next message rotates it again
+ * for the boundary it was reset at. It is indexed stale one policy period after the reset, or
+ * not at all when it holds nothing a rollover clears (src/session/entry-freshness.ts).
  */
 export async function rotateSession(
   svc: RotationDeps,
@@ -134,23 +122,24 @@ export async function rotateSession(
   const now = opts.now ?? Date.now();
   const ident = identOf(svc.config, old.key);
   const newSessionId = opts.newSessionId ?? randomUUID();
+  const activity = opts.activity ?? "touch";
+  const patch: SessionEntryPatch = {
+    ...resetPatch(old, newSessionId, opts.reason),
+    resetAt: now,
+    ...(opts.extra ?? {}),
+  };
   let next: SessionEntry;
   try {
-    next = await svc.sessions.upsert(
-      old.key,
-      ident,
-      { ...resetPatch(old, newSessionId, opts.reason), resetAt: now, ...(opts.extra ?? {}) },
-      {
-        expectSessionId: old.sessionId,
-        // Recorded with the rotation, so a crash before the job is queued loses no archive.
-        archiveRetired: opts.archive === "job",
-        ...(opts.onlyIfUntouchedAndIdle ? { expectRev: old.rev, requireIdle: true } : {}),
-        activity: opts.activity ?? "touch",
-        now,
-        // Untouched (resetAt >= updatedAt) unless old activity lies after `now`: then it keeps its clock.
-        staleAt: now >= old.updatedAt ? null : staleAtFor(svc.config, old.key, old.updatedAt, old.channel),
-      },
-    );
+    next = await svc.sessions.upsert(old.key, ident, patch, {
+      expectSessionId: old.sessionId,
+      // Recorded with the rotation, so a crash before the job is queued loses no archive.
+      archiveRetired: opts.archive === "job",
+      ...(opts.onlyIfUntouchedAndIdle ? { expectRev: old.rev, requireIdle: true } : {}),
+      activity,
+      now,
+      // The stale instant of the entry this write makes, written with it.
+      staleAt: entryStaleAt(svc.config, patched(old, patch, activity, now)),
+    });
   } catch (err) {
     const code = (err as { code?: string }).code;
     if (code === "session_conflict" || code === "session_busy") return null;
@@ -159,4 +148,21 @@ export async function rotateSession(
   if (opts.archive === "job")
     await enqueueArchive(svc, { sessionKey: old.key, agentId: ident.agentId, sessionId: old.sessionId, kind: "reset" });
   return next;
+}
+
+/**
+ * `old` as the upsert leaves it (session-upsert.lua), for the fields freshness reads: the patch's
+ * fields set (null removes one) and updatedAt moved as the activity mode says.
+ */
+function patched(
+  old: SessionEntry,
+  patch: SessionEntryPatch,
+  activity: "touch" | "preserve",
+  now: number,
+): SessionEntry {
+  const out: Record<string, unknown> = { ...old };
+  for (const [k, v] of Object.entries(patch)) out[k] = v === null ? undefined : v;
+  const patchUpdated = typeof patch.updatedAt === "number" ? patch.updatedAt : 0;
+  out.updatedAt = Math.max(old.updatedAt, patchUpdated, activity === "touch" ? now : 0);
+  return out as unknown as SessionEntry;
 }

@@ -16,9 +16,68 @@ export function policyFor(config: Config, sessionKey: string, channel?: string):
   });
 }
 
-/** Started by a sweep or `sessions.reset` and no message since: nothing to reset yet. */
-export function untouchedSinceReset(entry: SessionEntry): boolean {
+/** Counters and run state: cleared on every new session (src/rotation/rotate.ts `resetPatch`). */
+export const CLEARED_ON_RESET: readonly (keyof SessionEntry)[] = [
+  "inputTokens",
+  "outputTokens",
+  "totalTokens",
+  "contextTokens",
+  "systemSent",
+  "abortedLastRun",
+  "status",
+  "startedAt",
+  "endedAt",
+  "runtimeMs",
+];
+
+/**
+ * What a daily/idle rollover clears besides: nothing the user set carries over
+ * (docs/concepts/session-reset.md). Defined here, not in rotate.ts, because freshness needs it
+ * too: an untouched session holding none of it has nothing a rollover could reset.
+ */
+export const CLEARED_BY_STALE_ROLLOVER: readonly (keyof SessionEntry)[] = [
+  "sendPolicy",
+  "modelOverride",
+  "providerOverride",
+  "thinkingLevel",
+  "verboseLevel",
+  "label",
+  "displayName",
+];
+
+/** Started by a rotation without a message (sweep, `sessions.reset`, isolated run) and no message since. */
+function untouchedSinceReset(entry: SessionEntry): boolean {
   return entry.resetAt !== undefined && entry.resetAt >= entry.updatedAt;
+}
+
+/**
+ * The instant the policy's idle/daily clock runs from. A reset counts as activity, as OpenClaw's
+ * `sessions.reset` writes with touch-activity: a session reset and left alone goes stale one
+ * policy period after its reset, not never (overrides set after the reset then expire with it).
+ * Not the written updatedAt itself, which a reset preserves: pruning and `sessions.list` order
+ * read that as the last message's time.
+ */
+function lastActivityOf(entry: SessionEntry): number {
+  return Math.max(entry.updatedAt, entry.resetAt ?? entry.updatedAt);
+}
+
+/**
+ * Untouched since its reset and holding nothing a rollover clears (no counters, no override; a
+ * mute is kept by the sweep's rollover, so it does not count): rotating it again would only
+ * change its sessionId. Such a session is fresh and left out of the stale index, so a session
+ * the sweep rolled over is not rolled over again every period while nobody uses it, and each
+ * reset boundary rotates a session once (the sweep's rotation and the lazy check on the next
+ * message see the same reset instant).
+ */
+function nothingToReset(entry: SessionEntry): boolean {
+  if (!untouchedSinceReset(entry)) return false;
+  for (const field of [...CLEARED_ON_RESET, ...CLEARED_BY_STALE_ROLLOVER]) {
+    const v = entry[field];
+    if (v === undefined || v === null || v === false || v === 0 || v === "") continue;
+    if (field === "sendPolicy" && v === "deny") continue;
+    return false;
+  }
+  return true;
 }
 
 /**
@@ -31,8 +90,8 @@ export function freshnessOf(
   now: number,
   channel: string | undefined = entry.channel,
 ): Freshness {
-  if (untouchedSinceReset(entry)) return { fresh: true };
-  return evaluateFreshness({ updatedAt: entry.updatedAt, now, policy: policyFor(config, entry.key, channel) });
+  if (nothingToReset(entry)) return { fresh: true };
+  return evaluateFreshness({ updatedAt: lastActivityOf(entry), now, policy: policyFor(config, entry.key, channel) });
 }
 
 /** When a session last active at `updatedAt` goes stale (null: never), for the stale index. */
@@ -40,7 +99,10 @@ export function staleAtFor(config: Config, sessionKey: string, updatedAt: number
   return staleAt({ updatedAt, policy: policyFor(config, sessionKey, channel) }) ?? null;
 }
 
-/** The stale-index instant of a stored entry: never while it is untouched since a reset. */
+/**
+ * The stale-index instant of a stored entry, agreeing with `freshnessOf`: counted from its reset
+ * while untouched since, never while there is nothing to reset.
+ */
 export function entryStaleAt(config: Config, entry: SessionEntry): number | null {
-  return untouchedSinceReset(entry) ? null : staleAtFor(config, entry.key, entry.updatedAt, entry.channel);
+  return nothingToReset(entry) ? null : staleAtFor(config, entry.key, lastActivityOf(entry), entry.channel);
 }

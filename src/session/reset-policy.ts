@@ -15,6 +15,7 @@
  * `resetByChannel` entry that names no zone of its own.)
  */
 import type { Config, ResetPolicyConfig } from "../config/index.js";
+import { isThreadSessionKey } from "./key-classify.js";
 
 export type ResetMode = "daily" | "idle" | "off";
 
@@ -85,14 +86,16 @@ export function resolveResetPolicy(config: Config, ctx: ResetPolicyContext): Res
 
 /**
  * Reset type from the context and key shape (docs/concepts/sessions.md, "Reset policy"): cron and webhook sessions are
- * always `dm`; then `thread` (caller says so, or a `:thread:`/`:topic:` segment); then `group`
- * (`:group:`/`:channel:` chat kind); else `dm`.
+ * always `dm`; then `thread` (caller says so, or the key is a thread by `isThreadSessionKey`: a
+ * `:thread:<id>` suffix, or a Telegram forum topic); then `group` (`:group:`/`:channel:` chat
+ * kind); else `dm`. A `:topic:` segment alone is no thread: Feishu group ids embed `:topic:`
+ * (OpenClaw resolves topics per channel plugin, and only Telegram's are threads).
  */
 export function resolveResetType(ctx: { sessionKey: string; isThread?: boolean }): ResetType {
   const rest = keyRest(ctx.sessionKey);
   if (rest.length > 0 && (rest[0] === "cron" || rest[0] === "hook")) return "dm";
   if (ctx.isThread) return "thread";
-  if (hasInnerSegment(rest, THREAD_MARKERS)) return "thread";
+  if (isThreadSessionKey(ctx.sessionKey)) return "thread";
   return chatKindOf(rest) === "group" ? "group" : "dm";
 }
 
@@ -115,7 +118,6 @@ export function resolveResetChannel(ctx: { sessionKey: string; channel?: string 
 // ---------------------------------------------------------------------------------------------
 // private helpers: a small, self-contained look at the key's shape
 
-const THREAD_MARKERS = new Set(["thread", "topic"]);
 const GROUP_KINDS = new Set(["group", "channel"]);
 const DM_KINDS = new Set(["dm", "direct"]);
 const CHAT_KINDS = new Set([...GROUP_KINDS, ...DM_KINDS]);
@@ -126,12 +128,6 @@ function keyRest(sessionKey: string): string[] {
   const tokens = sessionKey.trim().toLowerCase().split(":");
   if (tokens[0] === "agent" && tokens.length >= 3) return tokens.slice(2);
   return tokens;
-}
-
-/** True when one of `markers` is a segment with something after it (i.e. `:<marker>:<id>`). */
-function hasInnerSegment(rest: string[], markers: Set<string>): boolean {
-  for (let i = 0; i < rest.length - 1; i++) if (markers.has(rest[i] ?? "")) return true;
-  return false;
 }
 
 /** The first chat-kind segment that is followed by an id decides; none ⇒ dm. */

@@ -79,8 +79,9 @@ export interface SessionEntry {
   resetReason?: string;
   /**
    * When the current session was started by a rotation that was not a message (the sweep,
-   * `sessions.reset`). While no message has touched it since (`resetAt >= updatedAt`), it is
-   * fresh: a session with nothing in it has nothing to reset.
+   * `sessions.reset`). While no message has touched it since (`resetAt >= updatedAt`), its
+   * clocks run from `resetAt` (the reset is activity), and it is fresh only while it holds nothing
+   * a rollover would clear (src/session/entry-freshness.ts).
    */
   resetAt?: number;
 }

@@ -6,16 +6,25 @@
  * indexes — so one run costs O(stale + excess), never O(all sessions), and a run handles at
  * most `maintenance.sweepBatch` removals (the next run continues).
  *
+ * The same pass deletes the archives of retired transcripts (`<file>.reset.<ts>` older than
+ * `resetArchiveRetention`, default pruneAfter, `false` keeps them; `<file>.deleted.<ts>` older
+ * than pruneAfter), as OpenClaw's maintenance does: every daily rollover leaves one, so kept
+ * forever they fill `storage.dir`. See `expiredArchives`.
+ *
  * `mode: "warn"` (the default, as in OpenClaw) is the dry run: the job only reports what it
  * would remove (in its result and the log); `"enforce"` removes. `sessions.cleanup { dryRun }`
  * runs the same pass on demand. Sessions with turns queued or running are left for a later run,
  * and so is one with a message since it was picked: the delete checks both itself.
  */
+import { opendir, unlink } from "node:fs/promises";
+import { join, relative } from "node:path";
 import type { WorkerDeps } from "./worker-deps.js";
+import type { Config } from "../config/schema.js";
 import { defaultAgentId } from "../config/agents.js";
 import { enqueueArchive } from "../rotation/rotate.js";
 import { JOBS } from "../queues/jobs.js";
 import { identOf } from "../session/session-ident.js";
+import { sessionsDir } from "../transcript/paths.js";
 
 export const PRUNE_SCHEDULER_ID = "session-prune";
 
@@ -27,6 +36,8 @@ export interface PruneReport {
   capped: string[];
   /** Candidates left alone because a turn was queued or running. */
   busy: string[];
+  /** Transcript archives past their retention (paths under `storage.dir`): deleted, or in a dry run would be. */
+  archives: string[];
 }
 
 interface Candidate {
@@ -63,8 +74,7 @@ async function candidates(svc: PruneDeps, now: number, batch: number): Promise<C
     seen.add(key);
     out.push({ key, reason: "pruned", lastActivity });
   }
-  const agents = new Set([defaultAgentId(svc.config), ...svc.config.agents.list.map((a) => a.id)]);
-  for (const agentId of agents) {
+  for (const agentId of configuredAgents(svc.config)) {
     const index = svc.keys.agentIndex(agentId);
     const excess = (await svc.redis.zcard(index)) - m.maxEntries;
     if (excess <= 0) continue;
@@ -83,9 +93,10 @@ async function candidates(svc: PruneDeps, now: number, batch: number): Promise<C
 export async function pruneOnce(svc: PruneDeps, opts: { dryRun?: boolean; now?: number } = {}): Promise<PruneReport> {
   const m = svc.config.session.maintenance;
   const dryRun = opts.dryRun ?? m?.mode !== "enforce";
-  const report: PruneReport = { dryRun, pruned: [], capped: [], busy: [] };
+  const report: PruneReport = { dryRun, pruned: [], capped: [], busy: [], archives: [] };
   if (!m) return report;
-  for (const c of await candidates(svc, opts.now ?? Date.now(), svc.config.maintenance.sweepBatch)) {
+  const now = opts.now ?? Date.now();
+  for (const c of await candidates(svc, now, svc.config.maintenance.sweepBatch)) {
     if (c.key === "global" || c.key === "unknown") continue;
     if ((await svc.inbox.hasInflight(c.key)) || (await svc.inbox.depth(c.key)) > 0) {
       report.busy.push(c.key);
@@ -104,13 +115,81 @@ export async function pruneOnce(svc: PruneDeps, opts: { dryRun?: boolean; now?: 
     }
     report[c.reason].push(c.key);
   }
-  if (dryRun && report.pruned.length + report.capped.length > 0) {
+  for (const file of await expiredArchives(svc.config, now, svc.config.maintenance.sweepBatch)) {
+    if (!dryRun) {
+      try {
+        await unlink(file);
+      } catch (err) {
+        // Gone already (a concurrent `sessions.cleanup`): nothing to delete, nothing to report.
+        if ((err as NodeJS.ErrnoException).code === "ENOENT") continue;
+        throw err;
+      }
+    }
+    report.archives.push(relative(svc.config.storage.dir, file));
+  }
+  if (dryRun && report.pruned.length + report.capped.length + report.archives.length > 0) {
     svc.log.warn(
-      { pruned: report.pruned.length, capped: report.capped.length },
-      "session.maintenance (warn mode): sessions that enforce mode would remove",
+      { pruned: report.pruned.length, capped: report.capped.length, archives: report.archives.length },
+      "session.maintenance (warn mode): sessions and transcript archives that enforce mode would remove",
     );
+  } else if (report.archives.length > 0) {
+    svc.log.info({ archives: report.archives.length }, "session.maintenance: deleted expired transcript archives");
   }
   return report;
+}
+
+function configuredAgents(config: Config): Set<string> {
+  return new Set([defaultAgentId(config), ...config.agents.list.map((a) => a.id)]);
+}
+
+/**
+ * `<file>.reset.<ts>` / `<file>.deleted.<ts>` (src/transcript/paths.ts `archivePath`): the
+ * archive kind and when it was archived, from the name (`:` written as `-`). The file's mtime
+ * would be the transcript's last write, not its retirement. A live transcript ends in `.jsonl`
+ * and never matches.
+ */
+const ARCHIVE_NAME_RE = /\.jsonl\.(reset|deleted)\.(\d{4}-\d{2}-\d{2})T(\d{2})-(\d{2})-(\d{2}(?:\.\d{1,9})?)Z$/;
+
+/** When an archive named `name` was archived, and its kind; undefined for any other file. */
+export function archiveOf(name: string): { kind: "reset" | "deleted"; archivedAt: number } | undefined {
+  const m = ARCHIVE_NAME_RE.exec(name);
+  if (!m) return undefined;
+  const archivedAt = Date.parse(`${m[2]}T${m[3]}:${m[4]}:${m[5]}Z`);
+  return Number.isNaN(archivedAt) ? undefined : { kind: m[1] as "reset" | "deleted", archivedAt };
+}
+
+/**
+ * Archives under the configured agents' sessions dirs past their retention, at most `limit` of
+ * them (the run's batch, `maintenance.sweepBatch`; the next run takes the rest). Only those
+ * dirs are read, each listed as a stream, and only archive names are considered: live
+ * transcripts and any other file are never candidates.
+ */
+async function expiredArchives(config: Config, now: number, limit: number): Promise<string[]> {
+  const m = config.session.maintenance;
+  if (!m) return [];
+  const retention = m.resetArchiveRetention === false ? undefined : (m.resetArchiveRetention ?? m.pruneAfterMs);
+  const out: string[] = [];
+  for (const agentId of configuredAgents(config)) {
+    const dirPath = sessionsDir(config.storage.dir, agentId);
+    let dir: Awaited<ReturnType<typeof opendir>>;
+    try {
+      dir = await opendir(dirPath);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") continue; // no transcripts yet
+      throw err;
+    }
+    // Leaving the loop early (limit reached) closes the directory.
+    for await (const dirent of dir) {
+      if (!dirent.isFile()) continue;
+      const archive = archiveOf(dirent.name);
+      if (!archive) continue;
+      const keepMs = archive.kind === "reset" ? retention : m.pruneAfterMs;
+      if (keepMs === undefined || archive.archivedAt >= now - keepMs) continue;
+      out.push(join(dirPath, dirent.name));
+      if (out.length >= limit) return out;
+    }
+  }
+  return out;
 }
 
 /** Runs with the sweep's cadence while `session.maintenance` is configured; removed otherwise. */

@@ -4,11 +4,13 @@
  * as `.deleted.<ts>`; warn mode (the default) is a dry run that only reports; the pass runs as a
  * scheduled BullMQ job and on demand through `sessions.cleanup`.
  */
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { startTestSystem, type TestSystem } from "../helpers/system.js";
 import { settle } from "../helpers/settle.js";
+import { archivePath } from "../../src/transcript/paths.js";
+import { archiveOf, pruneOnce } from "../../src/workers/session-prune.js";
 
 const DAY = 86_400_000;
 const systems: TestSystem[] = [];
@@ -48,6 +50,7 @@ describe("session.maintenance", () => {
       pruned: ["agent:main:old1", "agent:main:old2"],
       capped: ["agent:main:n1"],
       busy: [],
+      archives: [],
     });
     expect(await sys.svc.sessions.get("agent:main:old1")).not.toBeNull();
 
@@ -120,5 +123,110 @@ describe("session.maintenance", () => {
     expect((await sys.svc.queues.maintenance.getJobSchedulers()).map((s) => s.key)).not.toContain("session-prune");
     const r = await sys.post("/v1/rpc/sessions.cleanup", {});
     expect(r.body.ok).toBe(false);
+  });
+});
+
+describe("session.maintenance: transcript archives", () => {
+  const NOW = Date.UTC(2026, 10, 20, 12);
+  const dirOf = (sys: TestSystem, agent = "main") => join(sys.config.storage.dir, "agents", agent, "sessions");
+  /** Writes a file named `<sid>.jsonl` (or `<sid>.jsonl.<kind>.<ts>` archived at `at`); returns its name. */
+  function file(dir: string, sid: string, kind?: "reset" | "deleted", at = NOW): string {
+    mkdirSync(dir, { recursive: true });
+    const live = join(dir, `${sid}.jsonl`);
+    const path = kind ? archivePath(live, kind, at) : live;
+    writeFileSync(path, "{}\n");
+    // An old mtime everywhere: retention is read from the archive's name, never the file's age.
+    utimesSync(path, new Date(NOW - 400 * DAY), new Date(NOW - 400 * DAY));
+    return path.slice(dir.length + 1);
+  }
+
+  it("archive names parse to their kind and instant; nothing else does", () => {
+    expect(archiveOf("abc.jsonl.reset.2026-05-17T07-35-46.420Z")).toEqual({
+      kind: "reset",
+      archivedAt: Date.UTC(2026, 4, 17, 7, 35, 46, 420),
+    });
+    expect(archiveOf("abc-topic-7.jsonl.deleted.2026-05-17T07-35-46Z")?.kind).toBe("deleted");
+    for (const name of [
+      "abc.jsonl",
+      "abc-topic-7.jsonl",
+      "abc.jsonl.bak.2026-05-17T07-35-46.420Z",
+      "abc.jsonl.reset.2026-05-17T07-35-46.420Z.tmp",
+      "abc.jsonl.reset.yesterday",
+      "abc.jsonl.reset.2026-13-45T99-99-99.000Z",
+    ])
+      expect(archiveOf(name), name).toBeUndefined();
+  });
+
+  it(".reset archives go after resetArchiveRetention, .deleted after pruneAfter; live transcripts stay", async () => {
+    const sys = await startTestSystem({
+      session: { reset: { mode: "off" }, maintenance: { pruneAfter: "30d", resetArchiveRetention: "2d" } },
+      agents: { list: [{ id: "main", default: true }, { id: "ops" }] },
+      maintenance: { sweepEveryMs: 3_600_000 },
+    });
+    systems.push(sys);
+    const main = dirOf(sys);
+    const ops = dirOf(sys, "ops");
+    const expired = [
+      file(main, "r-old", "reset", NOW - 3 * DAY),
+      file(main, "t-old-topic-9", "reset", NOW - 3 * DAY),
+      file(main, "d-old", "deleted", NOW - 31 * DAY),
+    ];
+    const opsExpired = file(ops, "o-old", "reset", NOW - 10 * DAY);
+    const kept = [
+      file(main, "r-new", "reset", NOW - 1 * DAY),
+      file(main, "d-mid", "deleted", NOW - 3 * DAY), // past the reset retention, not pruneAfter
+      file(main, "live"),
+      file(main, "live-topic-3"),
+    ];
+    writeFileSync(join(main, "notes.jsonl.bak.2020-01-01T00-00-00.000Z"), "");
+    mkdirSync(join(main, "dir.jsonl.reset.2020-01-01T00-00-00.000Z"));
+
+    // Warn mode (the default): reported, nothing deleted.
+    const dry = await pruneOnce(sys.svc, { now: NOW });
+    expect(dry.dryRun).toBe(true);
+    expect([...dry.archives].sort()).toEqual(
+      [...expired.map((n) => `agents/main/sessions/${n}`), `agents/ops/sessions/${opsExpired}`].sort(),
+    );
+    for (const n of [...expired, ...kept]) expect(existsSync(join(main, n)), n).toBe(true);
+
+    // Enforced: exactly those are gone.
+    const done = await pruneOnce(sys.svc, { now: NOW, dryRun: false });
+    expect([...done.archives].sort()).toEqual([...dry.archives].sort());
+    for (const n of expired) expect(existsSync(join(main, n)), n).toBe(false);
+    expect(existsSync(join(ops, opsExpired))).toBe(false);
+    for (const n of kept) expect(existsSync(join(main, n)), n).toBe(true);
+    expect(existsSync(join(main, "notes.jsonl.bak.2020-01-01T00-00-00.000Z"))).toBe(true);
+    expect(existsSync(join(main, "dir.jsonl.reset.2020-01-01T00-00-00.000Z"))).toBe(true);
+    expect((await pruneOnce(sys.svc, { now: NOW, dryRun: false })).archives).toEqual([]);
+  });
+
+  it("retention defaults to pruneAfter; false keeps .reset archives; a run deletes at most sweepBatch", async () => {
+    const byDefault = await startTestSystem({
+      session: { reset: { mode: "off" }, maintenance: { pruneAfter: "5d" } },
+      maintenance: { sweepEveryMs: 3_600_000, sweepBatch: 2 },
+    });
+    systems.push(byDefault);
+    const dir = dirOf(byDefault);
+    const old = ["a", "b", "c"].map((sid) => file(dir, sid, "reset", NOW - 6 * DAY));
+    const young = file(dir, "y", "reset", NOW - 4 * DAY);
+    const first = await pruneOnce(byDefault.svc, { now: NOW, dryRun: false });
+    expect(first.archives).toHaveLength(2); // the batch
+    const second = await pruneOnce(byDefault.svc, { now: NOW, dryRun: false });
+    expect(second.archives).toHaveLength(1); // the next run continues
+    for (const n of old) expect(existsSync(join(dir, n)), n).toBe(false);
+    expect(existsSync(join(dir, young))).toBe(true);
+
+    const keepForever = await startTestSystem({
+      session: { reset: { mode: "off" }, maintenance: { pruneAfter: "5d", resetArchiveRetention: false } },
+      maintenance: { sweepEveryMs: 3_600_000 },
+    });
+    systems.push(keepForever);
+    const dir2 = dirOf(keepForever);
+    const reset = file(dir2, "r", "reset", NOW - 400 * DAY);
+    const deleted = file(dir2, "d", "deleted", NOW - 6 * DAY);
+    expect((await pruneOnce(keepForever.svc, { now: NOW, dryRun: false })).archives).toEqual([
+      `agents/main/sessions/${deleted}`,
+    ]);
+    expect(existsSync(join(dir2, reset))).toBe(true);
   });
 });

@@ -11,6 +11,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SWEEP_BUSY_RETRY_MS, SWEEP_SCHEDULER_ID, sweepOnce } from "../../src/workers/maintenance.js";
+import { rotateSession } from "../../src/rotation/rotate.js";
 import { startTestSystem, type TestSystem } from "../helpers/system.js";
 import { entryOf, inbound, runOk, sessionFiles, waitRunning } from "../helpers/api.js";
 import { quietPeriod, settle } from "../helpers/settle.js";
@@ -212,6 +213,73 @@ describe("sweepOnce", () => {
       what: "the reset session's old transcript archived",
       timeoutMs: 10_000,
     });
+  });
+
+  it("sessions.reset is activity: a reset session with overrides is indexed stale one window after it", async () => {
+    // Finding: overrides kept by sessions.reset (or set after it) outlived the idle expiry,
+    // because a session untouched since its reset was fresh forever and left the stale index.
+    const T = Date.now() - 5 * MIN;
+    const a = await inbound(sys, idleMsg("op-reset-idx", T));
+    await runOk(sys, a.runId);
+    await sys.rpc("sessions.patch", { key: a.sessionKey, label: "Lidx", thinkingLevel: "high" });
+    const before = Date.now();
+    await sys.rpc("sessions.reset", { key: a.sessionKey });
+    const e = await entryOf(sys, a.sessionKey);
+    expect(e).toMatchObject({ label: "Lidx", thinkingLevel: "high", updatedAt: T });
+    expect(e.resetAt).toBeGreaterThanOrEqual(before);
+    const staleAt = Number(await sys.svc.redis.zscore(sys.svc.keys.staleIndex(), a.sessionKey));
+    expect(staleAt).toBe(e.resetAt! + 10 * MIN + 1);
+  });
+
+  it("a message one window after a reset rolls the session over and clears what the reset kept", async () => {
+    const T = Date.UTC(2021, 6, 5, 12);
+    const ovr = await inbound(sys, idleMsg("op-reset-ovr", T));
+    const kept = await inbound(sys, idleMsg("op-reset-kept", T));
+    await Promise.all([runOk(sys, ovr.runId), runOk(sys, kept.runId)]);
+    for (const r of [ovr, kept]) {
+      await sys.rpc("sessions.patch", { key: r.sessionKey, label: `L-${r.sessionId}`, thinkingLevel: "high" });
+      // What sessions.reset does, at an instant of the test's choosing.
+      await rotateSession(sys.svc, await entryOf(sys, r.sessionKey), {
+        reason: "reset",
+        now: T + HOUR,
+        archive: "job",
+        activity: "preserve",
+      });
+    }
+    // Past the window of the last message but within the reset's: the reset session goes on.
+    const b = await inbound(sys, idleMsg("op-reset-kept", T + HOUR + 9 * MIN, "still there"));
+    expect(b).toMatchObject({ isNewSession: false });
+    await runOk(sys, b.runId);
+    expect((await entryOf(sys, kept.sessionKey)).thinkingLevel).toBe("high");
+    // Past the reset's window: an idle rollover, which clears the overrides the reset kept.
+    const c = await inbound(sys, idleMsg("op-reset-ovr", T + HOUR + 10 * MIN + 1, "later"));
+    expect(c).toMatchObject({ isNewSession: true, resetReason: "idle" });
+    await runOk(sys, c.runId);
+    const rolled = await entryOf(sys, ovr.sessionKey);
+    expect(rolled.label).toBeUndefined();
+    expect(rolled.thinkingLevel).toBeUndefined();
+  });
+
+  it("the sweep rolls over a reset session whose overrides outlive the window, once", async () => {
+    const T = Date.UTC(2021, 6, 6, 12);
+    const a = await inbound(sys, idleMsg("op-reset-sweep", T));
+    await runOk(sys, a.runId);
+    await sys.rpc("sessions.patch", { key: a.sessionKey, label: "Lsweep" });
+    const reset = await rotateSession(sys.svc, await entryOf(sys, a.sessionKey), {
+      reason: "reset",
+      now: T + HOUR,
+      archive: "job",
+      activity: "preserve",
+    });
+    expect(await sweepOnce(sys.svc, T + HOUR + 10 * MIN)).toMatchObject({ examined: 0, rotated: 0 });
+    expect(await sweepOnce(sys.svc, T + HOUR + 10 * MIN + 1)).toMatchObject({ examined: 1, rotated: 1 });
+    const e = await entryOf(sys, a.sessionKey);
+    expect(e).toMatchObject({ previousSessionId: reset!.sessionId, resetReason: "idle", updatedAt: T });
+    expect(e.label).toBeUndefined();
+    // Nothing left to clear: not rolled over again, and out of the stale index.
+    expect(await sys.svc.redis.zscore(sys.svc.keys.staleIndex(), a.sessionKey)).toBeNull();
+    expect(await sweepOnce(sys.svc, T + 3 * DAY)).toMatchObject({ rotated: 0 });
+    expect((await entryOf(sys, a.sessionKey)).sessionId).toBe(e.sessionId);
   });
 
   it("a stale session is not rotated under a queued/running turn (later it is; the archive has it whole)", async () => {

@@ -30,6 +30,19 @@ describe("resolveResetType", () => {
     ["mixed case key", { sessionKey: "Agent:Main:Telegram:GROUP:G1" }, "group"],
     ["thread suffix", { sessionKey: THREAD }, "thread"],
     ["telegram topic", { sessionKey: "agent:main:telegram:group:-100123:topic:42" }, "thread"],
+    // REFERENCE §1.5: only Telegram topics are threads; Feishu ids embed `:topic:` (same rule as isThreadSessionKey).
+    ["feishu id with :topic: is a group", { sessionKey: "agent:main:feishu:group:oc_1:topic:om_2" }, "group"],
+    ["feishu dm with :topic: is a dm", { sessionKey: "agent:main:feishu:dm:ou_1:topic:om_2" }, "dm"],
+    [
+      "feishu :topic: group with isThread",
+      { sessionKey: "agent:main:feishu:group:oc_1:topic:om_2", isThread: true },
+      "thread",
+    ],
+    [
+      "feishu :topic: with a thread suffix",
+      { sessionKey: "agent:main:feishu:group:oc_1:topic:om_2:thread:t1" },
+      "thread",
+    ],
     ["dm thread", { sessionKey: "agent:main:slack:dm:u1:thread:99" }, "thread"],
     ["isThread on a group key", { sessionKey: GROUP, isThread: true }, "thread"],
     ["isThread on a dm key", { sessionKey: DM, isThread: true }, "thread"],
@@ -277,6 +290,12 @@ describe("resolveResetPolicy precedence", () => {
       "reset off but type re-enables idle",
       { reset: { mode: "off" }, resetByType: { group: { mode: "idle", idleMinutes: 30 } } },
       { sessionKey: GROUP },
+      { mode: "idle", idleMinutes: 30 },
+    ],
+    [
+      "a feishu :topic: group takes resetByType.group, not thread",
+      { resetByType: { group: { mode: "idle", idleMinutes: 30 }, thread: { mode: "off" } } },
+      { sessionKey: "agent:main:feishu:group:oc_1:topic:om_2" },
       { mode: "idle", idleMinutes: 30 },
     ],
     [
