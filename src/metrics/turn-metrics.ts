@@ -66,12 +66,17 @@ export interface TurnTiming {
   startedAt: number;
 }
 
-/** A turn was begun: its queue wait (first attempt) or a redelivery (later ones). */
+/**
+ * A turn was begun: its queue wait (first attempt) or a redelivery (later ones). A turn parked
+ * on a storage fault is begun again by design, not because a worker crashed, stalled or handed
+ * it back: those retries are switchboard_storage_faults_total's (one per park), not counted
+ * here. A parked run's record keeps its `stalledReason` until it ends.
+ */
 export function turnStarted({ turn, record }: BegunTurn, now = Date.now()): TurnTiming {
   const m = turnInstruments();
   const attempts = record?.attempts ?? 1;
-  if (attempts > 1) m.redeliveries.inc();
-  else m.queueWait.observe(Math.max(0, now - turn.enqueuedAt) / 1000);
+  if (attempts <= 1) m.queueWait.observe(Math.max(0, now - turn.enqueuedAt) / 1000);
+  else if (!record?.stalledReason) m.redeliveries.inc();
   return { startedAt: now };
 }
 

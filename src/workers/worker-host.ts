@@ -4,7 +4,7 @@
  * number of hosts; ordering and crash safety come from the session inbox + lease, not from
  * where a job runs.
  */
-import { Worker, type Processor } from "bullmq";
+import { MetricsTime, Worker, type Processor } from "bullmq";
 import type { WorkerDeps } from "./worker-deps.js";
 import { CancelBus } from "../runs/cancel-bus.js";
 import { requestDrain } from "../runs/enqueue.js";
@@ -136,6 +136,11 @@ export async function startWorkerHost(svc: WorkerDeps, opts: WorkerHostOptions):
       stalledInterval: w.stalledIntervalMs,
       // A crash is not the job's fault: let stalled drains be retried many times.
       maxStalledCount: 50,
+      // BullMQ counts finished jobs only for workers created with this: the gateway's
+      // bullmq_job_completed_total / bullmq_job_failed_total read those counts. The cost is an
+      // HINCRBY in the script that already finishes the job, plus a per-minute list trimmed to
+      // an hour (60 small numbers per queue and outcome); the counts themselves never trim.
+      metrics: { maxDataPoints: MetricsTime.ONE_HOUR },
     });
     worker.on("error", (err) => svc.log.warn({ queue: name, err: err.message }, "worker error"));
     worker.on("failed", (job, err) => {

@@ -4,10 +4,11 @@
  * known number of turns, the worker's histograms and counters count exactly those turns and the
  * gateway shows HTTP latency by route pattern plus the deployment-wide series read from Redis.
  */
-import { readFileSync } from "node:fs";
+import { readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ROOT, startTestSystem, type TestSystem } from "../helpers/system.js";
+import { tempDir } from "../helpers/context.js";
 import { inbound, scriptConfig, spawnWorker, timedWait } from "../fixtures/runs-support.js";
 import { metricsUrlOf, parseExposition, samplesOf, scrape, valueOf, type Exposition } from "../helpers/prometheus.js";
 import { settle } from "../helpers/settle.js";
@@ -133,4 +134,70 @@ describe("metrics", () => {
     expect(queried.size).toBeGreaterThan(10);
     for (const name of queried) expect(served.has(name), name).toBe(true);
   }, 60_000);
+
+  it("BullMQ's completed and failed totals count the jobs workers finished", async () => {
+    const sys = await startTestSystem(
+      scriptConfig([{ reply: "re: {{text}}" }], {
+        workers: { deliveryAttempts: 1, deliveryBackoffMs: 10 },
+        // Nothing listens on port 1: each POST is refused, and with one attempt the job fails.
+        channels: { down: { kind: "webhook", url: "http://127.0.0.1:1/hook" } },
+      }),
+    );
+    cleanups.push(() => sys.close());
+    const sessionKey = "agent:main:metrics-bull";
+    for (const [channel, message] of [
+      ["telegram", "one"],
+      ["telegram", "two"],
+      ["down", "three"],
+    ] as const)
+      expect((await sys.rpc("send", { sessionKey, channel, to: "x", message })).status).toBe("queued");
+    const deployment = sys.config.redis.prefix;
+    const g = await settle(
+      async () => {
+        const e = parseExposition(String((await sys.get("/metrics")).body));
+        const finished = (name: string) => valueOf(e, name, { queue: "delivery", deployment });
+        return finished("bullmq_job_completed_total") + finished("bullmq_job_failed_total") >= 3 ? e : null;
+      },
+      { what: "the gateway's BullMQ totals counting the three delivery jobs" },
+    );
+    expect(valueOf(g, "bullmq_job_completed_total", { queue: "delivery" })).toBe(2);
+    expect(valueOf(g, "bullmq_job_failed_total", { queue: "delivery" })).toBe(1);
+    // The same numbers as the job counts (nothing removed the finished jobs yet).
+    expect(valueOf(g, "bullmq_job_count", { queue: "delivery", state: "completed" })).toBe(2);
+    expect(valueOf(g, "bullmq_job_count", { queue: "delivery", state: "failed" })).toBe(1);
+    expect(g.types.get("bullmq_job_completed_total")).toBe("counter");
+  }, 30_000);
+
+  it("a turn parked on a storage fault and run again is not a redelivery", async () => {
+    const { dir: storage } = tempDir("sb-metrics-park");
+    const sys = await startTestSystem(
+      scriptConfig([{ reply: "re: {{text}}" }], { storage: { dir: storage, faultRetryMaxDelayMs: 200 } }),
+    );
+    cleanups.push(() => sys.close());
+    // Workers in this process: the gateway's /metrics serves the turn series too (one registry
+    // per process, shared with this file's other systems: compare before and after).
+    const scrapeGateway = async () => parseExposition(String((await sys.get("/metrics")).body));
+    const first = await inbound(sys, "parker", "hello");
+    expect((await timedWait(sys, first.runId, 10_000)).result).toMatchObject({ status: "ok" });
+    const before = await scrapeGateway();
+    const deployment = { deployment: sys.config.redis.prefix };
+    // The sessions directory replaced by a file: the next turn's transcript write fails (ENOTDIR).
+    const dir = join(storage, "agents", "main", "sessions");
+    renameSync(dir, `${dir}.away`);
+    writeFileSync(dir, "not a directory");
+    const parked = await inbound(sys, "parker", "while away");
+    await settle(
+      async () => valueOf(await scrapeGateway(), "switchboard_storage_faults_total", deployment) >= 2 || null,
+      { what: "the turn parked twice" },
+    );
+    rmSync(dir);
+    renameSync(`${dir}.away`, dir);
+    expect((await timedWait(sys, parked.runId, 15_000)).result).toMatchObject({ status: "ok" });
+    expect((await sys.get(`/v1/runs/${parked.runId}`)).body.attempts).toBeGreaterThanOrEqual(3);
+    const after = await scrapeGateway();
+    expect(valueOf(after, "switchboard_redeliveries_total")).toBe(valueOf(before, "switchboard_redeliveries_total"));
+    expect(valueOf(after, "switchboard_runs_total", { status: "ok" })).toBe(
+      valueOf(before, "switchboard_runs_total", { status: "ok" }) + 1,
+    );
+  }, 30_000);
 });

@@ -11,8 +11,14 @@ import { chatCompletion, chunk, completionIds, usageChunk, visibleReply } from "
 import { DoorError, openAiError, openAiErrorHandler, reshapeErrorPayload } from "./errors.js";
 import { agentForModel, modelIds } from "./model-alias.js";
 import { parseChatCompletionRequest, turnInputOf } from "./request.js";
-import { awaitTurn, startTurn, type TurnOutcome } from "./run-turn.js";
-import { AGENT_ID_HEADERS, doorSessionKey, firstHeader, SESSION_KEY_HEADERS } from "./session-key.js";
+import { awaitTurn, doorRunId, startTurn, type TurnOutcome } from "./run-turn.js";
+import {
+  AGENT_ID_HEADERS,
+  doorSessionKey,
+  firstHeader,
+  IDEMPOTENCY_KEY_HEADERS,
+  SESSION_KEY_HEADERS,
+} from "./session-key.js";
 import { SseWriter } from "./sse.js";
 
 /** Why a turn gave no reply, as an OpenAI error (status, body). */
@@ -74,18 +80,29 @@ export async function registerOpenAiDoor(app: FastifyInstance, svc: GatewayDeps)
       }
       const input = turnInputOf(body);
       assertMessageSize(messageLimit, [{ field: input.field, text: input.text }]);
+      const idempotencyKey = firstHeader(req.headers, IDEMPOTENCY_KEY_HEADERS);
       const sessionKey = doorSessionKey(svc.config, {
         agentId,
         user: body.user,
         headerKey: firstHeader(req.headers, SESSION_KEY_HEADERS),
+        idempotencyKey,
       });
-      const turn = await startTurn(svc, sessionKey, input.text, input.systemPrompt);
+      const runId = idempotencyKey ? doorRunId(sessionKey, idempotencyKey) : undefined;
+      const turn = await startTurn(svc, sessionKey, input.text, input.systemPrompt, runId);
       const ids = completionIds(turn.runId, body.model || `switchboard/${agentId}`);
-      const headers = { "x-switchboard-run-id": turn.runId, "x-switchboard-session-key": headerSafe(turn.sessionKey) };
+      // From here on the turn is queued, whatever the answer: OpenAI SDKs retry a 5xx (run error,
+      // kill, timeout, Redis away while waiting) unless told not to, and a retry without an
+      // Idempotency-Key would queue the turn again. OpenAI's own API sends this header too.
+      const headers = {
+        "x-switchboard-run-id": turn.runId,
+        "x-switchboard-session-key": headerSafe(turn.sessionKey),
+        "x-should-retry": "false",
+      };
 
       if (!body.stream) {
-        const outcome = await awaitTurn(svc, turn.runId, cfg.waitTimeoutSeconds * 1000);
+        // Set before the wait, so an error thrown by it (Redis away) is answered with them too.
         void reply.headers(headers);
+        const outcome = await awaitTurn(svc, turn.runId, cfg.waitTimeoutSeconds * 1000);
         if (outcome.done && outcome.record.status === "ok") return chatCompletion(ids, outcome.record);
         const failure = failureOf(outcome, turn.runId, cfg.waitTimeoutSeconds);
         return reply.status(failure.status).send(failure.body);

@@ -9,9 +9,10 @@ import { SendBlockedError } from "../../errors/index.js";
 import { ensureSession } from "../../storage/ensure-session.js";
 import { sessionForTurn } from "../../rotation/turn-session.js";
 import { sessionSendPolicy } from "../../session/stored-send-policy.js";
-import { enqueueTurnOnce } from "../../runs/enqueue.js";
+import { enqueueTurnOnce, requestDrain } from "../../runs/enqueue.js";
 import type { RunRecord } from "../../runs/run-records.js";
 import { isTerminal } from "../../runs/turn.js";
+import { uuidFrom } from "../../runs/derived-id.js";
 
 export interface StartedTurn {
   runId: string;
@@ -19,16 +20,29 @@ export interface StartedTurn {
   sessionId: string;
 }
 
+/**
+ * `runId`: derived from the request's Idempotency-Key (doorRunId), so a client's retry of a turn
+ * it has no answer for finds the first one (to wait on, or its result) instead of queuing a copy.
+ */
 export async function startTurn(
   svc: GatewayDeps,
   sessionKey: string,
   text: string,
   systemPrompt?: string,
+  runId?: string,
 ): Promise<StartedTurn> {
   const stored = await ensureSession(svc, sessionKey);
   if (sessionSendPolicy(svc.config, sessionKey, stored) === "deny") throw new SendBlockedError(sessionKey);
+  const existing = runId ? await svc.runs.get(runId) : null;
+  if (runId && existing) {
+    // The first call may have queued the turn and then failed to wake the drainer (as the agent RPC).
+    await requestDrain(svc, sessionKey);
+    return { runId, sessionKey, sessionId: existing.sessionId ?? stored.sessionId };
+  }
   const entry = await sessionForTurn(svc, stored);
+  // A retry racing past the check above is not queued again: the push is once per runId.
   const { turn } = await enqueueTurnOnce(svc, {
+    ...(runId ? { runId } : {}),
     sessionKey,
     agentId: entry.agentId,
     sessionId: entry.sessionId,
@@ -38,6 +52,11 @@ export async function startTurn(
     ...(systemPrompt ? { extraSystemPrompt: systemPrompt } : {}),
   });
   return { runId: turn.runId, sessionKey, sessionId: turn.sessionId };
+}
+
+/** The run a request with Idempotency-Key `key` maps to: the agent RPC's idempotencyKey mapping. */
+export function doorRunId(sessionKey: string, key: string): string {
+  return uuidFrom(`${sessionKey}\n${key}`);
 }
 
 export type TurnOutcome = { done: true; record: RunRecord } | { done: false; record: RunRecord | null };

@@ -3,18 +3,22 @@
  *   1. a session-key header, when present, names it outright;
  *   2. else the OpenAI `user` field: `agent:<agentId>:openai-user:<user>`, the same session on
  *      every call with that user;
- *   3. else a new session per request: `agent:<agentId>:openai:<uuid>`.
+ *   3. else a new session per request: `agent:<agentId>:openai:<uuid>` (derived from the
+ *      request's Idempotency-Key when it has one, so a retry reaches the same session).
  * Keys are canonical (lowercase) like every other key entering Switchboard.
  */
 import { randomUUID } from "node:crypto";
 import type { Config } from "../../config/schema.js";
 import { canonicalSessionKey } from "../../session/key-canonical.js";
 import { ValidationError } from "../../errors/index.js";
+import { uuidFrom } from "../../runs/derived-id.js";
 
 /** Header names that carry a session key; the first present wins. */
 export const SESSION_KEY_HEADERS = ["x-switchboard-session-key", "x-openclaw-session-key"] as const;
 /** Header names that pick the agent over the `model` field. */
 export const AGENT_ID_HEADERS = ["x-switchboard-agent-id", "x-openclaw-agent-id"] as const;
+/** Header names that carry a client's idempotency key for the turn; the first present wins. */
+export const IDEMPOTENCY_KEY_HEADERS = ["idempotency-key", "x-switchboard-idempotency-key"] as const;
 
 /**
  * The first of `names` present, as text. Node hands header values over as latin1 (one character
@@ -46,10 +50,20 @@ function utf8HeaderValue(name: string, latin1: string): string {
 
 export function doorSessionKey(
   config: Config,
-  opts: { agentId: string; user?: string | undefined; headerKey?: string | undefined; newId?: () => string },
+  opts: {
+    agentId: string;
+    user?: string | undefined;
+    headerKey?: string | undefined;
+    idempotencyKey?: string | undefined;
+    newId?: () => string;
+  },
 ): string {
   if (opts.headerKey) return canonicalSessionKey(config, opts.headerKey, { agentId: opts.agentId });
   const user = opts.user?.trim();
-  const rest = user ? `openai-user:${user}` : `openai:${(opts.newId ?? randomUUID)()}`;
+  // A stateless call's retry must reach the same session to find its run: with an idempotency
+  // key the new session's id is derived from it, not minted.
+  const key = opts.idempotencyKey;
+  const newId = opts.newId ?? (key ? () => uuidFrom(`openai-session\n${opts.agentId}\n${key}`) : randomUUID);
+  const rest = user ? `openai-user:${user}` : `openai:${newId()}`;
   return canonicalSessionKey(config, `agent:${opts.agentId}:${rest}`);
 }
