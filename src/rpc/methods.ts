@@ -316,7 +316,8 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
 
     "deliveries.list": async (raw) => {
       const q = parseParams(P.DeliveriesListParams, raw, "deliveries.list");
-      return { deliveries: await deliveries.list(q) };
+      // A key as callers write it (`main`, any case) names the session it names everywhere else.
+      return { deliveries: await deliveries.list(q.sessionKey ? { ...q, sessionKey: canon(q.sessionKey) } : q) };
     },
 
     status: async (raw) => {

@@ -221,6 +221,12 @@ describe("send RPC and GET /v1/deliveries filters", () => {
     expect([...ts].sort((a, b) => b - a)).toEqual(ts);
 
     expect((await deliveries(sys, { sessionKey: key, limit: 2 })).map((d) => d.message)).toEqual(["f4", "f3"]);
+    // The key as callers may write it (another case, without `agent:<id>:`) names the same session.
+    for (const alias of ["AGENT:MAIN:TG:DM:FILTER", "tg:dm:filter"])
+      expect(
+        (await deliveries(sys, { sessionKey: alias })).map((d) => d.message),
+        alias,
+      ).toEqual(["f4", "f3", "f2", "f1"]);
     expect((await deliveries(sys, { sessionKey: key, channel: "tg" })).map((d) => d.message)).toEqual(["f3", "f1"]);
 
     const byChannel = await deliveries(sys, { channel: "down" });
