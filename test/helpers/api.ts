@@ -168,3 +168,13 @@ export function sessionFiles(sys: TestSystem, agentId = "main"): string[] {
     return [];
   }
 }
+
+/** The user texts of a session's transcript (chat.history), oldest first; content parts joined. */
+export async function userTexts(sys: TestSystem, sessionKey: string): Promise<string[]> {
+  const { messages } = await sys.rpc("chat.history", { sessionKey });
+  return (messages as { role: string; content: unknown }[])
+    .filter((m) => m.role === "user")
+    .map((m) =>
+      typeof m.content === "string" ? m.content : (m.content as { text?: string }[]).map((p) => p.text ?? "").join(""),
+    );
+}

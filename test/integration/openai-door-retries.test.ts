@@ -9,6 +9,7 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestSystem, type TestSystem } from "../helpers/system.js";
 import { settle } from "../helpers/settle.js";
+import { userTexts as transcriptUserTexts } from "../helpers/api.js";
 
 const TOKEN = "openai-retries-token-0123";
 
@@ -62,14 +63,7 @@ async function counted<T>(fn: () => Promise<T>): Promise<{ result: T; requests: 
   return { result, requests: requests - before };
 }
 
-async function userTexts(sessionKey: string): Promise<string[]> {
-  const { messages } = await sys.rpc("chat.history", { sessionKey });
-  return (messages as { role: string; content: unknown }[])
-    .filter((m) => m.role === "user")
-    .map((m) =>
-      typeof m.content === "string" ? m.content : (m.content as { text?: string }[]).map((p) => p.text ?? "").join(""),
-    );
-}
+const userTexts = (sessionKey: string) => transcriptUserTexts(sys, sessionKey);
 
 describe("answers about a queued turn say x-should-retry: false", () => {
   it("a failed run: one request, one turn, and the SDK does not retry", async () => {

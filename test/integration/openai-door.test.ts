@@ -7,6 +7,7 @@
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { httpJson, startTestSystem, type TestSystem } from "../helpers/system.js";
+import { userTexts as transcriptUserTexts } from "../helpers/api.js";
 
 const TOKEN = "openai-door-token-0123";
 
@@ -47,14 +48,7 @@ afterAll(async () => {
 });
 
 /** The user texts of a session's transcript, oldest first. */
-async function userTexts(sessionKey: string): Promise<string[]> {
-  const { messages } = await sys.rpc("chat.history", { sessionKey });
-  return (messages as { role: string; content: unknown }[])
-    .filter((m) => m.role === "user")
-    .map((m) =>
-      typeof m.content === "string" ? m.content : (m.content as { text?: string }[]).map((p) => p.text ?? "").join(""),
-    );
-}
+const userTexts = (sessionKey: string) => transcriptUserTexts(sys, sessionKey);
 
 describe("POST /v1/chat/completions, non-streaming", () => {
   it("answers the agent's reply as a chat.completion; only the last user message becomes the turn", async () => {
