@@ -23,7 +23,7 @@ export function formatTable(rows: Record<string, unknown>[], columns: string[]):
 }
 
 export function printTable(rows: Record<string, unknown>[], columns: string[]): void {
-  process.stdout.write(rows.length === 0 ? "(none)\n" : formatTable(rows, columns));
+  process.stdout.write(rows.length === 0 ? "(none)\n" : terminalSafe(formatTable(rows, columns)));
 }
 
 export function ago(ms: number): string {
@@ -39,16 +39,27 @@ export function messageText(m: { content?: unknown }): string {
   const c = m.content;
   if (typeof c === "string") return c;
   if (!Array.isArray(c)) return "";
-  return c
-    .map((b: { type?: string; text?: string; name?: string; thinking?: string }) =>
-      b.type === "text"
-        ? (b.text ?? "")
-        : b.type === "toolCall"
-          ? `[tool ${b.name}]`
-          : b.type === "thinking"
-            ? ""
-            : `[${b.type}]`,
-    )
+  // Any JSON may sit in a line this process did not write: an odd block is shown as one, not fatal.
+  return (c as unknown[])
+    .map((raw) => {
+      if (!raw || typeof raw !== "object") return "[block]";
+      const b = raw as { type?: unknown; text?: unknown; name?: unknown };
+      if (b.type === "text") return typeof b.text === "string" ? b.text : "";
+      if (b.type === "toolCall") return `[tool ${typeof b.name === "string" ? b.name : "?"}]`;
+      if (b.type === "thinking") return "";
+      return typeof b.type === "string" ? `[${b.type}]` : "[block]";
+    })
     .filter(Boolean)
     .join("\n");
+}
+
+/**
+ * Text from a chat, made safe to print on a terminal: control characters (but newline and tab)
+ * and bidi controls are shown as `\u{…}` escapes. Anyone who can message a channel writes this
+ * text; printed raw, escape sequences would retitle, clear or rewrite the operator's terminal.
+ */
+export function terminalSafe(text: string): string {
+  return text.replace(/[\p{Cc}\p{Bidi_Control}]/gu, (ch) =>
+    ch === "\n" || ch === "\t" ? ch : `\\u{${ch.codePointAt(0)!.toString(16)}}`,
+  );
 }

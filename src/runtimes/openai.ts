@@ -64,13 +64,20 @@ export class OpenAIRuntimeError extends Error {
 
 const SNIPPET_CHARS = 500;
 
-/** The text of a transcript message: a string, or its text blocks joined by newlines. */
-export function messageText(content: TranscriptMessage["content"]): string {
+/**
+ * The text of a transcript message: a string, or its text blocks joined by newlines. Lines this
+ * process did not write (an import, another tool on the shared storage) may hold any JSON as
+ * content: anything else is no text, never an error, or one odd line would fail every turn of
+ * the session while it stays in the history window.
+ */
+export function messageText(content: unknown): string {
   if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
   const parts: string[] = [];
-  for (const block of content) {
-    const text = (block as { text?: unknown }).text;
-    if (block.type === "text" && typeof text === "string") parts.push(text);
+  for (const block of content as unknown[]) {
+    if (!block || typeof block !== "object") continue;
+    const { type, text } = block as { type?: unknown; text?: unknown };
+    if (type === "text" && typeof text === "string") parts.push(text);
   }
   return parts.join("\n");
 }

@@ -1,7 +1,7 @@
 import type { DeadLetter } from "../../runs/dead-letters.js";
 import { ValidationError } from "../../errors/index.js";
 import { connect, type GlobalOptions } from "../client.js";
-import { printJson } from "../output.js";
+import { printJson, terminalSafe } from "../output.js";
 
 /**
  * `switchboard deadletters [list|replay <runId>|replay --all|discard <runId>]`: messages whose
@@ -26,7 +26,7 @@ export async function deadLettersCommand(
           const when = new Date(l.failedAt).toISOString().replace("T", " ").slice(0, 19);
           const text = (l.turn?.text ?? l.raw ?? "").replace(/\s+/g, " ").slice(0, 60);
           process.stdout.write(
-            `${l.runId}  ${when}  ${l.kind.padEnd(9)} ${l.sessionKey}  "${text}"\n    ${l.reason}\n`,
+            `${terminalSafe(`${l.runId}  ${when}  ${l.kind.padEnd(9)} ${l.sessionKey}  "${text}"\n    ${l.reason}`)}\n`,
           );
         }
         return 0;

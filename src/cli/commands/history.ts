@@ -3,7 +3,7 @@ import { topicOpt } from "../../session/transcript-topic.js";
 import { readLastEntries } from "../../transcript/tail-reader.js";
 import { type Client, connect, type GlobalOptions } from "../client.js";
 import { positiveInt } from "../flags.js";
-import { messageText, printJson } from "../output.js";
+import { messageText, printJson, terminalSafe } from "../output.js";
 import { CHAT_HISTORY_MAX } from "../../rpc/params.js";
 
 /** Printed in place of a time no Date can hold (an imported `timestamp: 1e20`) or that is missing. */
@@ -70,7 +70,7 @@ export async function historyCommand(
       const when = formatWhen(m.timestamp, lineTimes?.[i]) ?? UNKNOWN_TIME;
       const from = m.provenance?.kind === "inter_session" ? ` ← ${m.provenance.sourceSessionKey}` : "";
       const text = messageText(m) || (m.stopReason === "error" ? `[error] ${String(m.errorMessage ?? "")}` : "");
-      process.stdout.write(`[${when}] ${m.role}${from}: ${text}\n`);
+      process.stdout.write(`${terminalSafe(`[${when}] ${m.role}${from}: ${text}`)}\n`);
     });
     return 0;
   } finally {

@@ -1,6 +1,6 @@
 import { ValidationError } from "../../errors/index.js";
 import { connect, type GlobalOptions } from "../client.js";
-import { printJson } from "../output.js";
+import { printJson, terminalSafe } from "../output.js";
 import { updateProgress } from "../progress.js";
 
 /** The longest `agent.wait` accepts (600,000 ms). */
@@ -35,7 +35,7 @@ export async function sendCommand(
       error?: string;
     };
     if (opts.json) printJson({ ...accepted, ...res });
-    else if (res.status === "ok") process.stdout.write(`${res.reply ?? ""}\n`);
+    else if (res.status === "ok") process.stdout.write(`${terminalSafe(res.reply ?? "")}\n`);
     else process.stderr.write(`run ${accepted.runId}: ${res.status}${res.error ? `: ${res.error}` : ""}\n`);
     return res.status === "ok" ? 0 : 2;
   } finally {
