@@ -5,14 +5,21 @@
  * the session. Only the tools the session's profile allows are listed (docs/concepts/mcp.md).
  */
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import type { CallToolResult, ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
+import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
+import type {
+  CallToolResult,
+  ServerNotification,
+  ServerRequest,
+  ToolAnnotations,
+} from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
 import type { ToolDeps } from "../tools/tool-deps.js";
-import { SwitchboardError } from "../errors/index.js";
+import { SwitchboardError, isRedisDown } from "../errors/index.js";
 import { effectiveTools } from "../subagents/tool-policy.js";
 import type { ToolName } from "../tools/schemas.js";
 import { sessionCaller } from "../tools/session-caller.js";
 import type { ToolResult } from "../tools/tool-context.js";
+import { DEFAULT_SEND_TIMEOUT_SECONDS } from "../tools/sessions-send.js";
 import { TOOL_DESCRIPTION_TEXT, TOOL_NAMES, TOOL_SCHEMAS, type ToolRuntime } from "../tools/tool-runtime.js";
 
 export const MCP_SERVER_NAME = "switchboard";
@@ -22,6 +29,60 @@ const READ_ONLY: ReadonlySet<ToolName> = new Set<ToolName>(["sessions_list", "se
 
 /** Tool results whose status means the call did not do what was asked. */
 const FAILED_STATUSES = new Set(["error", "forbidden"]);
+
+/**
+ * Tools never listed over MCP: `sessions_yield` ends the calling turn, and an MCP client is never
+ * inside one, so it could only ever be refused.
+ */
+const NOT_OVER_MCP: ReadonlySet<ToolName> = new Set<ToolName>(["sessions_yield"]);
+
+/**
+ * The longest `sessions_send` wait for a client that sent no progress token. MCP clients give a
+ * request 60 s by default and only a progress notification restarts that clock (for clients that
+ * ask for it), so a longer wait would end in the client's own timeout error, without the runId,
+ * while the message was sent: capped, the call answers `timeout` with the runId instead.
+ */
+export const MCP_PLAIN_WAIT_SECONDS = 50;
+/** How often a waiting `sessions_send` reports progress to a client that sent a progress token. */
+const PROGRESS_EVERY_MS = 15_000;
+
+export type CallExtra = Pick<RequestHandlerExtra<ServerRequest, ServerNotification>, "_meta" | "sendNotification">;
+
+/** `sessions_send` arguments as this client can wait for them (see MCP_PLAIN_WAIT_SECONDS). */
+export function waitableArgs(name: ToolName, args: unknown, extra: CallExtra): unknown {
+  if (name !== "sessions_send" || extra._meta?.progressToken !== undefined) return args;
+  const a = (args ?? {}) as { timeoutSeconds?: unknown };
+  const asked = typeof a.timeoutSeconds === "number" ? a.timeoutSeconds : DEFAULT_SEND_TIMEOUT_SECONDS;
+  return asked > MCP_PLAIN_WAIT_SECONDS ? { ...a, timeoutSeconds: MCP_PLAIN_WAIT_SECONDS } : args;
+}
+
+/** While `work` runs, a progress notification every `everyMs` when the client asked for them. */
+export async function withProgress<T>(extra: CallExtra, work: Promise<T>, everyMs = PROGRESS_EVERY_MS): Promise<T> {
+  const token = extra._meta?.progressToken;
+  if (token === undefined) return await work;
+  let beats = 0;
+  const timer = setInterval(() => {
+    beats++;
+    void extra
+      .sendNotification({
+        method: "notifications/progress",
+        params: { progressToken: token, progress: beats, message: "waiting for the reply" },
+      })
+      .catch(() => undefined);
+  }, everyMs);
+  try {
+    return await work;
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+/** A thrown error as a tool result: Redis away is `unavailable` (try again), as at every door. */
+export function errorResult(err: unknown): ToolResult {
+  if (isRedisDown(err)) return { status: "error", code: "unavailable", error: "Redis is unavailable; try again" };
+  const code = err instanceof SwitchboardError ? err.code : "internal";
+  return { status: "error", code, error: (err as Error)?.message ?? String(err) };
+}
 
 export interface SessionMcpDeps {
   svc: ToolDeps;
@@ -48,7 +109,7 @@ export function toCallToolResult(result: ToolResult): CallToolResult {
 export async function listedTools(deps: Pick<SessionMcpDeps, "svc" | "sessionKey">): Promise<ToolName[]> {
   const caller = await sessionCaller(deps.svc, deps.sessionKey);
   const allowed = new Set<string>(effectiveTools(deps.svc.config, caller));
-  return TOOL_NAMES.filter((name) => allowed.has(name));
+  return TOOL_NAMES.filter((name) => allowed.has(name) && !NOT_OVER_MCP.has(name));
 }
 
 /** One MCP server (one per client connection) exposing the session's tools. */
@@ -60,7 +121,7 @@ export async function createSessionMcpServer(deps: SessionMcpDeps): Promise<McpS
       // Declared up front, so a session allowed no tools at all (a leaf sub-agent) lists none
       // instead of answering tools/list with "method not found" (the SDK adds the handlers with
       // the first tool otherwise).
-      capabilities: { tools: { listChanged: true } },
+      capabilities: { tools: { listChanged: false } },
     },
   );
   for (const name of await listedTools(deps)) {
@@ -70,15 +131,14 @@ export async function createSessionMcpServer(deps: SessionMcpDeps): Promise<McpS
       { description: TOOL_DESCRIPTION_TEXT[name], inputSchema: TOOL_SCHEMAS[name], annotations },
       // The SDK has validated `args` with the same schema; the runtime parses them again, as
       // for every door (parsing is idempotent).
-      async (args: unknown) => {
+      async (args: unknown, extra: CallExtra) => {
         try {
-          return toCallToolResult(
-            await deps.tools.call(name, await sessionCaller(deps.svc, deps.sessionKey), args ?? {}),
-          );
+          const caller = await sessionCaller(deps.svc, deps.sessionKey);
+          const call = deps.tools.call(name, caller, waitableArgs(name, args, extra) ?? {});
+          return toCallToolResult(await withProgress(extra, call));
         } catch (err) {
           deps.log.warn({ err, tool: name }, "mcp tool call failed");
-          const code = err instanceof SwitchboardError ? err.code : "internal";
-          return toCallToolResult({ status: "error", code, error: (err as Error)?.message ?? String(err) });
+          return toCallToolResult(errorResult(err));
         }
       },
     );

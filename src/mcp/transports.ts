@@ -13,7 +13,7 @@ import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
 import { tokenAccepted } from "../auth/credentials.js";
 import { nonLocalRequestReason } from "../auth/local-request.js";
-import { PayloadTooLargeError } from "../errors/index.js";
+import { PayloadTooLargeError, isRedisDown } from "../errors/index.js";
 
 export type McpServerFactory = () => Promise<McpServer>;
 
@@ -184,9 +184,13 @@ export async function serveHttp(factory: McpServerFactory, opts: HttpOptions): P
 
   const http = createServer((req, res) => {
     handle(req, res).catch((err: unknown) => {
-      opts.log.error({ err }, "mcp http request failed");
-      if (!res.headersSent) jsonRpcError(res, 500, -32603, "internal error");
-      else res.end();
+      // Redis away (starting a session reads the caller's entry) is a 503 to retry, as at every door.
+      const down = isRedisDown(err);
+      if (down) opts.log.warn({ err: (err as Error).message }, "mcp http request: Redis is unavailable");
+      else opts.log.error({ err }, "mcp http request failed");
+      if (res.headersSent) res.end();
+      else if (down) jsonRpcError(res, 503, -32000, "Redis is unavailable; try again", { "retry-after": "1" });
+      else jsonRpcError(res, 500, -32603, "internal error");
     });
   });
   await new Promise<void>((resolve, reject) => {

@@ -33,7 +33,7 @@ import { forbidden, toolError, type ToolCaller, type ToolResult, argsError } fro
 import { agentToAgentAllowed } from "./visibility.js";
 
 const LUA_DIR = new URL("./lua/", import.meta.url);
-const DEFAULT_TIMEOUT_SECONDS = 30;
+export const DEFAULT_SEND_TIMEOUT_SECONDS = 30;
 export const THREAD_TARGET_ERROR =
   "sessions_send cannot target a thread session for inter-agent coordination. " +
   "Use the parent channel session key instead.";
@@ -148,7 +148,7 @@ export async function sessionsSend(
   // A session writing to itself gets no announce step (nor reply-back): nothing is pending.
   const self = targetKey === caller.sessionKey;
   const delivery = self ? undefined : { status: "pending", mode: "announce" };
-  const timeoutSeconds = args.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS;
+  const timeoutSeconds = args.timeoutSeconds ?? DEFAULT_SEND_TIMEOUT_SECONDS;
   if (timeoutSeconds === 0)
     return { runId, status: "accepted", sessionKey: displayKey, ...(delivery ? { delivery } : {}) };
   // A turn of this very session is running (the caller's): the message is queued behind it, so

@@ -32,6 +32,8 @@ const GUEST = "agent:guest:main";
 const ORCHESTRATOR = "agent:main:subagent:orch1";
 const LEAF = "agent:main:subagent:leaf1";
 const TOKEN = "mcp-test-token-0123456789";
+/** Every session tool but sessions_yield, which ends a turn and an MCP client is never in one. */
+const MCP_TOOLS = TOOL_NAMES.filter((n) => n !== "sessions_yield");
 const FORBIDDEN_HISTORY = "Agent-to-agent history denied by tools.agentToAgent.allow.";
 const FORBIDDEN_SEND = "Agent-to-agent messaging denied by tools.agentToAgent.allow.";
 
@@ -188,7 +190,7 @@ describe("switchboard mcp over stdio", () => {
       expect(client.getServerVersion()?.name).toBe("switchboard");
       const { tools } = await client.listTools();
       // Profile `full`: every session tool, each with the JSON Schema of its zod schema.
-      expect(tools.map((t) => t.name).sort()).toEqual([...TOOL_NAMES].sort());
+      expect(tools.map((t) => t.name).sort()).toEqual([...MCP_TOOLS].sort());
       for (const t of tools) {
         const { $schema: _ignored, ...schema } = t.inputSchema as Record<string, unknown>;
         expect(schema, t.name).toEqual(toolJsonSchema(TOOL_SCHEMAS[t.name as keyof typeof TOOL_SCHEMAS]));
@@ -218,7 +220,7 @@ describe("switchboard mcp over stdio", () => {
     try {
       const { tools } = await client.listTools();
       expect(tools.map((t) => t.name)).toEqual(
-        TOOL_NAMES.filter((n) => (ORCHESTRATOR_TOOLS as readonly string[]).includes(n)),
+        MCP_TOOLS.filter((n) => (ORCHESTRATOR_TOOLS as readonly string[]).includes(n)),
       );
       expect(tools.map((t) => t.name)).not.toContain("sessions_send");
       const refused = (await client.callTool({
@@ -294,7 +296,7 @@ describe("switchboard mcp over stdio", () => {
     const messages = lines.map((l) => JSON.parse(l) as { jsonrpc: string; id?: number; result?: any });
     expect(messages.every((m) => m.jsonrpc === "2.0")).toBe(true);
     expect(messages.map((m) => m.id)).toEqual([1, 2, 3]);
-    expect(messages[1]!.result.tools).toHaveLength(TOOL_NAMES.length);
+    expect(messages[1]!.result.tools).toHaveLength(MCP_TOOLS.length);
     expect(messages[2]!.result.structuredContent).toMatchObject({ status: "ok", details: { sessionKey: "main" } });
     expect(err).toMatch(/ready/);
   }, 60_000);
@@ -322,7 +324,7 @@ describe("switchboard mcp over streamable HTTP", () => {
     try {
       expect(transport.sessionId).toBeTruthy();
       const { tools } = await client.listTools();
-      expect(tools.map((t) => t.name).sort()).toEqual([...TOOL_NAMES].sort());
+      expect(tools.map((t) => t.name).sort()).toEqual([...MCP_TOOLS].sort());
       const { $schema: _ignored, ...schema } = tools.find((t) => t.name === "sessions_history")!.inputSchema as Record<
         string,
         unknown
@@ -365,6 +367,39 @@ describe("switchboard mcp over streamable HTTP", () => {
     });
     expect(elsewhere.status).toBe(404);
   });
+
+  it("--token is the token this server asks for (it was ignored, leaving the port open)", async () => {
+    const other = "mcp-cli-token-9876543210";
+    const viaFlag = await spawnSwitchboard(
+      ["--token", other, "mcp", "--session", MAIN, "--config", configFile, "--http", "0"],
+      childEnv(),
+    );
+    try {
+      const m = /over (http:\/\/\S+\/mcp)/.exec(viaFlag.output());
+      if (!m) throw new Error(`no MCP URL in: ${viaFlag.output()}`);
+      const init = (token: string) =>
+        fetch(m[1]!, {
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            accept: "application/json, text/event-stream",
+            authorization: `Bearer ${token}`,
+          },
+          body: JSON.stringify({
+            jsonrpc: "2.0",
+            id: 1,
+            method: "initialize",
+            params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } },
+          }),
+        });
+      expect((await init(TOKEN)).status).toBe(401);
+      const ok = await init(other);
+      expect(ok.status).toBe(200);
+      await ok.text();
+    } finally {
+      await viaFlag.stop();
+    }
+  }, 30_000);
 });
 
 // Last: a spawned child leaves a delayed archive job behind, so `queuesQuiet` would never see the

@@ -15,7 +15,7 @@ import { requestBodyLimit } from "../../gateway/message-limit.js";
 import { canonicalSessionKey } from "../../session/key-canonical.js";
 import { createToolRuntime } from "../../tools/tool-runtime.js";
 import { resolveCaller } from "../../tools/session-caller.js";
-import { loadCliConfig, RpcCallError, type GlobalOptions } from "../client.js";
+import { cliToken, loadCliConfig, RpcCallError, type GlobalOptions } from "../client.js";
 import { displayRedisUrl } from "../../config/redis-url.js";
 
 export interface McpOptions extends GlobalOptions {
@@ -37,7 +37,10 @@ export async function mcpCommand(opts: McpOptions): Promise<void> {
   const port = opts.http !== undefined ? parsePort(opts.http) : undefined;
   const host = opts.host ?? "127.0.0.1";
   const { config } = loadCliConfig(opts);
-  const token = config.gateway.auth.token;
+  // The token the CLI would present is the one this server asks for: --token, then
+  // SWITCHBOARD_TOKEN, then gateway.auth.token (a --token given and then ignored left it open).
+  const token = cliToken(opts, config);
+  if (token !== undefined && token.length < 8) throw new ValidationError("--token: use at least 8 characters");
   // Over HTTP anyone who reaches the port acts as the session: off loopback, require the token.
   if (port !== undefined && !LOOPBACK.has(host) && !token) {
     throw new ValidationError(`--host ${host} is not loopback: set gateway.auth.token so MCP clients must present it`);
