@@ -1,8 +1,9 @@
 /**
  * Secrets are not persisted: before a transcript line is written, every credential-like value in
  * the words of its message (string content, text/thinking blocks, tool-call arguments, tool
- * results and their `details`, error messages, Pi's `command`/`output`/`summary` fields) is
- * masked with the same rules sessions_history uses (`sk-pro…5jK0`).
+ * results and their `details`, error messages, Pi's `command`/`output`/`summary` fields) and of
+ * the lines that are not messages (compaction and branch summaries, custom_message content,
+ * custom `data`: ENTRY_STRUCTURE_FIELDS) is masked with the same rules sessions_history uses (`sk-pro…5jK0`).
  * The turn that carries the secret still runs with the original text — only what is stored is
  * masked — so later turns, readers and imports never see it. Structural fields (ids, roles,
  * tool names, provenance, timestamps: MESSAGE_STRUCTURE_FIELDS) are never touched. Opt out with
@@ -10,7 +11,7 @@
  * lines are not mutated; an unchanged line is returned as is.
  */
 import type { TranscriptEntry, TranscriptMessage } from "./transcript-types.js";
-import { isSecretName, maskToken, redactSecrets } from "./redact.js";
+import { isMask, isSecretName, maskToken, redactSecrets } from "./redact.js";
 
 /** A content block's `type`/`id`/`name` are structure, not words. */
 const BLOCK_STRUCTURE = new Set(["type", "id", "name"]);
@@ -43,8 +44,12 @@ function redactDeep(value: unknown, changed: { any: boolean }, structure?: Reado
     for (const [k, v] of Object.entries(value)) {
       if (structure?.has(k)) out[k] = v;
       else if (typeof v === "string" && v.length > 0 && isSecretName(k)) {
-        out[k] = maskToken(v);
-        changed.any = true;
+        // A value masked when written stays as it is when read back (masking a mask leaves `***`).
+        if (isMask(v)) out[k] = v;
+        else {
+          out[k] = maskToken(v);
+          changed.any = true;
+        }
       } else out[k] = redactDeep(v, changed);
     }
     const mine = changed.any;
@@ -109,7 +114,7 @@ export function redactTranscriptMessage(message: TranscriptMessage): TranscriptM
     if (key === "content") next = redactDeep(value, changed, BLOCK_STRUCTURE);
     else if (key === "details") next = redactDeep(value, changed);
     else if (typeof value === "string" && !MESSAGE_STRUCTURE_FIELDS.has(key)) {
-      next = value.length > 0 && isSecretName(key) ? maskToken(value) : redactDeep(value, changed);
+      next = value.length > 0 && isSecretName(key) && !isMask(value) ? maskToken(value) : redactDeep(value, changed);
     }
     if (next !== value) {
       out ??= { ...message };
@@ -119,12 +124,65 @@ export function redactTranscriptMessage(message: TranscriptMessage): TranscriptM
   return out === undefined ? message : (out as TranscriptMessage);
 }
 
+/**
+ * Entry fields that are structure, not words: the line's own ids and time, Switchboard's `runId`, the header's
+ * `version`/`cwd`/`parentSession`, and the flags, ids and numbers of Pi's other entry types (`compaction`,
+ * `branch_summary`, `custom`, `custom_message`, `model_change`, `thinking_level_change`, `label`). Every other
+ * field holds words (`summary`, a custom_message's `content`, `data`, `details`, a label's text…) and is masked.
+ */
+const ENTRY_STRUCTURE_FIELDS: ReadonlySet<string> = new Set([
+  "type",
+  "id",
+  "parentId",
+  "timestamp",
+  "runId",
+  "version",
+  "cwd",
+  "parentSession",
+  "customType",
+  "display",
+  "fromId",
+  "firstKeptEntryId",
+  "tokensBefore",
+  "fromHook",
+  "provider",
+  "modelId",
+  "thinkingLevel",
+  "targetId",
+]);
+
+/**
+ * A line with its words masked: the `message` as redactTranscriptMessage does it, and every other field that is
+ * not structure at any depth (Pi's compaction and branch summaries, a custom_message's `content` blocks, a custom
+ * entry's `data`, `details`): they are sent to the model or shown like messages, and an import copies them as
+ * they were. Structure only costs a set lookup, so a message line is no slower than before.
+ */
+function redactTranscriptEntry(entry: TranscriptEntry): TranscriptEntry {
+  const changed = { any: false };
+  let out: Record<string, unknown> | undefined;
+  // for…in, not Object.entries: no array per line for the usual five structural keys (every line passes here).
+  for (const key in entry) {
+    if (ENTRY_STRUCTURE_FIELDS.has(key) || !Object.hasOwn(entry, key)) continue;
+    const value = entry[key];
+    if (value === null || value === undefined) continue;
+    let next: unknown;
+    if (key === "message") {
+      if (typeof value !== "object") continue;
+      next = redactTranscriptMessage(value as TranscriptMessage);
+    } else if (key === "content") next = redactDeep(value, changed, BLOCK_STRUCTURE);
+    else if (typeof value === "string" && value.length > 0 && isSecretName(key) && !isMask(value))
+      next = maskToken(value);
+    else next = redactDeep(value, changed);
+    if (next !== value) {
+      out ??= { ...entry };
+      out[key] = next;
+    }
+  }
+  return out === undefined ? entry : (out as TranscriptEntry);
+}
+
 /** The lines as they should be stored: redacted unless `enabled` is false. */
 export function redactTranscriptEntries(entries: TranscriptEntry[], enabled: boolean): TranscriptEntry[] {
   if (!enabled) return entries;
-  return entries.map((e) => {
-    if (!e.message) return e;
-    const message = redactTranscriptMessage(e.message);
-    return message === e.message ? e : { ...e, message };
-  });
+  return entries.map(redactTranscriptEntry);
 }

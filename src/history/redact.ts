@@ -55,6 +55,12 @@ interface ValuePattern {
   re: RegExp;
   accept?: (m: RegExpExecArray) => boolean;
   resumeGroup?: string;
+  /**
+   * The value, matched (sticky, at the end of `re`'s match) only once `accept` took the label. In one regex a
+   * rejected label would still scan its bare value, which runs on over the labels after it: `key=a,key=b,…`
+   * cost one scan to the end of the text per label (90 s for 1 MB).
+   */
+  value?: RegExp;
 }
 
 const VALUE_GROUPS = ["v", "v2", "v3"] as const;
@@ -84,6 +90,32 @@ export function isSecretName(name: string): boolean {
   return !NOT_SECRET_NAME_RE.test(name) && SECRET_NAME_RES.some((re) => re.test(name));
 }
 
+/**
+ * Query parameter names that hold credentials: every name isSecretName accepts (`api_key`, `access_token`,
+ * `password`), plus the bare lower-case ones URLs use (`?token=`, `?key=`, `&sig=`, `X-Amz-Signature`).
+ * Every one of them contains a MAYBE_SECRET_RE word or starts with a word it lists after `[?&]`.
+ */
+const QUERY_SECRET_NAME_RE = /^(?:token|key|secret|apikey|sig|signature|auth|pass|pwd)$|[_.-](?:sig|signature)$/i;
+
+function isQuerySecretName(name: string): boolean {
+  return QUERY_SECRET_NAME_RE.test(name) || isSecretName(name);
+}
+
+// The characters that end a query value (the next parameter, the fragment, the end of a quoted URL).
+const QUERY_VALUE_END = /[&#\s"'<>\\]/;
+
+/**
+ * An assignment that is a query parameter the `query` pattern masks (`?api_key=v&page=2`): left to it, so
+ * the value stops at `&` instead of running on over the rest of the URL.
+ */
+function isQueryParameter(m: RegExpExecArray): boolean {
+  const before = m.input[m.index - 1];
+  if (before !== "?" && before !== "&") return false;
+  const after = m.index + (m.groups?.name?.length ?? 0);
+  const next = m.input[after + 1];
+  return m.input[after] === "=" && next !== undefined && !QUERY_VALUE_END.test(next);
+}
+
 // A value: a double- or single-quoted string on one line, or a bare run up to whitespace/quote.
 const ASSIGNED_VALUE = String.raw`(?:"(?<v>[^"\n]+)"|'(?<v2>[^'\n]+)'|(?<v3>[^\s"'\\]+))`;
 
@@ -94,13 +126,10 @@ const VALUE_PATTERNS: ValuePattern[] = [
   // (cheap to reject `x = 1`), and isSecretName then judges case and word boundaries.
   {
     name: "assignment",
-    re: new RegExp(
-      "(?<![A-Za-z0-9_-])(?<name>[A-Za-z0-9_-]*?(?:key|token|secret|passwd|password))" +
-        String.raw`["']?[ \t]*[=:][ \t]*${ASSIGNED_VALUE}`,
-      "dgi",
-    ),
-    accept: (m) => isSecretName(m.groups?.name ?? ""),
+    re: /(?<![A-Za-z0-9_-])(?<name>[A-Za-z0-9_-]*?(?:key|token|secret|passwd|password))["']?[ \t]*[=:][ \t]*/dgi,
+    accept: (m) => isSecretName(m.groups?.name ?? "") && !isQueryParameter(m),
     resumeGroup: "name",
+    value: new RegExp(ASSIGNED_VALUE, "dy"),
   },
   // JSON fields: `"apiKey": "…"` (key case-insensitive, escaped quotes inside the value allowed).
   {
@@ -120,8 +149,36 @@ const VALUE_PATTERNS: ValuePattern[] = [
       "dg",
     ),
   },
-  // Authorization headers (any token length).
-  { name: "authorization", re: /\b[Aa]uthorization\s*[:=]\s*[Bb]earer\s+(?<v>[A-Za-z0-9._\-+=/~]+)/dg },
+  // Authorization headers (any token length), also as a JSON or quoted header (`"Authorization": "Bearer …"`).
+  // `…` is in the value class so a value masked on write (`abcdef…0123`) is read whole and recognised as a
+  // mask; stopping at `…` would re-mask its first part into `***…0123` on every read.
+  {
+    name: "authorization",
+    re: /\b[Aa]uthorization["']?\s*[:=]\s*["']?[Bb]earer\s+(?<v>[A-Za-z0-9._\-+=/~…]+)/dg,
+  },
+  // HTTP Basic credentials: base64 of `user:password`, anyone can decode it.
+  { name: "basic", re: /\b[Aa]uthorization["']?\s*[:=]\s*["']?[Bb]asic\s+(?<v>[A-Za-z0-9+/=…]+)/dg },
+  // Passwords in URLs: `postgres://admin:PASS@db`, `redis://:PASS@cache`; only the password is masked, the user
+  // and host stay. The match starts at the literal `://` (the scheme is not needed to mask, and a literal start
+  // is found without trying every position); every run stops at `/`, which the next `://` starts with, so a
+  // run never crosses into another URL and each character is scanned a bounded number of times.
+  { name: "url-password", re: /:\/\/[^\s/?#:@]*:(?<v>[^\s/?#@]+)@/dg },
+  // `curl -u user:pass`, `--user=user:pass` (also wget/httpie style): the password after the first `:`. The
+  // user run stops at `=` and whitespace, the separators of the next flag, so runs do not overlap.
+  {
+    name: "cli-user",
+    re: /(?<![\w-])(?:-u|--user)(?:[ \t]+|=)["']?(?<user>[^\s:"'=@]*):(?<v>[^\s"']+)/dg,
+    // `docker run -u 1000:1000` is a uid:gid, not a login.
+    accept: (m) => !(/^\d+$/.test(m.groups?.user ?? "") && /^\d+$/.test(m.groups?.v ?? "")),
+  },
+  // Query parameters: `?token=…`, `&api_key=…`, `&sig=…`. Names are judged in code (isQuerySecretName);
+  // the value stops at the next parameter, so the other parameters of the URL stay readable.
+  {
+    name: "query",
+    re: /[?&](?<name>[A-Za-z0-9_.-]+)=(?<v>[^&#\s"'<>\\]+)/dg,
+    accept: (m) => isQuerySecretName(m.groups?.name ?? ""),
+    resumeGroup: "name",
+  },
   // A bare bearer token of 18+ characters ("Bearer authentication" is prose and too short).
   { name: "bearer", re: /\b[Bb]earer\s+(?<v>[A-Za-z0-9._\-+=/~]{18,})/dg },
   // Well-known token prefixes.
@@ -148,7 +205,14 @@ function collectValueSpans(text: string, pattern: ValuePattern, spans: Span[]): 
       re.lastIndex = resume ? resume[1] : m.index + 1;
       continue;
     }
-    const groups = m.indices?.groups;
+    let groups = m.indices?.groups;
+    if (pattern.value) {
+      pattern.value.lastIndex = m.index + m[0].length;
+      const v = pattern.value.exec(text);
+      if (!v) continue; // no value: the search goes on after this label
+      groups = v.indices?.groups;
+      re.lastIndex = pattern.value.lastIndex; // past the value, as one regex would go on
+    }
     let span: [number, number] | undefined;
     for (const g of VALUE_GROUPS) {
       span = groups?.[g];
@@ -164,7 +228,7 @@ function collectValueSpans(text: string, pattern: ValuePattern, spans: Span[]): 
 }
 
 /** A value maskToken produced: `***`, or up to 6 characters, `…`, up to 4 characters. */
-function isMask(value: string): boolean {
+export function isMask(value: string): boolean {
   if (value === "***") return true;
   const chars = Array.from(value);
   const at = chars.indexOf("…");
@@ -210,11 +274,22 @@ function applySpans(text: string, spans: Span[]): string {
 
 /**
  * Text none of the patterns can match: every pattern needs one of these (case folded, so a
- * superset): a secret word (the assignment, JSON and CLI names, `PRIVATE KEY`), `bearer` (both
- * header patterns), a token prefix, or a digit before `:` (Telegram). Most text has none, and
- * one scan for them replaces the seventeen pattern scans (every transcript line is redacted).
+ * superset): a secret word (the assignment, JSON and CLI names, `PRIVATE KEY`, the query names
+ * isSecretName accepts), `bearer` (the Bearer patterns), `authorization` (Basic), a token prefix,
+ * a digit before `:` (Telegram), `-u `/`--user` (cli-user), `://` then `@` before any `/?#` or
+ * whitespace (url-password: the userinfo between them has none of those), or a bare query name
+ * right after `?`/`&` (`sig`, `auth`, `pass`, `pwd`; `key`/`token`/`secret` are already words
+ * here) or a `-sig`/`_signature` suffix. Most text has none, and one scan for them replaces the
+ * twenty-odd pattern scans (every transcript line is redacted). A plain URL (`https://host/a?page=2`)
+ * passes the check, so links in ordinary text keep the fast path. Every alternative is linear: the
+ * only run, after `://`, stops at `/`, which the next `://` starts with.
+ * A new pattern must be reachable through one of these alternatives, or it never runs.
  */
-const MAYBE_SECRET_RE = /key|token|secret|passw|bearer|sk-|ghp_|github_pat_|xox|xapp-|gsk_|aiza|pplx-|npm_|\d:/i;
+const MAYBE_SECRET_RE = new RegExp(
+  String.raw`key|token|secret|passw|bearer|authorization|sk-|ghp_|github_pat_|xox|xapp-|gsk_|aiza|pplx-|npm_|\d:` +
+    String.raw`|-u[ \t=]|--user|:\/\/[^\s/?#@]*@|[?&](?:sig|auth|pass|pwd)|[_.-]sig`,
+  "i",
+);
 
 /** Masks credentials in `text` (see the file comment). Pure; `redacted` tells whether anything changed. */
 export function redactSecrets(text: string): RedactResult {

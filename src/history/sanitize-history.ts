@@ -10,7 +10,9 @@
  *    across text blocks is followed from one block to the next); every text field (string content,
  *    block `text`/`thinking`/`partialJson`, and every non-structural string field of the message:
  *    `text`, `errorMessage`, `command`, `output`, `summary`…) redacted, *then* cut to `maxChars`
- *    (redacting first, so a secret straddling the cut is still recognised);
+ *    (redacting first, so a secret straddling the cut is still recognised); every other field of a
+ *    block but `type`/`id`/`name` (a tool_use `input`, a nested tool_result `content`) redacted at any
+ *    depth, as the writer does;
  *    thinking signatures dropped; image bytes replaced by `{ omitted: true, bytes }`;
  * 3. a message still over 128 KB of JSON (giant tool arguments, hundreds of blocks) becomes a
  *    `[chat.history omitted: message too large]` placeholder, keeping its place in the order;
@@ -71,6 +73,8 @@ interface MessageOutcome {
 type MutableRecord = Record<string, unknown>;
 
 const STRIPPED_MESSAGE_FIELDS = ["details", "usage", "cost"] as const;
+// Block fields kept as they are (the writer's BLOCK_STRUCTURE) or already redacted by cleanBlock whatever their type.
+const BLOCK_KEPT_FIELDS = new Set(["type", "id", "name", "arguments"]);
 // Blocks that make an assistant message more than words: a message carrying one is never "silent".
 const SILENT_ALLOWED_BLOCK_TYPES = new Set(["text", "thinking"]);
 
@@ -160,6 +164,24 @@ function sanitizeMessage(message: TranscriptMessage, maxChars: number): MessageO
       }
       out.omitted = true;
     }
+    // Every other field (a tool_use `input`, a tool_result's nested `content`, fields nobody knew of): the
+    // writer's deep redaction, so a transcript stored unmasked (redactSecrets off, another tool) is masked here.
+    let rest: MutableRecord | undefined;
+    for (const [key, value] of Object.entries(out)) {
+      if (BLOCK_KEPT_FIELDS.has(key)) continue;
+      // Cleaned above (redacted, then cut to maxChars): only as strings, and `thinking` only in a thinking block.
+      if (typeof value === "string" && (key === "text" || key === "partialJson")) continue;
+      if (typeof value === "string" && key === "thinking" && out.type === "thinking") continue;
+      rest ??= {};
+      rest[key] = value;
+    }
+    if (rest !== undefined) {
+      const masked = redactValue(rest);
+      if (masked !== rest) {
+        redacted = true;
+        Object.assign(out, masked);
+      }
+    }
     return out;
   };
 
@@ -183,6 +205,44 @@ function sanitizeMessage(message: TranscriptMessage, maxChars: number): MessageO
     contentTruncated = true;
   }
   return { message: result, contentTruncated, redacted, metadataRemoved };
+}
+
+/** chat.history's whole answer, JSON bytes (OpenClaw's 6 MB cap). */
+export const CHAT_HISTORY_MAX_BYTES = 6 * 1024 * 1024;
+
+/**
+ * chat.history's byte bounds, OpenClaw's (docs/concepts/tools.md): a message over 128 KB of JSON becomes the
+ * `[chat.history omitted: message too large]` placeholder in its place (role and timestamp kept), then the oldest
+ * messages are dropped until the array fits `maxBytes`. Nothing else is changed: chat.history is the operators'
+ * unsanitised view. Without the bounds one call on a session of big tool outputs answered 100 MB and could reach
+ * V8's string limit. Each message is serialised once; the input is not mutated.
+ */
+export function capChatHistory(
+  messages: readonly TranscriptMessage[],
+  maxBytes: number = CHAT_HISTORY_MAX_BYTES,
+): TranscriptMessage[] {
+  const items: TranscriptMessage[] = [];
+  const sizes: number[] = [];
+  for (const message of messages) {
+    let item = message;
+    let size = jsonBytes(message) || 4; // `null` inside an array
+    if (size > HISTORY_MESSAGE_MAX_BYTES) {
+      const role = typeof message.role === "string" ? message.role : "assistant";
+      item = { role, content: CHAT_HISTORY_OMITTED_TEXT };
+      if (typeof message.timestamp === "number") item.timestamp = message.timestamp;
+      size = jsonBytes(item);
+    }
+    items.push(item);
+    sizes.push(size);
+  }
+  // Every item is at most 128 KB now, so the cap always leaves the newest ones.
+  let total = 2 + sizes.reduce((sum, n) => sum + n, 0) + Math.max(0, items.length - 1);
+  let start = 0;
+  while (total > maxBytes && start < items.length) {
+    total -= (sizes[start] ?? 0) + 1;
+    start += 1;
+  }
+  return start === 0 ? items : items.slice(start);
 }
 
 /** The sessions_history pipeline (see the file comment). Pure: no I/O, input untouched. */

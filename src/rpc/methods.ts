@@ -35,6 +35,7 @@ import { sessionSendPolicy } from "../session/stored-send-policy.js";
 import { enqueueDelivery } from "../delivery/deliver.js";
 import * as P from "./params.js";
 import { deploymentStatus } from "./status.js";
+import { capChatHistory } from "../history/sanitize-history.js";
 
 export type RpcHandler = (params: unknown) => Promise<unknown>;
 
@@ -150,12 +151,15 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
       const key = canon(p.sessionKey);
       const entry = await svc.sessions.get(key);
       if (!entry) return { sessionKey: key, messages: [] };
-      const messages = await svc.transcripts.messages(
+      const stored = await svc.transcripts.messages(
         entry.agentId,
         entry.sessionId,
         p.limit ?? CHAT_HISTORY_DEFAULT,
         topicOpt(entry.key),
       );
+      // OpenClaw's bounds (128 KB per message, 6 MB per answer): a session of big tool outputs would
+      // otherwise answer hundreds of MB, or fail at V8's string limit.
+      const messages = capChatHistory(stored);
       return { sessionKey: key, sessionId: entry.sessionId, messages };
     },
 

@@ -2,7 +2,8 @@
  * `switchboard import openclaw` on small hand-made state dirs, for what the generated 5,000-session
  * state does not hold: a SQLite store from before OpenClaw 2026.9.6 (no `event_zstd` column), a
  * line whose timestamp no date can hold (and `switchboard history` on it), credentials in imported
- * lines (also in Pi's bashExecution/summary messages and tool-result details), and transcripts that
+ * lines (also in Pi's bashExecution/summary messages, tool-result details and the compaction,
+ * branch_summary, custom_message and custom lines that are not messages), and transcripts that
  * are symlinks out of the state dir.
  */
 import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
@@ -190,6 +191,72 @@ describe("import openclaw: edges", () => {
     expect((shownBash.output as string).endsWith(TRUNCATION_SUFFIX)).toBe(true);
     expect((shownBash.output as string).length).toBeLessThanOrEqual(4000 + TRUNCATION_SUFFIX.length);
     expect(history.contentTruncated).toBe(true);
+  });
+
+  it("secrets in lines that are not messages (compaction, branch_summary, custom…): masked on import", async () => {
+    const { config, targets, stateDir } = fresh();
+    const dir = join(stateDir, "agents", "main", "sessions");
+    mkdirSync(dir, { recursive: true });
+    const secrets = [
+      "sk-proj-COMPACTSECRET1234567890",
+      "hunter2hunter2",
+      "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+      "abcdefghijklmnopqrstuvwxyz0123456",
+      "sk-proj-CUSTOMDATA1234567890abc",
+      "Sup3rS3cretPassw0rd",
+      "sk-proj-IMPORTSECRET1234567890",
+    ];
+    const at = "2026-01-01T00:00:00.000Z";
+    const entry = (type: string, id: string, fields: Record<string, unknown>) =>
+      JSON.stringify({ type, id, parentId: null, timestamp: at, ...fields });
+    writeFileSync(
+      join(dir, "abc12345-0000-0000-0000-000000000001.jsonl"),
+      [
+        JSON.stringify({ type: "session", version: 3, id: "abc12345-0000-0000-0000-000000000001", timestamp: at }),
+        line("u1", `OPENAI_API_KEY=${secrets[6]}`),
+        entry("compaction", "c1", {
+          summary: `User shared OPENAI_API_KEY=${secrets[0]} and db password: ${secrets[1]}`,
+          firstKeptEntryId: "u1",
+          tokensBefore: 5000,
+          details: { db: `postgres://admin:${secrets[5]}@db.internal:5432/prod` },
+        }),
+        entry("branch_summary", "b1", { fromId: "c1", summary: `the token was ${secrets[2]}` }),
+        entry("custom_message", "cm1", {
+          customType: "note",
+          content: `Authorization: Bearer ${secrets[3]}`,
+          display: true,
+        }),
+        entry("custom", "cu1", { customType: "ext.state", data: { apiKey: secrets[4] } }),
+      ].join("\n"),
+    );
+    writeFileSync(
+      join(dir, "sessions.json"),
+      JSON.stringify({ "agent:main:main": { sessionId: "abc12345-0000-0000-0000-000000000001", updatedAt: 1 } }),
+    );
+    const report = await importOpenClaw(targets, { stateDir });
+    expect(report.transcripts.linesWritten).toBe(5);
+    const stored = readFileSync(
+      transcriptPath(config.storage.dir, "main", "abc12345-0000-0000-0000-000000000001"),
+      "utf8",
+    );
+    for (const secret of secrets) expect(stored).not.toContain(secret);
+    const byId = new Map(
+      stored
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .map((e) => [e.id, e]),
+    );
+    expect(byId.get("c1")).toMatchObject({
+      type: "compaction",
+      summary: "User shared OPENAI_API_KEY=sk-pro…7890 and db password: ***",
+      firstKeptEntryId: "u1",
+      tokensBefore: 5000,
+      details: { db: "postgres://admin:Sup3rS…w0rd@db.internal:5432/prod" },
+    });
+    expect(byId.get("b1")).toMatchObject({ fromId: "c1", summary: "the token was ghp_ab…6789" });
+    expect(byId.get("cm1")).toMatchObject({ customType: "note", content: "Authorization: Bearer abcdef…3456" });
+    expect(byId.get("cu1")).toMatchObject({ customType: "ext.state", data: { apiKey: "sk-pro…0abc" } });
   });
 
   it("`switchboard history`: a message time no Date can hold, or none, falls back to the line's", async () => {

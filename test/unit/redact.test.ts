@@ -15,6 +15,7 @@ const GOOGLE = `AIza${rep("F", 20)}1234`;
 const PPLX = `pplx-${rep("g", 20)}`;
 const NPM = `npm_${rep("h", 26)}`;
 const TELEGRAM = `123456789:AAE${rep("i", 27)}`;
+const BASIC = Buffer.from("admin:hunter2hunter2").toString("base64"); // YWRtaW46aHVudGVyMmh1bnRlcjI=
 
 describe("maskToken: short → ***, long → first 6 … last 4", () => {
   it.each([
@@ -70,6 +71,45 @@ describe("redactSecrets: every pattern masks the value and keeps the label", () 
     ["Authorization header, short token", "Authorization: Bearer abc.def", "Authorization: Bearer ***"],
     ["Authorization header, long token", `Authorization: Bearer ${rep("T", 30)}`, "Authorization: Bearer TTTTTT…TTTT"],
     ["bare Bearer of 18+ chars", `curl -H "Bearer ${rep("b", 18)}"`, `curl -H "Bearer bbbbbb…bbbb"`],
+    [
+      "Authorization header as JSON",
+      `{"Authorization": "Bearer ${rep("J", 30)}"}`,
+      `{"Authorization": "Bearer JJJJJJ…JJJJ"}`,
+    ],
+    // Basic auth, curl -u, passwords in URLs, query parameters
+    ["Authorization: Basic", `Authorization: Basic ${BASIC}`, "Authorization: Basic YWRtaW…cjI="],
+    ["Basic in a quoted header", `-H 'Authorization: Basic ${BASIC}'`, "-H 'Authorization: Basic YWRtaW…cjI='"],
+    ["curl -u user:pass", "curl -u admin:hunter2hunter2 https://x", "curl -u admin:*** https://x"],
+    ["curl --user=user:pass, quoted", `curl --user="admin:${rep("p", 20)}"`, 'curl --user="admin:pppppp…pppp"'],
+    [
+      "postgres URL password",
+      "db postgres://admin:Sup3rS3cretPassw0rd@db.internal:5432/prod",
+      "db postgres://admin:Sup3rS…w0rd@db.internal:5432/prod",
+    ],
+    ["https URL password", "https://user:p4ssw0rd@example.com/x", "https://user:***@example.com/x"],
+    [
+      "redis URL, password without user",
+      "redis://:verylongredispassword123@cache:6379",
+      "redis://:verylo…d123@cache:6379",
+    ],
+    ["URL password in a JDBC string", "jdbc:mysql://root:toor@db/app", "jdbc:mysql://root:***@db/app"],
+    ["?token=", `https://hooks.example.com/in?token=${rep("t", 32)}`, "https://hooks.example.com/in?token=tttttt…tttt"],
+    [
+      "&api_key= keeps the other parameters",
+      `https://x.example/v1?page=2&api_key=${rep("k", 26)}&lang=en#top`,
+      "https://x.example/v1?page=2&api_key=kkkkkk…kkkk&lang=en#top",
+    ],
+    ["?access_token=", "GET /me?access_token=abc123&fields=id", "GET /me?access_token=***&fields=id"],
+    ["&password=", "/login?user=bob&password=hunter2", "/login?user=bob&password=***"],
+    ["&secret=", "/cb?code=1&secret=shh", "/cb?code=1&secret=***"],
+    ["&sig= (SAS)", `/blob?sv=2024&sig=${rep("S", 30)}%3D`, "/blob?sv=2024&sig=SSSSSS…S%3D"],
+    [
+      "X-Amz-Signature",
+      `/k?X-Amz-Expires=300&X-Amz-Signature=${rep("a", 64)}`,
+      "/k?X-Amz-Expires=300&X-Amz-Signature=aaaaaa…aaaa",
+    ],
+    ["?key= (a Google API key)", "https://maps.example/api?key=abc&q=x", "https://maps.example/api?key=***&q=x"],
+    ["a quoted URL ends at its quote", `"https://x/?token=${rep("q", 20)}"`, '"https://x/?token=qqqqqq…qqqq"'],
     // token prefixes
     ["sk- prefix", `use ${SK} now`, "use sk-123…1234 now"],
     ["sk- short (8 chars) is still masked", "key sk-abcdefgh here", "key *** here"],
@@ -107,6 +147,27 @@ describe("redactSecrets: every pattern masks the value and keeps the label", () 
     expect(REDACTION_PATTERN_NAMES).toEqual(
       expect.arrayContaining(["pem", "assignment", "json", "cli", "bearer", "telegram"]),
     );
+    expect(REDACTION_PATTERN_NAMES).toEqual(expect.arrayContaining(["basic", "url-password", "cli-user", "query"]));
+  });
+
+  it("a value already masked on write is recognised on read: unchanged, nothing reported", () => {
+    for (const secret of [rep("T", 30), "abc.def"]) {
+      for (const input of [
+        `Authorization: Bearer ${secret}`,
+        `Authorization: Basic ${BASIC}`,
+        `postgres://admin:${secret}@db/x`,
+        `https://x/?token=${secret}&a=1`,
+        `curl -u admin:${secret} https://x`,
+      ]) {
+        const once = redactSecrets(input);
+        expect(once.redacted).toBe(true);
+        expect(redactSecrets(once.text)).toEqual({ text: once.text, redacted: false });
+      }
+    }
+    expect(redactSecrets("Authorization: Bearer abcdef…0123")).toEqual({
+      text: "Authorization: Bearer abcdef…0123",
+      redacted: false,
+    });
   });
 });
 
@@ -160,6 +221,12 @@ describe("redactSecrets: no false positives on ordinary text", () => {
     ["a --token-file flag", "run --token-file /etc/token.txt"],
     ["times and ratios", "Meeting at 12:30:45, ratio 16:9, build 20240101."],
     ["a url", "See https://example.com/docs/api-reference?page=2#keys"],
+    ["a url with a port and a user", "ssh://git@github.com:22/org/repo.git and git@github.com:org/repo"],
+    ["a url with a port and an @ in its path", "http://localhost:8080/users/@me?tab=1&sort=asc"],
+    ["a url with ordinary parameters", "https://example.com/search?q=token+limits&keyboard=1&monkey=2#secret"],
+    ["an email address after a url", "https://example.com/a:b then mail bob@example.com"],
+    ["docker uid:gid", "docker run -u 1000:1000 --rm img and git push -u origin main"],
+    ["basic in prose", "Basic authorization is described in RFC 7617."],
     ["code with a keyword", "const apiKeyName = getName();"],
     ["empty string", ""],
     ["unicode prose", "Grüße aus Köln – 東京 😀"],
@@ -181,6 +248,16 @@ describe("redactSecrets: linear time on hostile input", () => {
     ["telegram-like digits", fill("1234567:")],
     ["bearer without token", fill("Bearer ")],
     ["sk- prefixes", fill("sk-")],
+    ["url schemes without userinfo end", fill("a://b:")],
+    ["one scheme, then a userinfo that never ends", `x://u:${fill("p:")}`],
+    ["scheme-like words", fill("a+b.c-d")],
+    ["query names without =", fill("?tokenX&key")],
+    ["query values", fill("&token=v")],
+    ["bare values after names that are not secrets", fill("token=v,")],
+    ["session keys without spaces", fill("sessionKey:x,")],
+    ["curl -u without a colon", fill("-u=x")],
+    ["curl -u users", `-u ${fill("u-u ")}`],
+    ["authorization headers without value", fill("Authorization: Basic ")],
     ["realistic mixed text with secrets", fill(`Here is some text with OPENAI_API_KEY=${SK} and more words. `)],
   ])("%s (1 MB) finishes fast", (_label, input) => {
     const started = performance.now();
@@ -268,5 +345,93 @@ describe("redactTranscriptMessage: every word field of a message, not only conte
     const entries = [{ type: "message", id: "e1", timestamp: "2026-01-01T00:00:00.000Z", message }];
     expect(redactTranscriptEntries(entries, false)).toBe(entries);
     expect(redactTranscriptEntries(entries, true)[0]!.message!.command).toBe("echo sk-123…1234");
+  });
+});
+
+describe("redactTranscriptEntries: lines that are not messages", () => {
+  const at = "2026-01-01T00:00:00.000Z";
+  it("masks Pi's compaction/branch_summary summaries, custom_message content, custom data and details", () => {
+    const entries = [
+      {
+        type: "compaction",
+        id: "c1",
+        parentId: "m0",
+        timestamp: at,
+        summary: `User shared OPENAI_API_KEY=${SK} and db password: hunter2hunter2`,
+        firstKeptEntryId: "m0",
+        tokensBefore: 1234,
+        details: { readFiles: ["/srv/.env"], note: `GITHUB_TOKEN=${GHP}` },
+        fromHook: false,
+      },
+      { type: "branch_summary", id: "b1", parentId: "c1", timestamp: at, fromId: "m0", summary: `pasted ${GHP}` },
+      {
+        type: "custom_message",
+        id: "cm1",
+        parentId: "b1",
+        timestamp: at,
+        customType: "reminder",
+        content: [{ type: "text", text: `Authorization: Bearer ${rep("Q", 30)}` }],
+        display: true,
+      },
+      { type: "custom_message", id: "cm2", parentId: "cm1", timestamp: at, customType: "x", content: `use ${SK}` },
+      {
+        type: "custom",
+        id: "cu1",
+        parentId: "cm2",
+        timestamp: at,
+        customType: "ext.state",
+        data: { apiKey: "plainvaluewithoutpattern", nested: [{ text: `key ${SK}` }] },
+      },
+      { type: "label", id: "l1", parentId: "cu1", timestamp: at, targetId: "m0", label: `the ${SK} turn` },
+    ];
+    const out = redactTranscriptEntries(entries, true);
+    expect(JSON.stringify(out)).not.toMatch(/1234567890abcdef1234|hunter2hunter2|aaaaWXYZ|QQQQQQQQQQ|plainvalue/);
+    expect(out[0]).toEqual({
+      ...entries[0],
+      summary: "User shared OPENAI_API_KEY=sk-123…1234 and db password: ***",
+      details: { readFiles: ["/srv/.env"], note: "GITHUB_TOKEN=ghp_aa…WXYZ" },
+    });
+    expect(out[1]).toEqual({ ...entries[1], summary: "pasted ghp_aa…WXYZ" });
+    expect(out[2]).toEqual({
+      ...entries[2],
+      content: [{ type: "text", text: "Authorization: Bearer QQQQQQ…QQQQ" }],
+    });
+    expect(out[3]).toEqual({ ...entries[3], content: "use sk-123…1234" });
+    expect(out[4]).toEqual({
+      ...entries[4],
+      data: { apiKey: "plainv…tern", nested: [{ text: "key sk-123…1234" }] },
+    });
+    expect(out[5]).toEqual({ ...entries[5], label: "the sk-123…1234 turn" });
+    // Idempotent: a line read back and written again (an import re-run) is not changed again.
+    const again = redactTranscriptEntries(out, true);
+    for (const [i, e] of again.entries()) expect(e).toBe(out[i]);
+  });
+
+  it("never touches structural fields of an entry; an unchanged entry is returned as is", () => {
+    const entries = [
+      { type: "model_change", id: SK, parentId: SK, timestamp: at, provider: SK, modelId: SK, runId: SK },
+      { type: "thinking_level_change", id: "t1", timestamp: at, thinkingLevel: "high" },
+      { type: "custom", id: "y1", timestamp: at, customType: "openclaw.sessions_yield", data: { message: "waiting" } },
+    ];
+    const out = redactTranscriptEntries(entries, true);
+    for (const [i, e] of out.entries()) expect(e).toBe(entries[i]);
+  });
+
+  it("the live writer's sessions_yield line: its message and note are masked", () => {
+    const message = `waiting; the deploy key is DEPLOY_TOKEN=${GHP}`;
+    const entry = {
+      type: "custom",
+      id: "run1:y",
+      runId: "run1",
+      timestamp: at,
+      customType: "openclaw.sessions_yield",
+      data: { message, note: `${message}\n\n[Context: …]` },
+    };
+    const [out] = redactTranscriptEntries([entry], true);
+    expect(out!.data).toEqual({
+      message: "waiting; the deploy key is DEPLOY_TOKEN=ghp_aa…WXYZ",
+      note: "waiting; the deploy key is DEPLOY_TOKEN=ghp_aa…WXYZ\n\n[Context: …]",
+    });
+    expect(redactTranscriptEntries([entry], false)[0]).toBe(entry);
   });
 });

@@ -20,6 +20,7 @@ import {
   type SanitizeHistoryOptions,
 } from "../../src/history/index.js";
 import type { ContentBlock, TranscriptMessage } from "../../src/history/transcript-types.js";
+import { CHAT_HISTORY_MAX_BYTES, capChatHistory } from "../../src/history/sanitize-history.js";
 
 const SECRET = `sk-${"1234567890abcdef1234"}`; // masks to sk-123…1234
 const THINK_OPEN = "<" + "think>";
@@ -428,6 +429,40 @@ describe("sanitizeHistory: per-message sanitising", () => {
     expect((result.messages[0]!.content as (typeof call)[])[0]!.name).toBe("exec");
   });
 
+  it("masks every other field of a block too: a tool_use input, a tool_result's nested content", () => {
+    const password = "hunter3hunter3hunter3";
+    const envPassword = "hunter4hunter4hunter4";
+    const toolUse = { type: "tool_use", id: "c10", name: "exec", input: { db_password: password, host: "db" } };
+    const toolResultBlock = {
+      type: "tool_result",
+      tool_use_id: "c10",
+      content: [{ type: "text", text: `DB_PASSWORD=${envPassword}` }],
+    };
+    const input = [assistant([toolUse]), assistant([toolResultBlock])];
+    for (const result of [sanitizeHistory(input), sanitizeHistory(input.slice(-1))]) {
+      expect(JSON.stringify(result.messages)).not.toMatch(/hunter[34]/);
+      expect(result.contentRedacted).toBe(true);
+    }
+    const [use, res] = sanitizeHistory(input).messages.map((m) => (m.content as ContentBlock[])[0]);
+    expect(use).toEqual({ ...toolUse, input: { db_password: "hunter…ter3", host: "db" } });
+    expect(res).toEqual({ ...toolResultBlock, content: [{ type: "text", text: "DB_PASSWORD=hunter…ter4" }] });
+  });
+
+  it("a block with nothing to mask is not reported as redacted; a mask stored on write is not masked again", () => {
+    const input = [
+      user("curl -H 'Authorization: Bearer abcdef…0123' https://api.example.com/v1?page=2"),
+      assistant([
+        { type: "tool_use", id: "c1", name: "exec", input: { cmd: "ls", token: "***", apiKey: "plainv…tern" } },
+      ]),
+      assistant([{ type: "toolCall", id: "c2", name: "exec", arguments: { db_password: "***" } }]),
+      assistant([{ type: "image", data: "AAAA", mimeType: "image/png" }]),
+    ];
+    const result = sanitizeHistory(input);
+    expect(result.contentRedacted).toBe(false);
+    expect(result.messages[0]).toEqual(input[0]);
+    expect(result.messages.slice(1, 3)).toEqual(input.slice(1, 3));
+  });
+
   it("a message over 128 KB after sanitising becomes the chat.history placeholder in place", () => {
     const huge = assistant(
       [{ type: "toolCall", id: "c", name: "write", arguments: { body: "z".repeat(140 * 1024) } }],
@@ -450,6 +485,37 @@ describe("sanitizeHistory: per-message sanitising", () => {
   it("a long text alone is cut, not replaced by the placeholder", () => {
     const result = sanitizeHistory([user("q".repeat(300 * 1024))]);
     expect(result.messages[0]?.content).toBe(`${"q".repeat(4000)}${TRUNCATION_SUFFIX}`);
+  });
+});
+
+describe("capChatHistory: chat.history's 128 KB per message and 6 MB per answer", () => {
+  it("replaces a message over 128 KB by the placeholder in its place, leaves the others exactly as stored", () => {
+    const small = assistant(
+      [text(`as stored ${SECRET}`), { type: "thinking", thinking: "t", thinkingSignature: "s" }],
+      {
+        usage: { input: 1 },
+        details: { x: 1 },
+      },
+    );
+    const big = toolResult("y".repeat(129 * 1024));
+    const out = capChatHistory([user("a", { timestamp: 1 }), { ...big, timestamp: 2 }, small]);
+    expect(out).toEqual([
+      user("a", { timestamp: 1 }),
+      { role: "toolResult", content: CHAT_HISTORY_OMITTED_TEXT, timestamp: 2 },
+      small,
+    ]);
+    expect(out[2]).toBe(small); // not sanitised, not even copied: the operators' view
+  });
+
+  it("drops the oldest messages until the answer fits 6 MB, keeping the newest", () => {
+    const messages = Array.from({ length: 60 }, (_, i) => user(`${i} ${"z".repeat(120 * 1024)}`));
+    const out = capChatHistory(messages);
+    expect(jsonBytes(out)).toBeLessThanOrEqual(CHAT_HISTORY_MAX_BYTES);
+    expect(jsonBytes([messages[60 - out.length - 1], ...out])).toBeGreaterThan(CHAT_HISTORY_MAX_BYTES);
+    expect(out.at(-1)).toBe(messages.at(-1));
+    expect(out[0]).toBe(messages[60 - out.length]);
+    expect(capChatHistory(messages.slice(0, 3))).toEqual(messages.slice(0, 3));
+    expect(capChatHistory([])).toEqual([]);
   });
 });
 
