@@ -27,6 +27,20 @@ export interface SwitchboardSystem {
   close(): Promise<void>;
 }
 
+/**
+ * `listen EADDRINUSE: address already in use 127.0.0.1:7420` does not say which setting to
+ * change (the gateway and the metrics server both listen): name it. Other errors pass unchanged.
+ */
+function portInUse(err: unknown, setting: string, host: string): unknown {
+  if ((err as NodeJS.ErrnoException)?.code !== "EADDRINUSE") return err;
+  return Object.assign(
+    new Error(`${setting} is already in use on ${host}: stop what listens there or choose another port`, {
+      cause: err,
+    }),
+    { code: "EADDRINUSE" },
+  );
+}
+
 export async function startSystem(config: Config, opts: SystemOptions = {}): Promise<SwitchboardSystem> {
   const role = opts.gateway && opts.workers ? "all" : opts.gateway ? "gateway" : "worker";
   const svc = createServices(config, { role });
@@ -44,7 +58,10 @@ export async function startSystem(config: Config, opts: SystemOptions = {}): Pro
         processors: tools.processors,
       });
       const port = config.workers.metricsPort;
-      if (port !== undefined) metrics = await startMetricsServer(config.workers.metricsHost, port);
+      if (port !== undefined)
+        metrics = await startMetricsServer(config.workers.metricsHost, port).catch((err: unknown) => {
+          throw portInUse(err, `workers.metricsPort ${port}`, config.workers.metricsHost);
+        });
     }
     if (opts.gateway) {
       // Loaded only when wanted: a worker process never loads fastify, Bull Board or the API docs.
@@ -53,7 +70,9 @@ export async function startSystem(config: Config, opts: SystemOptions = {}): Pro
         tools: tools.endpoint,
         ...(opts.logger !== undefined ? { logger: opts.logger } : {}),
       });
-      url = await gateway.listen();
+      url = await gateway.listen().catch((err: unknown) => {
+        throw portInUse(err, `gateway.port ${config.gateway.port} (SWITCHBOARD_PORT)`, config.gateway.host);
+      });
     }
   } catch (err) {
     await metrics?.close().catch(() => {});

@@ -70,7 +70,7 @@ const op = (label: string, fn: Action) =>
       stopProgress();
     }
   });
-const forceHelp = "start even when this config's agents/runtimes differ from the running deployment's";
+const forceHelp = "start even when this config's agents, runtimes or settings differ from the running deployment's";
 
 program
   .command("start")

@@ -5,13 +5,14 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
-import { resolve } from "node:path";
+import { dirname, isAbsolute, resolve } from "node:path";
 import JSON5 from "json5";
 import { ConfigError, type ConfigIssue } from "../errors/index.js";
 import { parseConfig } from "./parse.js";
 import type { Config } from "./schema.js";
 import { unusedKeyWarnings } from "./unused-keys.js";
 import { displayRedisUrl } from "./redis-url.js";
+import { defaultAgentId } from "./agents.js";
 
 export interface LoadedConfig {
   config: Config;
@@ -21,12 +22,70 @@ export interface LoadedConfig {
   redisExplicit: boolean;
   /** Known-but-unused keys present in the file, as `path: why` (shown once at start-up). */
   warnings: string[];
+  /**
+   * Valid settings that cannot work in this process's environment (an openai runtime's
+   * `apiKeyEnv` unset), as `path: why`. Shown by processes that run turns, `doctor` and
+   * `config validate`; not by a gateway alone, which never calls a runtime.
+   */
+  environmentWarnings: string[];
+}
+
+/**
+ * Every openai runtime whose `apiKeyEnv` names a variable unset (or empty) here: the config is
+ * valid and the process starts, but each of that agent's turns fails (runtimes/openai.ts).
+ */
+function missingApiKeyWarnings(config: Config, env: NodeJS.ProcessEnv): string[] {
+  const unset = (name: string | undefined): name is string => name !== undefined && !env[name];
+  const out: string[] = [];
+  const def = config.agents.defaults.runtime;
+  if (def.kind === "openai" && unset(def.apiKeyEnv)) {
+    const list = config.agents.list;
+    const users = list.length === 0 ? [defaultAgentId(config)] : list.filter((a) => !a.runtime).map((a) => a.id);
+    const who = users.length
+      ? `agent${users.length === 1 ? "" : "s"} ${users.map((id) => `"${id}"`).join(", ")}`
+      : "any agent without its own runtime";
+    out.push(
+      `agents.defaults.runtime.apiKeyEnv: ${def.apiKeyEnv} is not set in this process's environment; ` +
+        `turns of ${who} will fail`,
+    );
+  }
+  config.agents.list.forEach((a, i) => {
+    if (a.runtime?.kind === "openai" && unset(a.runtime.apiKeyEnv))
+      out.push(
+        `agents.list[${i}].runtime.apiKeyEnv: ${a.runtime.apiKeyEnv} is not set in this process's environment; ` +
+          `turns of agent "${a.id}" will fail`,
+      );
+  });
+  return out;
 }
 
 export function expandHome(p: string): string {
   if (p === "~") return homedir();
   if (p.startsWith("~/")) return resolve(homedir(), p.slice(2));
   return resolve(p);
+}
+
+/**
+ * `storage.dir` made absolute. Resolved against the working directory, one config file would
+ * give processes started from different directories different state dirs (transcripts split
+ * between them, history looking lost), so a relative path in a config file is relative to that
+ * file, and a relative SWITCHBOARD_STATE_DIR (which has no file to be relative to) is refused.
+ */
+function resolveStorageDir(dir: string, env: NodeJS.ProcessEnv, file: string | undefined): string {
+  if (dir === "~" || dir.startsWith("~/") || isAbsolute(dir)) return expandHome(dir);
+  if (env.SWITCHBOARD_STATE_DIR) {
+    throw new ConfigError(
+      [
+        {
+          path: "SWITCHBOARD_STATE_DIR",
+          message: `must be an absolute path or start with ~/ (got ${JSON.stringify(dir)}; it sets storage.dir)`,
+        },
+      ],
+      file,
+    );
+  }
+  // Without a file the default (~/.switchboard) applies, so a relative dir always has a file here.
+  return resolve(file ? dirname(file) : process.cwd(), dir);
 }
 
 export function defaultConfigPath(env: NodeJS.ProcessEnv = process.env): string {
@@ -117,6 +176,12 @@ export function loadConfig(opts: { file?: string; env?: NodeJS.ProcessEnv } = {}
     if (err instanceof ConfigError) throw new ConfigError(blameEnvironment(err.issues, env), source);
     throw err;
   }
-  config.storage.dir = expandHome(config.storage.dir);
-  return { config, path: existsSync(path) ? path : undefined, redisExplicit, warnings: unusedKeyWarnings(raw) };
+  config.storage.dir = resolveStorageDir(config.storage.dir, env, source);
+  return {
+    config,
+    path: existsSync(path) ? path : undefined,
+    redisExplicit,
+    warnings: unusedKeyWarnings(raw),
+    environmentWarnings: missingApiKeyWarnings(config, env),
+  };
 }

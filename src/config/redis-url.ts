@@ -25,9 +25,50 @@ export type RedisTarget = SingleRedisTarget | ClusterRedisTarget;
 const SINGLE = /^rediss?:\/\//;
 const CLUSTER = /^(rediss?)\+cluster:\/\/(.*)$/;
 
+/** Databases a default redis-server has (`databases 16`); a Redis Cluster has only 0. */
+const MAX_DB = 15;
+
+function checkDb(db: string, written: string): void {
+  if (!/^\d{1,2}$/.test(db) || Number(db) > MAX_DB)
+    throw new Error(
+      `the database must be a number 0-${MAX_DB} (got "${written}"; a Redis Cluster has only database 0)`,
+    );
+}
+
+/**
+ * A redis:// or rediss:// URL is handed to ioredis as it is, and ioredis forgives too much: no
+ * host means 127.0.0.1:6379 (the wrong server, silently), and a bad port or database becomes
+ * `SELECT NaN` or an out-of-range SELECT retried for ever. So it is checked here, where the
+ * config is validated, and every problem is named before anything connects.
+ */
+function checkSingleUrl(url: string): void {
+  const shown = displayRedisUrl(url);
+  // The authority by hand first: `new URL` only says "Invalid URL" for a bad port.
+  const m = /^rediss?:\/\/(?:[^@/?#]*@)?([^/?#]*)/.exec(url)!;
+  const hostPort = /^(\[[^\]]*\]|[^:]*)(?::(.*))?$/.exec(m[1]!)!;
+  if (!hostPort[1]) throw new Error(`no host in "${shown}" (e.g. redis://127.0.0.1:6379)`);
+  const port = hostPort[2];
+  if (port !== undefined && port !== "" && !(/^\d{1,5}$/.test(port) && Number(port) >= 1 && Number(port) <= 65535))
+    throw new Error(`port must be a number 1-65535 (got "${port}" in "${shown}")`);
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new Error(`not a valid URL: "${shown}"`);
+  }
+  if (!parsed.hostname) throw new Error(`no host in "${shown}" (e.g. redis://127.0.0.1:6379)`);
+  const path = parsed.pathname;
+  if (path !== "" && path !== "/") checkDb(path.slice(1), path);
+  const queryDb = parsed.searchParams.get("db");
+  if (queryDb !== null) checkDb(queryDb, `?db=${queryDb}`);
+}
+
 /** Parse a `redis.url` value, or throw an Error saying what is wrong with it. */
 export function parseRedisUrl(url: string): RedisTarget {
-  if (SINGLE.test(url)) return { kind: "single", url };
+  if (SINGLE.test(url)) {
+    checkSingleUrl(url);
+    return { kind: "single", url };
+  }
   const m = CLUSTER.exec(url);
   if (!m) throw new Error("must be a redis://, rediss://, redis+cluster:// or rediss+cluster:// URL");
   let rest = m[2]!;

@@ -166,11 +166,53 @@ const AgentEntrySchema = z.strictObject({
   subagents: AgentSubagentsConfigSchema.optional(),
 });
 
+// What fetch() accepts, checked here so a bad webhook is a config error at start-up rather than a
+// delivery that fails after every retry: RFC 9110 token header names, and values without control
+// characters (CR/LF would split the header) or characters outside Latin-1 (not a ByteString).
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+
+const WebhookUrlSchema = z.string().superRefine((url, ctx) => {
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(url);
+  } catch {
+    // reported below
+  }
+  // The literal "://" too: WHATWG parsing forgives "http:/host/x", which is almost always a typo.
+  // The URL is not echoed: webhook URLs often carry a secret token.
+  if (!parsed || !/^https?:\/\/[^/]/i.test(url) || !parsed.hostname)
+    ctx.addIssue({
+      code: "custom",
+      message: `must be an http:// or https:// URL with a host${parsed ? ` (got a ${parsed.protocol} URL)` : ""}`,
+    });
+});
+
 export const ChannelConfigSchema = z.discriminatedUnion("kind", [
   z.strictObject({
     kind: z.literal("webhook"),
-    url: z.string().url(),
-    headers: z.record(z.string(), z.string()).optional(),
+    url: WebhookUrlSchema,
+    headers: z
+      .record(z.string(), z.string())
+      // Checked per entry (not as the record's key schema), so the message names the header and
+      // is not replaced by zod's generic "Invalid key in record".
+      .superRefine((headers, ctx) => {
+        for (const [name, value] of Object.entries(headers)) {
+          if (!HEADER_NAME.test(name))
+            ctx.addIssue({
+              code: "custom",
+              path: [name],
+              message: "not a valid header name (letters, digits and !#$%&'*+-.^_`|~; no spaces or colons)",
+            });
+          else if (!HEADER_VALUE.test(value))
+            ctx.addIssue({
+              code: "custom",
+              path: [name],
+              message: "not a valid header value (no line breaks, other control characters or non-Latin-1 text)",
+            });
+        }
+      })
+      .optional(),
     timeoutMs: z.number().int().min(100).max(120_000).default(10_000),
   }),
   // Records the delivery as delivered without sending anywhere: demos, tests, dry runs.
@@ -206,6 +248,9 @@ export const CommandsConfigSchema = z.strictObject({
 
 // ---- Fields read by the cross-field checks (named: also checked on raw input, below) ----------
 const GatewayHostSchema = z.string().min(1).default("127.0.0.1");
+const GatewayPortSchema = z.number().int().min(0).max(65535).default(7420);
+const MetricsPortSchema = z.number().int().min(0).max(65_535).optional();
+const MetricsHostSchema = z.string().min(1).default("127.0.0.1");
 const MessageBytesSchema = z.number().int().min(1024).max(MAX_MESSAGE_BYTES).default(DEFAULT_MESSAGE_BYTES);
 const BodyBytesSchema = z
   .number()
@@ -223,6 +268,9 @@ const OpenAIBodyBytesSchema = z
 /** What the cross-field checks read; `undefined` where that value is itself invalid (check skipped). */
 interface CrossFieldView {
   host: string | undefined;
+  port: number | undefined;
+  metricsHost: string | undefined;
+  metricsPort: number | undefined;
   token: unknown;
   messageBytes: number | undefined;
   bodyBytes: number | undefined;
@@ -236,6 +284,14 @@ interface CrossFieldIssue {
   message: string;
 }
 
+const LOOPBACK = ["127.0.0.1", "localhost", "::1"];
+const WILDCARD = ["0.0.0.0", "::", "[::]"];
+
+/** Whether listening on both hosts (same port) would collide: the same, loopback twice, or a wildcard. */
+function sameListenAddress(a: string, b: string): boolean {
+  return a === b || WILDCARD.includes(a) || WILDCARD.includes(b) || (LOOPBACK.includes(a) && LOOPBACK.includes(b));
+}
+
 /** The checks no single field can make (the schema's superRefine, and on raw input, below). */
 function crossFieldIssues(v: CrossFieldView): CrossFieldIssue[] {
   const out: CrossFieldIssue[] = [];
@@ -244,6 +300,13 @@ function crossFieldIssues(v: CrossFieldView): CrossFieldIssue[] {
       path: ["gateway", "auth", "token"],
       message: `required when gateway.host (${v.host}) is not loopback`,
     });
+  }
+  if (v.port && v.port === v.metricsPort && v.host !== undefined && v.metricsHost !== undefined) {
+    if (sameListenAddress(v.host, v.metricsHost))
+      out.push({
+        path: ["workers", "metricsPort"],
+        message: `must differ from gateway.port (${v.port}): \`start\` would listen on it twice`,
+      });
   }
   const { messageBytes, bodyBytes, openaiBodyBytes } = v;
   if (messageBytes !== undefined && bodyBytes !== undefined && bodyBytes < messageBytes) {
@@ -277,9 +340,13 @@ export function rawCrossFieldIssues(input: unknown): CrossFieldIssue[] {
     return r.success ? r.data : undefined;
   };
   const gateway = obj(obj(input).gateway);
+  const workers = obj(obj(input).workers);
   const list = obj(obj(input).agents).list;
   return crossFieldIssues({
     host: field(GatewayHostSchema, gateway.host),
+    port: field(GatewayPortSchema, gateway.port),
+    metricsHost: field(MetricsHostSchema, workers.metricsHost),
+    metricsPort: field(MetricsPortSchema, workers.metricsPort),
     token: obj(gateway.auth).token,
     messageBytes: field(MessageBytesSchema, obj(gateway.limits).messageBytes),
     bodyBytes: field(BodyBytesSchema, obj(gateway.limits).bodyBytes),
@@ -335,7 +402,7 @@ export const ConfigSchema = z
         mode: z.string().optional(),
         bind: z.string().optional(),
         host: GatewayHostSchema,
-        port: z.number().int().min(0).max(65535).default(7420),
+        port: GatewayPortSchema,
         auth: z.strictObject({ token: z.string().min(8, "use at least 8 characters").optional() }).prefault({}),
         // One message size limit for every door (docs/concepts/limits.md).
         limits: z
@@ -384,8 +451,8 @@ export const ConfigSchema = z
         // the turns still in its session's inbox are not stranded until the next message.
         rearmDrainDelayMs: z.number().int().min(0).max(600_000).default(5000),
         // A worker process serves its own Prometheus metrics here (0: a port the OS picks); off when unset.
-        metricsPort: z.number().int().min(0).max(65_535).optional(),
-        metricsHost: z.string().min(1).default("127.0.0.1"),
+        metricsPort: MetricsPortSchema,
+        metricsHost: MetricsHostSchema,
       })
       .prefault({}),
     // The Redis-wide registry of running processes (docs/concepts/deployment-identity.md).
@@ -479,6 +546,9 @@ export const ConfigSchema = z
   .superRefine((cfg, ctx) => {
     const view: CrossFieldView = {
       host: cfg.gateway.host,
+      port: cfg.gateway.port,
+      metricsHost: cfg.workers.metricsHost,
+      metricsPort: cfg.workers.metricsPort,
       token: cfg.gateway.auth.token,
       messageBytes: cfg.gateway.limits.messageBytes,
       bodyBytes: cfg.gateway.limits.bodyBytes,

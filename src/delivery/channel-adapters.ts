@@ -22,14 +22,30 @@ export class DeliveryHttpError extends Error {
   }
 }
 
+/**
+ * undici says only "fetch failed"; the reason (ECONNREFUSED, a DNS failure, a TLS error) is in
+ * `cause`, and without it the delivery record cannot tell an operator what to fix.
+ */
+function fetchFailure(err: unknown): string {
+  const e = err as Error & { cause?: unknown };
+  const cause = e.cause as (Error & { code?: string }) | undefined;
+  if (!(cause instanceof Error) || !cause.message || e.message.includes(cause.message)) return e.message;
+  return `${e.message}: ${cause.message}`;
+}
+
 export async function sendThroughChannel(cfg: ChannelConfig, msg: OutboundMessage): Promise<void> {
   if (cfg.kind === "log") return;
-  const res = await fetch(cfg.url, {
-    method: "POST",
-    headers: { "content-type": "application/json", "idempotency-key": msg.id, ...(cfg.headers ?? {}) },
-    body: JSON.stringify(msg),
-    signal: AbortSignal.timeout(cfg.timeoutMs),
-  });
+  let res: Response;
+  try {
+    res = await fetch(cfg.url, {
+      method: "POST",
+      headers: { "content-type": "application/json", "idempotency-key": msg.id, ...(cfg.headers ?? {}) },
+      body: JSON.stringify(msg),
+      signal: AbortSignal.timeout(cfg.timeoutMs),
+    });
+  } catch (err) {
+    throw new Error(fetchFailure(err), { cause: err });
+  }
   if (!res.ok) {
     const body = (await res.text().catch(() => "")).slice(0, 200);
     throw new DeliveryHttpError(`webhook answered ${res.status}${body ? `: ${body}` : ""}`, res.status);

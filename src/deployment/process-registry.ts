@@ -66,7 +66,8 @@ export class DeploymentMismatchError extends SwitchboardError {
     const who = others.map(describeProcess).join(", ");
     super(
       "deployment_mismatch",
-      `this config's agents/runtimes differ from the running deployment (prefix "${others[0]?.prefix}": ${who}):\n` +
+      "this config's agents/runtimes/settings differ from the running deployment " +
+        `(prefix "${others[0]?.prefix}": ${who}):\n` +
         differences.map((d) => `  - ${d}`).join("\n") +
         "\nStart it with the deployment's config, use another redis.prefix for a separate deployment, " +
         "or pass --force (e.g. while rolling out a config change to every process).",

@@ -226,7 +226,7 @@ export async function checkQueues(svc: DoctorDeps, now = Date.now()): Promise<Fi
   return [{ check: "queues", level: "ok", message: parts.join("; ") }, ...out];
 }
 
-/** Live processes of this prefix: do they agree on agents/runtimes, with each other and this config? */
+/** Live processes of this prefix: do they agree on agents, runtimes and settings, with each other and this config? */
 export function judgeProcesses(config: Config, all: LiveProcess[], nowMs: number): Finding[] {
   const mine = all.filter((p) => p.prefix === config.redis.prefix);
   const otherPrefixes = [...new Set(all.filter((p) => p.prefix !== config.redis.prefix).map((p) => p.prefix))];
@@ -254,7 +254,7 @@ export function judgeProcesses(config: Config, all: LiveProcess[], nowMs: number
         check: "processes",
         level: "fail",
         message:
-          `${g.map(describeProcess).join(", ")} run${g.length === 1 ? "s" : ""} other agents/runtimes than ` +
+          `${g.map(describeProcess).join(", ")} run${g.length === 1 ? "s" : ""} other agents/runtimes/settings than ` +
           `${groups[0]!.map(describeProcess).join(", ")}: ` +
           `${fingerprintDifferences(g[0]!.fingerprint, ref).join("; ")}`,
         fix: "restart them with one config",

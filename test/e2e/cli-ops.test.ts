@@ -2,7 +2,7 @@
  * Operator-facing behaviour of the CLI, as real processes on a private redis-server (the process
  * registry is Redis-wide, so a shared Redis would show other test files' processes):
  * - deployment identity: the start-up banner names the Redis and who shares it; a worker whose
- *   agents/runtimes differ from the running deployment's is refused unless --force;
+^ *   agents/runtimes/settings differ from the running deployment's is refused unless --force;
  * - `start` prints each line once;
  * - `switchboard doctor`: healthy and the ways it is not;
  * - errors that say what to do; output into a closed pipe; a spinner on a terminal only.
@@ -125,7 +125,8 @@ describe("deployment identity", () => {
     const r = await runCli(["worker", "--config", b.file], b.env);
     expect(r.code, show(r)).toBe(1);
     expect(r.stderr).toContain(
-      `error [deployment_mismatch]: this config's agents/runtimes differ from the running deployment (prefix ` +
+      "error [deployment_mismatch]: this config's agents/runtimes/settings differ from the running deployment " +
+        `(prefix ` +
         `"${a.prefix}": start pid ${start.child.pid} on `,
     );
     expect(r.stderr).toContain('  - agent "helper": configured here, not in the deployment\n');
@@ -142,10 +143,24 @@ describe("deployment identity", () => {
     for (const sent of sends) expect(sent.stdout, show(sent)).toBe("the deployment's agent\n");
   }, 60_000);
 
+  it("a worker with the same agents but another session.sendPolicy is refused, naming the setting", async () => {
+    const b = sibling(a, {
+      ...SCRIPTED,
+      session: { sendPolicy: { rules: [{ action: "deny", match: { channel: "ops" } }] } },
+    });
+    const r = await runCli(["worker", "--config", b.file], b.env);
+    expect(r.code, show(r)).toBe(1);
+    expect(r.stderr).toContain("error [deployment_mismatch]");
+    expect(r.stderr).toMatch(/ {2}- session\.sendPolicy: set here \[[0-9a-f]{12}\], not set in the deployment\n/);
+    expect(r.stderr).not.toContain('agent "main"');
+  }, 30_000);
+
   it("--force starts it anyway, says so, and does not lock the deployment's own config out", async () => {
     const b = sibling(a, { agents: { list: [{ id: "main" }, { id: "helper" }] } });
     const forced = await spawn(["worker", "--config", b.file, "--force"], b);
-    expect(forced.output()).toContain("(started with --force: its agents/runtimes differ from the deployment's)");
+    expect(forced.output()).toContain(
+      "(started with --force: its agents/runtimes/settings differ from the deployment's)",
+    );
     expect((await registered()).find((r) => r.pid === forced.child.pid)).toMatchObject({ forced: true });
     const again = await spawn(["worker", "--config", a.file], a);
     expect(again.output()).toContain("SHARED with 2 other Switchboard processes");

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseConfig, loadConfig, defaultAgentId } from "../../src/config/index.js";
 import { ConfigError } from "../../src/errors/index.js";
@@ -143,5 +143,49 @@ describe("loadConfig", () => {
     const { config, redisExplicit } = loadConfig({ env: { SWITCHBOARD_CONFIG: "", HOME: "/nonexistent-home" } });
     expect(redisExplicit).toBe(false);
     expect(config.gateway.port).toBe(7420);
+  });
+
+  it("resolves a relative storage.dir against the config file's directory, not the working directory", () => {
+    const dir = mkdtempSync(join(tmpdir(), "sb-cfg-"));
+    const file = join(dir, "sub", "rel.json5");
+    mkdirSync(join(dir, "sub"));
+    writeFileSync(file, `{ storage: { dir: "./state" } }`);
+    const cwd = process.cwd();
+    try {
+      // The same file read from two working directories names one state dir.
+      // (--config given relative to the working directory, then absolute from elsewhere).
+      for (const [from, given] of [
+        [dir, join("sub", "rel.json5")],
+        [tmpdir(), file],
+      ] as const) {
+        process.chdir(from);
+        expect(loadConfig({ file: given, env: {} }).config.storage.dir).toBe(join(dir, "sub", "state"));
+      }
+      writeFileSync(file, `{ storage: { dir: "../up" } }`);
+      expect(loadConfig({ file, env: {} }).config.storage.dir).toBe(join(dir, "up"));
+      // Absolute and ~/ paths are kept as they are.
+      writeFileSync(file, `{ storage: { dir: "~/sb-state" } }`);
+      expect(loadConfig({ file, env: {} }).config.storage.dir).toBe(join(homedir(), "sb-state"));
+    } finally {
+      process.chdir(cwd);
+    }
+  });
+
+  it("refuses a relative SWITCHBOARD_STATE_DIR, which has no file to be relative to", () => {
+    const dir = mkdtempSync(join(tmpdir(), "sb-cfg-"));
+    const file = join(dir, "sb.json5");
+    writeFileSync(file, `{ storage: { dir: "./state" } }`);
+    try {
+      loadConfig({ file, env: { SWITCHBOARD_STATE_DIR: "state" } });
+      expect.unreachable("a relative SWITCHBOARD_STATE_DIR must be refused");
+    } catch (err) {
+      expect((err as ConfigError).issues).toEqual([
+        {
+          path: "SWITCHBOARD_STATE_DIR",
+          message: 'must be an absolute path or start with ~/ (got "state"; it sets storage.dir)',
+        },
+      ]);
+    }
+    expect(loadConfig({ file, env: { SWITCHBOARD_STATE_DIR: "~/x" } }).config.storage.dir).toBe(join(homedir(), "x"));
   });
 });

@@ -17,9 +17,12 @@ describe("configFingerprint", () => {
       gateway: { port: 1 },
     });
     const b = fp({
-      gateway: { port: 2 },
       agents: { list: [{ runtime: { rules: [{ delayMs: 5, reply: "x" }], kind: "script" }, id: "main" }] },
-      session: { dmScope: "per-peer" },
+      // Housekeeping, places and limits: processes of one deployment may differ in these.
+      session: { maintenance: { mode: "enforce", pruneAfter: "30d" } },
+      storage: { dir: "/elsewhere" },
+      workers: { concurrency: 3, metricsPort: 9100 },
+      gateway: { port: 2, limits: { messageBytes: 2048 } },
     });
     expect(a.hash).toBe(b.hash);
     expect(a.agents.main).toEqual({
@@ -61,6 +64,83 @@ describe("configFingerprint", () => {
       'agent "ops": in the deployment, missing here',
     ]);
     expect(fingerprintDifferences(deployment, deployment)).toEqual([]);
+  });
+});
+
+describe("the implicit default agent", () => {
+  it("is part of the fingerprint: listing it with the same runtime changes nothing", () => {
+    const implicit = fp({});
+    const listed = fp({ agents: { list: [{ id: "main" }] } });
+    expect(Object.keys(implicit.agents)).toEqual(["main"]);
+    expect(listed.hash).toBe(implicit.hash);
+    expect(fingerprintDifferences(listed, implicit)).toEqual([]);
+  });
+
+  it("is compared by the runtime it really runs, and a difference is named as one", () => {
+    const implicit = fp({});
+    const scripted = fp({ agents: { list: [{ id: "main", runtime: { kind: "script", rules: [{ reply: "x" }] } }] } });
+    expect(scripted.hash).not.toBe(implicit.hash);
+    expect(fingerprintDifferences(scripted, implicit)).toEqual([
+      expect.stringMatching(
+        /^agent "main": runtime here script \(1 rule\) \[[0-9a-f]{12}\], deployment echo \[[0-9a-f]{12}\]$/,
+      ),
+    ]);
+  });
+});
+
+describe("behaviour settings", () => {
+  const base: ConfigInput = {
+    agents: { list: [{ id: "main" }, { id: "ops" }] },
+    channels: { ops: { kind: "log" } },
+  };
+  const changes: [string, ConfigInput][] = [
+    ["session.sendPolicy", { session: { sendPolicy: { rules: [{ action: "deny", match: { channel: "ops" } }] } } }],
+    ["session.reset", { session: { reset: { mode: "idle", idleMinutes: 30 } } }],
+    ["session.dmScope", { session: { dmScope: "per-peer" } }],
+    ["tools.profile", { tools: { profile: "minimal" } }],
+    ["tools.deny", { tools: { deny: ["sessions_send"] } }],
+    ["agents.list[ops].sandboxed", { agents: { list: [{ id: "main" }, { id: "ops", sandboxed: true }] } }],
+    [
+      "agents.list[ops].subagents",
+      { agents: { list: [{ id: "main" }, { id: "ops", subagents: { maxSpawnDepth: 2 } }] } },
+    ],
+    ["agents.defaults.subagents", { agents: { ...base.agents, defaults: { subagents: { maxSpawnDepth: 2 } } } }],
+    ["transcripts.redactSecrets", { transcripts: { redactSecrets: false } }],
+    ["channels.ops", { channels: { ops: { kind: "webhook", url: "http://127.0.0.1:9/x" } } }],
+    ["channels.extra", { channels: { ops: { kind: "log" }, extra: { kind: "log" } } }],
+    ["commands.ownerAllowFrom", { commands: { ownerAllowFrom: ["telegram:1"] } }],
+  ];
+
+  it.each(changes)("%s: changes the hash, and is named as the difference", (path, change) => {
+    const deployment = fp(base);
+    const here = fp({ ...base, ...change });
+    expect(here.hash).not.toBe(deployment.hash);
+    expect(here.settingsHash).not.toBe(deployment.settingsHash);
+    const diffs = fingerprintDifferences(here, deployment);
+    expect(diffs).toHaveLength(1);
+    expect(diffs[0]).toMatch(
+      new RegExp(
+        `^${path.replace(/[.[\]]/g, "\\$&")}: ` +
+          "(differs \\(here \\[[0-9a-f]{12}\\], deployment \\[[0-9a-f]{12}\\]\\)" +
+          "|set here \\[[0-9a-f]{12}\\], not set in the deployment)$",
+      ),
+    );
+  });
+
+  it("a setting only the deployment has is named from this process's point of view", () => {
+    const here = fp(base);
+    const deployment = fp({ ...base, session: { sendPolicy: { rules: [], default: "deny" } } });
+    expect(fingerprintDifferences(here, deployment)).toEqual([
+      expect.stringMatching(/^session\.sendPolicy: not set here, set in the deployment \[[0-9a-f]{12}\]$/),
+    ]);
+  });
+
+  it("a record from a version without settings: its difference is still named", () => {
+    const mine = fp(base);
+    const { settings: _s, settingsHash: _h, ...old } = fp(base);
+    expect(fingerprintDifferences(mine, old)).toEqual([
+      "settings: the deployment's process record has none (written by a Switchboard version that did not compare them)",
+    ]);
   });
 });
 

@@ -75,7 +75,7 @@ describe("doctor verdict and report", () => {
     const split = judgeProcesses(config, [proc({}), proc({ pid: 11 }), proc({ pid: 12, fingerprint: other })], NOW);
     const fail = split.find((f) => f.level === "fail");
     expect(fail?.message).toBe(
-      "worker pid 12 on h1 runs other agents/runtimes than worker pid 10 on h1, worker pid 11 on h1: " +
+      "worker pid 12 on h1 runs other agents/runtimes/settings than worker pid 10 on h1, worker pid 11 on h1: " +
         'agent "helper": configured here, not in the deployment',
     );
     const mine = judgeProcesses(parseConfig({ agents: { list: [{ id: "main" }, { id: "helper" }] } }), [proc({})], NOW);

@@ -2,9 +2,13 @@
  * `redis.url`: one Redis (redis://, rediss://) or a Redis Cluster by its seed nodes
  * (redis+cluster://, rediss+cluster://), validated by the config schema.
  */
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { Cluster, Redis } from "ioredis";
 import { parseConfig, parseRedisUrl } from "../../src/config/index.js";
+import { loadConfig } from "../../src/config/load.js";
 import { displayRedisUrl } from "../../src/config/redis-url.js";
 import { ConfigError } from "../../src/errors/index.js";
 import { openRedis } from "../../src/queues/redis-connections.js";
@@ -49,6 +53,60 @@ describe("redis.url forms", () => {
     expect(() => parseRedisUrl("redis+cluster://h:99999")).toThrow(/no valid port/);
     expect(() => parseRedisUrl("redis+cluster://h:1,,h:2")).toThrow(/not host:port/);
     expect(() => parseRedisUrl("http://h:1")).toThrow(/redis\+cluster:\/\//);
+  });
+
+  it("refuses a single-server URL that would connect somewhere else or SELECT a bad database", () => {
+    // No host: ioredis would silently use 127.0.0.1:6379, the machine's own Redis.
+    expect(() => parseRedisUrl("redis://")).toThrow(/^no host in "redis:\/\/"/);
+    expect(() => parseRedisUrl("redis://:6390")).toThrow(/no host/);
+    expect(() => parseRedisUrl("redis://u:secret@:6390/1")).toThrow('no host in "redis://u:***@:6390/1"');
+    expect(() => parseRedisUrl("redis:///3")).toThrow(/no host/);
+    // A bad port: ioredis would take ":notaport" for the database and send SELECT NaN.
+    expect(() => parseRedisUrl("redis://127.0.0.1:notaport")).toThrow(/port must be a number 1-65535 \(got "notaport"/);
+    expect(() => parseRedisUrl("redis://h:99999")).toThrow(/port must be a number 1-65535 \(got "99999"/);
+    expect(() => parseRedisUrl("redis://h:0")).toThrow(/port must be/);
+    // A bad database: SELECT NaN, or an out-of-range SELECT retried for ever.
+    expect(() => parseRedisUrl("redis://h:6390/abc")).toThrow(/database must be a number 0-15 \(got "\/abc"/);
+    expect(() => parseRedisUrl("redis://h:6390/99")).toThrow(/database must be a number 0-15 \(got "\/99"/);
+    expect(() => parseRedisUrl("redis://h:6390/-1")).toThrow(/database must be/);
+    expect(() => parseRedisUrl("redis://h:6390?db=x")).toThrow(/got "\?db=x"/);
+    expect(() => parseRedisUrl("redis://h:6390/1/2")).toThrow(/database must be/);
+    expect(() => parseRedisUrl("rediss://a b:1")).toThrow(/not a valid URL/);
+  });
+
+  it("accepts every ordinary single-server form", () => {
+    for (const url of [
+      "redis://h",
+      "redis://h/",
+      "redis://h:6390/0",
+      "redis://h:6390/15",
+      "redis://[::1]:6390/3",
+      "redis://:pw@h:1",
+      "rediss://user:p%40ss@redis.example.com:6380?db=2",
+      "redis://h:/2",
+    ])
+      expect(parseRedisUrl(url)).toEqual({ kind: "single", url });
+  });
+
+  it("config validation reports a bad single-server URL at redis.url, and at REDIS_URL when it came from there", () => {
+    try {
+      parseConfig({ redis: { url: "redis://" } });
+      expect.unreachable("a URL without a host must be refused");
+    } catch (err) {
+      expect((err as ConfigError).issues).toEqual([
+        { path: "redis.url", message: 'no host in "redis://" (e.g. redis://127.0.0.1:6379)' },
+      ]);
+    }
+    const dir = mkdtempSync(join(tmpdir(), "sb-redis-url-"));
+    writeFileSync(join(dir, "c.json5"), "{}");
+    try {
+      loadConfig({ file: join(dir, "c.json5"), env: { REDIS_URL: "redis://127.0.0.1:6390/abc" } });
+      expect.unreachable("REDIS_URL with a bad database must be refused");
+    } catch (err) {
+      expect(err).toBeInstanceOf(ConfigError);
+      expect((err as ConfigError).issues.map((i) => i.path)).toEqual(["REDIS_URL"]);
+      expect((err as ConfigError).issues[0]!.message).toMatch(/database must be a number 0-15/);
+    }
   });
 
   it("the config schema accepts cluster URLs and reports bad ones at redis.url", () => {

@@ -5,7 +5,11 @@ import { loadConfig } from "../../config/load.js";
 export function configValidate(file: string | undefined, opts: { config?: string; json?: boolean }): number {
   const target = file ?? opts.config;
   try {
-    const { path, warnings } = loadConfig(target ? { file: target } : {});
+    const loaded = loadConfig(target ? { file: target } : {});
+    const { path } = loaded;
+    // Valid, but unable to work in this environment (an unset apiKeyEnv): said, not refused,
+    // since the workers may run elsewhere with the variable set.
+    const warnings = [...loaded.warnings, ...loaded.environmentWarnings];
     if (opts.json) process.stdout.write(`${JSON.stringify({ ok: true, path: path ?? null, warnings })}\n`);
     else {
       for (const w of warnings) process.stderr.write(`warning: ${w}\n`);

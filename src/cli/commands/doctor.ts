@@ -66,6 +66,8 @@ async function examine(opts: GlobalOptions & { alive?: string }): Promise<Findin
       message: loaded.path ?? "no config file: defaults and environment variables",
     });
     for (const w of loaded.warnings) findings.push({ check: "config", level: "warn", message: w });
+    for (const w of loaded.environmentWarnings)
+      findings.push({ check: "config", level: "warn", message: w, fix: "set the variable where workers run" });
   }
 
   updateProgress(`connecting to Redis at ${displayRedisUrl(config.redis.url)}…`);

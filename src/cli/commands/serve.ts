@@ -4,6 +4,8 @@
  * `workers.shutdownGraceMs` or are handed back), then Redis connections; a second signal exits
  * at once (docs/concepts/shutdown.md).
  */
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { loadConfig } from "../../config/load.js";
 import type { Config } from "../../config/schema.js";
 import { startEmbeddedRedis, redisProblem, type EmbeddedRedis } from "../../app/embedded-redis.js";
@@ -13,7 +15,7 @@ import { createLogger } from "../../app/logger.js";
 import { formatBoundAddresses } from "../../gateway/bound-addresses.js";
 import { parseQueueList } from "../../queues/queue-names.js";
 import type { GlobalOptions } from "../client.js";
-import { ValidationError } from "../../errors/index.js";
+import { ConfigError, ValidationError } from "../../errors/index.js";
 import { joinDeployment, sharingSummary, type Registration } from "../../deployment/index.js";
 import { redisUnavailable } from "../client.js";
 import { displayRedisUrl } from "../../config/redis-url.js";
@@ -60,6 +62,30 @@ async function ensureRedis(
   return embedded;
 }
 
+/**
+ * Create the state dir and write and remove a file in it, or throw a ConfigError naming the
+ * setting that chose it (`storage.dir`, or SWITCHBOARD_STATE_DIR when that set it).
+ */
+function probeStorageDir(dir: string, source: string | undefined): void {
+  const probe = join(dir, `.probe-${process.pid}`);
+  try {
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(probe, "switchboard\n");
+    rmSync(probe, { force: true });
+  } catch (err) {
+    const fromEnv = Boolean(process.env.SWITCHBOARD_STATE_DIR);
+    const message = `cannot create or write the state dir ${dir}: ${(err as Error).message}`;
+    throw new ConfigError(
+      [
+        fromEnv
+          ? { path: "SWITCHBOARD_STATE_DIR", message: `${message} (it sets storage.dir)` }
+          : { path: "storage.dir", message },
+      ],
+      source,
+    );
+  }
+}
+
 export async function serveCommand(
   mode: "start" | "gateway" | "worker",
   opts: GlobalOptions & { queues?: string; concurrency?: string; force?: boolean },
@@ -70,14 +96,21 @@ export async function serveCommand(
   ) {
     throw new ValidationError(`--concurrency must be a whole number ≥ 1 (got ${JSON.stringify(opts.concurrency)})`);
   }
-  const { config, redisExplicit, warnings } = loadConfig(opts.config ? { file: opts.config } : {});
+  const { config, redisExplicit, warnings, environmentWarnings, path } = loadConfig(
+    opts.config ? { file: opts.config } : {},
+  );
   // Once, at start-up: keys accepted for OpenClaw compatibility that change nothing here.
   // Start-up notices are plain lines on stderr, each once (not also as a JSON log line).
   for (const w of warnings) process.stderr.write(`warning: config ${w}\n`);
+  // Only where turns run: a gateway alone never calls a runtime, so its environment is irrelevant.
+  if (mode !== "gateway") for (const w of environmentWarnings) process.stderr.write(`warning: config ${w}\n`);
   // Usage errors first: a bad --queues must not wait for (or be hidden behind) a Redis check.
   const queues = parseQueueList(opts.queues);
+  // Before anything starts or joins: a state dir that cannot be written would otherwise leave a
+  // process that takes turns, parks every one of them and cannot record where it listens.
+  if (mode !== "gateway") probeStorageDir(config.storage.dir, path);
   const embedded = await ensureRedis(config, redisExplicit, mode === "start");
-  // Before taking any work: agents/runtimes must match the deployment's (or --force).
+  // Before taking any work: agents, runtimes and behaviour settings must match the deployment's (or --force).
   let registration: Registration;
   try {
     registration = await joinDeployment(config, {
@@ -101,40 +134,59 @@ export async function serveCommand(
     await embedded?.stop();
     throw err;
   }
-  if (mode === "start") {
-    writeRuntimeInfo(config.storage.dir, {
-      pid: process.pid,
-      redisUrl: config.redis.url,
-      startedAt: Date.now(),
-      ...(system.url ? { gatewayUrl: system.url } : {}),
-    });
+  // From here on a failure must not leave a half-started process behind (open gateway and worker
+  // handles keep it alive, with no signal handler and its registry record in place): close all.
+  // Every step is tried even when one before it fails (the runtime file may be what failed).
+  const closeAll = async () => {
+    const failures: unknown[] = [];
+    const attempt = async (step: () => unknown) => {
+      try {
+        await step();
+      } catch (err) {
+        failures.push(err);
+      }
+    };
+    await attempt(() => registration.leave());
+    await attempt(() => system.close());
+    if (mode === "start") await attempt(() => removeRuntimeInfo(config.storage.dir));
+    await attempt(() => embedded?.stop());
+    if (failures.length) throw failures[0];
+  };
+  try {
+    if (mode === "start") {
+      writeRuntimeInfo(config.storage.dir, {
+        pid: process.pid,
+        redisUrl: config.redis.url,
+        startedAt: Date.now(),
+        ...(system.url ? { gatewayUrl: system.url } : {}),
+      });
+    }
+    // The address actually bound (port 0 → the port the OS picked, 0.0.0.0 stays 0.0.0.0), then the URL to use.
+    const listening = system.gateway ? formatBoundAddresses(system.gateway.app.addresses()) : undefined;
+    const where =
+      (system.url
+        ? ` gateway listening on ${listening} at ${system.url} (Bull Board ${system.url}/admin/queues)`
+        : "") + (system.metricsUrl ? ` metrics at ${system.metricsUrl}` : "");
+    log.debug(
+      {
+        redis: displayRedisUrl(config.redis.url),
+        storage: config.storage.dir,
+        ...(listening ? { listening } : {}),
+        ...(system.metricsUrl ? { metrics: system.metricsUrl } : {}),
+      },
+      `switchboard ${mode} ready`,
+    );
+    const forced = registration.record.forced
+      ? " (started with --force: its agents/runtimes/settings differ from the deployment's)"
+      : "";
+    process.stderr.write(
+      `switchboard ${mode} uses redis ${displayRedisUrl(config.redis.url)}${embedded ? " (embedded)" : ""}, ` +
+        `prefix "${config.redis.prefix}"${forced}: ${sharingSummary(registration.record, registration.others)}\n`,
+    );
+    process.stderr.write(`switchboard ${mode} ready${where ? `:${where}` : ""}\n`);
+  } catch (err) {
+    await closeAll().catch((closeErr: unknown) => log.warn({ err: closeErr }, "closing after a failed start"));
+    throw err;
   }
-  // The address actually bound (port 0 → the port the OS picked, 0.0.0.0 stays 0.0.0.0), then the URL to use.
-  const listening = system.gateway ? formatBoundAddresses(system.gateway.app.addresses()) : undefined;
-  const where =
-    (system.url ? ` gateway listening on ${listening} at ${system.url} (Bull Board ${system.url}/admin/queues)` : "") +
-    (system.metricsUrl ? ` metrics at ${system.metricsUrl}` : "");
-  log.debug(
-    {
-      redis: displayRedisUrl(config.redis.url),
-      storage: config.storage.dir,
-      ...(listening ? { listening } : {}),
-      ...(system.metricsUrl ? { metrics: system.metricsUrl } : {}),
-    },
-    `switchboard ${mode} ready`,
-  );
-  const forced = registration.record.forced
-    ? " (started with --force: its agents/runtimes differ from the deployment's)"
-    : "";
-  process.stderr.write(
-    `switchboard ${mode} uses redis ${displayRedisUrl(config.redis.url)}${embedded ? " (embedded)" : ""}, ` +
-      `prefix "${config.redis.prefix}"${forced}: ${sharingSummary(registration.record, registration.others)}\n`,
-  );
-  process.stderr.write(`switchboard ${mode} ready${where ? `:${where}` : ""}\n`);
-  onShutdown(async () => {
-    await registration.leave();
-    await system.close();
-    if (mode === "start") removeRuntimeInfo(config.storage.dir);
-    await embedded?.stop();
-  });
+  onShutdown(closeAll);
 }
