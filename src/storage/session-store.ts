@@ -72,6 +72,8 @@ export const LIST_SCAN_LIMIT = 10_000;
  */
 export const MAX_LINEAGE_DEPTH = 5;
 const PAGE = 200;
+/** `global` and `unknown`: stored like sessions, left out of listings unless asked for. */
+const RESERVED_KEYS = 2;
 
 export class SessionStore {
   readonly keys: RedisKeys;
@@ -324,7 +326,7 @@ export class SessionStore {
     const merged: { key: string; score: number }[] = [];
     for (const src of sources) merged.push(...(await this.scanIndex(src, q, minScore, limit)));
     merged.sort((a, b) => b.score - a.score);
-    const keys = [...new Set(merged.map((m) => m.key))].slice(0, limit * 2);
+    const keys = [...new Set(merged.map((m) => m.key))].slice(0, limit * 2 + RESERVED_KEYS);
     const entries = (await this.getMany(keys)).filter((e): e is SessionEntry => !!e && this.matches(e, q, minScore));
     return entries.sort((a, b) => b.updatedAt - a.updatedAt).slice(0, limit);
   }
@@ -335,12 +337,15 @@ export class SessionStore {
     minScore: number,
     limit: number,
   ): Promise<{ key: string; score: number }[]> {
-    const filtered = Boolean(q.search || q.label || (q.kinds && q.agentId) || !q.includeReserved || q.agentAllowed);
+    const filtered = Boolean(q.search || q.label || (q.kinds && q.agentId) || q.agentAllowed);
     const out: { key: string; score: number }[] = [];
     let offset = 0;
     const min = Number.isFinite(minScore) ? String(minScore) : "-inf";
     while (out.length < limit && offset < LIST_SCAN_LIMIT) {
-      const count = filtered ? PAGE : limit;
+      // Leaving out the two reserved keys (global, unknown) is not a filter that needs paging: an
+      // unfiltered read takes two more rows, and listFirst drops them (a listing of every session
+      // stopped at LIST_SCAN_LIMIT when it counted as one).
+      const count = filtered ? PAGE : limit + (q.includeReserved ? 0 : RESERVED_KEYS);
       const page = await this.redis.zrevrangebyscore(index, "+inf", min, "WITHSCORES", "LIMIT", offset, count);
       if (page.length === 0) break;
       const batch: { key: string; score: number }[] = [];

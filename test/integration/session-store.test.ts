@@ -3,6 +3,8 @@ import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import type { Redis } from "ioredis";
 import { SessionStore } from "../../src/storage/index.js";
+import { LIST_SCAN_LIMIT } from "../../src/storage/session-store.js";
+import { RedisKeys } from "../../src/storage/redis-keys.js";
 import { LabelConflictError, SessionNotFoundError, SwitchboardError } from "../../src/errors/index.js";
 import { newRedis, testRedisUrl, uniquePrefix } from "../helpers/context.js";
 
@@ -269,4 +271,35 @@ describe("SessionStore under real concurrency", () => {
       true,
     );
   });
+});
+
+describe("listing every session", () => {
+  it("pages past LIST_SCAN_LIMIT when nothing but the reserved keys is left out (it stopped at 10,000)", async () => {
+    const ownPrefix = uniquePrefix("many");
+    const own = new SessionStore(redis, ownPrefix);
+    const keys = new RedisKeys(ownPrefix);
+    const n = LIST_SCAN_LIMIT + 150;
+    const t0 = Date.now() - n;
+    const pipe = redis.pipeline();
+    for (let i = 0; i < n; i++) {
+      const key = `agent:main:s${i}`;
+      const entry = { key, sessionId: `id-${i}`, agentId: "main", kind: "other", createdAt: t0 + i, updatedAt: t0 + i };
+      pipe.set(keys.session(key), JSON.stringify(entry)).zadd(keys.updatedIndex(), t0 + i, key);
+    }
+    // A reserved key among them, newest of all: left out, and it does not shorten a page.
+    const g = { key: "global", sessionId: "id-g", agentId: "main", kind: "main", createdAt: t0 + n, updatedAt: t0 + n };
+    pipe.set(keys.session("global"), JSON.stringify(g)).zadd(keys.updatedIndex(), t0 + n, "global");
+    await pipe.exec();
+    try {
+      const last = await own.list({ offset: LIST_SCAN_LIMIT, limit: 200 });
+      expect(last).toHaveLength(150);
+      expect(last.at(-1)!.key).toBe("agent:main:s0");
+      const first = await own.list({ limit: 1 });
+      expect(first.map((e) => e.key)).toEqual([`agent:main:s${n - 1}`]);
+      expect((await own.list({ limit: 1, includeReserved: true })).map((e) => e.key)).toEqual(["global"]);
+    } finally {
+      const all = await redis.keys(`${keys.base}:*`);
+      for (let i = 0; i < all.length; i += 1000) await redis.del(...all.slice(i, i + 1000));
+    }
+  }, 60_000);
 });
