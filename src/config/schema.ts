@@ -418,6 +418,9 @@ export const ConfigSchema = z
               .min(0)
               .max(10 * 366 * 86_400_000)
               .default(5 * 60_000),
+            // How many turns a session's inbox may hold before a door's new turn is refused (429
+            // queue_full); 0: no limit. Internal turns are always queued (docs/concepts/limits.md).
+            maxQueuedTurns: z.number().int().min(0).max(1_000_000).default(1000),
           })
           .prefault({}),
         // The OpenAI-compatible door: POST /v1/chat/completions, GET /v1/models (docs/concepts/openai-door.md).

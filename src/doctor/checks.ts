@@ -23,6 +23,7 @@ import {
 import { filesystemNote, filesystemOf, formatBytes } from "./filesystem.js";
 import type { Finding } from "./report.js";
 import { displayRedisUrl } from "../config/redis-url.js";
+import { REDIS_NEARLY_FULL_RATIO, redisMemory, type RedisMemory } from "../errors/index.js";
 
 /** Clocks further apart than this make run timestamps and daily/idle resets disagree between hosts. */
 export const MAX_CLOCK_SKEW_MS = 1000;
@@ -60,11 +61,15 @@ export async function checkRedis(redis: RedisClient, url: string): Promise<Findi
   const info = await redis.info();
   const version = infoField(info, "valkey_version") ?? infoField(info, "redis_version") ?? "unknown";
   const policy = infoField(info, "maxmemory_policy") ?? "unknown";
+  const memory = redisMemory(info);
+  const used = memory?.maxBytes
+    ? `, used ${formatBytes(memory.usedBytes)} of maxmemory ${formatBytes(memory.maxBytes)}`
+    : "";
   const out: Finding[] = [
     {
       check: "redis",
       level: "ok",
-      message: `${displayRedisUrl(url)}: Redis ${version}, ping ${pingMs} ms, maxmemory-policy ${policy}`,
+      message: `${displayRedisUrl(url)}: Redis ${version}, ping ${pingMs} ms, maxmemory-policy ${policy}${used}`,
     },
   ];
   if (version !== "unknown" && versionBelow(version, REDIS_MIN)) {
@@ -85,7 +90,57 @@ export async function checkRedis(redis: RedisClient, url: string): Promise<Findi
       fix: "CONFIG SET maxmemory-policy noeviction (and put it in redis.conf)",
     });
   }
+  out.push(...judgeRedisMemory(memory));
   return out;
+}
+
+const MEMORY_FIX =
+  "raise maxmemory (CONFIG SET maxmemory <bytes>, and in redis.conf) or free memory " +
+  "(switchboard deadletters, session.maintenance; docs/concepts/reliability.md)";
+
+/**
+ * How full Redis is (INFO: used_memory, maxmemory, errorstat_OOM). At maxmemory Redis refuses
+ * every write (`OOM …`), so no message can be queued: a failure. So is being near it (90 %) while
+ * Redis has refused writes for it: memory hovers at the edge and writes fail now and then. Near
+ * it alone is a warning, and so are refusals counted while memory is low now (they happened
+ * since Redis started or its last CONFIG RESETSTAT, and may be long over).
+ */
+export function judgeRedisMemory(memory: RedisMemory | undefined): Finding[] {
+  if (!memory?.ratio) return [];
+  const { usedBytes, maxBytes, ratio, oomRefusals } = memory;
+  const pct = `${Math.floor(ratio * 100)} %`;
+  const of = `${formatBytes(usedBytes)} used of maxmemory ${formatBytes(maxBytes)} (${pct})`;
+  const refused = oomRefusals
+    ? `Redis has refused ${oomRefusals} write${oomRefusals === 1 ? "" : "s"} for maxmemory`
+    : "";
+  if (ratio >= 1)
+    return [
+      {
+        check: "redis",
+        level: "fail",
+        message: `Redis is out of memory: ${of}; every write is refused, no message can be queued`,
+        fix: MEMORY_FIX,
+      },
+    ];
+  if (ratio >= REDIS_NEARLY_FULL_RATIO)
+    return [
+      {
+        check: "redis",
+        level: oomRefusals ? "fail" : "warn",
+        message: `Redis is nearly full: ${of}${refused ? `; ${refused}` : ""}`,
+        fix: MEMORY_FIX,
+      },
+    ];
+  if (oomRefusals)
+    return [
+      {
+        check: "redis",
+        level: "warn",
+        message: `${refused} since it started or its last CONFIG RESETSTAT; now ${of}`,
+        fix: "see what filled it (it may be over); CONFIG RESETSTAT clears the count",
+      },
+    ];
+  return [];
 }
 
 export function checkStorage(config: Config): Finding[] {

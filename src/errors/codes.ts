@@ -23,8 +23,12 @@ export const HTTP_STATUS_BY_CODE = {
   session_exists: 409,
   lineage_immutable: 409,
   payload_too_large: 413,
+  // Try again later: the session's inbox holds gateway.limits.maxQueuedTurns turns already.
+  queue_full: 429,
   // Try again: Redis (or a claim held by another request) is not answering yet.
   unavailable: 503,
+  // Try again later: Redis refuses writes at its maxmemory (src/errors/redis-full.ts).
+  redis_full: 503,
   // Internal states a client cannot fix; they reach HTTP only through a bug.
   session_busy: 500,
   invalid_entry: 500,

@@ -2,6 +2,15 @@ export { SwitchboardError } from "./switchboard-error.js";
 export { HTTP_STATUS_BY_CODE, ERROR_CODES, httpStatusOf, type ErrorCode } from "./codes.js";
 export { SCRIPT_ERRORS, fromScriptError, parseScriptError } from "./script-errors.js";
 export { isRedisDown } from "./redis-down.js";
+export {
+  REDIS_FULL_MESSAGE,
+  REDIS_FULL_RETRY_AFTER_S,
+  REDIS_NEARLY_FULL_RATIO,
+  isFull,
+  isRedisFull,
+  redisMemory,
+  type RedisMemory,
+} from "./redis-full.js";
 export { ConfigError, type ConfigIssue } from "./config-error.js";
 export { ValidationError } from "./validation-error.js";
 export {

@@ -3,7 +3,16 @@
  * Typed Switchboard errors map to HTTP statuses by their stable code (src/errors/codes.ts).
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
-import { PayloadTooLargeError, SwitchboardError, ValidationError, httpStatusOf, isRedisDown } from "../errors/index.js";
+import {
+  PayloadTooLargeError,
+  REDIS_FULL_MESSAGE,
+  REDIS_FULL_RETRY_AFTER_S,
+  SwitchboardError,
+  ValidationError,
+  httpStatusOf,
+  isRedisDown,
+  isRedisFull,
+} from "../errors/index.js";
 import { bodyTooLargeError } from "./message-limit.js";
 
 export function errorBody(err: SwitchboardError): { ok: false; error: Record<string, unknown> } {
@@ -15,6 +24,8 @@ export function errorBody(err: SwitchboardError): { ok: false; error: Record<str
 
 export function httpErrorHandler(err: FastifyError | Error, req: FastifyRequest, reply: FastifyReply): void {
   if (err instanceof SwitchboardError) {
+    if (err.code === "redis_full") void reply.header("retry-after", String(REDIS_FULL_RETRY_AFTER_S));
+    if (err.details?.retryAfterSeconds) void reply.header("retry-after", String(err.details.retryAfterSeconds));
     void reply.status(httpStatusOf(err.code)).send(errorBody(err));
     return;
   }
@@ -34,6 +45,16 @@ export function httpErrorHandler(err: FastifyError | Error, req: FastifyRequest,
   }
   if (fe.statusCode && fe.statusCode < 500) {
     void reply.status(fe.statusCode).send({ ok: false, error: { code: "invalid_request", message: err.message } });
+    return;
+  }
+  // Redis at its maxmemory refuses writes: say what to do, never its reply (script hashes, lines).
+  // A warning without the stack: under a flood every request ends here.
+  if (isRedisFull(err)) {
+    req.log.warn({ err: err.message }, "request refused: Redis is out of memory");
+    void reply
+      .status(httpStatusOf("redis_full"))
+      .header("retry-after", String(REDIS_FULL_RETRY_AFTER_S))
+      .send({ ok: false, error: { code: "redis_full", message: REDIS_FULL_MESSAGE } });
     return;
   }
   // Redis away on the request path: say so plainly instead of a bare 500.

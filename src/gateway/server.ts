@@ -15,8 +15,8 @@ import { registerMessageLimit, requestBodyLimit } from "./message-limit.js";
 import { registerOpenAiDoor } from "./openai-door/index.js";
 import { registerApiDocs } from "./api-docs/index.js";
 import { registerToolsInvoke } from "./tools-invoke.js";
+import { registerReadyz } from "./readyz.js";
 import { wellFormedDeep } from "../text/well-formed.js";
-import { StorageFaults } from "../runs/storage-faults.js";
 
 export type ToolEndpoint = (name: string, body: unknown) => Promise<unknown>;
 
@@ -62,29 +62,7 @@ export async function createGateway(svc: GatewayDeps, opts: GatewayOptions = {})
   registerMessageLimit(app, svc.config);
 
   app.get("/healthz", async () => ({ ok: true }));
-  app.get("/readyz", async (_req, reply) => {
-    // Fail fast: a worker-style connection would queue the PING until Redis is back.
-    if (svc.redis.status !== "ready")
-      return reply.status(503).send({ ok: false, redis: "down", error: `connection ${svc.redis.status}` });
-    try {
-      const fault = await Promise.race([
-        svc.redis.ping().then(() => StorageFaults.current(svc.redis, svc.keys)),
-        new Promise<never>((_, reject) => setTimeout(() => reject(new Error("ping timed out")), 1000).unref()),
-      ]);
-      // Workers report transcript storage refusing writes; turns are parked meanwhile.
-      if (fault)
-        return reply.status(503).send({
-          ok: false,
-          redis: "up",
-          storage: "unhealthy",
-          error: `${fault.code}: ${fault.message}`,
-          since: new Date(fault.since).toISOString(),
-        });
-      return { ok: true, redis: "up", storage: "ok" };
-    } catch (err) {
-      return reply.status(503).send({ ok: false, redis: "down", error: (err as Error).message });
-    }
-  });
+  registerReadyz(app, svc);
 
   app.post("/v1/inbound", async (req, reply) => reply.status(202).send(await handleInbound(svc, req.body)));
 
@@ -97,8 +75,8 @@ export async function createGateway(svc: GatewayDeps, opts: GatewayOptions = {})
     try {
       return { ok: true, result: await handler(req.body ?? {}) };
     } catch (err) {
-      // RPC answers 200 with ok:false for domain errors, 400 for invalid params.
-      if (err instanceof SwitchboardError && err.code !== "invalid_request") {
+      // RPC answers 200 with ok:false for domain errors, 400 for invalid params, 429 for a full inbox.
+      if (err instanceof SwitchboardError && err.code !== "invalid_request" && err.code !== "queue_full") {
         return { ok: false, error: { code: err.code, message: err.message } };
       }
       throw err;

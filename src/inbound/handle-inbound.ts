@@ -19,7 +19,7 @@ import { freshnessOf, policyFor, staleAtFor } from "../session/entry-freshness.j
 import { enqueueArchive, resetPatch, rotateSession } from "../rotation/rotate.js";
 import { identOf } from "../session/session-ident.js";
 import { statusCard } from "../session/status-card.js";
-import { enqueueTurnInSession, requestDrain } from "../runs/enqueue.js";
+import { doorLimit, enqueueTurnInSession, requestDrain } from "../runs/enqueue.js";
 import { uuidFrom } from "../runs/derived-id.js";
 import { luaCommand } from "../storage/lua-script.js";
 import { stopSessionAndSilence } from "../subagents/descendants.js";
@@ -418,19 +418,24 @@ async function handleResolved(
         archiveRetired: rotate,
       });
       // Queued only if the session is still the one just written: a reset from another gateway
-      // in between retired it (and may be archiving it), so the message is decided again.
-      const pushed = await enqueueTurnInSession(svc, {
-        ...(runId ? { runId } : {}),
-        sessionKey,
-        agentId,
-        sessionId: next.sessionId,
-        text,
-        step: "turn",
-        provenance: "user",
-        messageTs: now,
-        deliver: route,
-        ...(rotate && entry ? { archive: { sessionId: entry.sessionId, kind: "reset" as const } } : {}),
-      });
+      // in between retired it (and may be archiving it), so the message is decided again. And only
+      // if its inbox is not full (gateway.limits.maxQueuedTurns): else 429 queue_full.
+      const pushed = await enqueueTurnInSession(
+        svc,
+        {
+          ...(runId ? { runId } : {}),
+          sessionKey,
+          agentId,
+          sessionId: next.sessionId,
+          text,
+          step: "turn",
+          provenance: "user",
+          messageTs: now,
+          deliver: route,
+          ...(rotate && entry ? { archive: { sessionId: entry.sessionId, kind: "reset" as const } } : {}),
+        },
+        doorLimit(svc.config),
+      );
       if ("changed" in pushed) {
         // This attempt's own rotation retired the old sessionId: its archive goes by job now.
         if (rotate && entry)

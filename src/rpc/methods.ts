@@ -21,7 +21,7 @@ import {
 import { DeliveryLog } from "../delivery/index.js";
 import { deleteSession, rotateSession } from "../rotation/rotate.js";
 import { identOf } from "../session/session-ident.js";
-import { enqueueTurnIfEntry, requestDrain } from "../runs/enqueue.js";
+import { doorLimit, enqueueTurnIfEntry, requestDrain } from "../runs/enqueue.js";
 import { entryCache, knownEntry } from "../runs/entry-cache.js";
 import { stopSessionAndSilence } from "../subagents/descendants.js";
 import { replayDeadLetter } from "../runs/replay.js";
@@ -228,6 +228,8 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
             ...(p.extraSystemPrompt ? { extraSystemPrompt: p.extraSystemPrompt } : {}),
           },
           expect,
+          // A full inbox refuses the turn (429 queue_full); a resent idempotencyKey answered above.
+          doorLimit(svc.config),
         );
         if ("changed" in res) {
           known = entryCache(svc).set(key, res.changed);

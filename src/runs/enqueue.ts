@@ -2,6 +2,12 @@
  * The one way a turn enters the system (inbound chat, `agent` RPC, sessions_send, reply-back
  * and announce steps): push it to the session inbox with its run record, then wake the
  * session's drainer. Push-before-wake is what makes the dedup'd drain job sufficient.
+ *
+ * A door's push (a client's or a tool's new turn) passes `doorLimit(config)`: into a session
+ * whose inbox already holds `gateway.limits.maxQueuedTurns` turns it is refused with
+ * `QueueFullError` (429 `queue_full`), checked in the push itself. Every other push (continuations,
+ * announce and agent-to-agent steps, replays, steers, re-pushes) passes none and is never refused:
+ * refusing it would lose work that was already accepted.
  */
 import { randomUUID } from "node:crypto";
 import type { RunDeps } from "./run-deps.js";
@@ -34,6 +40,17 @@ export async function requestDrain(
 
 export type TurnRequest = Omit<Turn, "runId" | "enqueuedAt" | "messageTs"> & { runId?: string; messageTs?: number };
 
+/** How full a session's inbox may be for a push to be queued (none: never refused). */
+export interface PushLimit {
+  /** Refused when the inbox already holds this many turns; 0 or unset: no limit. */
+  maxQueued?: number;
+}
+
+/** The limit of a door's push: `gateway.limits.maxQueuedTurns` (0: none). Only doors pass it. */
+export function doorLimit(config: Pick<Config, "gateway">): PushLimit {
+  return { maxQueued: config.gateway.limits.maxQueuedTurns };
+}
+
 /**
  * A caller that passes a deterministic `runId` (a retried job, an idempotency key) gets exactly
  * one turn for it: a runId whose record exists is not queued again (`queued: false`). A caller
@@ -43,18 +60,23 @@ export type TurnRequest = Omit<Turn, "runId" | "enqueuedAt" | "messageTs"> & { r
  * caller's read of the entry and the push moves it to the new one, checked in the push itself
  * (turn-push.lua), so it never lands in a transcript that is being archived.
  */
-export async function enqueueTurn(svc: Pick<RunDeps, "inbox" | "queues" | "config">, req: TurnRequest): Promise<Turn> {
-  return (await enqueueTurnOnce(svc, req)).turn;
+export async function enqueueTurn(
+  svc: Pick<RunDeps, "inbox" | "queues" | "config">,
+  req: TurnRequest,
+  limit: PushLimit = {},
+): Promise<Turn> {
+  return (await enqueueTurnOnce(svc, req, limit)).turn;
 }
 
 /** `enqueueTurn`, also saying whether this call queued the turn (false: its runId existed). */
 export async function enqueueTurnOnce(
   svc: Pick<RunDeps, "inbox" | "queues" | "config">,
   req: TurnRequest,
+  limit: PushLimit = {},
 ): Promise<{ turn: Turn; queued: boolean }> {
   let turn = newTurn(req);
   for (let attempt = 1; ; attempt++) {
-    const check = { checkSessionId: attempt <= MAX_SESSION_FOLLOWS };
+    const check = { ...limit, checkSessionId: attempt <= MAX_SESSION_FOLLOWS };
     const res = await pushTurn(svc, turn, check, req.runId === undefined);
     if (!("changed" in res)) return res;
     const current = res.changed === null ? undefined : sessionIdOf(res.changed);
@@ -75,9 +97,10 @@ export async function enqueueTurnIfEntry(
   svc: Pick<RunDeps, "inbox" | "queues" | "config">,
   req: TurnRequest,
   expectEntry: string | undefined,
+  limit: PushLimit = {},
 ): Promise<{ turn: Turn; queued: boolean } | { changed: string | null }> {
-  if (expectEntry === undefined) return await enqueueTurnOnce(svc, req);
-  return await pushTurn(svc, newTurn(req), { expectEntry }, req.runId === undefined);
+  if (expectEntry === undefined) return await enqueueTurnOnce(svc, req, limit);
+  return await pushTurn(svc, newTurn(req), { ...limit, expectEntry }, req.runId === undefined);
 }
 
 /**
@@ -89,8 +112,9 @@ export async function enqueueTurnIfEntry(
 export async function enqueueTurnInSession(
   svc: Pick<RunDeps, "inbox" | "queues" | "config">,
   req: TurnRequest,
+  limit: PushLimit = {},
 ): Promise<{ turn: Turn; queued: boolean } | { changed: string | null }> {
-  return await pushTurn(svc, newTurn(req), { checkSessionId: true }, req.runId === undefined);
+  return await pushTurn(svc, newTurn(req), { ...limit, checkSessionId: true }, req.runId === undefined);
 }
 
 /** How many resets in a row a push follows to the new sessionId before it pushes unchecked. */
@@ -119,7 +143,7 @@ function sessionIdOf(entryJson: string): string | undefined {
 async function pushTurn(
   svc: Pick<RunDeps, "inbox" | "queues" | "config">,
   turn: Turn,
-  condition: { expectEntry?: string; checkSessionId?: boolean },
+  condition: PushLimit & { expectEntry?: string; checkSessionId?: boolean },
   minted: boolean,
 ): Promise<{ turn: Turn; queued: boolean } | { changed: string | null }> {
   const ready = readyWake(svc.config, turn.sessionKey);

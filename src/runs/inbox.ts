@@ -5,6 +5,7 @@
 import { randomUUID } from "node:crypto";
 import type { RedisClient } from "../storage/redis-client.js";
 import { fromScriptError } from "../errors/index.js";
+import { QueueFullError } from "../errors/queue-full.js";
 import { luaCommand } from "../storage/lua-script.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
 import type { LeaseHandle, SessionLeases } from "./session-lease.js";
@@ -24,6 +25,8 @@ import type { DeadLetter } from "./dead-letters.js";
 import { luaSafeJson } from "../text/well-formed.js";
 
 const LUA_DIR = new URL("./lua/", import.meta.url);
+/** turn-push.lua's first reply element for a push refused by a full inbox: `{ -2, inbox length }`. */
+const PUSH_FULL = -2;
 
 /** A turn the lease holder is about to run, with what it needs from Redis. */
 export interface BegunTurn {
@@ -69,11 +72,17 @@ export class Inbox {
    * With `checkSessionId` (and no `expectEntry`) the push happens only if the session still has
    * the turn's sessionId (or no entry at all); otherwise `{ changed }` as above. A reset between
    * the caller's read and the push would otherwise leave the turn in a retired transcript.
+   *
+   * With `maxQueued` (> 0; a door's push, gateway.limits.maxQueuedTurns) an inbox that already
+   * holds that many turns refuses the turn: nothing is queued and `QueueFullError` is thrown.
+   * Checked in the same script, after the runId (a turn already queued answers `exists`).
+   * Internal pushes leave it unset: they are never refused.
    */
   async push(
     turn: Turn,
-    opts: { expectEntry?: string; checkSessionId?: boolean; ready?: boolean } = {},
+    opts: { expectEntry?: string; checkSessionId?: boolean; ready?: boolean; maxQueued?: number } = {},
   ): Promise<"ready" | "wake" | "queued" | "exists" | { changed: string | null }> {
+    const maxQueued = opts.maxQueued ?? 0;
     const res = await this.pushLua(
       [
         this.keys.run(turn.runId),
@@ -90,9 +99,12 @@ export class Inbox {
         opts.expectEntry ?? "",
         opts.ready ? "1" : "0",
         opts.checkSessionId ? turn.sessionId : "",
+        maxQueued,
         ...queuedRecordFields(turn),
       ],
     );
+    if (Array.isArray(res) && res[0] === PUSH_FULL)
+      throw new QueueFullError({ sessionKey: turn.sessionKey, limit: maxQueued, queued: Number(res[1]) });
     if (Array.isArray(res)) return { changed: (res[1] as string | null) ?? null };
     return PUSH_RESULTS[String(res)] as "ready" | "wake" | "queued" | "exists";
   }

@@ -15,7 +15,8 @@ import { randomUUID } from "node:crypto";
 import type { ToolDeps } from "./tool-deps.js";
 import { luaCommand } from "../storage/lua-script.js";
 import type { RunWaiter } from "../runs/run-waiter.js";
-import { enqueueTurn } from "../runs/enqueue.js";
+import { doorLimit, enqueueTurn } from "../runs/enqueue.js";
+import { QueueFullError } from "../errors/queue-full.js";
 import { displaySessionKey } from "../session/key-canonical.js";
 import { parseThreadSuffix } from "../session/key-parse.js";
 import { sessionForTurn } from "../rotation/turn-session.js";
@@ -116,35 +117,45 @@ export async function sessionsSend(
   runId = call.id(targetKey, args.message);
   const traceId = caller.traceId ?? randomUUID();
   const hop = caller.hop + 1;
-  await enqueueTurn(svc, {
-    runId,
-    sessionKey: targetKey,
-    agentId: target.agentId,
-    sessionId: target.sessionId,
-    text: args.message,
-    step: "turn",
-    provenance: "inter_session",
-    source: {
-      sessionKey: caller.sessionKey,
-      tool: "sessions_send",
-      ...(requester?.lastChannel ? { channel: requester.lastChannel } : {}),
-      ...(caller.runId ? { runId: caller.runId } : {}),
-    },
-    extraSystemPrompt: messageContext(parties),
-    hop,
-    traceId,
-    continuation: primaryContinuation(svc, runId, {
-      ...parties,
-      requesterAgent: caller.agentId,
-      targetAgent: target.agentId,
-      original: args.message,
-      // A cron run is not a conversation: the target's reply is not fed back into it (#92257).
-      maxTurns: isCronSessionKey(caller.sessionKey) ? 0 : svc.config.session.agentToAgent.maxPingPongTurns,
+  // A new turn from a door: refused when the target's inbox is full (gateway.limits.maxQueuedTurns).
+  // A re-run of the calling turn finds its send queued already (same runId): never refused.
+  const queued = await enqueueTurn(
+    svc,
+    {
+      runId,
+      sessionKey: targetKey,
+      agentId: target.agentId,
+      sessionId: target.sessionId,
+      text: args.message,
+      step: "turn",
+      provenance: "inter_session",
+      source: {
+        sessionKey: caller.sessionKey,
+        tool: "sessions_send",
+        ...(requester?.lastChannel ? { channel: requester.lastChannel } : {}),
+        ...(caller.runId ? { runId: caller.runId } : {}),
+      },
+      extraSystemPrompt: messageContext(parties),
       hop,
       traceId,
-      primaryRunId: runId,
-    }),
+      continuation: primaryContinuation(svc, runId, {
+        ...parties,
+        requesterAgent: caller.agentId,
+        targetAgent: target.agentId,
+        original: args.message,
+        // A cron run is not a conversation: the target's reply is not fed back into it (#92257).
+        maxTurns: isCronSessionKey(caller.sessionKey) ? 0 : svc.config.session.agentToAgent.maxPingPongTurns,
+        hop,
+        traceId,
+        primaryRunId: runId,
+      }),
+    },
+    doorLimit(svc.config),
+  ).catch((err: unknown) => {
+    if (err instanceof QueueFullError) return err;
+    throw err;
   });
+  if (queued instanceof QueueFullError) return { ...queued.toolResult(displayKey), runId };
   // A session writing to itself gets no announce step (nor reply-back): nothing is pending.
   const self = targetKey === caller.sessionKey;
   const delivery = self ? undefined : { status: "pending", mode: "announce" };

@@ -7,7 +7,8 @@
 import { transcriptTopicOf } from "../session/transcript-topic.js";
 import type { ToolDeps } from "./tool-deps.js";
 import { isAgentSandboxed } from "../config/agents.js";
-import { enqueueTurn } from "../runs/enqueue.js";
+import { doorLimit, enqueueTurn } from "../runs/enqueue.js";
+import { QueueFullError } from "../errors/queue-full.js";
 import { stopRun } from "../runs/stop.js";
 import { toolCallIds } from "./call-ids.js";
 import { identOf } from "../session/session-ident.js";
@@ -164,23 +165,39 @@ export async function sessionsSpawn(svc: ToolDeps, caller: ToolCaller, rawArgs: 
     return forbidden(rules.maxChildrenError(reg.active, sa.maxChildrenPerAgent));
   }
 
-  // 14. the child's turn; its continuation is the announce.
-  await enqueueTurn(svc, {
-    runId,
-    sessionKey: childSessionKey,
-    agentId: child.agentId,
-    sessionId: child.sessionId,
-    text: rules.childTaskMessage(args.task, depth, maxDepth),
-    step: "turn",
-    provenance: "inter_session",
-    source: { sessionKey: caller.sessionKey, tool: "sessions_spawn" },
-    ...(runTimeoutSeconds > 0 ? { runTimeoutSeconds } : {}),
-    ...(model ? { model } : {}),
-    // A hop of the requester's chain: the child's sends, and the completion turn, count on.
-    hop: caller.hop + 1,
-    ...(caller.traceId ? { traceId: caller.traceId } : {}),
-    continuation: announceContinuation(svc, childSessionKey, runId),
+  // 14. the child's turn; its continuation is the announce. Refused, like any door's turn, when
+  //     the child's inbox is full (gateway.limits.maxQueuedTurns): the run then ends unannounced.
+  const queued = await enqueueTurn(
+    svc,
+    {
+      runId,
+      sessionKey: childSessionKey,
+      agentId: child.agentId,
+      sessionId: child.sessionId,
+      text: rules.childTaskMessage(args.task, depth, maxDepth),
+      step: "turn",
+      provenance: "inter_session",
+      source: { sessionKey: caller.sessionKey, tool: "sessions_spawn" },
+      ...(runTimeoutSeconds > 0 ? { runTimeoutSeconds } : {}),
+      ...(model ? { model } : {}),
+      // A hop of the requester's chain: the child's sends, and the completion turn, count on.
+      hop: caller.hop + 1,
+      ...(caller.traceId ? { traceId: caller.traceId } : {}),
+      continuation: announceContinuation(svc, childSessionKey, runId),
+    },
+    doorLimit(config),
+  ).catch((err: unknown) => {
+    if (err instanceof QueueFullError) return err;
+    throw err;
   });
+  if (queued instanceof QueueFullError) {
+    const run = await registry.get(runId);
+    if (run) {
+      await registry.markEnded(run, "error", Date.now(), queued.message);
+      await registry.update(runId, { announce: "skipped" });
+    }
+    return { ...queued.toolResult(childSessionKey), childSessionKey, runId };
+  }
   // A kill of the caller that found this child registered but its turn not yet queued stopped
   // nothing in it: the kill suppressed it first, so seeing no suppression here means the kill's
   // stop comes after this push and finds the turn.

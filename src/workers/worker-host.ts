@@ -31,6 +31,50 @@ const HAND_BACK_TIMEOUT_MS = 5000;
 /** With no job left, how long BullMQ's own close may take (it hangs while Redis is away). */
 const CLOSE_SETTLE_MS = 2000;
 
+/**
+ * At most one log line per distinct message per window. `admit` says whether to log now, with
+ * how many identical messages were held back since the last line of it; `flush` hands back the
+ * held-back counts of windows that are over (a flood that stopped still gets its count logged),
+ * each such line starting a new window: lines of one message are always a window apart.
+ */
+export class RepeatThrottle {
+  private readonly seen = new Map<string, { since: number; suppressed: number }>();
+
+  constructor(
+    readonly windowMs = 10_000,
+    /** Distinct messages remembered; the oldest is forgotten (with its count) past this. */
+    private readonly maxMessages = 100,
+  ) {}
+
+  admit(message: string, now = Date.now()): { suppressed: number } | undefined {
+    const s = this.seen.get(message);
+    if (s && now - s.since < this.windowMs) {
+      s.suppressed++;
+      return undefined;
+    }
+    this.seen.delete(message);
+    if (this.seen.size >= this.maxMessages) this.seen.delete(this.seen.keys().next().value!);
+    this.seen.set(message, { since: now, suppressed: 0 });
+    return { suppressed: s?.suppressed ?? 0 };
+  }
+
+  flush(now = Date.now()): { message: string; suppressed: number }[] {
+    const out: { message: string; suppressed: number }[] = [];
+    for (const [message, s] of this.seen) {
+      if (now - s.since < this.windowMs) continue;
+      if (!s.suppressed) {
+        this.seen.delete(message);
+        continue;
+      }
+      // The flushed line is this window's one line: the next identical message waits a window.
+      out.push({ message, suppressed: s.suppressed });
+      s.since = now;
+      s.suppressed = 0;
+    }
+    return out;
+  }
+}
+
 export interface WorkerHostOptions {
   queues: QueueName[];
   concurrency?: number;
@@ -142,7 +186,23 @@ export async function startWorkerHost(svc: WorkerDeps, opts: WorkerHostOptions):
       // an hour (60 small numbers per queue and outcome); the counts themselves never trim.
       metrics: { maxDataPoints: MetricsTime.ONE_HOUR },
     });
-    worker.on("error", (err) => svc.log.warn({ queue: name, err: err.message }, "worker error"));
+    // BullMQ emits `error` for a failed fetch of the next job and fetches again at once: with
+    // Redis refusing writes (maxmemory) that is thousands a second. One line per distinct error
+    // per 10 s, with how many identical ones were not logged.
+    const errors = new RepeatThrottle();
+    const flushErrors = setInterval(() => {
+      for (const r of errors.flush())
+        svc.log.warn({ queue: name, err: r.message, suppressed: r.suppressed }, "worker error");
+    }, errors.windowMs).unref();
+    worker.on("closed", () => clearInterval(flushErrors));
+    worker.on("error", (err) => {
+      const admitted = errors.admit(err.message);
+      if (admitted)
+        svc.log.warn(
+          { queue: name, err: err.message, ...(admitted.suppressed ? { suppressed: admitted.suppressed } : {}) },
+          "worker error",
+        );
+    });
     worker.on("failed", (job, err) => {
       svc.log.warn({ queue: name, jobId: job?.id, err: err.message }, "job failed");
       // A drain out of retries (Redis away for long, a bug) must not strand the session's

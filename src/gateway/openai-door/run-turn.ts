@@ -9,7 +9,7 @@ import { SendBlockedError } from "../../errors/index.js";
 import { ensureSession } from "../../storage/ensure-session.js";
 import { sessionForTurn } from "../../rotation/turn-session.js";
 import { sessionSendPolicy } from "../../session/stored-send-policy.js";
-import { enqueueTurnOnce, requestDrain } from "../../runs/enqueue.js";
+import { doorLimit, enqueueTurnOnce, requestDrain } from "../../runs/enqueue.js";
 import type { RunRecord } from "../../runs/run-records.js";
 import { isTerminal } from "../../runs/turn.js";
 import { uuidFrom } from "../../runs/derived-id.js";
@@ -40,17 +40,22 @@ export async function startTurn(
     return { runId, sessionKey, sessionId: existing.sessionId ?? stored.sessionId };
   }
   const entry = await sessionForTurn(svc, stored);
-  // A retry racing past the check above is not queued again: the push is once per runId.
-  const { turn } = await enqueueTurnOnce(svc, {
-    ...(runId ? { runId } : {}),
-    sessionKey,
-    agentId: entry.agentId,
-    sessionId: entry.sessionId,
-    text,
-    step: "turn",
-    provenance: "user",
-    ...(systemPrompt ? { extraSystemPrompt: systemPrompt } : {}),
-  });
+  // A retry racing past the check above is not queued again: the push is once per runId. A full
+  // inbox refuses the turn (429 queue_full).
+  const { turn } = await enqueueTurnOnce(
+    svc,
+    {
+      ...(runId ? { runId } : {}),
+      sessionKey,
+      agentId: entry.agentId,
+      sessionId: entry.sessionId,
+      text,
+      step: "turn",
+      provenance: "user",
+      ...(systemPrompt ? { extraSystemPrompt: systemPrompt } : {}),
+    },
+    doorLimit(svc.config),
+  );
   return { runId: turn.runId, sessionKey, sessionId: turn.sessionId };
 }
 
