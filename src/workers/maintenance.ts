@@ -92,11 +92,49 @@ export async function sweepOnce(svc: WorkerDeps, now = Date.now()): Promise<Swee
   return result;
 }
 
+export interface SweepRunResult extends SweepResult {
+  /** Batches of `maintenance.sweepBatch` swept by this run. */
+  batches: number;
+  /** Sessions still due when the run stopped: a backlog the next sweep takes on. */
+  remaining: number;
+}
+
+/**
+ * The sweep job: batch after batch while batches come back full and `budgetMs` (half the sweep
+ * interval) is not spent, so a backlog (every session crossing the daily boundary at once) is
+ * not worked off at one batch per interval; then how many are still due, for operators.
+ */
+export async function sweepDue(
+  svc: WorkerDeps,
+  budgetMs: number,
+  onBatch: (done: SweepRunResult) => Promise<unknown> = async () => undefined,
+): Promise<SweepRunResult> {
+  const started = Date.now();
+  const total: SweepRunResult = { examined: 0, rotated: 0, rescheduled: 0, busy: 0, batches: 0, remaining: 0 };
+  for (;;) {
+    const r = await sweepOnce(svc);
+    total.examined += r.examined;
+    total.rotated += r.rotated;
+    total.rescheduled += r.rescheduled;
+    total.busy += r.busy;
+    total.batches++;
+    await onBatch(total);
+    // Busy sessions were re-scored a minute on, so the next batch reads the ones behind them.
+    if (r.examined < svc.config.maintenance.sweepBatch || Date.now() - started >= budgetMs) break;
+  }
+  total.remaining = await svc.redis.zcount(svc.keys.staleIndex(), "-inf", Date.now());
+  return total;
+}
+
 export function createMaintenanceProcessor(svc: WorkerDeps) {
   const archiveLeases = new SessionLeases(svc.redis, svc.keys, ARCHIVE_LEASE_TTL_MS);
   return async (job: Job, token?: string): Promise<unknown> => {
     if (job.name === JOBS.sweep.name) {
-      const r = await sweepOnce(svc);
+      const r = await sweepDue(svc, svc.config.maintenance.sweepEveryMs / 2, async (done) =>
+        job.updateProgress({ batches: done.batches, rotated: done.rotated }),
+      );
+      if (r.remaining > 0)
+        svc.log.info({ remaining: r.remaining, rotated: r.rotated }, "reset sweep: sessions still due after this run");
       const rearmed = await rearmOverdueWakes(svc, wakeOverdueMs(svc.config));
       const stopped = await requeueStopped(svc, svc.config.maintenance.sweepBatch);
       const archives = await requeuePendingArchives(svc, svc.config.maintenance.sweepBatch);

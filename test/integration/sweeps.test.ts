@@ -10,7 +10,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { SWEEP_BUSY_RETRY_MS, SWEEP_SCHEDULER_ID, sweepOnce } from "../../src/workers/maintenance.js";
+import { SWEEP_BUSY_RETRY_MS, SWEEP_SCHEDULER_ID, sweepDue, sweepOnce } from "../../src/workers/maintenance.js";
 import { rotateSession } from "../../src/rotation/rotate.js";
 import { startTestSystem, type TestSystem } from "../helpers/system.js";
 import { entryOf, inbound, runOk, sessionFiles, waitRunning } from "../helpers/api.js";
@@ -441,5 +441,20 @@ describe("scheduler", () => {
       ),
     ).toHaveLength(1);
     expect(await sys.svc.queues.maintenance.getJobSchedulersCount()).toBe(1);
+  });
+});
+
+describe("the sweep job works off a backlog", () => {
+  it("batch after batch within its time budget, and says how many are still due", async () => {
+    const small = await startTestSystem({ ...CONFIG, maintenance: { sweepEveryMs: SWEEP_EVERY, sweepBatch: 5 } });
+    systems.push(small);
+    const T = Date.UTC(2021, 3, 1, 12);
+    for (let i = 0; i < 12; i++) await runOk(small, (await inbound(small, idleMsg(`backlog${i}`, T + i))).runId);
+    // No budget: one batch, and the rest is reported as still due.
+    const one = await sweepDue(small.svc, 0);
+    expect(one).toMatchObject({ batches: 1, rotated: 5, remaining: 7 });
+    // A budget: batches until the due list runs dry (the last one not full).
+    const rest = await sweepDue(small.svc, 60_000);
+    expect(rest).toMatchObject({ batches: 2, rotated: 7, remaining: 0 });
   });
 });
