@@ -59,8 +59,8 @@ export const Deliveries = z.object({ deliveries: z.array(anyObject) });
 
 export const Readiness = z.object({
   ok: z.boolean(),
-  redis: z.string().optional(),
-  storage: z.string().optional(),
+  redis: z.enum(["up", "down", "full"]).optional().describe("full: at or over maxmemory, writes are refused"),
+  storage: z.enum(["ok", "unhealthy"]).optional(),
   error: z.string().optional(),
 });
 

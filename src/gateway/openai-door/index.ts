@@ -9,6 +9,7 @@ import type { GatewayDeps } from "../gateway-deps.js";
 import { assertMessageSize } from "../message-limit.js";
 import { chatCompletion, chunk, completionIds, usageChunk, visibleReply } from "./completion.js";
 import { DoorError, openAiError, openAiErrorHandler, reshapeErrorPayload } from "./errors.js";
+import { REDIS_FULL_MESSAGE, isRedisFull } from "../../errors/index.js";
 import { agentForModel, modelIds } from "./model-alias.js";
 import { parseChatCompletionRequest, turnInputOf } from "./request.js";
 import { awaitTurn, doorRunId, startTurn, type TurnOutcome } from "./run-turn.js";
@@ -115,8 +116,11 @@ export async function registerOpenAiDoor(app: FastifyInstance, svc: GatewayDeps)
       try {
         outcome = await awaitTurn(svc, turn.runId, cfg.waitTimeoutSeconds * 1000);
       } catch (err) {
-        // Redis away while waiting: the stream is open, so the error travels as an event.
-        sse.data(openAiError(503, { code: "unavailable", message: (err as Error).message, runId: turn.runId }));
+        // Redis away (or full) while waiting: the stream is open, so the error travels as an event,
+        // in the words every door uses (never Redis's own text, which names scripts and lines).
+        const message = isRedisFull(err) ? REDIS_FULL_MESSAGE : "Redis is unavailable; the turn goes on";
+        const code = isRedisFull(err) ? "redis_full" : "unavailable";
+        sse.data(openAiError(503, { code, message, runId: turn.runId }));
         sse.done();
         return;
       }
