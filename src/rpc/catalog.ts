@@ -54,12 +54,16 @@ export const RPC_CATALOG: Record<string, RpcMethodDoc> = {
     params: P.AgentWaitParams,
   },
   send: { summary: "Send a message out through a channel (recorded in deliveries)", params: P.SendParams },
-  "deadletters.list": { summary: "Messages whose turn was given up after its retries", params: z.strictObject({}) },
+  "deadletters.list": {
+    summary: "Messages whose turn was given up after its retries (each message cut to 4000 characters)",
+    params: z.strictObject({}),
+  },
+  "deadletters.get": { summary: "One dead letter, its message whole", params: P.DeadLetterRunParams },
   "deadletters.replay": {
     summary: "Queue a dead letter's turn again (one runId, or all: true)",
     params: P.DeadLettersReplayParams,
   },
-  "deadletters.discard": { summary: "Drop a dead letter for good", params: P.DeadLettersDiscardParams },
+  "deadletters.discard": { summary: "Drop a dead letter for good", params: P.DeadLetterRunParams },
   "deliveries.list": {
     summary: "Outbound deliveries, newest first (filter by session or channel)",
     params: DeliveriesListParams,

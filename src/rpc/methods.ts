@@ -313,8 +313,15 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
       return { count: replayed.length, replayed };
     },
 
+    "deadletters.get": async (raw) => {
+      const p = parseParams(P.DeadLetterRunParams, raw, "deadletters.get");
+      const letter = await svc.deadLetters.get(p.runId);
+      if (!letter) throw new SwitchboardError("not_found", `No dead letter for run ${p.runId}`);
+      return letter;
+    },
+
     "deadletters.discard": async (raw) => {
-      const p = parseParams(P.DeadLettersDiscardParams, raw, "deadletters.discard");
+      const p = parseParams(P.DeadLetterRunParams, raw, "deadletters.discard");
       if (!(await svc.deadLetters.discard(p.runId)))
         throw new SwitchboardError("not_found", `No dead letter for run ${p.runId}`);
       return { runId: p.runId, discarded: true };

@@ -99,7 +99,8 @@ export const DeadLettersReplayParams = z.union([
   z.strictObject({ runId: safeString("runId").min(1).max(128) }),
   z.strictObject({ all: z.literal(true) }),
 ]);
-export const DeadLettersDiscardParams = z.strictObject({ runId: safeString("runId").min(1).max(128) });
+/** One dead letter, by the runId that was given up (`deadletters.get`, `deadletters.discard`). */
+export const DeadLetterRunParams = z.strictObject({ runId: safeString("runId").min(1).max(128) });
 
 /** `status` takes nothing: it reports the deployment the gateway serves. */
 export const StatusParams = z.strictObject({});

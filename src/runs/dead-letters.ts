@@ -29,6 +29,28 @@ export interface DeadLetter {
   raw?: string;
 }
 
+/** A listed dead letter: its message may be cut (see DeadLetters.list). */
+export type DeadLetterPreview = DeadLetter & { textTruncated?: true; textChars?: number };
+
+/** How much of each message a listing shows. */
+export const LIST_TEXT_CHARS = 4000;
+/** Letters read per HSCAN step: at most this many messages (each ≤ the message limit) in memory at once. */
+const SCAN_CHUNK = 20;
+
+function cut(text: string, max: number): { text: string; cut: boolean } {
+  return text.length > max ? { text: `${text.slice(0, max)}…`, cut: true } : { text, cut: false };
+}
+
+/** `letter` with its message (turn text, or raw data) cut to `max` characters. */
+function preview(letter: DeadLetter, max: number): DeadLetterPreview {
+  const source = letter.turn?.text ?? letter.raw;
+  if (source === undefined) return letter;
+  const { text, cut: wasCut } = cut(source, max);
+  if (!wasCut) return letter;
+  const shown = letter.turn ? { ...letter, turn: { ...letter.turn, text } } : { ...letter, raw: text };
+  return { ...shown, textTruncated: true, textChars: source.length };
+}
+
 export class DeadLetters {
   constructor(
     private readonly redis: RedisClient,
@@ -39,10 +61,21 @@ export class DeadLetters {
     return await this.redis.hlen(this.keys.deadLetters());
   }
 
-  /** Oldest first. The hash is bounded by what operators leave in it; listing reads it whole. */
-  async list(): Promise<DeadLetter[]> {
-    const all = await this.redis.hvals(this.keys.deadLetters());
-    return all.map((v) => JSON.parse(v) as DeadLetter).sort((a, b) => a.failedAt - b.failedAt);
+  /**
+   * Oldest first, each message cut to `textChars` characters (`textTruncated`, `textChars` say
+   * so; `get` has the whole letter). Read in small chunks (HSCAN), so a hash of many large letters
+   * (each up to the message limit) is never one reply nor one string: read whole, 530 letters of
+   * 1 MiB passed V8's string limit and listing failed.
+   */
+  async list(textChars = LIST_TEXT_CHARS): Promise<DeadLetterPreview[]> {
+    const out: DeadLetterPreview[] = [];
+    let cursor = "0";
+    do {
+      const [next, flat] = await this.redis.hscan(this.keys.deadLetters(), cursor, "COUNT", SCAN_CHUNK);
+      cursor = next;
+      for (let i = 1; i < flat.length; i += 2) out.push(preview(JSON.parse(flat[i]!) as DeadLetter, textChars));
+    } while (cursor !== "0");
+    return out.sort((a, b) => a.failedAt - b.failedAt);
   }
 
   async get(runId: string): Promise<DeadLetter | null> {

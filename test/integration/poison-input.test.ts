@@ -242,3 +242,43 @@ describe("no poison loops behind the edge", () => {
     await expectCanaryAnswered("legacy");
   });
 });
+
+describe("many large dead letters", () => {
+  it("list reads them in chunks and cuts each message; get has one whole", async () => {
+    const key = sys.svc.keys.deadLetters();
+    const before = (await sys.rpc("deadletters.list")).count as number;
+    const big = "x".repeat(100_000);
+    const ids: string[] = [];
+    for (let i = 0; i < 60; i++) {
+      const runId = `big-letter-${i}`;
+      ids.push(runId);
+      const letter = {
+        runId,
+        sessionKey: "agent:main:big-letters",
+        reason: "test",
+        kind: "permanent",
+        failedAt: 1_700_000_000_000 + i,
+        replays: 0,
+        turn: { runId, sessionKey: "agent:main:big-letters", agentId: "main", sessionId: "s", text: `${i}:${big}` },
+      };
+      await sys.svc.redis.hset(key, runId, JSON.stringify(letter));
+    }
+    try {
+      const listed = await sys.rpc("deadletters.list");
+      expect(listed.count).toBe(before + 60);
+      const ours = (listed.deadLetters as any[]).filter((l) => ids.includes(l.runId));
+      expect(ours.map((l) => l.runId)).toEqual(ids); // oldest first
+      for (const l of ours) {
+        expect(l.turn.text).toHaveLength(4001); // 4000 characters and the ellipsis
+        expect(l).toMatchObject({ textTruncated: true, textChars: 100_000 + String(ours.indexOf(l)).length + 1 });
+      }
+      const whole = await sys.rpc("deadletters.get", { runId: ids[7] });
+      expect(whole.turn.text).toBe(`7:${big}`);
+      expect(whole.textTruncated).toBeUndefined();
+      const missing = await sys.post("/v1/rpc/deadletters.get", { runId: "no-such-run" });
+      expect(missing.body.error.code).toBe("not_found");
+    } finally {
+      await sys.svc.redis.hdel(key, ...ids);
+    }
+  });
+});
