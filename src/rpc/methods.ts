@@ -34,6 +34,7 @@ import { canonicalSessionKey } from "../session/key-canonical.js";
 import { sessionSendPolicy } from "../session/stored-send-policy.js";
 import { enqueueDelivery } from "../delivery/deliver.js";
 import * as P from "./params.js";
+import { entryStaleAt, withPatch } from "../session/entry-freshness.js";
 import { deploymentStatus } from "./status.js";
 import { capChatHistory } from "../history/sanitize-history.js";
 
@@ -109,9 +110,14 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
       const key = canon(p.key);
       const { key: _k, model, ...rest } = p;
       const patch = { ...rest, ...(model !== undefined ? { modelOverride: model } : {}) };
+      // An override set on a session untouched since its reset makes it something a rollover
+      // clears, so it goes stale one period after the reset: its stale instant is written with it.
+      const before = await svc.sessions.get(key);
+      const staleAt = before ? entryStaleAt(svc.config, withPatch(before, patch)) : undefined;
       const entry = await svc.sessions.upsert(key, identOf(svc.config, key), patch, {
         mode: "update",
         activity: "preserve",
+        ...(staleAt !== undefined ? { staleAt } : {}),
       });
       return { key, entry };
     },

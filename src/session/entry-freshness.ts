@@ -106,3 +106,16 @@ export function staleAtFor(config: Config, sessionKey: string, updatedAt: number
 export function entryStaleAt(config: Config, entry: SessionEntry): number | null {
   return nothingToReset(entry) ? null : staleAtFor(config, entry.key, lastActivityOf(entry), entry.channel);
 }
+
+/**
+ * `entry` as a patch will leave it (a `null` field removed), to compute its stale instant before
+ * the write that sets it (e.g. an override on a session untouched since its reset).
+ */
+export function withPatch(entry: SessionEntry, patch: Record<string, unknown>): SessionEntry {
+  const out: Record<string, unknown> = { ...entry };
+  for (const [field, value] of Object.entries(patch)) {
+    if (value === null) delete out[field];
+    else if (value !== undefined) out[field] = value;
+  }
+  return out as unknown as SessionEntry;
+}

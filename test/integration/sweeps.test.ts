@@ -231,6 +231,20 @@ describe("sweepOnce", () => {
     expect(staleAt).toBe(e.resetAt! + 10 * MIN + 1);
   });
 
+  it("an override set after a reset on an empty session indexes it stale one window after the reset", async () => {
+    const T = Date.now() - 5 * MIN;
+    const a = await inbound(sys, idleMsg("op-patch-idx", T));
+    await runOk(sys, a.runId);
+    await sys.rpc("sessions.reset", { key: a.sessionKey });
+    // Nothing a rollover would clear: fresh, out of the stale index.
+    expect(await sys.svc.redis.zscore(sys.svc.keys.staleIndex(), a.sessionKey)).toBeNull();
+    await sys.rpc("sessions.patch", { key: a.sessionKey, label: "Lpatched" });
+    const e = await entryOf(sys, a.sessionKey);
+    expect(e.label).toBe("Lpatched");
+    const staleAt = Number(await sys.svc.redis.zscore(sys.svc.keys.staleIndex(), a.sessionKey));
+    expect(staleAt).toBe(e.resetAt! + 10 * MIN + 1);
+  });
+
   it("a message one window after a reset rolls the session over and clears what the reset kept", async () => {
     const T = Date.UTC(2021, 6, 5, 12);
     const ovr = await inbound(sys, idleMsg("op-reset-ovr", T));
