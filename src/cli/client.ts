@@ -8,7 +8,7 @@ import { loadConfig, type LoadedConfig } from "../config/load.js";
 import { createServices, type Services } from "../app/services.js";
 import { readRuntimeInfo } from "../app/runtime-file.js";
 import { createRpcMethods } from "../rpc/methods.js";
-import { REDIS_FULL_MESSAGE, SwitchboardError, isRedisDown, isRedisFull, type ErrorCode } from "../errors/index.js";
+import { SwitchboardError, isRedisDown, redisFailure, type ErrorCode } from "../errors/index.js";
 import { displayRedisUrl } from "../config/redis-url.js";
 import { CLI_COMMAND_TIMEOUT_MS, NO_REPLY } from "../queues/redis-connections.js";
 
@@ -140,7 +140,8 @@ export function directClient(config: Config): Client {
         const cause = redisDownCause(err);
         if (cause !== undefined) throw redisUnavailable(config.redis.url, cause);
         // Redis at its maxmemory: what to do, not its raw reply (script hashes and lines).
-        if (isRedisFull(err)) throw new RpcCallError("redis_full", REDIS_FULL_MESSAGE);
+        const failure = redisFailure(err);
+        if (failure?.code === "redis_full") throw new RpcCallError("redis_full", failure.message);
         throw err;
       }
     },

@@ -2,9 +2,9 @@ export { SwitchboardError } from "./switchboard-error.js";
 export { HTTP_STATUS_BY_CODE, ERROR_CODES, httpStatusOf, type ErrorCode } from "./codes.js";
 export { SCRIPT_ERRORS, fromScriptError, parseScriptError } from "./script-errors.js";
 export { isRedisDown } from "./redis-down.js";
+export { REDIS_UNAVAILABLE_MESSAGE, redisFailure } from "./redis-failure.js";
 export {
   REDIS_FULL_MESSAGE,
-  REDIS_FULL_RETRY_AFTER_S,
   REDIS_NEARLY_FULL_RATIO,
   isFull,
   isRedisFull,

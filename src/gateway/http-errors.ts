@@ -5,13 +5,10 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import {
   PayloadTooLargeError,
-  REDIS_FULL_MESSAGE,
-  REDIS_FULL_RETRY_AFTER_S,
   SwitchboardError,
   ValidationError,
   httpStatusOf,
-  isRedisDown,
-  isRedisFull,
+  redisFailure,
 } from "../errors/index.js";
 import { bodyTooLargeError } from "./message-limit.js";
 
@@ -24,7 +21,6 @@ export function errorBody(err: SwitchboardError): { ok: false; error: Record<str
 
 export function httpErrorHandler(err: FastifyError | Error, req: FastifyRequest, reply: FastifyReply): void {
   if (err instanceof SwitchboardError) {
-    if (err.code === "redis_full") void reply.header("retry-after", String(REDIS_FULL_RETRY_AFTER_S));
     if (err.details?.retryAfterSeconds) void reply.header("retry-after", String(err.details.retryAfterSeconds));
     void reply.status(httpStatusOf(err.code)).send(errorBody(err));
     return;
@@ -47,24 +43,14 @@ export function httpErrorHandler(err: FastifyError | Error, req: FastifyRequest,
     void reply.status(fe.statusCode).send({ ok: false, error: { code: "invalid_request", message: err.message } });
     return;
   }
-  // Redis at its maxmemory refuses writes: say what to do, never its reply (script hashes, lines).
-  // A warning without the stack: under a flood every request ends here.
-  if (isRedisFull(err)) {
-    req.log.warn({ err: err.message }, "request refused: Redis is out of memory");
-    void reply
-      .status(httpStatusOf("redis_full"))
-      .header("retry-after", String(REDIS_FULL_RETRY_AFTER_S))
-      .send({ ok: false, error: { code: "redis_full", message: REDIS_FULL_MESSAGE } });
+  // Redis full or away on the request path: the typed answer every door gives (what to do, never
+  // Redis's reply). A warning without the stack: under a flood every request ends here.
+  const failure = redisFailure(err);
+  if (failure) {
+    req.log.warn({ err: err.message, code: failure.code }, "request failed: Redis");
+    httpErrorHandler(failure, req, reply);
     return;
   }
-  // Redis away on the request path: say so plainly instead of a bare 500.
-  const unavailable = isRedisDown(err);
   req.log.error({ err }, "request failed");
-  void reply.status(unavailable ? 503 : 500).send({
-    ok: false,
-    error: {
-      code: unavailable ? "unavailable" : "internal",
-      message: unavailable ? "Redis is unavailable, try again" : err.message,
-    },
-  });
+  void reply.status(500).send({ ok: false, error: { code: "internal", message: err.message } });
 }

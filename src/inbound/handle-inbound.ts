@@ -15,7 +15,7 @@ import type { RedisKeys } from "../storage/redis-keys.js";
 import { agentRuntime } from "../config/agents.js";
 import { SwitchboardError, ValidationError } from "../errors/index.js";
 import { zodIssues } from "../config/parse.js";
-import { freshnessOf, policyFor, staleAtFor } from "../session/entry-freshness.js";
+import { freshnessOf, policyFor, staleAtFor, withPatch } from "../session/entry-freshness.js";
 import { enqueueArchive, resetPatch, rotateSession } from "../rotation/rotate.js";
 import { identOf } from "../session/session-ident.js";
 import { statusCard } from "../session/status-card.js";
@@ -189,7 +189,7 @@ const LUA_DIR = new URL("./lua/", import.meta.url);
  * only moves forward, so one message stamped years ahead would switch off its daily and idle
  * resets, and its pruning, for good: such a timestamp is not believed.
  */
-export function lifecycleTime(timestamp: number | undefined, wallClock: number, aheadMs: number): number {
+function lifecycleTime(timestamp: number | undefined, wallClock: number, aheadMs: number): number {
   return timestamp !== undefined && timestamp <= wallClock + aheadMs ? timestamp : wallClock;
 }
 
@@ -215,11 +215,8 @@ function runPolicy(
   const fresh = freshnessOf(config, entry, now, msg.channel);
   if (!trigger.triggered && fresh.fresh) return before;
   const reason = trigger.triggered ? trigger.command : (fresh.staleReason ?? "daily");
-  const cleared = resetPatch(entry, entry.sessionId, reason, trigger.triggered ? "explicit" : "stale");
-  const after = Object.fromEntries(
-    Object.entries(entry).filter(([field]) => (cleared as Record<string, unknown>)[field] !== null),
-  ) as SessionEntry;
-  return sessionSendPolicy(config, sessionKey, after, where);
+  const rollover = resetPatch(entry, entry.sessionId, reason, trigger.triggered ? "explicit" : "stale");
+  return sessionSendPolicy(config, sessionKey, withPatch(entry, rollover), where);
 }
 
 async function handleResolved(

@@ -14,7 +14,7 @@ import type {
 } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
 import type { ToolDeps } from "../tools/tool-deps.js";
-import { REDIS_FULL_MESSAGE, SwitchboardError, isRedisDown, isRedisFull } from "../errors/index.js";
+import { SwitchboardError, redisFailure } from "../errors/index.js";
 import { effectiveTools } from "../subagents/tool-policy.js";
 import type { ToolName } from "../tools/schemas.js";
 import { sessionCaller } from "../tools/session-caller.js";
@@ -82,8 +82,8 @@ export async function withProgress<T>(extra: CallExtra, work: Promise<T>, everyM
  * `redis_full` (never its raw reply, which names script hashes), as at every door.
  */
 export function errorResult(err: unknown): ToolResult {
-  if (isRedisDown(err)) return { status: "error", code: "unavailable", error: "Redis is unavailable; try again" };
-  if (isRedisFull(err)) return { status: "error", code: "redis_full", error: REDIS_FULL_MESSAGE };
+  const failure = redisFailure(err);
+  if (failure) return { status: "error", code: failure.code, error: failure.message };
   const code = err instanceof SwitchboardError ? err.code : "internal";
   return { status: "error", code, error: (err as Error)?.message ?? String(err) };
 }

@@ -13,7 +13,7 @@ import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
 import { tokenAccepted } from "../auth/credentials.js";
 import { nonLocalRequestReason } from "../auth/local-request.js";
-import { PayloadTooLargeError, isRedisDown } from "../errors/index.js";
+import { PayloadTooLargeError, REDIS_UNAVAILABLE_MESSAGE, isRedisDown } from "../errors/index.js";
 
 export type McpServerFactory = () => Promise<McpServer>;
 
@@ -189,7 +189,7 @@ export async function serveHttp(factory: McpServerFactory, opts: HttpOptions): P
       if (down) opts.log.warn({ err: (err as Error).message }, "mcp http request: Redis is unavailable");
       else opts.log.error({ err }, "mcp http request failed");
       if (res.headersSent) res.end();
-      else if (down) jsonRpcError(res, 503, -32000, "Redis is unavailable; try again", { "retry-after": "1" });
+      else if (down) jsonRpcError(res, 503, -32000, REDIS_UNAVAILABLE_MESSAGE, { "retry-after": "1" });
       else jsonRpcError(res, 500, -32603, "internal error");
     });
   });

@@ -41,7 +41,7 @@ export async function runningDescendants(
 }
 
 /** Suppress the announces of every running sub-agent below `rootKey` (see the module comment). */
-export async function silenceDescendants(
+async function silenceDescendants(
   svc: DescendantDeps & { redis: RedisClient; keys: RedisKeys },
   rootKey: string,
 ): Promise<number> {

@@ -9,7 +9,7 @@ import type { GatewayDeps } from "../gateway-deps.js";
 import { assertMessageSize } from "../message-limit.js";
 import { chatCompletion, chunk, completionIds, usageChunk, visibleReply } from "./completion.js";
 import { DoorError, openAiError, openAiErrorHandler, reshapeErrorPayload } from "./errors.js";
-import { REDIS_FULL_MESSAGE, isRedisFull } from "../../errors/index.js";
+import { REDIS_UNAVAILABLE_MESSAGE, redisFailure } from "../../errors/index.js";
 import { agentForModel, modelIds } from "./model-alias.js";
 import { parseChatCompletionRequest, turnInputOf } from "./request.js";
 import { awaitTurn, doorRunId, startTurn, type TurnOutcome } from "./run-turn.js";
@@ -118,8 +118,7 @@ export async function registerOpenAiDoor(app: FastifyInstance, svc: GatewayDeps)
       } catch (err) {
         // Redis away (or full) while waiting: the stream is open, so the error travels as an event,
         // in the words every door uses (never Redis's own text, which names scripts and lines).
-        const message = isRedisFull(err) ? REDIS_FULL_MESSAGE : "Redis is unavailable; the turn goes on";
-        const code = isRedisFull(err) ? "redis_full" : "unavailable";
+        const { code, message } = redisFailure(err) ?? { code: "unavailable", message: REDIS_UNAVAILABLE_MESSAGE };
         sse.data(openAiError(503, { code, message, runId: turn.runId }));
         sse.done();
         return;
