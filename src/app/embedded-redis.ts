@@ -2,9 +2,15 @@
  * The embedded default of `switchboard start`: when no Redis answers at the configured URL and
  * none was configured explicitly, start a private `redis-server` from PATH on a free port, with
  * AOF and its data under the state dir, so a newcomer needs nothing but Node and redis-server.
+ *
+ * Private to the user who runs it: a loopback port is open to every local user, so the server
+ * asks for a random password (`requirepass`, new for each server started), known only from
+ * `<dataDir>/embedded.json` and the runtime file (both 0600), never from its command line (it
+ * is given on stdin). Its data dir is 0700 and it runs with umask 077, so its AOF is 0600.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { chmodSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -38,8 +44,11 @@ async function freePort(): Promise<number> {
 }
 
 export interface EmbeddedRedis {
+  /** With its password: owner-only places (the runtime file) and connections only; show `displayRedisUrl`. */
   url: string;
   dataDir: string;
+  /** Something the operator should know about how it was taken over (printed once by `start`). */
+  notice?: string;
   stop(): Promise<void>;
 }
 
@@ -53,6 +62,8 @@ interface EmbeddedRecord {
   redisPid: number;
   port: number;
   ownerPid: number;
+  /** Its `requirepass`; absent in a record written by a version before passwords. */
+  password?: string;
 }
 
 const RECORD_FILE = "embedded.json";
@@ -79,14 +90,70 @@ function aliveRedis(pid: number): boolean {
 function readRecord(dataDir: string): EmbeddedRecord | undefined {
   try {
     const r = JSON.parse(readFileSync(join(dataDir, RECORD_FILE), "utf8")) as EmbeddedRecord;
-    return Number.isInteger(r.redisPid) && Number.isInteger(r.port) && Number.isInteger(r.ownerPid) ? r : undefined;
+    const valid =
+      Number.isInteger(r.redisPid) &&
+      Number.isInteger(r.port) &&
+      Number.isInteger(r.ownerPid) &&
+      (r.password === undefined || (typeof r.password === "string" && /^[0-9a-f]{32,}$/.test(r.password)));
+    return valid ? r : undefined;
   } catch {
     return undefined;
   }
 }
 
 function writeRecord(dataDir: string, r: EmbeddedRecord): void {
-  writeFileSync(join(dataDir, RECORD_FILE), `${JSON.stringify(r)}\n`, { mode: 0o600 });
+  const file = join(dataDir, RECORD_FILE);
+  writeFileSync(file, `${JSON.stringify(r)}\n`, { mode: 0o600 });
+  chmodSync(file, 0o600); // a file that was already there keeps its mode otherwise
+}
+
+/** Hex: nothing in it needs escaping in a URL or in redis.conf. */
+function newPassword(): string {
+  return randomBytes(24).toString("hex");
+}
+
+function embeddedUrl(port: number, password: string | undefined): string {
+  return password ? `redis://:${password}@127.0.0.1:${port}` : `redis://127.0.0.1:${port}`;
+}
+
+/**
+ * The data dir 0700 and what is in it owner-only (0700 dirs, 0600 files): an earlier version made
+ * them 0755 and 0644, readable by every local user, and a server it started still writes so.
+ */
+function makePrivate(dataDir: string): void {
+  chmodSync(dataDir, 0o700); // this one must succeed: with it private, all under it is
+  const walk = (dir: string): void => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      if (!entry.isFile() && !entry.isDirectory()) continue; // chmod would follow a symlink out
+      const path = join(dir, entry.name);
+      try {
+        chmodSync(path, entry.isDirectory() ? 0o700 : 0o600);
+        if (entry.isDirectory()) walk(path);
+      } catch {
+        // Not ours to change (or gone meanwhile): the data dir's own mode keeps others out.
+      }
+    }
+  };
+  walk(dataDir);
+}
+
+/**
+ * A redis-server started without a password (by a version before them) made to ask for one:
+ * `CONFIG SET requirepass`, then every other connection dropped, so none opened before keeps
+ * its access. True when it then answers with the password only.
+ */
+async function requirePassword(port: number, password: string): Promise<boolean> {
+  const probe = await probeConnection(embeddedUrl(port, undefined), 1500);
+  if (!probe.redis) return false;
+  try {
+    await probe.redis.call("CONFIG", "SET", "requirepass", password);
+    for (const type of ["normal", "pubsub"]) await probe.redis.call("CLIENT", "KILL", "TYPE", type, "SKIPME", "yes");
+  } catch {
+    return false;
+  } finally {
+    probe.redis.disconnect();
+  }
+  return (await redisAnswers(embeddedUrl(port, password))) && !(await redisAnswers(embeddedUrl(port, undefined)));
 }
 
 async function terminate(pid: number, timeoutMs = 5000): Promise<void> {
@@ -114,7 +181,8 @@ const ANSWER_TIMEOUT_MS = 10_000;
 
 export async function startEmbeddedRedis(stateDir: string): Promise<EmbeddedRedis> {
   const dataDir = join(stateDir, "redis");
-  mkdirSync(dataDir, { recursive: true });
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  makePrivate(dataDir);
   const previous = readRecord(dataDir);
   if (previous && previous.ownerPid !== process.pid && alive(previous.ownerPid) && aliveRedis(previous.redisPid)) {
     throw new Error(
@@ -124,20 +192,44 @@ export async function startEmbeddedRedis(stateDir: string): Promise<EmbeddedRedi
   }
   if (previous && aliveRedis(previous.redisPid)) {
     // Left behind by an owner that was killed: adopt it if it answers, else make way for a new one.
-    const url = `redis://127.0.0.1:${previous.port}`;
+    const url = embeddedUrl(previous.port, previous.password);
     if (await answersWithin(url, ANSWER_TIMEOUT_MS)) {
-      writeRecord(dataDir, { ...previous, ownerPid: process.pid });
-      return owned(url, dataDir, previous.redisPid);
+      if (previous.password) {
+        writeRecord(dataDir, { ...previous, ownerPid: process.pid });
+        return owned(url, dataDir, previous.redisPid);
+      }
+      // Started by a version before passwords: it keeps its data and gets one now, without a
+      // restart (which would wait for a large AOF to load). Failing that, it is replaced below.
+      const password = newPassword();
+      if (await requirePassword(previous.port, password)) {
+        writeRecord(dataDir, { ...previous, ownerPid: process.pid, password });
+        return {
+          ...owned(embeddedUrl(previous.port, password), dataDir, previous.redisPid),
+          notice:
+            `adopted the embedded redis-server (pid ${previous.redisPid}) an earlier version left running ` +
+            "without a password: it asks for one now, and every connection it had was closed",
+        };
+      }
     }
     await terminate(previous.redisPid);
   }
   const port = await freePort();
-  const url = `redis://127.0.0.1:${port}`;
+  const password = newPassword();
+  const url = embeddedUrl(port, password);
   let child: ChildProcess;
+  // Owner-only files (AOF, its manifest): the umask is inherited at spawn, and restored at once.
+  let umask: number | undefined;
+  try {
+    umask = process.umask(0o077);
+  } catch {
+    // Not settable here (a worker thread): the 0700 data dir still keeps other users out.
+  }
   try {
     child = spawn(
       "redis-server",
       [
+        // The config on stdin first: a password on the command line would show in `ps`.
+        "-",
         "--port",
         String(port),
         "--bind",
@@ -153,14 +245,18 @@ export async function startEmbeddedRedis(stateDir: string): Promise<EmbeddedRedi
         "--maxmemory-policy",
         "noeviction",
       ],
-      { stdio: "ignore" },
+      { stdio: ["pipe", "ignore", "ignore"] },
     );
   } catch (err) {
     throw new Error(
       `cannot start redis-server (${(err as Error).message}); install it (apt-get install -y redis-server) ` +
         `or set REDIS_URL`,
     );
+  } finally {
+    if (umask !== undefined) process.umask(umask);
   }
+  child.stdin!.on("error", () => {}); // it exited before reading: said by its exit below
+  child.stdin!.end(`requirepass ${password}\n`);
   const failed = new Promise<never>((_, reject) => {
     child.once("error", (err) =>
       reject(
@@ -187,9 +283,9 @@ export async function startEmbeddedRedis(stateDir: string): Promise<EmbeddedRedi
     // Not left behind holding the data dir (a start killed here used to keep the CLI alive).
     await terminate(child.pid ?? -1);
     process.off("exit", killOnExit);
-    throw new Error(`embedded redis-server did not answer on ${url}`);
+    throw new Error(`embedded redis-server did not answer on 127.0.0.1:${port}`);
   }
-  writeRecord(dataDir, { redisPid: child.pid ?? -1, port, ownerPid: process.pid });
+  writeRecord(dataDir, { redisPid: child.pid ?? -1, port, ownerPid: process.pid, password });
   const handle = owned(url, dataDir, child.pid ?? -1);
   return {
     ...handle,

@@ -18,8 +18,9 @@ export function runtimeFilePath(stateDir: string): string {
 }
 
 export function writeRuntimeInfo(stateDir: string, info: RuntimeInfo): void {
-  mkdirSync(join(stateDir, "run"), { recursive: true });
-  // Owner-only: it holds the Redis URL with its password, for the CLI of the same user.
+  mkdirSync(join(stateDir, "run"), { recursive: true, mode: 0o700 });
+  // Owner-only: it holds the Redis URL with its password (an embedded Redis's always has one,
+  // app/embedded-redis.ts), for the CLI of the same user.
   const file = runtimeFilePath(stateDir);
   writeFileSync(file, JSON.stringify(info, null, 2), { mode: 0o600 });
   chmodSync(file, 0o600); // a file left by an earlier version keeps its mode otherwise

@@ -21,6 +21,7 @@ import {
   SessionLeases,
   StorageFaults,
 } from "../runs/index.js";
+import { runRecordTtlSeconds } from "../runs/run-records.js";
 import { RedisKeys, SessionStore } from "../storage/index.js";
 import { TranscriptStore } from "../transcript/index.js";
 import type { DoctorDeps } from "../doctor/checks.js";
@@ -73,7 +74,7 @@ export function createServices(
       else log.warn({ queue, err: err.message }, "queue connection error (will retry)");
     }
   });
-  const runs = new RunRecords(redis, keys);
+  const runs = new RunRecords(redis, keys, runRecordTtlSeconds(config));
   return {
     config,
     log,

@@ -11,8 +11,12 @@
  */
 import { timingSafeEqual } from "node:crypto";
 
-/** `<scheme> <credential>`, nothing before or after; outer spaces are already gone in Node. */
-const CREDENTIALS_RE = /^([A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]*) +(\S+)$/;
+/**
+ * `<scheme> <credential>`, nothing before or after; outer spaces are already gone in Node. The
+ * credential is visible ASCII, as every token is (config/schema.ts): Node reads header bytes as
+ * Latin-1, so anything else in it is a token's UTF-8 read wrong, which no token could match.
+ */
+const CREDENTIALS_RE = /^([A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]*) +([\x21-\x7e]+)$/;
 /** Standard base64 with its padding, as browsers send Basic credentials. */
 const BASE64_RE = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 

@@ -27,7 +27,8 @@ export function nonLocalRequestReason(headers: IncomingHttpHeaders): string | un
   if (!host || !LOOPBACK_HOST.test(host.trim()))
     return (
       `Host ${JSON.stringify(host ?? "")} is not a loopback name (localhost, 127.0.0.1, [::1]): ` +
-      "without gateway.auth.token only local requests are answered"
+      "without gateway.auth.token only requests addressed to one are answered " +
+      "(a DNS-rebinding guard, not access control; set a token to use another name)"
     );
   const origin = headers.origin;
   if (origin !== undefined && !isLoopbackOrigin(origin))

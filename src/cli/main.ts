@@ -41,7 +41,10 @@ const program = new Command("switchboard")
   .description("Session gateway for AI agents on BullMQ + Redis")
   .option("--config <file>", "config file (JSON5); default $SWITCHBOARD_CONFIG or ~/.switchboard/switchboard.json5")
   .option("--url <url>", "gateway URL (or $SWITCHBOARD_URL)")
-  .option("--token <token>", "gateway bearer token (or $SWITCHBOARD_TOKEN)")
+  .option(
+    "--token <token>",
+    "gateway bearer token (or $SWITCHBOARD_TOKEN): the one start/gateway ask for, the one other commands present",
+  )
   .showHelpAfterError();
 
 // `switchboard sessions | head -3`: the reader has gone, so the output is over; not an error.
@@ -131,6 +134,8 @@ program
   .command("deadletters [action] [runId]")
   .description("messages whose turn was given up: list | replay <runId> | replay --all | discard <runId>")
   .option("--all", "with replay: every dead letter")
+  .option("--limit <n>", "with list: at most this many (oldest first), and the cursor of the next page")
+  .option("--cursor <cursor>", "with list: the page after this cursor (printed by list --limit)")
   .option("--json")
   .action(
     op("working…", async (action: string | undefined, runId: string | undefined, _o: unknown, cmd: Command) =>

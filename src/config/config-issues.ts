@@ -73,21 +73,99 @@ export function suggestKey(key: string, known: readonly string[]): string | unde
   return best.d <= Math.max(2, Math.floor(key.length / 3)) ? best.k : undefined;
 }
 
-export function configIssues(error: z.ZodError, schema: z.ZodType): ConfigIssue[] {
-  const out: ConfigIssue[] = [];
-  for (const issue of error.issues) {
-    if (issue.code !== "unrecognized_keys") {
-      out.push({ path: formatIssuePath(issue.path), message: issue.message });
-      continue;
-    }
-    const known = [...new Set(objectsAt(schema, issue.path).flatMap((d) => Object.keys(d.shape ?? {})))];
-    for (const key of issue.keys) {
-      const hint = suggestKey(key, known);
-      out.push({
-        path: formatIssuePath([...issue.path, key]),
-        message: hint ? `unknown key (did you mean "${hint}"?)` : "unknown key",
-      });
-    }
+/**
+ * A config value as a message may show it: booleans, numbers and null as they are, anything else
+ * by its kind only (a string in a config may be a token or a URL carrying one).
+ */
+export function valueKind(v: unknown): string {
+  if (typeof v === "boolean" || typeof v === "number" || v === null) return String(v);
+  if (Array.isArray(v)) return "a list";
+  return typeof v === "object" ? "an object" : `a ${typeof v}`;
+}
+
+/** The raw value at `path`, undefined when the path leads nowhere. */
+function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
+  let v = input;
+  for (const seg of path) {
+    if (typeof v !== "object" || v === null) return undefined;
+    v = (v as Record<PropertyKey, unknown>)[seg];
   }
+  return v;
+}
+
+/** What an option of a union expects, in words (`a string`, `false`, `"auto"`). */
+function expectedWords(issue: z.core.$ZodIssue): string[] {
+  if (issue.code === "invalid_value") return issue.values.map((v) => JSON.stringify(v) ?? String(v));
+  if (issue.code !== "invalid_type") return [];
+  const words: Record<string, string> = {
+    string: "a string",
+    number: "a number",
+    int: "a whole number",
+    boolean: "true or false",
+    object: "an object",
+    record: "an object",
+    array: "a list",
+  };
+  return [words[issue.expected] ?? issue.expected];
+}
+
+/** A union option that failed only because the value is of another kind (its issues are all at its top). */
+function wrongKind(branch: readonly z.core.$ZodIssue[]): boolean {
+  return branch.every((i) => i.path.length === 0 && (i.code === "invalid_type" || i.code === "invalid_value"));
+}
+
+// zod's own messages for these two say neither what is wrong nor what is accepted; a schema's own
+// message (a custom `error`) is kept.
+const PLAIN_UNION_MESSAGE = "Invalid input";
+const PLAIN_KEY_MESSAGE = "Invalid key in record";
+
+/**
+ * Every problem as `path: message`. `input` (the raw config) lets a failed union say what it got.
+ * A failed union says what its options accept (`expected a string or false (got true)`), or, when
+ * the value is of the kind an option takes, that option's own problems (`not a duration: "x"`); a
+ * bad record key gives the key schema's message (`not a valid key: lowercase channel id`).
+ */
+export function configIssues(error: z.ZodError, schema: z.ZodType, input?: unknown): ConfigIssue[] {
+  const out: ConfigIssue[] = [];
+  const add = (issue: z.core.$ZodIssue, base: readonly PropertyKey[]): void => {
+    const path = [...base, ...issue.path];
+    if (issue.code === "unrecognized_keys") {
+      const known = [...new Set(objectsAt(schema, path).flatMap((d) => Object.keys(d.shape ?? {})))];
+      for (const key of issue.keys) {
+        const hint = suggestKey(key, known);
+        out.push({
+          path: formatIssuePath([...path, key]),
+          message: hint ? `unknown key (did you mean "${hint}"?)` : "unknown key",
+        });
+      }
+      return;
+    }
+    if (issue.code === "invalid_key" && issue.message === PLAIN_KEY_MESSAGE && issue.issues.length > 0) {
+      out.push({
+        path: formatIssuePath(path),
+        message: `not a valid key: ${issue.issues.map((i) => i.message).join("; ")}`,
+      });
+      return;
+    }
+    if (issue.code === "invalid_union" && issue.message === PLAIN_UNION_MESSAGE && issue.errors.length > 0) {
+      const near = issue.errors.filter((branch) => !wrongKind(branch));
+      // The value is of a kind one option takes: that option's problems are the ones to fix.
+      if (near.length === 1) {
+        for (const nested of near[0]!) add(nested, path);
+        return;
+      }
+      if (near.length === 0) {
+        const expected = [...new Set(issue.errors.flatMap((branch) => branch.flatMap(expectedWords)))];
+        const got = input === undefined ? undefined : valueAt(input, path);
+        out.push({
+          path: formatIssuePath(path),
+          message: `expected ${expected.join(" or ")}${got === undefined ? "" : ` (got ${valueKind(got)})`}`,
+        });
+        return;
+      }
+    }
+    out.push({ path: formatIssuePath(path), message: issue.message });
+  };
+  for (const issue of error.issues) add(issue, []);
   return out;
 }

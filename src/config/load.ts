@@ -144,10 +144,13 @@ export function applyEnvOverrides(raw: Record<string, unknown>, env: NodeJS.Proc
 
 /**
  * A problem with a value that came from the environment is reported under the variable's name
- * (`SWITCHBOARD_PORT: …`), not under a config path the file may not even contain.
+ * (`SWITCHBOARD_PORT: …`), not under a config path the file may not even contain; one with the
+ * token given as `--token` under `--token`, which overrides both.
  */
-export function blameEnvironment(issues: ConfigIssue[], env: NodeJS.ProcessEnv): ConfigIssue[] {
+export function blameEnvironment(issues: ConfigIssue[], env: NodeJS.ProcessEnv, tokenFlag = false): ConfigIssue[] {
   return issues.map((i) => {
+    if (tokenFlag && i.path === TOKEN_PATH.join("."))
+      return { path: "--token", message: `${i.message} (got (hidden); it sets ${i.path})` };
     const o = ENV_OVERRIDES.find((x) => env[x.env] && i.path === x.path.join("."));
     if (!o) return i;
     const value = env[o.env] as string;
@@ -160,7 +163,13 @@ export function blameEnvironment(issues: ConfigIssue[], env: NodeJS.ProcessEnv):
   });
 }
 
-export function loadConfig(opts: { file?: string; env?: NodeJS.ProcessEnv } = {}): LoadedConfig {
+const TOKEN_PATH = ["gateway", "auth", "token"];
+
+/**
+ * `token`: the global `--token` of `start`, `gateway` and `worker`, the gateway's token as
+ * SWITCHBOARD_TOKEN sets it (validated the same way), over it and over the file.
+ */
+export function loadConfig(opts: { file?: string; env?: NodeJS.ProcessEnv; token?: string } = {}): LoadedConfig {
   const env = opts.env ?? process.env;
   const path = opts.file ? expandHome(opts.file) : defaultConfigPath(env);
   const explicitFile = Boolean(opts.file || env.SWITCHBOARD_CONFIG);
@@ -171,9 +180,12 @@ export function loadConfig(opts: { file?: string; env?: NodeJS.ProcessEnv } = {}
   const source = existsSync(path) ? path : undefined;
   let config: Config;
   try {
-    config = parseConfig(applyEnvOverrides(raw, env), source);
+    const input = applyEnvOverrides(raw, env);
+    if (opts.token !== undefined) setIn(input, TOKEN_PATH, opts.token);
+    config = parseConfig(input, source);
   } catch (err) {
-    if (err instanceof ConfigError) throw new ConfigError(blameEnvironment(err.issues, env), source);
+    if (err instanceof ConfigError)
+      throw new ConfigError(blameEnvironment(err.issues, env, opts.token !== undefined), source);
     throw err;
   }
   config.storage.dir = resolveStorageDir(config.storage.dir, env, source);

@@ -5,6 +5,7 @@
  * the strings.
  */
 import { z } from "zod";
+import { valueKind } from "./config-issues.js";
 
 const DURATION_UNITS_MS: Record<string, number> = {
   ms: 1,
@@ -30,14 +31,28 @@ export function parseSizeBytes(text: string): number | undefined {
   return Math.round(Number(m[1]) * SIZE_UNITS[(m[2] ?? "b").toLowerCase()]!);
 }
 
-const duration = z.string().transform((s, ctx) => {
+const DURATION_EXAMPLES = '"30d", "12h", "90m"';
+
+/** The duration in `s` as milliseconds; an issue saying what is accepted (`accepted`) when it is none. */
+function durationMs(s: string, ctx: z.RefinementCtx, accepted = `a duration such as ${DURATION_EXAMPLES}`): number {
   const ms = parseDurationMs(s);
   if (ms === undefined || ms <= 0) {
-    ctx.addIssue({ code: "custom", message: `not a duration: "${s}" (use e.g. "30d", "12h", "90m")` });
+    ctx.addIssue({ code: "custom", message: `not a duration: "${s}" (use ${accepted})` });
     return z.NEVER;
   }
   return ms;
-});
+}
+
+const duration = z.string().transform((s, ctx) => durationMs(s, ctx));
+
+const RETENTION_ACCEPTED = `a duration such as ${DURATION_EXAMPLES}, or false to keep them forever`;
+// One union of the accepted kinds with its own message: zod's message for a failed union is only
+// "Invalid input" (`true` is neither a string nor `false`, and nothing said which are accepted).
+const retention = z
+  .union([z.string(), z.literal(false)], {
+    error: (iss) => `expected ${RETENTION_ACCEPTED} (got ${valueKind(iss.input)})`,
+  })
+  .transform((v, ctx) => (v === false ? v : durationMs(v, ctx, RETENTION_ACCEPTED)));
 
 const size = z.union([z.number().int().min(0), z.string()]).transform((v, ctx) => {
   const bytes = typeof v === "number" ? v : parseSizeBytes(v);
@@ -62,7 +77,7 @@ export const SessionMaintenanceSchema = z
     pruneDays: z.number().int().min(1).optional(),
     maxEntries: z.number().int().min(1).default(500),
     // How long `.reset.<ts>` archives are kept (ms); `false`: forever; unset: pruneAfter, as in OpenClaw.
-    resetArchiveRetention: z.union([duration, z.literal(false)]).optional(),
+    resetArchiveRetention: retention.optional(),
     // Accepted for OpenClaw configs; Switchboard's transcripts and Redis store have no use for them.
     rotateBytes: size.optional(),
     maxDiskBytes: size.optional(),

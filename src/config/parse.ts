@@ -13,7 +13,7 @@ export function zodIssues(error: z.ZodError): ConfigIssue[] {
  * since zod skips the schema's superRefine once a field fails), each path reported once.
  */
 function allIssues(input: unknown, error: z.ZodError): ConfigIssue[] {
-  const issues = configIssues(error, ConfigSchema);
+  const issues = configIssues(error, ConfigSchema, input);
   const reported = new Set(issues.map((i) => i.path));
   for (const extra of rawCrossFieldIssues(input)) {
     const path = formatIssuePath(extra.path);

@@ -44,7 +44,8 @@ function checkDb(db: string, written: string): void {
 function checkSingleUrl(url: string): void {
   const shown = displayRedisUrl(url);
   // The authority by hand first: `new URL` only says "Invalid URL" for a bad port.
-  const m = /^rediss?:\/\/(?:[^@/?#]*@)?([^/?#]*)/.exec(url)!;
+  // User info runs to the authority's last `@` (a password may hold a raw one).
+  const m = /^rediss?:\/\/(?:[^/?#]*@)?([^/?#@]*)/.exec(url)!;
   const hostPort = /^(\[[^\]]*\]|[^:]*)(?::(.*))?$/.exec(m[1]!)!;
   if (!hostPort[1]) throw new Error(`no host in "${shown}" (e.g. redis://127.0.0.1:6379)`);
   const port = hostPort[2];
@@ -108,10 +109,27 @@ export function parseRedisUrl(url: string): RedisTarget {
 /**
  * `url` as it may be shown (logs, `status`, error messages): the password masked, and a user
  * name alone (`redis://secret@host`, which Redis takes as a password) masked too.
+ *
+ * The user info runs to the last `@` of the authority (everything after `://` up to the first
+ * `/`, `?` or `#`), as ioredis and the WHATWG URL parser read it: a password may hold a raw `@`
+ * (`redis://:p@ss@host`), so stopping at the first `@` would show the rest of it. When the
+ * authority has none, a `@` further on (a password with a raw `/`, `?` or `#`: an invalid URL,
+ * shown in its error) is masked up to instead: a host shown too little beats a password shown.
+ * A `password=` query parameter (ioredis takes query parameters as options) is masked too.
  */
 export function displayRedisUrl(url: string): string {
-  return url.replace(/^([a-z+]+:\/\/)([^@/]*)@/i, (_m, scheme: string, userinfo: string) => {
+  // No scheme (a value refused as not a URL) is still masked: it may be `user:pass@host`.
+  const m = /^([a-z][a-z0-9+.-]*:\/\/)?(.*)$/is.exec(url)!;
+  const scheme = m[1] ?? "";
+  let rest = m[2]!;
+  const authorityEnd = rest.search(/[/?#]/);
+  const authority = authorityEnd < 0 ? rest : rest.slice(0, authorityEnd);
+  // None in the authority: a `@` further on is a password that broke the URL (or a query's).
+  const at = authority.includes("@") ? authority.lastIndexOf("@") : rest.lastIndexOf("@");
+  if (at >= 0) {
+    const userinfo = rest.slice(0, at);
     const colon = userinfo.indexOf(":");
-    return `${scheme}${colon >= 0 ? `${userinfo.slice(0, colon)}:***` : "***"}@`;
-  });
+    rest = `${colon >= 0 ? `${userinfo.slice(0, colon)}:***` : "***"}${rest.slice(at)}`;
+  }
+  return scheme + rest.replace(/([?&][^=&#]*pass[^=&#]*=)[^&#]*/gi, "$1***");
 }

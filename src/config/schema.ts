@@ -164,6 +164,9 @@ const AgentEntrySchema = z.strictObject({
   sandboxed: z.boolean().optional(),
   runtime: RuntimeConfigSchema.optional(),
   subagents: AgentSubagentsConfigSchema.optional(),
+  // OpenClaw compatibility, accepted and not acted on, as under agents.defaults (config/unused-keys.ts).
+  model: z.union([z.string(), z.record(z.string(), z.unknown())]).optional(),
+  workspace: z.string().optional(),
 });
 
 // What fetch() accepts, checked here so a bad webhook is a config error at start-up rather than a
@@ -251,7 +254,37 @@ const GatewayHostSchema = z.string().min(1).default("127.0.0.1");
 const GatewayPortSchema = z.number().int().min(0).max(65535).default(7420);
 const MetricsPortSchema = z.number().int().min(0).max(65_535).optional();
 const MetricsHostSchema = z.string().min(1).default("127.0.0.1");
+/**
+ * `gateway.auth.token` (also SWITCHBOARD_TOKEN and `--token`): only what an `Authorization: Bearer`
+ * header can carry. Node reads header bytes as Latin-1, and a space ends the credential
+ * (src/auth/credentials.ts), so any other token would be accepted here and then refuse every
+ * request. The messages never echo the token.
+ */
+export const GatewayTokenSchema = z
+  .string()
+  .min(8, "use at least 8 characters")
+  .regex(
+    /^[\x21-\x7e]*$/,
+    "use only visible ASCII characters (letters, digits, punctuation; no spaces or accented letters): " +
+      "an Authorization: Bearer header cannot carry others",
+  );
 const MessageBytesSchema = z.number().int().min(1024).max(MAX_MESSAGE_BYTES).default(DEFAULT_MESSAGE_BYTES);
+const DAY_MS = 86_400_000;
+/**
+ * How long a run record stays readable after it is written or finished (docs/concepts/limits.md):
+ * the idempotency window. At least the longest run timeout (2 days), so a record outlives its run.
+ */
+const RunRecordTtlMsSchema = z
+  .number()
+  .int()
+  .min(2 * DAY_MS)
+  .max(366 * DAY_MS)
+  .default(7 * DAY_MS);
+const FaultDeadlineMinutesSchema = z
+  .number()
+  .min(0)
+  .max(7 * 24 * 60)
+  .default(60);
 const BodyBytesSchema = z
   .number()
   .int()
@@ -275,6 +308,8 @@ interface CrossFieldView {
   messageBytes: number | undefined;
   bodyBytes: number | undefined;
   openaiBodyBytes: number | undefined;
+  runRecordTtlMs: number | undefined;
+  faultDeadlineMinutes: number | undefined;
   /** One per `agents.list` entry; `undefined` for an entry without a usable id. */
   agentIds: (string | undefined)[];
 }
@@ -318,6 +353,19 @@ function crossFieldIssues(v: CrossFieldView): CrossFieldIssue[] {
       message: `must be at least gateway.limits.messageBytes (${messageBytes})`,
     });
   }
+  const { runRecordTtlMs, faultDeadlineMinutes } = v;
+  if (
+    runRecordTtlMs !== undefined &&
+    faultDeadlineMinutes !== undefined &&
+    runRecordTtlMs < faultDeadlineMinutes * 60_000
+  ) {
+    out.push({
+      path: ["maintenance", "runRecordTtlMs"],
+      message:
+        `must be at least storage.faultDeadlineMinutes (${faultDeadlineMinutes} min): ` +
+        "a turn parked on a storage fault keeps its run record until it is given up",
+    });
+  }
   const seen = new Set<string>();
   v.agentIds.forEach((id, i) => {
     if (id === undefined) return;
@@ -342,6 +390,8 @@ export function rawCrossFieldIssues(input: unknown): CrossFieldIssue[] {
   const gateway = obj(obj(input).gateway);
   const workers = obj(obj(input).workers);
   const list = obj(obj(input).agents).list;
+  const maintenance = obj(obj(input).maintenance);
+  const storage = obj(obj(input).storage);
   return crossFieldIssues({
     host: field(GatewayHostSchema, gateway.host),
     port: field(GatewayPortSchema, gateway.port),
@@ -351,6 +401,8 @@ export function rawCrossFieldIssues(input: unknown): CrossFieldIssue[] {
     messageBytes: field(MessageBytesSchema, obj(gateway.limits).messageBytes),
     bodyBytes: field(BodyBytesSchema, obj(gateway.limits).bodyBytes),
     openaiBodyBytes: field(OpenAIBodyBytesSchema, obj(gateway.openai).bodyBytes),
+    runRecordTtlMs: field(RunRecordTtlMsSchema, maintenance.runRecordTtlMs),
+    faultDeadlineMinutes: field(FaultDeadlineMinutesSchema, storage.faultDeadlineMinutes),
     agentIds: Array.isArray(list) ? list.map((a) => field(agentId, obj(a).id)) : [],
   });
 }
@@ -382,11 +434,7 @@ export const ConfigSchema = z
         dir: z.string().min(1).default("~/.switchboard"),
         // While transcript storage refuses writes (EACCES, ENOSPC, EIO, ESTALE…) a turn is parked
         // and retried, not failed: only after this long is it failed and dead-lettered.
-        faultDeadlineMinutes: z
-          .number()
-          .min(0)
-          .max(7 * 24 * 60)
-          .default(60),
+        faultDeadlineMinutes: FaultDeadlineMinutesSchema,
         // Longest pause between retries of a parked turn (they start at 1 s and double).
         faultRetryMaxDelayMs: z.number().int().min(100).max(600_000).default(30_000),
         // Transcript durability, named like Redis's appendfsync: "always" fsyncs before a turn is
@@ -403,7 +451,7 @@ export const ConfigSchema = z
         bind: z.string().optional(),
         host: GatewayHostSchema,
         port: GatewayPortSchema,
-        auth: z.strictObject({ token: z.string().min(8, "use at least 8 characters").optional() }).prefault({}),
+        auth: z.strictObject({ token: GatewayTokenSchema.optional() }).prefault({}),
         // One message size limit for every door (docs/concepts/limits.md).
         limits: z
           .strictObject({
@@ -421,6 +469,25 @@ export const ConfigSchema = z
             // How many turns a session's inbox may hold before a door's new turn is refused (429
             // queue_full); 0: no limit. Internal turns are always queued (docs/concepts/limits.md).
             maxQueuedTurns: z.number().int().min(0).max(1_000_000).default(1000),
+            // How many bytes (UTF-8, the stored turns) a session's inbox may hold before a door's new
+            // turn is refused the same way; 0: no limit. A turn into an empty inbox is always queued.
+            maxQueuedBytes: z
+              .number()
+              .int()
+              .min(0)
+              .max(2 ** 40)
+              .default(64 * 1024 * 1024),
+            // How many commands a gateway may have waiting on Redis (sent and not answered: a hung or
+            // partitioned Redis) before it refuses requests that need Redis with 503 unavailable and
+            // /readyz says not ready; 0: no limit (src/gateway/redis-backlog.ts, docs/concepts/limits.md).
+            maxPendingRedisCommands: z.number().int().min(0).max(1_000_000).default(1000),
+            // The same for the bytes of commands its socket has not taken yet (big messages); 0: no limit.
+            maxPendingRedisBytes: z
+              .number()
+              .int()
+              .min(0)
+              .max(2 ** 40)
+              .default(64 * 1024 * 1024),
           })
           .prefault({}),
         // The OpenAI-compatible door: POST /v1/chat/completions, GET /v1/models (docs/concepts/openai-door.md).
@@ -470,6 +537,10 @@ export const ConfigSchema = z
       .strictObject({
         sweepEveryMs: z.number().int().min(1000).default(60_000),
         sweepBatch: z.number().int().min(1).max(10_000).default(500),
+        // How long run records (and what lives as long: the sub-agent registry, sessions_send's
+        // late flags) stay in Redis after their last write: the idempotency window of
+        // `idempotencyKey` and derived runIds, and most of Redis's memory (docs/concepts/limits.md).
+        runRecordTtlMs: RunRecordTtlMsSchema,
       })
       .prefault({}),
     session: z
@@ -524,7 +595,10 @@ export const ConfigSchema = z
             // OpenClaw compatibility: the model catalog `/new <model>` chooses from
             // (`"provider/model": { alias? }`), as OpenClaw's agents.defaults.models.
             models: z
-              .record(z.string().min(1), z.strictObject({ alias: z.string().min(1).optional() }).prefault({}))
+              .record(
+                z.string().min(1, 'a model is named "provider/model", not empty'),
+                z.strictObject({ alias: z.string().min(1).optional() }).prefault({}),
+              )
               .default({}),
             // OpenClaw compatibility, accepted and not acted on (config/unused-keys.ts): OpenClaw's
             // default model and its agents' workspace dir; a runtime says what answers here.
@@ -536,7 +610,15 @@ export const ConfigSchema = z
       })
       .prefault({}),
     channels: z
-      .record(z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, "lowercase channel id"), ChannelConfigSchema)
+      .record(
+        z
+          .string()
+          .regex(
+            /^[a-z0-9][a-z0-9_-]{0,63}$/,
+            "a channel id is 1-64 lowercase letters, digits, _ and - (starting with a letter or digit)",
+          ),
+        ChannelConfigSchema,
+      )
       .default({}),
     // OpenClaw compatibility block (see CommandsConfigSchema).
     commands: CommandsConfigSchema.prefault({}),
@@ -556,6 +638,8 @@ export const ConfigSchema = z
       messageBytes: cfg.gateway.limits.messageBytes,
       bodyBytes: cfg.gateway.limits.bodyBytes,
       openaiBodyBytes: cfg.gateway.openai.bodyBytes,
+      runRecordTtlMs: cfg.maintenance.runRecordTtlMs,
+      faultDeadlineMinutes: cfg.storage.faultDeadlineMinutes,
       agentIds: cfg.agents.list.map((a) => a.id),
     };
     for (const issue of crossFieldIssues(view)) ctx.addIssue({ code: "custom", ...issue });

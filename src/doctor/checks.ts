@@ -11,7 +11,7 @@ import type { DeadLetters } from "../runs/dead-letters.js";
 import type { RedisClient } from "../storage/redis-client.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
 import { QUEUE_NAMES } from "../queues/queue-names.js";
-import { StorageFaults } from "../runs/storage-faults.js";
+import { faultText, StorageFaults } from "../runs/storage-faults.js";
 import { configFingerprint, fingerprintDifferences, type ConfigFingerprint } from "../deployment/fingerprint.js";
 import {
   describeProcess,
@@ -218,8 +218,8 @@ export async function checkStorageFault(svc: DoctorDeps): Promise<Finding[]> {
       check: "storage",
       level: "fail",
       message:
-        `workers report transcript writes failing since ${new Date(fault.since).toISOString()} (${fault.code}: ` +
-        `${fault.message}); turns are parked`,
+        `workers report transcript writes failing since ${new Date(fault.since).toISOString()} ` +
+        `(${faultText(fault)}); turns are parked`,
       fix: "fix the storage on the workers' hosts; parked turns resume by themselves",
     },
   ];

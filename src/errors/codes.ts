@@ -23,7 +23,7 @@ export const HTTP_STATUS_BY_CODE = {
   session_exists: 409,
   lineage_immutable: 409,
   payload_too_large: 413,
-  // Try again later: the session's inbox holds gateway.limits.maxQueuedTurns turns already.
+  // Try again later: the session's inbox is full (gateway.limits.maxQueuedTurns or maxQueuedBytes).
   queue_full: 429,
   // Try again: Redis (or a claim held by another request) is not answering yet.
   unavailable: 503,

@@ -1,14 +1,16 @@
 /**
  * GET /readyz, for load balancers and orchestrators (open, no token): 200 when Redis answers,
  * has room (under its maxmemory) and transcript storage takes writes; 503 and why otherwise
- * (`redis: "down"`, `redis: "full"`, `storage: "unhealthy"`). Cheap: one PING, one GET and an
- * `INFO memory` read at most once a second, whatever the probe rate.
+ * (`redis: "down"`, `redis: "backlogged"` while the gateway refuses requests because Redis does
+ * not answer its commands, `redis: "full"`, `storage: "unhealthy"` with its error code only).
+ * Cheap: one PING, one GET and an `INFO memory` read at most once a second, whatever the probe rate.
  */
 import type { FastifyInstance } from "fastify";
 import type { GatewayDeps } from "./gateway-deps.js";
 import type { RedisClient } from "../storage/redis-client.js";
 import { isFull, redisMemory, type RedisMemory } from "../errors/index.js";
 import { StorageFaults } from "../runs/storage-faults.js";
+import { redisBacklog } from "./redis-backlog.js";
 
 /** How long one `INFO memory` reading answers /readyz. */
 const MEMORY_READ_EVERY_MS = 1000;
@@ -45,6 +47,11 @@ export function memoryReader(
   };
 }
 
+/** An errno-style code (`ENOSPC`) as it is; anything else a worker reported is not echoed. */
+function faultCode(code: unknown): string {
+  return typeof code === "string" && /^[A-Z][A-Z0-9_]{0,31}$/.test(code) ? code : "EUNKNOWN";
+}
+
 const mib = (bytes: number) => `${(bytes / 1024 ** 2).toFixed(1)} MiB`;
 
 export function registerReadyz(app: FastifyInstance, svc: GatewayDeps): void {
@@ -53,6 +60,9 @@ export function registerReadyz(app: FastifyInstance, svc: GatewayDeps): void {
     // Fail fast: a worker-style connection would queue the PING until Redis is back.
     if (svc.redis.status !== "ready")
       return reply.status(503).send({ ok: false, redis: "down", error: `connection ${svc.redis.status}` });
+    // Over its limit the gateway refuses what needs Redis; a PING would only join the queue.
+    const backlog = redisBacklog(svc);
+    if (backlog) return reply.status(503).send({ ok: false, redis: "backlogged", error: backlog.message });
     try {
       const [fault, mem] = await Promise.race([
         svc.redis
@@ -73,15 +83,20 @@ export function registerReadyz(app: FastifyInstance, svc: GatewayDeps): void {
             `Redis is out of memory: used ${mib(mem.usedBytes)} of maxmemory ${mib(mem.maxBytes)}; ` +
             "raise maxmemory or free memory",
         });
-      // Workers report transcript storage refusing writes; turns are parked meanwhile.
-      if (fault)
+      // Workers report transcript storage refusing writes; turns are parked meanwhile. The code
+      // only: this route needs no token, and the message names paths, agent ids and sessionIds
+      // (`switchboard doctor` and `status` show it in full).
+      if (fault) {
+        const code = faultCode(fault.code);
         return reply.status(503).send({
           ok: false,
           redis: "up",
           storage: "unhealthy",
-          error: `${fault.code}: ${fault.message}`,
+          code,
+          error: `transcript storage refuses writes (${code})`,
           since: new Date(fault.since).toISOString(),
         });
+      }
       return { ok: true, redis: "up", storage: "ok" };
     } catch (err) {
       return reply.status(503).send({ ok: false, redis: "down", error: (err as Error).message });

@@ -16,6 +16,7 @@ import { registerOpenAiDoor } from "./openai-door/index.js";
 import { registerApiDocs } from "./api-docs/index.js";
 import { registerToolsInvoke } from "./tools-invoke.js";
 import { registerReadyz } from "./readyz.js";
+import { redisBacklogGuard } from "./redis-backlog.js";
 import { wellFormedDeep } from "../text/well-formed.js";
 
 export type ToolEndpoint = (name: string, body: unknown) => Promise<unknown>;
@@ -53,6 +54,9 @@ export async function createGateway(svc: GatewayDeps, opts: GatewayOptions = {})
   // First, so its latency hook sees every route (and /metrics itself).
   registerMetrics(app, svc);
   app.addHook("onRequest", createAuthHook(svc.config.gateway.auth.token));
+  // Redis hung or partitioned: refuse at once, before the body is read, rather than queue without
+  // bound (docs/concepts/reliability.md).
+  app.addHook("onRequest", redisBacklogGuard(svc));
   // Text at the edge: nothing with a lone surrogate gets past here (docs/concepts/text.md).
   app.addHook("preHandler", async (req) => {
     if (req.body !== undefined) req.body = wellFormedDeep(req.body);

@@ -11,7 +11,7 @@
  * lines are not mutated; an unchanged line is returned as is.
  */
 import type { TranscriptEntry, TranscriptMessage } from "./transcript-types.js";
-import { isMask, isSecretName, maskToken, redactSecrets } from "./redact.js";
+import { maskNamedValue, redactSecrets } from "./redact.js";
 
 /** A content block's `type`/`id`/`name` are structure, not words. */
 const BLOCK_STRUCTURE = new Set(["type", "id", "name"]);
@@ -19,8 +19,10 @@ const BLOCK_STRUCTURE = new Set(["type", "id", "name"]);
 /**
  * Every string inside `value` (any depth) redacted; the same object when nothing changed. A
  * string under a field whose name says it holds a credential (`apiKey`, `password`,
- * `x-api-key`) is masked whole: as a bare value it matches no pattern, its name is the clue.
- * `structure`: field names kept as they are (only the top of a content block has them).
+ * `x-api-key`) is masked whole, and one under an `Authorization` / `Proxy-Authorization` header
+ * field (any case) keeps its scheme and has its credentials masked: as a bare value it matches no
+ * pattern, its name is the clue (maskNamedValue). `structure`: field names kept as they are (only
+ * the top of a content block has them).
  */
 function redactDeep(value: unknown, changed: { any: boolean }, structure?: ReadonlySet<string>): unknown {
   if (typeof value === "string") {
@@ -42,15 +44,17 @@ function redactDeep(value: unknown, changed: { any: boolean }, structure?: Reado
     changed.any = false;
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value)) {
-      if (structure?.has(k)) out[k] = v;
-      else if (typeof v === "string" && v.length > 0 && isSecretName(k)) {
-        // A value masked when written stays as it is when read back (masking a mask leaves `***`).
-        if (isMask(v)) out[k] = v;
-        else {
-          out[k] = maskToken(v);
-          changed.any = true;
-        }
-      } else out[k] = redactDeep(v, changed);
+      if (structure?.has(k)) {
+        out[k] = v;
+        continue;
+      }
+      // A value masked when written stays as it is when read back (masking a mask leaves `***`).
+      const named = typeof v === "string" ? maskNamedValue(k, v) : undefined;
+      if (named === undefined) out[k] = redactDeep(v, changed);
+      else {
+        out[k] = named;
+        if (named !== v) changed.any = true;
+      }
     }
     const mine = changed.any;
     changed.any = before || mine;
@@ -114,7 +118,7 @@ export function redactTranscriptMessage(message: TranscriptMessage): TranscriptM
     if (key === "content") next = redactDeep(value, changed, BLOCK_STRUCTURE);
     else if (key === "details") next = redactDeep(value, changed);
     else if (typeof value === "string" && !MESSAGE_STRUCTURE_FIELDS.has(key)) {
-      next = value.length > 0 && isSecretName(key) && !isMask(value) ? maskToken(value) : redactDeep(value, changed);
+      next = maskNamedValue(key, value) ?? redactDeep(value, changed);
     }
     if (next !== value) {
       out ??= { ...message };
@@ -170,9 +174,7 @@ function redactTranscriptEntry(entry: TranscriptEntry): TranscriptEntry {
       if (typeof value !== "object") continue;
       next = redactTranscriptMessage(value as TranscriptMessage);
     } else if (key === "content") next = redactDeep(value, changed, BLOCK_STRUCTURE);
-    else if (typeof value === "string" && value.length > 0 && isSecretName(key) && !isMask(value))
-      next = maskToken(value);
-    else next = redactDeep(value, changed);
+    else next = (typeof value === "string" ? maskNamedValue(key, value) : undefined) ?? redactDeep(value, changed);
     if (next !== value) {
       out ??= { ...entry };
       out[key] = next;

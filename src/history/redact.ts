@@ -90,6 +90,29 @@ export function isSecretName(name: string): boolean {
   return !NOT_SECRET_NAME_RE.test(name) && SECRET_NAME_RES.some((re) => re.test(name));
 }
 
+/** An HTTP authorization header's name as a field (any case): its value is `<scheme> <credentials>`. */
+const AUTHORIZATION_NAME_RE = /^(?:proxy-)?authorization$/i;
+// The scheme in front of an authorization value, followed by its credentials.
+const AUTHORIZATION_SCHEME_RE = /^[A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]*[ \t]+(?=\S)/;
+
+/**
+ * The value of a field named `name` as it may be stored, when the name alone says it holds a
+ * credential (a bare value matches no pattern): `apiKey`, `db_password` masked whole; an
+ * `Authorization` / `Proxy-Authorization` header (any case, any scheme, any length) keeps its
+ * scheme word and masks the rest (`Basic ***`). Undefined for any other name (`authorizationNote`).
+ * An already masked value is returned as it is.
+ */
+export function maskNamedValue(name: string, value: string): string | undefined {
+  if (value.length === 0) return undefined;
+  if (AUTHORIZATION_NAME_RE.test(name)) {
+    const scheme = AUTHORIZATION_SCHEME_RE.exec(value)?.[0] ?? "";
+    const credentials = value.slice(scheme.length);
+    return isMask(credentials) ? value : scheme + maskToken(credentials);
+  }
+  if (!isSecretName(name)) return undefined;
+  return isMask(value) ? value : maskToken(value);
+}
+
 /**
  * Query parameter names that hold credentials: every name isSecretName accepts (`api_key`, `access_token`,
  * `password`), plus the bare lower-case ones URLs use (`?token=`, `?key=`, `&sig=`, `X-Amz-Signature`).
@@ -115,6 +138,19 @@ function isQueryParameter(m: RegExpExecArray): boolean {
   const next = m.input[after + 1];
   return m.input[after] === "=" && next !== undefined && !QUERY_VALUE_END.test(next);
 }
+
+/**
+ * HTTP authentication schemes (RFC 9110 and the IANA registry, plus common API ones) that mark an
+ * `Authorization:` in text as a header rather than prose. TOKEN_SCHEMES carry one token (token68);
+ * PARAM_SCHEMES carry `name=value` pairs.
+ */
+const TOKEN_SCHEMES = "basic|bearer|token|negotiate|ntlm|dpop|gnap|api-?key";
+const PARAM_SCHEMES = "digest|hoba|mutual|vapid|privatetoken|oauth|scram-sha-1|scram-sha-256|aws4-hmac-sha256";
+// One auth-param: a name, `=`, and a value quoted (`"…"` or JSON-escaped `\"…\"`) or bare (up to `,`, a
+// quote, a backslash or whitespace). The three value forms start with different characters.
+const AUTH_PARAM = String.raw`[\w-]+=(?:"[^"\n]*"|\\"(?:[^"\\\n]|\\[^"\n])*\\"|[^\s,"'\\]*)`;
+// A scheme word in front of credentials (RFC 9110 token characters but quotes).
+const SCHEME_WORD = "[A-Za-z][A-Za-z0-9!#$%&*+.^_`|~-]*";
 
 // A value: a double- or single-quoted string on one line, or a bare run up to whitespace/quote.
 const ASSIGNED_VALUE = String.raw`(?:"(?<v>[^"\n]+)"|'(?<v2>[^'\n]+)'|(?<v3>[^\s"'\\]+))`;
@@ -149,15 +185,41 @@ const VALUE_PATTERNS: ValuePattern[] = [
       "dg",
     ),
   },
-  // Authorization headers (any token length), also as a JSON or quoted header (`"Authorization": "Bearer …"`).
-  // `…` is in the value class so a value masked on write (`abcdef…0123`) is read whole and recognised as a
-  // mask; stopping at `…` would re-mask its first part into `***…0123` on every read.
+  // Authorization (and Proxy-Authorization) headers in text, any case, any length: `Authorization: Bearer …`,
+  // `Authorization: Basic <base64 of user:password>` (anyone can decode it), also quoted or JSON-escaped
+  // (`-H 'Authorization: Basic …'`, `\"Authorization\": \"Bearer …\"`). In free text a header is told from
+  // prose by its scheme (TOKEN_SCHEMES); the scheme stays, the credentials are masked. `…` is in the value
+  // class so a value masked on write (`abcdef…0123`) is read whole and recognised as a mask; stopping at `…`
+  // would re-mask its first part into `***…0123` on every read.
   {
     name: "authorization",
-    re: /\b[Aa]uthorization["']?\s*[:=]\s*["']?[Bb]earer\s+(?<v>[A-Za-z0-9._\-+=/~…]+)/dg,
+    re: new RegExp(
+      String.raw`\bauthorization\\?["']?\s*[:=]\s*\\?["']?(?:${TOKEN_SCHEMES})\s+(?<v>[A-Za-z0-9._\-+=/~…]+)`,
+      "dgi",
+    ),
   },
-  // HTTP Basic credentials: base64 of `user:password`, anyone can decode it.
-  { name: "basic", re: /\b[Aa]uthorization["']?\s*[:=]\s*["']?[Bb]asic\s+(?<v>[A-Za-z0-9+/=…]+)/dg },
+  // Schemes whose credentials are `name=value` pairs (`Authorization: Digest username="u", response="…"`,
+  // AWS SigV4, OAuth 1): the whole list is masked. Each pair starts with a name and each next one with `,`,
+  // and a value is quoted (plain or JSON-escaped) or a bare run without `,`: no two ways to read a character.
+  {
+    name: "authorization-params",
+    re: new RegExp(
+      String.raw`\bauthorization\\?["']?\s*[:=]\s*\\?["']?(?:${PARAM_SCHEMES})\s+` +
+        String.raw`(?<v>${AUTH_PARAM}(?:,[ \t]*${AUTH_PARAM})*)`,
+      "dgi",
+    ),
+  },
+  // A JSON or quoted `authorization` / `proxy-authorization` key, any case (`{"Authorization": "Basic …"}`,
+  // Python's `{'authorization': 'Token …'}`): its value is the header's, whatever the scheme, so a leading
+  // scheme word stays and the rest is masked. `authorizationNote` or `authorization_url` is another key.
+  {
+    name: "authorization-json",
+    re: new RegExp(
+      String.raw`"(?:proxy-)?authorization"\s*:\s*"(?:${SCHEME_WORD}[ \t]+)?(?<v>(?:[^"\\\n]|\\.)+)"` +
+        String.raw`|'(?:proxy-)?authorization'\s*:\s*'(?:${SCHEME_WORD}[ \t]+)?(?<v2>[^'\n]+)'`,
+      "dgi",
+    ),
+  },
   // Passwords in URLs: `postgres://admin:PASS@db`, `redis://:PASS@cache`; only the password is masked, the user
   // and host stay. The match starts at the literal `://` (the scheme is not needed to mask, and a literal start
   // is found without trying every position); every run stops at `/`, which the next `://` starts with, so a
@@ -275,7 +337,8 @@ function applySpans(text: string, spans: Span[]): string {
 /**
  * Text none of the patterns can match: every pattern needs one of these (case folded, so a
  * superset): a secret word (the assignment, JSON and CLI names, `PRIVATE KEY`, the query names
- * isSecretName accepts), `bearer` (the Bearer patterns), `authorization` (Basic), a token prefix,
+ * isSecretName accepts), `bearer` (the Bearer pattern), `authorization` (the three Authorization
+ * header patterns, `proxy-authorization` included), a token prefix,
  * a digit before `:` (Telegram), `-u `/`--user` (cli-user), `://` then `@` before any `/?#` or
  * whitespace (url-password: the userinfo between them has none of those), or a bare query name
  * right after `?`/`&` (`sig`, `auth`, `pass`, `pwd`; `key`/`token`/`secret` are already words

@@ -286,9 +286,14 @@ async function importTranscript(
   const flush = async () => {
     if (batch.length === 0) return;
     if (dryRun) {
-      const ids = targets.transcripts.keys(m.sessionId, topic.topicId).ids;
-      const flags = await targets.redis.smismember(ids, ...batch.map((e) => e.id));
-      const present = flags.filter((f) => f === 1).length;
+      // Not the index alone: it expires 15 minutes after the last append (transcript-store.ts).
+      const flags = await targets.transcripts.present(
+        agentId,
+        m.sessionId,
+        batch.map((e) => e.id),
+        topic,
+      );
+      const present = flags.filter(Boolean).length;
       report.transcripts.linesPresent += present;
       report.transcripts.linesWritten += flags.length - present;
     } else {

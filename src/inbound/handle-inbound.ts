@@ -17,6 +17,7 @@ import { SwitchboardError, ValidationError } from "../errors/index.js";
 import { zodIssues } from "../config/parse.js";
 import { freshnessOf, policyFor, staleAtFor, withPatch } from "../session/entry-freshness.js";
 import { enqueueArchive, resetPatch, rotateSession } from "../rotation/rotate.js";
+import { writeSessionSettings } from "../rotation/session-settings.js";
 import { identOf } from "../session/session-ident.js";
 import { statusCard } from "../session/status-card.js";
 import { doorLimit, enqueueTurnInSession, requestDrain } from "../runs/enqueue.js";
@@ -305,13 +306,14 @@ async function handleResolved(
             extra: { ...meta, sendPolicy: command.value },
           })
         : null;
+    // Not activity, but a policy a rollover clears: written with its stale instant.
     entry =
       rolled ??
-      (await svc.sessions.upsert(
+      (await writeSessionSettings(
+        svc,
         sessionKey,
-        ident,
         { ...(entry ? {} : { sessionId: randomUUID() }), ...meta, sendPolicy: command.value },
-        { activity: "preserve", now },
+        { before: entry, mode: "upsert", now },
       ));
     const effective = sendPolicy();
     await reply(
@@ -358,7 +360,8 @@ async function handleResolved(
   if (command?.kind === "stop") {
     // The user said stop: the sub-agents stopped with the session report nothing afterwards.
     const stopped = await stopSessionAndSilence(svc, sessionKey);
-    if (entry) await svc.sessions.upsert(sessionKey, ident, { abortedLastRun: stopped > 0 }, { activity: "preserve" });
+    if (entry)
+      await writeSessionSettings(svc, sessionKey, { abortedLastRun: stopped > 0 }, { before: entry, mode: "upsert" });
     await reply(
       svc,
       sessionKey,

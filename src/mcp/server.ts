@@ -46,7 +46,14 @@ export const MCP_PLAIN_WAIT_SECONDS = 50;
 /** How often a waiting `sessions_send` reports progress to a client that sent a progress token. */
 const PROGRESS_EVERY_MS = 15_000;
 
-export type CallExtra = Pick<RequestHandlerExtra<ServerRequest, ServerNotification>, "_meta" | "sendNotification">;
+/**
+ * What a tool call uses of the SDK's request context. `signal` is aborted when the client cancels
+ * the call (`notifications/cancelled`, also sent by the SDK client on its own request timeout) or
+ * the connection closes.
+ */
+export type CallExtra = Pick<RequestHandlerExtra<ServerRequest, ServerNotification>, "_meta" | "sendNotification"> & {
+  signal?: AbortSignal;
+};
 
 /** `sessions_send` arguments as this client can wait for them (see MCP_PLAIN_WAIT_SECONDS). */
 export function waitableArgs(name: ToolName, args: unknown, extra: CallExtra): unknown {
@@ -138,8 +145,19 @@ export async function createSessionMcpServer(deps: SessionMcpDeps): Promise<McpS
       async (args: unknown, extra: CallExtra) => {
         try {
           const caller = await sessionCaller(deps.svc, deps.sessionKey);
-          const call = deps.tools.call(name, caller, waitableArgs(name, args, extra) ?? {});
-          return toCallToolResult(await withProgress(extra, call));
+          // A cancel ends the call's wait at once (its place on the run-done subscription and its
+          // timer are released); what the call started goes on: the run is not stopped.
+          const signal = extra.signal;
+          const call = deps.tools.call(name, caller, waitableArgs(name, args, extra) ?? {}, signal ? { signal } : {});
+          const result = await withProgress(extra, call);
+          // The SDK sends nothing for a cancelled request: the result (a sessions_send's runId)
+          // would be lost without a trace, so it is logged.
+          if (signal?.aborted)
+            deps.log.info(
+              { tool: name, runId: result.runId, status: result.status },
+              "mcp tool call cancelled by the client: its wait ended, the run goes on",
+            );
+          return toCallToolResult(result);
         } catch (err) {
           deps.log.warn({ err, tool: name }, "mcp tool call failed");
           return toCallToolResult(errorResult(err));

@@ -70,14 +70,23 @@ export interface TurnTiming {
  * A turn was begun: its queue wait (first attempt) or a redelivery (later ones). A turn parked
  * on a storage fault is begun again by design, not because a worker crashed, stalled or handed
  * it back: those retries are switchboard_storage_faults_total's (one per park), not counted
- * here. A parked run's record keeps its `stalledReason` until it ends.
+ * here. The park records which attempt it parked (`parkedAttempt`), so only the begin right
+ * after a parked attempt is skipped: a run parked, resumed and then lost to a crash is counted,
+ * once. A record parked by a version that did not write `parkedAttempt` has only its
+ * `stalledReason` (kept until the run ends): none of its later begins is counted, as before.
  */
 export function turnStarted({ turn, record }: BegunTurn, now = Date.now()): TurnTiming {
   const m = turnInstruments();
   const attempts = record?.attempts ?? 1;
   if (attempts <= 1) m.queueWait.observe(Math.max(0, now - turn.enqueuedAt) / 1000);
-  else if (!record?.stalledReason) m.redeliveries.inc();
+  else if (record && !followsPark(record, attempts)) m.redeliveries.inc();
   return { startedAt: now };
+}
+
+/** Whether the attempt before this begin (`attempts`, counting this one) was parked on a storage fault. */
+function followsPark(record: NonNullable<BegunTurn["record"]>, attempts: number): boolean {
+  if (record.parkedAttempt !== undefined) return record.parkedAttempt === attempts - 1;
+  return record.stalledReason !== undefined;
 }
 
 /** A begun turn ended with `status` (parked or handed-back turns are not ended). */

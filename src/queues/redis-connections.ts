@@ -1,9 +1,11 @@
 /**
  * ioredis clients by role: workers and subscribers retry forever
- * (`maxRetriesPerRequest: null`, required by BullMQ's blocking calls); producers on the HTTP
- * path give up after one retry so a request fails fast instead of hanging while Redis is away;
- * the CLI's connections also give up on a command Redis took but never answered (a hung or
- * paused server), so an operator command ends with the reason instead of hanging.
+ * (`maxRetriesPerRequest: null`, required by BullMQ's blocking calls); producers (a gateway's
+ * commands, BullMQ Queues) give up after one retry so a request fails fast while Redis is away,
+ * and on a command Redis took but did not answer within `PRODUCER_COMMAND_TIMEOUT_MS` (a hung
+ * or paused server, a network partition), so a request ends with 503 `unavailable` instead of
+ * waiting for ever; the CLI's connections give up on an unanswered command too, sooner, so an
+ * operator command ends with the reason instead of hanging.
  *
  * `redis.url` names one Redis or a Redis Cluster (redis+cluster://…): the same roles and options
  * apply to either, for a Cluster on each node connection (docs/concepts/redis-cluster.md).
@@ -16,10 +18,22 @@ import type { RedisClient } from "../storage/redis-client.js";
 export type ConnectionRole = "worker" | "producer" | "subscriber" | "cli";
 
 /**
- * How long a CLI command waits for Redis's answer. Never for workers, subscribers or gateways:
- * BullMQ's blocking commands wait on purpose, and a busy Redis must slow a server down, not fail it.
+ * How long a CLI command waits for Redis's answer. Never for workers or subscribers: BullMQ's
+ * blocking commands wait on purpose, and a busy Redis must slow a worker down, not fail its turns.
  */
 export const CLI_COMMAND_TIMEOUT_MS = 5000;
+
+/**
+ * How long a producer connection (a gateway's commands, and every process's BullMQ Queue
+ * connection, which only adds and reads jobs) waits for Redis's answer before the command fails
+ * with "Command timed out" (a 503 `unavailable` at the doors). Without it a request waiting on a
+ * hung or partitioned Redis waited for ever, holding its body and its queued commands. Nothing
+ * blocks on these connections (BLPOP and BullMQ's workers have "worker" connections, run-done
+ * waits a "subscriber" one with their own timers) and none of their commands takes long, so 10 s
+ * is far above a healthy answer and under a client's usual timeout. A command that timed out may
+ * still be carried out when Redis resumes (docs/concepts/reliability.md).
+ */
+export const PRODUCER_COMMAND_TIMEOUT_MS = 10_000;
 
 /** What a Redis that took the connection but did not answer in time may be. */
 export const NO_REPLY = "connected but no reply (hung, busy, or not Redis)";
@@ -70,6 +84,7 @@ export function createRedis(url: string, role: ConnectionRole, log?: Logger, nam
       // A closed CLI connection to a server that never answers is not kept waiting for its FIN
       // either (ioredis waits 2 s by default), so the command exits once it has its answer.
       ...(role === "cli" ? { commandTimeout: CLI_COMMAND_TIMEOUT_MS, disconnectTimeout: 200 } : {}),
+      ...(role === "producer" ? { commandTimeout: PRODUCER_COMMAND_TIMEOUT_MS } : {}),
       enableReadyCheck: true,
       connectionName: name ?? `switchboard-${role}`,
       // A subscriber subscribes again itself after a reconnect (keepSubscribed).
@@ -91,6 +106,46 @@ export function createRedis(url: string, role: ConnectionRole, log?: Logger, nam
     }
   });
   return r;
+}
+
+/** What a connection holds that Redis has not answered: commands and bytes not yet sent. */
+export interface PendingWork {
+  /** Commands sent and not answered, plus those queued while (re)connecting. */
+  commands: number;
+  /** Bytes written to the socket that the kernel has not taken yet (Redis is not reading). */
+  unsentBytes: number;
+}
+
+/** ioredis keeps these private; their lengths are what a stuck Redis makes grow. */
+interface Queued {
+  offlineQueue?: { length: number };
+  commandQueue?: { length: number };
+  stream?: { writableLength?: number };
+}
+
+function nodePending(r: Redis): PendingWork {
+  const q = r as unknown as Queued;
+  return {
+    commands: (q.commandQueue?.length ?? 0) + (q.offlineQueue?.length ?? 0),
+    unsentBytes: q.stream?.writableLength ?? 0,
+  };
+}
+
+/**
+ * The work `client` has waiting on Redis (for a Cluster: its own offline queue and every node's):
+ * a hung or partitioned Redis answers nothing, so this grows with every command sent to it and
+ * is what a gateway bounds (gateway.limits.maxPendingRedisCommands). Cheap: a few lengths.
+ */
+export function pendingWork(client: RedisClient): PendingWork {
+  if (!client.isCluster) return nodePending(client as Redis);
+  const cluster = client as Cluster;
+  const out = { commands: (cluster as unknown as Queued).offlineQueue?.length ?? 0, unsentBytes: 0 };
+  for (const node of cluster.nodes("all")) {
+    const p = nodePending(node);
+    out.commands += p.commands;
+    out.unsentBytes += p.unsentBytes;
+  }
+  return out;
 }
 
 /**

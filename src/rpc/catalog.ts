@@ -55,8 +55,10 @@ export const RPC_CATALOG: Record<string, RpcMethodDoc> = {
   },
   send: { summary: "Send a message out through a channel (recorded in deliveries)", params: P.SendParams },
   "deadletters.list": {
-    summary: "Messages whose turn was given up after its retries (each message cut to 4000 characters)",
-    params: z.strictObject({}),
+    summary:
+      "Messages whose turn was given up after its retries, oldest first (each message cut to 4000 characters); " +
+      "with limit, one page and a nextCursor to pass as cursor",
+    params: P.DeadLettersListParams,
   },
   "deadletters.get": { summary: "One dead letter, its message whole", params: P.DeadLetterRunParams },
   "deadletters.replay": {

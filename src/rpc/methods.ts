@@ -24,7 +24,7 @@ import { identOf } from "../session/session-ident.js";
 import { doorLimit, enqueueTurnIfEntry, requestDrain } from "../runs/enqueue.js";
 import { entryCache, knownEntry } from "../runs/entry-cache.js";
 import { stopSessionAndSilence } from "../subagents/descendants.js";
-import { replayDeadLetter } from "../runs/replay.js";
+import { replayAllDeadLetters, replayDeadLetter } from "../runs/replay.js";
 import { uuidFrom } from "../runs/derived-id.js";
 import { sessionForTurn } from "../rotation/turn-session.js";
 import { ensureSession } from "../storage/ensure-session.js";
@@ -34,7 +34,7 @@ import { canonicalSessionKey } from "../session/key-canonical.js";
 import { sessionSendPolicy } from "../session/stored-send-policy.js";
 import { enqueueDelivery } from "../delivery/deliver.js";
 import * as P from "./params.js";
-import { entryStaleAt, withPatch } from "../session/entry-freshness.js";
+import { writeSessionSettings } from "../rotation/session-settings.js";
 import { deploymentStatus } from "./status.js";
 import { capChatHistory } from "../history/sanitize-history.js";
 
@@ -110,15 +110,8 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
       const key = canon(p.key);
       const { key: _k, model, ...rest } = p;
       const patch = { ...rest, ...(model !== undefined ? { modelOverride: model } : {}) };
-      // An override set on a session untouched since its reset makes it something a rollover
-      // clears, so it goes stale one period after the reset: its stale instant is written with it.
-      const before = await svc.sessions.get(key);
-      const staleAt = before ? entryStaleAt(svc.config, withPatch(before, patch)) : undefined;
-      const entry = await svc.sessions.upsert(key, identOf(svc.config, key), patch, {
-        mode: "update",
-        activity: "preserve",
-        ...(staleAt !== undefined ? { staleAt } : {}),
-      });
+      // With the stale instant of the entry as the patch leaves it (src/rotation/session-settings.ts).
+      const entry = await writeSessionSettings(svc, key, patch);
       return { key, entry };
     },
 
@@ -128,7 +121,9 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
       const old = await svc.sessions.get(key);
       if (!old) throw new SessionNotFoundError(key);
       const stopped = await stopSessionAndSilence(svc, key);
-      const next = await rotateSession(svc, old, { reason: p.reason ?? "reset", archive: "job", activity: "preserve" });
+      // Activity, as OpenClaw's reset (a touch): updatedAt moves, so the session counts as used
+      // now for pruning and list order too, not only for its idle/daily clock (resetAt).
+      const next = await rotateSession(svc, old, { reason: p.reason ?? "reset", archive: "job", activity: "touch" });
       const entry = next ?? (await svc.sessions.require(key));
       return { key, sessionId: entry.sessionId, previousSessionId: old.sessionId, stopped, entry };
     },
@@ -306,16 +301,23 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
       return { id, status: "queued" };
     },
 
-    "deadletters.list": async () => {
-      const letters = await svc.deadLetters.list();
-      return { count: letters.length, deadLetters: letters };
+    "deadletters.list": async (raw) => {
+      const p = parseParams(P.DeadLettersListParams, raw, "deadletters.list");
+      const page = await svc.deadLetters.page(p);
+      // `count`: every dead letter there is, also when this is one page of them.
+      return {
+        count: p.limit === undefined ? page.letters.length : page.total,
+        deadLetters: page.letters,
+        ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
+      };
     },
 
     "deadletters.replay": async (raw) => {
       const p = parseParams(P.DeadLettersReplayParams, raw, "deadletters.replay");
-      const ids = "runId" in p ? [p.runId] : (await svc.deadLetters.list()).filter((l) => l.turn).map((l) => l.runId);
-      const replayed = [];
-      for (const id of ids) replayed.push({ runId: id, ...(await replayDeadLetter(svc, id)) });
+      const replayed =
+        "runId" in p
+          ? [{ runId: p.runId, ...(await replayDeadLetter(svc, p.runId)) }]
+          : await replayAllDeadLetters(svc);
       return { count: replayed.length, replayed };
     },
 

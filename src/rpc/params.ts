@@ -95,6 +95,15 @@ export const DeliveriesListParams = z.strictObject({
   limit: z.number().int().min(1).optional(),
 });
 
+/**
+ * `deadletters.list`: oldest first; without `limit` every letter (as before paging), with it one page
+ * and a `nextCursor` to pass back as `cursor` for the next.
+ */
+export const DeadLettersListParams = z.strictObject({
+  limit: z.number().int().min(1).max(1000).optional(),
+  cursor: safeString("cursor").min(1).max(200).optional(),
+});
+
 export const DeadLettersReplayParams = z.union([
   z.strictObject({ runId: safeString("runId").min(1).max(128) }),
   z.strictObject({ all: z.literal(true) }),

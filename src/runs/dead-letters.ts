@@ -4,12 +4,24 @@
  * same step that fails its run, `switchboard status` counts them, and an operator lists and
  * replays them (`switchboard deadletters`, RPC `deadletters.list` / `deadletters.replay`).
  * A replay queues the same message again as a new run on the same session (runId derived from
- * the original and the replay count, so a replay retried after a crash queues it once).
+ * the original and the replay count, so a replay retried after a crash queues it once); a letter
+ * whose run had saved its outcome before it was given up (`result`) is finished with that outcome,
+ * its runtime not run again (src/runs/replay.ts).
+ *
+ * Letters live in a hash (runId → JSON) and, written and removed in the same step, in an index
+ * by failure time (zset runId → failedAt ms), which a listing pages through in order with a
+ * cursor instead of reading the whole hash. Letters the index does not have yet (written before
+ * it existed, or by a process that did not know it) are indexed by the first listing that finds
+ * the hash larger than the index (docs/concepts/reliability.md, "Dead letters").
  */
 import type { RedisClient } from "../storage/redis-client.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
+import { luaCommand } from "../storage/lua-script.js";
+import { ValidationError } from "../errors/index.js";
 import { uuidFrom } from "./derived-id.js";
-import type { Turn } from "./turn.js";
+import type { SavedOutcome, Turn } from "./turn.js";
+
+const LUA_DIR = new URL("./lua/", import.meta.url);
 
 export interface DeadLetter {
   runId: string;
@@ -27,15 +39,39 @@ export interface DeadLetter {
   /** The turn as queued (absent when its stored form could not be read: then `raw`). */
   turn?: Turn;
   raw?: string;
+  /**
+   * The outcome its run saved before it was given up (it ran, but its transcript could not be written): added by
+   * run-finish.lua from the run record, so a replay writes it instead of running the runtime again.
+   */
+  result?: SavedOutcome;
 }
 
 /** A listed dead letter: its message may be cut (see DeadLetters.list). */
 export type DeadLetterPreview = DeadLetter & { textTruncated?: true; textChars?: number };
 
+/** One page of a listing, oldest first; `nextCursor` (absent on the last page) asks for the next. */
+export interface DeadLetterPage {
+  /** How many dead letters there are in all (not only on this page). */
+  total: number;
+  letters: DeadLetterPreview[];
+  nextCursor?: string;
+}
+
+/** A position in the index: after the letter that failed at `failedAt` with this runId. */
+interface IndexEntry {
+  runId: string;
+  failedAt: number;
+}
+
 /** How much of each message a listing shows. */
 export const LIST_TEXT_CHARS = 4000;
-/** Letters read per HSCAN step: at most this many messages (each ≤ the message limit) in memory at once. */
-const SCAN_CHUNK = 20;
+/**
+ * Letters read per step (HMGET, or HSCAN when indexing): at most this many messages (each ≤ the
+ * message limit) in memory at once.
+ */
+const READ_CHUNK = 20;
+/** Index entries read per step when only runIds are wanted (small). */
+const ID_CHUNK = 1000;
 
 function cut(text: string, max: number): { text: string; cut: boolean } {
   return text.length > max ? { text: `${text.slice(0, max)}…`, cut: true } : { text, cut: false };
@@ -51,31 +87,97 @@ function preview(letter: DeadLetter, max: number): DeadLetterPreview {
   return { ...shown, textTruncated: true, textChars: source.length };
 }
 
+/**
+ * The cursor after `entry`: `<failedAt>:<runId>`, a position in the index's order (failure time,
+ * then runId as Redis orders equal scores), so letters removed or added meanwhile shift nothing.
+ */
+function cursorOf(entry: IndexEntry): string {
+  return `${entry.failedAt}:${entry.runId}`;
+}
+
+function parseCursor(cursor: string): IndexEntry {
+  const m = /^(\d{1,16}):(.+)$/s.exec(cursor);
+  if (!m) throw new ValidationError("cursor: not a cursor a dead-letter listing returned (nextCursor)");
+  return { failedAt: Number(m[1]), runId: m[2]! };
+}
+
+/** Redis orders members of equal score by their bytes. */
+function byteOrder(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a), Buffer.from(b));
+}
+
+/** The failure time an unindexed letter is indexed under (0, first, when its JSON has none). */
+function failedAtOf(raw: string): number {
+  try {
+    const at = (JSON.parse(raw) as { failedAt?: unknown }).failedAt;
+    return typeof at === "number" && Number.isFinite(at) && at >= 0 ? Math.floor(at) : 0;
+  } catch {
+    return 0;
+  }
+}
+
 export class DeadLetters {
+  private readonly indexLua;
+
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
-  ) {}
+  ) {
+    this.indexLua = luaCommand(redis, LUA_DIR, "dead-letter-index");
+  }
 
   async count(): Promise<number> {
     return await this.redis.hlen(this.keys.deadLetters());
   }
 
   /**
-   * Oldest first, each message cut to `textChars` characters (`textTruncated`, `textChars` say
-   * so; `get` has the whole letter). Read in small chunks (HSCAN), so a hash of many large letters
-   * (each up to the message limit) is never one reply nor one string: read whole, 530 letters of
-   * 1 MiB passed V8's string limit and listing failed.
+   * Oldest first (failure time, then runId), at most `limit` (all when absent), after `cursor`
+   * (a `nextCursor` an earlier page returned). Each message is cut to `textChars` characters
+   * (`textTruncated`, `textChars` say so; `get` has the whole letter). The index says which letters
+   * come next, and they are read a few at a time (HMGET), so a hash of many large letters (each up
+   * to the message limit) is never one reply nor one string: read whole, 530 letters of 1 MiB passed
+   * V8's string limit and listing failed. An index entry whose letter is gone is dropped.
    */
+  async page(opts: { cursor?: string; limit?: number; textChars?: number } = {}): Promise<DeadLetterPage> {
+    const limit = opts.limit ?? Number.POSITIVE_INFINITY;
+    const textChars = opts.textChars ?? LIST_TEXT_CHARS;
+    let after = opts.cursor === undefined ? null : parseCursor(opts.cursor);
+    const total = await this.indexMissing();
+    const letters: DeadLetterPreview[] = [];
+    for (;;) {
+      // One more than still wanted: whether another page follows is known without another read.
+      const ids = await this.idsAfter(after, Math.min(READ_CHUNK, limit - letters.length + 1));
+      if (ids.length === 0) return { total, letters };
+      if (letters.length >= limit) return { total, letters, nextCursor: cursorOf(after!) };
+      const take = ids.slice(0, limit - letters.length);
+      const raws = await this.redis.hmget(this.keys.deadLetters(), ...take.map((e) => e.runId));
+      const gone: string[] = [];
+      take.forEach((e, i) => {
+        const raw = raws[i];
+        if (raw) letters.push(preview(JSON.parse(raw) as DeadLetter, textChars));
+        else gone.push(e.runId);
+      });
+      if (gone.length) await this.indexLua([this.keys.deadLetters(), this.keys.deadLetterIndex()], ["prune", ...gone]);
+      after = take.at(-1)!;
+    }
+  }
+
+  /** Every dead letter, oldest first, each message cut (see `page`). */
   async list(textChars = LIST_TEXT_CHARS): Promise<DeadLetterPreview[]> {
-    const out: DeadLetterPreview[] = [];
-    let cursor = "0";
-    do {
-      const [next, flat] = await this.redis.hscan(this.keys.deadLetters(), cursor, "COUNT", SCAN_CHUNK);
-      cursor = next;
-      for (let i = 1; i < flat.length; i += 2) out.push(preview(JSON.parse(flat[i]!) as DeadLetter, textChars));
-    } while (cursor !== "0");
-    return out.sort((a, b) => a.failedAt - b.failedAt);
+    return (await this.page({ textChars })).letters;
+  }
+
+  /** The runIds of every dead letter, oldest first (only the index is read, not the letters). */
+  async runIds(): Promise<string[]> {
+    await this.indexMissing();
+    const out: string[] = [];
+    let after: IndexEntry | null = null;
+    for (;;) {
+      const ids = await this.idsAfter(after, ID_CHUNK);
+      out.push(...ids.map((e) => e.runId));
+      if (ids.length < ID_CHUNK) return out;
+      after = ids.at(-1)!;
+    }
   }
 
   async get(runId: string): Promise<DeadLetter | null> {
@@ -83,9 +185,65 @@ export class DeadLetters {
     return raw ? (JSON.parse(raw) as DeadLetter) : null;
   }
 
-  /** Drop a dead letter (replayed, or not wanted); false when there was none. */
+  /** Drop a dead letter (replayed, or not wanted), with its index entry; false when there was none. */
   async discard(runId: string): Promise<boolean> {
-    return (await this.redis.hdel(this.keys.deadLetters(), runId)) === 1;
+    const res = await this.redis
+      .multi()
+      .hdel(this.keys.deadLetters(), runId)
+      .zrem(this.keys.deadLetterIndex(), runId)
+      .exec();
+    const err = res?.find(([e]) => e)?.[0];
+    if (err) throw err;
+    return res?.[0]?.[1] === 1;
+  }
+
+  /**
+   * Up to `n` index entries after `after` (from the start when null), in index order. Entries of
+   * the same failure time as `after` are ordered by runId, so those up to it are skipped.
+   */
+  private async idsAfter(after: IndexEntry | null, n: number): Promise<IndexEntry[]> {
+    const out: IndexEntry[] = [];
+    let offset = 0;
+    while (out.length < n) {
+      const want = n - out.length;
+      const flat = await this.redis.zrangebyscore(
+        this.keys.deadLetterIndex(),
+        after ? after.failedAt : "-inf",
+        "+inf",
+        "WITHSCORES",
+        "LIMIT",
+        offset,
+        want,
+      );
+      for (let i = 0; i + 1 < flat.length; i += 2) {
+        const e = { runId: flat[i]!, failedAt: Number(flat[i + 1]) };
+        if (after && e.failedAt === after.failedAt && byteOrder(e.runId, after.runId) <= 0) continue;
+        out.push(e);
+      }
+      if (flat.length / 2 < want) break;
+      offset += want;
+    }
+    return out;
+  }
+
+  /**
+   * Index the letters the index does not have (written before it existed, or by a process that
+   * did not know it), when the hash holds more than the index: read a few at a time (HSCAN), each
+   * indexed only if still there. Returns how many letters there are.
+   */
+  private async indexMissing(): Promise<number> {
+    const res = await this.redis.multi().hlen(this.keys.deadLetters()).zcard(this.keys.deadLetterIndex()).exec();
+    const total = Number(res?.[0]?.[1] ?? 0);
+    if (total <= Number(res?.[1]?.[1] ?? 0)) return total;
+    let cursor = "0";
+    do {
+      const [next, flat] = await this.redis.hscan(this.keys.deadLetters(), cursor, "COUNT", READ_CHUNK);
+      cursor = next;
+      const pairs: (string | number)[] = [];
+      for (let i = 0; i + 1 < flat.length; i += 2) pairs.push(flat[i]!, failedAtOf(flat[i + 1]!));
+      if (pairs.length) await this.indexLua([this.keys.deadLetters(), this.keys.deadLetterIndex()], ["add", ...pairs]);
+    } while (cursor !== "0");
+    return total;
   }
 }
 

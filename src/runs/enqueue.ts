@@ -4,8 +4,9 @@
  * session's drainer. Push-before-wake is what makes the dedup'd drain job sufficient.
  *
  * A door's push (a client's or a tool's new turn) passes `doorLimit(config)`: into a session
- * whose inbox already holds `gateway.limits.maxQueuedTurns` turns it is refused with
- * `QueueFullError` (429 `queue_full`), checked in the push itself. Every other push (continuations,
+ * whose inbox already holds `gateway.limits.maxQueuedTurns` turns, or whose queued turns it would
+ * take past `gateway.limits.maxQueuedBytes`, it is refused with `QueueFullError` (429
+ * `queue_full`), checked in the push itself. Every other push (continuations,
  * announce and agent-to-agent steps, replays, steers, re-pushes) passes none and is never refused:
  * refusing it would lose work that was already accepted.
  */
@@ -44,11 +45,16 @@ export type TurnRequest = Omit<Turn, "runId" | "enqueuedAt" | "messageTs"> & { r
 export interface PushLimit {
   /** Refused when the inbox already holds this many turns; 0 or unset: no limit. */
   maxQueued?: number;
+  /** Refused when the inbox holds turns and this one would take their bytes past it; 0 or unset: no limit. */
+  maxQueuedBytes?: number;
 }
 
-/** The limit of a door's push: `gateway.limits.maxQueuedTurns` (0: none). Only doors pass it. */
+/**
+ * The limits of a door's push: `gateway.limits.maxQueuedTurns` and `maxQueuedBytes` (0: none).
+ * Only doors pass them.
+ */
 export function doorLimit(config: Pick<Config, "gateway">): PushLimit {
-  return { maxQueued: config.gateway.limits.maxQueuedTurns };
+  return { maxQueued: config.gateway.limits.maxQueuedTurns, maxQueuedBytes: config.gateway.limits.maxQueuedBytes };
 }
 
 /**

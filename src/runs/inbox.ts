@@ -13,7 +13,6 @@ import { serializeTurn, type Turn } from "./turn.js";
 import { pendingWakeMember, pendingWakeSuffix } from "./pending-wakes.js";
 import {
   PUSH_RESULTS,
-  RUN_RECORD_TTL_SECONDS,
   queuedRecordFields,
   recordFromPairs,
   type RawBegun,
@@ -27,6 +26,16 @@ import { luaSafeJson } from "../text/well-formed.js";
 const LUA_DIR = new URL("./lua/", import.meta.url);
 /** turn-push.lua's first reply element for a push refused by a full inbox: `{ -2, inbox length }`. */
 const PUSH_FULL = -2;
+/** ... and for one refused by the inbox's bytes: `{ -3, inbox length, inbox bytes }`. */
+const PUSH_FULL_BYTES = -3;
+/**
+ * How much one step of a `/stop` takes (stop-queued.lua): at most this many turns, and past its
+ * first turn at most this many bytes, so no script call holds Redis long whatever the inbox holds
+ * (one call over a whole inbox of 64 MiB held it 0.8 s; a step of 1 MiB holds it under 10 ms,
+ * test/integration/stop-in-steps.test.ts). A stop takes as many steps as it needs.
+ */
+export const STOP_STEP_TURNS = 100;
+export const STOP_STEP_BYTES = 1024 * 1024;
 
 /** A turn the lease holder is about to run, with what it needs from Redis. */
 export interface BegunTurn {
@@ -74,15 +83,25 @@ export class Inbox {
    * the caller's read and the push would otherwise leave the turn in a retired transcript.
    *
    * With `maxQueued` (> 0; a door's push, gateway.limits.maxQueuedTurns) an inbox that already
-   * holds that many turns refuses the turn: nothing is queued and `QueueFullError` is thrown.
-   * Checked in the same script, after the runId (a turn already queued answers `exists`).
-   * Internal pushes leave it unset: they are never refused.
+   * holds that many turns refuses the turn, and with `maxQueuedBytes` (> 0,
+   * gateway.limits.maxQueuedBytes) a non-empty inbox whose turns' bytes this one would take past
+   * it: nothing is queued and `QueueFullError` is thrown. Checked in the same script, after the
+   * runId (a turn already queued answers `exists`). Internal pushes leave them unset: they are
+   * never refused.
    */
   async push(
     turn: Turn,
-    opts: { expectEntry?: string; checkSessionId?: boolean; ready?: boolean; maxQueued?: number } = {},
+    opts: {
+      expectEntry?: string;
+      checkSessionId?: boolean;
+      ready?: boolean;
+      maxQueued?: number;
+      maxQueuedBytes?: number;
+    } = {},
   ): Promise<"ready" | "wake" | "queued" | "exists" | { changed: string | null }> {
     const maxQueued = opts.maxQueued ?? 0;
+    const maxQueuedBytes = opts.maxQueuedBytes ?? 0;
+    const json = serializeTurn(turn);
     const res = await this.pushLua(
       [
         this.keys.run(turn.runId),
@@ -91,20 +110,30 @@ export class Inbox {
         this.keys.pendingWakes(),
         this.keys.session(turn.sessionKey),
         this.keys.readyList(),
+        this.keys.inboxBytes(turn.sessionKey),
       ],
       [
-        serializeTurn(turn),
-        RUN_RECORD_TTL_SECONDS,
+        json,
+        // The records' TTL (maintenance.runRecordTtlMs), through the script's TTL argument.
+        this.records.ttlSeconds,
         pendingWakeMember(turn),
         opts.expectEntry ?? "",
         opts.ready ? "1" : "0",
         opts.checkSessionId ? turn.sessionId : "",
         maxQueued,
+        maxQueuedBytes,
         ...queuedRecordFields(turn),
       ],
     );
     if (Array.isArray(res) && res[0] === PUSH_FULL)
       throw new QueueFullError({ sessionKey: turn.sessionKey, limit: maxQueued, queued: Number(res[1]) });
+    if (Array.isArray(res) && res[0] === PUSH_FULL_BYTES)
+      throw new QueueFullError({
+        sessionKey: turn.sessionKey,
+        limit: maxQueuedBytes,
+        queued: Number(res[1]),
+        bytes: { queued: Number(res[2]), turn: Buffer.byteLength(json) },
+      });
     if (Array.isArray(res)) return { changed: (res[1] as string | null) ?? null };
     return PUSH_RESULTS[String(res)] as "ready" | "wake" | "queued" | "exists";
   }
@@ -132,6 +161,7 @@ export class Inbox {
         this.keys.session(sessionKey),
         this.keys.pendingWakes(),
         this.keys.leaseTake(sessionKey),
+        this.keys.inboxBytes(sessionKey),
       ],
       // A ready-list drain keeps its wake until it ends (begin-next.lua): "" leaves it, and
       // the script that gives the lease back clears it. The nonce answers a take sent twice once.
@@ -173,6 +203,7 @@ export class Inbox {
           this.keys.inflight(lease.sessionKey),
           this.keys.session(lease.sessionKey),
           this.keys.pendingWakes(),
+          this.keys.inboxBytes(lease.sessionKey),
         ],
         [
           lease.token,
@@ -216,8 +247,8 @@ export class Inbox {
   async discard(lease: LeaseHandle, raw: string, letter: DeadLetter): Promise<boolean> {
     try {
       const res = await this.discardLua(
-        [lease.fenceKey, this.keys.inflight(lease.sessionKey), this.keys.deadLetters()],
-        [lease.token, raw, letter.runId, luaSafeJson(letter)],
+        [lease.fenceKey, this.keys.inflight(lease.sessionKey), this.keys.deadLetters(), this.keys.deadLetterIndex()],
+        [lease.token, raw, letter.runId, luaSafeJson(letter), letter.failedAt],
       );
       return res === 1;
     } catch (err) {
@@ -249,28 +280,77 @@ export class Inbox {
   }
 
   /**
-   * Remove every queued (not in-flight) turn atomically, returning them (`/stop`): their records
-   * become `killed` with `error` and their waiters are told, in the same step
-   * (stop-queued.lua), and each is kept in the stopped-turns hash until `stoppedDone`.
+   * Remove every queued (not in-flight) turn (`/stop`), in steps (stop-queued.lua): the first
+   * takes the whole inbox aside in O(1), so exactly the turns queued at that instant are dropped
+   * (none of them can begin meanwhile, and one pushed after it runs as usual); each step then
+   * drops at most STOP_STEP_TURNS turns and STOP_STEP_BYTES bytes, so Redis never stalls on a
+   * huge inbox. Yields each step's turns, oldest first (the first step's possibly none): their
+   * records are `killed` with `error` and their waiters told, in the step, and each is kept in
+   * the stopped-turns hash until `stoppedDone`. A stop abandoned between steps leaves the rest
+   * for `resumeStop` (the maintenance sweep).
    */
-  async drop(sessionKey: string, error: string): Promise<Turn[]> {
-    const items = (await this.stopLua(
-      [this.keys.inbox(sessionKey), this.keys.stoppedTurns()],
-      [this.keys.run(""), this.keys.runDoneChannel(), error, Date.now()],
-    )) as string[];
-    return items.map(parseTurn).filter((t): t is Turn => t !== null);
+  async *drop(sessionKey: string, error: string): AsyncGenerator<Turn[]> {
+    yield* this.stopSteps(randomUUID(), error, this.keys.inbox(sessionKey), this.keys.inboxBytes(sessionKey));
+  }
+
+  /** The stops abandoned between steps (see drop) whose last step was before `before` (ms), at most `limit`. */
+  async stopsBefore(before: number, limit: number): Promise<string[]> {
+    return await this.redis.zrangebyscore(this.keys.stops(), "-inf", `(${before}`, "LIMIT", 0, limit);
+  }
+
+  /** Go on with the stop `stopId` (see drop, stopsBefore) where it was left, step by step. */
+  async *resumeStop(stopId: string, error: string): AsyncGenerator<Turn[]> {
+    yield* this.stopSteps(stopId, error);
+  }
+
+  private async *stopSteps(stopId: string, error: string, inbox?: string, inboxBytes?: string): AsyncGenerator<Turn[]> {
+    const list = this.keys.stopList(stopId);
+    for (let cut = inbox !== undefined; ; cut = false) {
+      const [more, items] = (await this.stopLua(
+        // Without a cut the inbox keys are not used: the stop's own list stands in for them.
+        [inbox ?? list, this.keys.stoppedTurns(), list, this.keys.stops(), inboxBytes ?? list],
+        [
+          this.keys.run(""),
+          this.keys.runDoneChannel(),
+          error,
+          Date.now(),
+          "",
+          cut ? "1" : "0",
+          STOP_STEP_TURNS,
+          STOP_STEP_BYTES,
+          stopId,
+        ],
+      )) as [number, string[]];
+      yield items.map(parseTurn).filter((t): t is Turn => t !== null);
+      if (more !== 1) return;
+    }
   }
 
   /**
    * Remove the queued turn of run `runId` only (a steer stopping the run it replaces), leaving
-   * every other queued turn in place, with the same bookkeeping as `drop` (stop-queued.lua).
+   * every other queued turn in place, with the same bookkeeping as `drop` (stop-queued.lua). The
+   * inbox is searched in steps of the same bounds, by index: turns begun meanwhile move the rest
+   * forward, so the search may pass over the turn. Not found, it is stopped by its run instead
+   * (`stopRun`: its cancel flag, which the turn reads when it begins).
    */
   async dropRun(sessionKey: string, runId: string, error: string): Promise<Turn[]> {
-    const items = (await this.stopLua(
-      [this.keys.inbox(sessionKey), this.keys.stoppedTurns()],
-      [this.keys.run(""), this.keys.runDoneChannel(), error, Date.now(), runId],
-    )) as string[];
-    return items.map(parseTurn).filter((t): t is Turn => t !== null);
+    const inbox = this.keys.inbox(sessionKey);
+    const keys = [inbox, this.keys.stoppedTurns(), inbox, this.keys.stops(), this.keys.inboxBytes(sessionKey)];
+    for (let from = 0; ; ) {
+      const [next, items] = (await this.stopLua(keys, [
+        this.keys.run(""),
+        this.keys.runDoneChannel(),
+        error,
+        Date.now(),
+        runId,
+        "0",
+        STOP_STEP_TURNS,
+        STOP_STEP_BYTES,
+        from,
+      ])) as [number, string[]];
+      if (next < 0) return items.map(parseTurn).filter((t): t is Turn => t !== null);
+      from = next;
+    }
   }
 
   /** Dropped turns still kept (see drop) since before `olderThan` (ms), at most `limit`. */
@@ -288,9 +368,9 @@ export class Inbox {
     return out;
   }
 
-  /** What the dropped turn `runId` carried is queued: forget it. */
-  async stoppedDone(runId: string): Promise<void> {
-    await this.redis.hdel(this.keys.stoppedTurns(), runId);
+  /** What the dropped turns `runIds` carried is queued: forget them. */
+  async stoppedDone(...runIds: string[]): Promise<void> {
+    if (runIds.length) await this.redis.hdel(this.keys.stoppedTurns(), ...runIds);
   }
 }
 

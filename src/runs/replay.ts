@@ -2,33 +2,71 @@
  * Replaying a dead letter: its message is queued again on its session as a new run (see
  * dead-letters.ts for the runId rule). When the session was reset meanwhile, the message goes
  * to the session's current transcript, as a message arriving now would.
+ *
+ * A letter whose run had saved its outcome before it was given up (it ran, but storage refused its
+ * transcript lines until the deadline) carries that outcome (`result`, added by run-finish.lua), and
+ * so does the turn its replay queues: the worker writes the saved lines and finishes the new run with
+ * it, as the first run would have finished (waiters, delivery of the reply, its continuation), without
+ * running the runtime and its tools a second time (src/workers/turn-executor.ts).
  */
 import type { RunDeps } from "./run-deps.js";
 import { SwitchboardError } from "../errors/index.js";
-import { replayRunId } from "./dead-letters.js";
+import { replayRunId, type DeadLetter } from "./dead-letters.js";
 import { enqueueTurn } from "./enqueue.js";
 
-export async function replayDeadLetter(
-  svc: Pick<RunDeps, "deadLetters" | "sessions" | "inbox" | "queues" | "config">,
-  runId: string,
-): Promise<{ replayedAs: string; sessionKey: string }> {
+type ReplayDeps = Pick<RunDeps, "deadLetters" | "sessions" | "inbox" | "queues" | "config">;
+
+export interface Replayed {
+  replayedAs: string;
+  sessionKey: string;
+  /** The run's saved outcome was reused: the replay writes it, the runtime does not run again. */
+  reusedResult?: true;
+}
+
+export async function replayDeadLetter(svc: ReplayDeps, runId: string): Promise<Replayed> {
   const letter = await svc.deadLetters.get(runId);
   if (!letter) throw new SwitchboardError("not_found", `No dead letter for run ${runId}`);
+  return await replayLetter(svc, letter);
+}
+
+/**
+ * Replay every dead letter that holds a readable turn, oldest first: the ones there are when it
+ * starts (a letter given up again meanwhile waits for the next call). Only their runIds are read
+ * up front (the index), each letter when its turn comes.
+ */
+export async function replayAllDeadLetters(svc: ReplayDeps): Promise<({ runId: string } & Replayed)[]> {
+  const replayed = [];
+  for (const id of await svc.deadLetters.runIds()) {
+    const letter = await svc.deadLetters.get(id);
+    if (!letter?.turn) continue; // replayed or discarded meanwhile, or unreadable (discard it)
+    replayed.push({ runId: id, ...(await replayLetter(svc, letter)) });
+  }
+  return replayed;
+}
+
+async function replayLetter(svc: ReplayDeps, letter: DeadLetter): Promise<Replayed> {
   if (!letter.turn)
     throw new SwitchboardError(
       "invalid_request",
-      `Dead letter ${runId} holds no readable turn (${letter.kind}); discard it instead`,
+      `Dead letter ${letter.runId} holds no readable turn (${letter.kind}); discard it instead`,
     );
-  const { archive: _archived, runId: _old, enqueuedAt: _at, ...turn } = letter.turn;
+  const { archive: _archived, runId: _old, enqueuedAt: _at, result: carried, ...turn } = letter.turn;
+  // Saved by the run given up, or carried by its turn (a replay with a saved outcome, given up again).
+  const result = letter.result ?? carried;
   const entry = await svc.sessions.get(turn.sessionKey);
   const queued = await enqueueTurn(svc, {
     ...turn,
     runId: replayRunId(letter),
     sessionId: entry?.sessionId ?? turn.sessionId,
     replays: letter.replays + 1,
+    ...(result ? { result } : {}),
   });
   // Removed only after the new run is queued: a crash in between leaves the letter, and a
   // second replay lands on the same derived runId (queued once).
-  await svc.deadLetters.discard(runId);
-  return { replayedAs: queued.runId, sessionKey: queued.sessionKey };
+  await svc.deadLetters.discard(letter.runId);
+  return {
+    replayedAs: queued.runId,
+    sessionKey: queued.sessionKey,
+    ...(result ? { reusedResult: true as const } : {}),
+  };
 }

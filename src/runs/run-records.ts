@@ -12,6 +12,7 @@ import { randomBytes } from "node:crypto";
 const FINISH_NONCE_PREFIX = randomBytes(6).toString("base64url");
 let finishCalls = 0;
 import type { RedisClient } from "../storage/redis-client.js";
+import type { Config } from "../config/schema.js";
 import { fromScriptError } from "../errors/index.js";
 import { luaCommand } from "../storage/lua-script.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
@@ -23,8 +24,13 @@ import { isTerminal, serializeTurn, type RunStatus, type TerminalStatus, type Tu
 
 const LUA_DIR = new URL("./lua/", import.meta.url);
 
-/** Run records stay readable for a week after they are written or finished. */
+/** Run records stay readable this long after they are written or finished: `maintenance.runRecordTtlMs`'s default. */
 export const RUN_RECORD_TTL_SECONDS = 7 * 24 * 3600;
+
+/** `maintenance.runRecordTtlMs` in the seconds Redis's EXPIRE takes. */
+export function runRecordTtlSeconds(config: Pick<Config, "maintenance">): number {
+  return Math.ceil(config.maintenance.runRecordTtlMs / 1000);
+}
 
 export interface RunRecord {
   runId: string;
@@ -55,6 +61,8 @@ export interface RunRecord {
   resultOutput?: string;
   /** Why a non-terminal run is not progressing (storage fault): told to callers who time out. */
   stalledReason?: string;
+  /** The last attempt parked on a storage fault (src/runs/storage-faults.ts): the begin after it is no redelivery. */
+  parkedAttempt?: number;
   /** The run ended its turn through sessions_yield (its message): it is `ok` with no reply. */
   yielded?: string;
   /** The agent-to-agent step its finish applied (JSON: `{ next }` or `{ done }`), when it followed one. */
@@ -108,6 +116,8 @@ export class RunRecords {
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
+    /** The records' TTL (`runRecordTtlSeconds(config)`), also given to what lives as long. */
+    readonly ttlSeconds: number = RUN_RECORD_TTL_SECONDS,
   ) {
     this.updateLua = luaCommand(redis, LUA_DIR, "run-update");
     this.finishLua = luaCommand(redis, LUA_DIR, "run-finish");
@@ -197,6 +207,7 @@ export class RunRecords {
       this.keys.session(lease.sessionKey),
       this.keys.pendingWakes(),
       this.keys.readyList(),
+      this.keys.inboxBytes(lease.sessionKey),
       ...step.expectEntries.map((e) => this.keys.session(e.sessionKey)),
     ];
     const pushArgs: string[] = [];
@@ -206,6 +217,7 @@ export class RunRecords {
         runKey,
         this.keys.inbox(p.turn.sessionKey),
         this.keys.inflight(p.turn.sessionKey),
+        this.keys.inboxBytes(p.turn.sessionKey),
         p.ifExists ?? runKey,
       );
       const record = queuedRecordFields(p.turn);
@@ -217,12 +229,14 @@ export class RunRecords {
         ...record,
       );
     }
+    // Last, after the push keys: the dead letter's index, written with the letter (run-finish.lua).
+    keys.push(this.keys.deadLetterIndex());
     try {
       return await this.finishLua(keys, [
         lease.token,
         runId,
         this.keys.runDoneChannel(),
-        RUN_RECORD_TTL_SECONDS,
+        this.ttlSeconds,
         opts.deadLetter ? luaSafeJson(opts.deadLetter) : "",
         beginNext ? "1" : "0",
         this.keys.run(""),
@@ -232,6 +246,7 @@ export class RunRecords {
         step.expectEntries.length,
         step.pushes.length,
         lease.wake ?? "",
+        opts.deadLetter ? String(opts.deadLetter.failedAt) : "",
         ...step.expectEntries.map((e) => e.raw ?? ""),
         ...pushArgs,
         ...flat,
@@ -357,6 +372,8 @@ export function decodeRecord(h: Record<string, string>, view: RecordView = "call
   if (h.resultOutput) rec.resultOutput = h.resultOutput;
   if (h.cancelRequested) rec.cancelRequested = h.cancelRequested;
   if (h.stalledReason && !isTerminal(h.status)) rec.stalledReason = h.stalledReason;
+  const parkedAttempt = num(h.parkedAttempt);
+  if (parkedAttempt !== undefined) rec.parkedAttempt = parkedAttempt;
   if (h.yielded !== undefined) rec.yielded = h.yielded;
   if (h.a2a) rec.a2a = h.a2a;
   return rec;

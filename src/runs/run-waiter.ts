@@ -68,20 +68,42 @@ export class RunWaiter {
     this.poll.unref();
   }
 
-  /** Resolves with the terminal record, or with the current (non-terminal) record on timeout. */
-  async wait(runId: string, timeoutMs: number): Promise<{ record: RunRecord | null; timedOut: boolean }> {
+  /** Waits registered and not answered yet (each holds a place on the run-done subscription and a timer). */
+  get pendingWaits(): number {
+    return this.expirers.size;
+  }
+
+  /**
+   * Resolves with the terminal record, or with the current (non-terminal) record on timeout.
+   * `signal`: the caller stopped waiting (an MCP client cancelled its call). The wait answers at
+   * once as a timeout with the record last seen (null when none was read yet) and lets go of its
+   * timer and its place on the subscription; the run itself is not touched.
+   */
+  async wait(
+    runId: string,
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<{ record: RunRecord | null; timedOut: boolean }> {
     const finished = this.recentlyFinished(runId);
     if (finished) return { record: finished, timedOut: false };
+    if (signal?.aborted) return { record: null, timedOut: true };
     // The timeout holds even while the subscription is not up yet (Redis away at start).
     let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
     const subscribed = await Promise.race([
       this.ready.then(
         () => true,
         () => false,
       ),
-      new Promise<boolean>((r) => (timer = setTimeout(() => r(false), Math.max(0, timeoutMs)))),
+      new Promise<boolean>((r) => {
+        timer = setTimeout(() => r(false), Math.max(0, timeoutMs));
+        onAbort = () => r(false);
+        signal?.addEventListener("abort", onAbort, { once: true });
+      }),
     ]);
     clearTimeout(timer);
+    if (onAbort) signal?.removeEventListener("abort", onAbort);
+    if (signal?.aborted) return { record: null, timedOut: true };
     if (!subscribed) {
       // A read error propagates: "no record" would tell the caller the run does not exist.
       const rec = await this.records.get(runId);
@@ -98,6 +120,7 @@ export class RunWaiter {
         if (done) return false;
         done = true;
         clearTimeout(timer);
+        signal?.removeEventListener("abort", cancel);
         this.expirers.delete(expire);
         this.waiters.get(runId)?.delete(waiter);
         if (this.waiters.get(runId)?.size === 0) this.waiters.delete(runId);
@@ -112,6 +135,9 @@ export class RunWaiter {
       const reread = () => this.records.get(runId).then((rec) => finish(rec, !(rec && isTerminal(rec.status))), fail);
       const waiter: Waiter = (rec) => finish(rec, false);
       const expire = () => void reread();
+      // No read on a cancel: nobody is left to answer, only the wait's resources to release.
+      const cancel = () => finish(seen, true);
+      signal?.addEventListener("abort", cancel, { once: true });
       this.expirers.add(expire);
       timer = setTimeout(expire, Math.max(0, timeoutMs));
       let set = this.waiters.get(runId);

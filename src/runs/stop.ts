@@ -3,11 +3,16 @@
  * queued turns (their records become `killed`, waiters are told), and do the same for the
  * sub-agent sessions it spawned, recursively. Returns how many runs were stopped.
  *
+ * The stop drops the turns queued when it started: its first step takes the whole inbox aside at
+ * once, and the rest are dropped in bounded steps (`Inbox.drop`, stop-queued.lua), so a huge inbox
+ * never stalls Redis. A turn pushed after that first step is queued and runs as usual.
+ *
  * What a dropped turn carried still happens: its continuation (a sub-agent's announce, the next
  * agent-to-agent step, which learns the turn was killed) and the archive of a reset it belonged
  * to. The drop keeps each turn in the stopped-turns hash, in the same step, until both are
  * queued; a stop that dies in between leaves it there, and the maintenance sweep queues them
- * (`requeueStopped`). Both jobs have ids derived from the turn, so they are added once.
+ * (`requeueStopped`). Both jobs have ids derived from the turn, so they are added once. A stop
+ * that dies between its steps leaves the rest of its turns aside, and the same sweep drops them.
  */
 import type { RunDeps } from "./run-deps.js";
 import { enqueueArchiveOf } from "../rotation/rotate.js";
@@ -25,16 +30,23 @@ export async function stopSession(
 ): Promise<number> {
   if (seen.has(sessionKey)) return 0;
   seen.add(sessionKey);
-  const dropped = await svc.inbox.drop(sessionKey, STOPPED_ERROR);
-  for (const turn of dropped) await carryOn(svc, turn);
-  let count = dropped.length;
-  const inflight = await svc.inbox.inflightTurn(sessionKey);
-  if (inflight) {
-    // Flag first, then broadcast: a run taken but not yet registered with its worker when the
-    // broadcast goes out finds the flag when it starts (turn-executor), so no stop is lost.
-    await svc.runs.requestCancel(inflight.runId, "killed");
-    await svc.cancels.publish({ sessionKey, runId: inflight.runId, reason: "killed" });
-    count++;
+  let count = 0;
+  let first = true;
+  for await (const dropped of svc.inbox.drop(sessionKey, STOPPED_ERROR)) {
+    await carryOn(svc, dropped);
+    count += dropped.length;
+    if (!first) continue;
+    first = false;
+    // Right after the first step, which took the queued turns aside: none of them can begin now,
+    // and the running turn is aborted without waiting for the rest of a long inbox to be dropped.
+    const inflight = await svc.inbox.inflightTurn(sessionKey);
+    if (inflight) {
+      // Flag first, then broadcast: a run taken but not yet registered with its worker when the
+      // broadcast goes out finds the flag when it starts (turn-executor), so no stop is lost.
+      await svc.runs.requestCancel(inflight.runId, "killed");
+      await svc.cancels.publish({ sessionKey, runId: inflight.runId, reason: "killed" });
+      count++;
+    }
   }
   if (opts.cascade === false) return count; // a steer restarts only this session's run
   for (const child of await svc.sessions.childKeys(sessionKey)) count += await stopSession(svc, child, seen);
@@ -53,10 +65,11 @@ export async function stopRun(
   runId: string,
 ): Promise<boolean> {
   const dropped = await svc.inbox.dropRun(sessionKey, runId, STOPPED_ERROR);
-  for (const turn of dropped) await carryOn(svc, turn);
+  await carryOn(svc, dropped);
   if (dropped.length) return true;
-  // Not queued (any more): begun, finished, or never queued. Dropping first means a turn begun
-  // in between is found here. Only this run is aborted, by its runId.
+  // Not queued (any more): begun, finished, or never queued; or passed over by the search (turns
+  // begun meanwhile moved it forward), and then its cancel flag stops it when it begins. Dropping
+  // first means a turn begun in between is found here. Only this run is aborted, by its runId.
   const rec = await svc.runs.get(runId);
   if (!rec || isTerminal(rec.status)) return false;
   await svc.runs.requestCancel(runId, "killed");
@@ -66,24 +79,34 @@ export async function stopRun(
 
 const STOPPED_ERROR = "stopped";
 
-/** Queue what the dropped `turn` carried (see the module comment), then forget it. */
-async function carryOn(svc: Pick<RunDeps, "inbox" | "queues" | "config">, turn: Turn): Promise<void> {
-  await enqueueArchiveOf(svc, turn);
-  await enqueueContinuation(svc, turn, { status: "killed", error: STOPPED_ERROR });
-  await svc.inbox.stoppedDone(turn.runId);
+/** Queue what the dropped `turns` carried (see the module comment), then forget them. */
+async function carryOn(svc: Pick<RunDeps, "inbox" | "queues" | "config">, turns: Turn[]): Promise<void> {
+  for (const turn of turns) {
+    await enqueueArchiveOf(svc, turn);
+    await enqueueContinuation(svc, turn, { status: "killed", error: STOPPED_ERROR });
+  }
+  await svc.inbox.stoppedDone(...turns.map((t) => t.runId));
 }
 
 /**
- * The maintenance sweep's part: turns dropped by a stop that died before queuing what they
- * carried (kept longer than STOPPED_TURN_ORPHANED_MS, so never one a live stop is working on).
- * Returns how many it queued.
+ * The maintenance sweep's part, for stops that died: the turns a stop took aside and had not
+ * dropped yet (its last step longer than STOPPED_TURN_ORPHANED_MS ago, so never a live stop's;
+ * at most `limit` such stops, each finished in bounded steps), then turns dropped whose carried
+ * jobs were not queued (kept longer than that). Returns how many turns it dropped or queued for.
  */
 export async function requeueStopped(
   svc: Pick<RunDeps, "inbox" | "queues" | "config">,
   limit: number,
   now = Date.now(),
 ): Promise<number> {
+  let count = 0;
+  for (const stopId of await svc.inbox.stopsBefore(now - STOPPED_TURN_ORPHANED_MS, limit)) {
+    for await (const dropped of svc.inbox.resumeStop(stopId, STOPPED_ERROR)) {
+      await carryOn(svc, dropped);
+      count += dropped.length;
+    }
+  }
   const orphans = await svc.inbox.stoppedBefore(now - STOPPED_TURN_ORPHANED_MS, limit);
-  for (const turn of orphans) await carryOn(svc, turn);
-  return orphans.length;
+  await carryOn(svc, orphans);
+  return count + orphans.length;
 }

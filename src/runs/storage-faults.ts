@@ -4,8 +4,8 @@
  * When a turn fails with a storage error the drain parks it (the turn stays in-flight, its
  * drain job is delayed with backoff) and records here:
  * - on the run record: when the fault was first seen for this run (kept across workers and
- *   retries, so the deadline is per run, not per attempt) and a human reason that `agent.wait`
- *   and `sessions_send` hand to a caller who stops waiting;
+ *   retries, so the deadline is per run, not per attempt), a human reason that `agent.wait`
+ *   and `sessions_send` hand to a caller who stops waiting, and which attempt was parked;
  * - deployment-wide: a health key with a TTL that `/readyz` and `switchboard status` read, and a
  *   counter for `/metrics`. The key expires by itself once no worker reports a fault; the worker
  *   that saw storage come back deletes it at once.
@@ -18,6 +18,11 @@ import type { RedisKeys } from "../storage/redis-keys.js";
 
 /** The health key outlives the longest retry pause, so it stays set while a fault lasts. */
 const HEALTH_TTL_MS = 120_000;
+
+/** A fault as people read it: Node's fs messages already start with their code ("ENOTDIR: not a …"). */
+export function faultText(fault: { code: string; message: string }): string {
+  return fault.message.startsWith(`${fault.code}:`) ? fault.message : `${fault.code}: ${fault.message}`;
+}
 
 export interface StorageFaultReport {
   code: string;
@@ -57,16 +62,20 @@ export class StorageFaults {
       .hget(runKey, "storageFaultSince")
       .hincrby(this.keys.stats(), "storage_faults", 1)
       .get(this.keys.storageFault())
+      .hget(runKey, "attempts")
       .exec();
     const since = Number(res?.[1]?.[1] ?? now) || now;
+    // The attempt parked now (turn-begin counted it): the run's next begin follows a park, not a crash, and is no
+    // redelivery; a begin after any other attempt is (src/metrics/turn-metrics.ts). Only the lease holder begins, so
+    // the count cannot move between this read and the write below.
+    const attempt = (res?.[4]?.[1] as string | null | undefined) ?? null;
     const previous = (res?.[3]?.[1] as string | null | undefined) ?? null;
     const expired = now - since >= this.deadlineMs;
     const until = new Date(since + this.deadlineMs).toISOString();
     const reason = expired
       ? `transcript storage unavailable since ${new Date(since).toISOString()} (${fault.code}): ` +
         `gave up after ${Math.round((now - since) / 60_000)} min`
-      : `transcript storage unavailable (${fault.code}: ${fault.message}); ` +
-        `the run is parked and retried until ${until}`;
+      : `transcript storage unavailable (${faultText(fault)}); ` + `the run is parked and retried until ${until}`;
     const first = previous ? (JSON.parse(previous) as StorageFaultReport).since : now;
     const report: StorageFaultReport = {
       code: fault.code,
@@ -78,7 +87,7 @@ export class StorageFaults {
     };
     await this.redis
       .multi()
-      .hset(runKey, "stalledReason", reason)
+      .hset(runKey, "stalledReason", reason, ...(attempt ? ["parkedAttempt", attempt] : []))
       .set(this.keys.storageFault(), JSON.stringify(report), "PX", HEALTH_TTL_MS)
       .exec();
     if (!this.faulty) {

@@ -28,7 +28,9 @@ export const STORAGE_FAULT_CODES: ReadonlySet<string> = new Set([
   "ESTALE", // stale NFS file handle
   "EROFS", // remounted read-only after errors
   "ENOTCONN", // FUSE / network mount went away
-  "EMFILE", // out of file descriptors: clears when load drops
+  // Out of file descriptors: clears when load drops. The transcript writer has already closed
+  // its idle handles and tried once more (holder-writer.ts), so it is not its own handles.
+  "EMFILE",
   "ENFILE",
 ]);
 

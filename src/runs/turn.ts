@@ -8,6 +8,7 @@ import type { RunProvenance, RunStep } from "../runtimes/types.js";
 import type { InterSessionSource } from "../runtimes/inter-session.js";
 import type { DeliveryContext } from "../session/session-entry.js";
 import { luaSafeJson } from "../text/well-formed.js";
+import type { TerminalStatus } from "./run-status.js";
 
 /** Built by `continuationOf` (src/queues/jobs.ts), which also fills in queue, id and retries. */
 export interface TurnContinuation {
@@ -49,6 +50,26 @@ export interface Turn {
   archive?: { sessionId: string; kind: "reset" | "deleted" };
   /** Set on a dead letter queued again by an operator: how many times it was replayed. */
   replays?: number;
+  /**
+   * A replayed dead letter whose run had its outcome saved before it was given up (docs/concepts/reliability.md,
+   * "Dead letters"): the worker writes these lines and finishes the run without running the runtime (its tools) again.
+   */
+  result?: SavedOutcome;
+}
+
+/**
+ * A run's outcome as saved on its record before its transcript lines are written (`resultSaved` and the fields
+ * beside it), carried by a dead letter and by its replay.
+ */
+export interface SavedOutcome {
+  status: TerminalStatus;
+  /** A successful run's reply. */
+  reply?: string;
+  error?: string;
+  /** When it was produced (ms): its transcript lines' time. */
+  at: number;
+  /** The runtime output the lines are built from (tool calls, model, usage, yielded), as JSON: `resultOutput`. */
+  output?: string;
 }
 
 export { isTerminal, type TerminalStatus, type RunStatus } from "./run-status.js";

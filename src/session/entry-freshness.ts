@@ -54,8 +54,8 @@ function untouchedSinceReset(entry: SessionEntry): boolean {
  * The instant the policy's idle/daily clock runs from. A reset counts as activity, as OpenClaw's
  * `sessions.reset` writes with touch-activity: a session reset and left alone goes stale one
  * policy period after its reset, not never (overrides set after the reset then expire with it).
- * Not the written updatedAt itself, which a reset preserves: pruning and `sessions.list` order
- * read that as the last message's time.
+ * Not the written updatedAt alone: a sweep's rollover leaves it (pruning and `sessions.list`
+ * order read it, and nobody used the session), while `sessions.reset` moves it too.
  */
 function lastActivityOf(entry: SessionEntry): number {
   return Math.max(entry.updatedAt, entry.resetAt ?? entry.updatedAt);

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Config } from "../config/schema.js";
 import type { SessionEntry } from "../session/session-entry.js";
+import { staleAtFor } from "../session/entry-freshness.js";
 import { identOf } from "../session/session-ident.js";
 import type { SessionStore } from "./session-store.js";
 
@@ -13,11 +14,14 @@ export async function ensureSession(
   const existing = await svc.sessions.get(sessionKey);
   if (existing) return existing;
   try {
+    const now = Date.now();
     return await svc.sessions.upsert(
       sessionKey,
       identOf(svc.config, sessionKey),
       { sessionId: randomUUID(), ...extra },
-      { mode: "create" },
+      // On the stale clock from its creation: its first turn's activity write is skipped (it
+      // is recent, src/rotation/turn-session.ts), and the sweep must find it all the same.
+      { mode: "create", now, staleAt: staleAtFor(svc.config, sessionKey, now, extra.channel) },
     );
   } catch (err) {
     if ((err as { code?: string }).code === "session_exists") return (await svc.sessions.get(sessionKey))!;

@@ -49,6 +49,13 @@ export class RedisKeys {
   inflight(sessionKey: string): string {
     return `${this.base}:inflight:${sessionKey}`;
   }
+  /**
+   * The UTF-8 bytes of the turns in the session's inbox (gateway.limits.maxQueuedBytes): kept by
+   * every script that changes the inbox, set afresh by a push into an empty one (push-turn.lua).
+   */
+  inboxBytes(sessionKey: string): string {
+    return `${this.base}:inbox-bytes:${sessionKey}`;
+  }
   /** Holds the fencing token of the worker that currently owns the session. */
   lease(sessionKey: string): string {
     return `${this.base}:lease:${sessionKey}`;
@@ -88,11 +95,29 @@ export class RedisKeys {
     return `${this.base}:deadletters`;
   }
   /**
+   * Zset runId → failedAt (ms) of the dead letters, written in the same step as the hash: listing pages through it
+   * in order instead of reading the whole hash (src/runs/dead-letters.ts).
+   */
+  deadLetterIndex(): string {
+    return `${this.base}:deadletters:by-failed-at`;
+  }
+  /**
    * Hash runId → "<ms>\n<turn JSON>": turns `/stop` dropped whose continuation (announce,
    * agent-to-agent step) and reset archive are not queued yet (src/runs/stop.ts).
    */
   stoppedTurns(): string {
     return `${this.base}:stopped`;
+  }
+  /**
+   * Zset stop id → ms of its last step: `/stop`s whose own list (`stopList`) still holds turns to
+   * drop, so the maintenance sweep finishes one that died between its steps (src/runs/stop.ts).
+   */
+  stops(): string {
+    return `${this.base}:stopping`;
+  }
+  /** The turns a `/stop` took from the inbox at its start and has not dropped yet (stop-queued.lua). */
+  stopList(stopId: string): string {
+    return `${this.base}:stopping:${stopId}`;
   }
   /**
    * Retired transcripts not archived yet (zset member `<kind>\n<agentId>\n<sessionId>\n<key>`,

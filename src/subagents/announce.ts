@@ -88,9 +88,13 @@ export function createSubagentProcessors(svc: SubagentDeps) {
       await job.updateData({ ...d, terminalWaits: waits });
       return await retryLater(job, token, Math.min(100 * waits, 5000));
     }
-    // A woken orchestrator: the outcome is its session's latest turn's, announced for its own run.
+    // A claim of an orchestrator's report by a turn of its session, announced for its own run.
     const run = await registry.get(d.registryRunId ?? d.runId);
-    if (!run) return { done: "unknown-run" };
+    if (!run) {
+      // A completion turn's claim for a report nobody waits for any more: what it owed is settled.
+      if (d.registryRunId) await registry.settleCompletion(d.childKey, d.runId);
+      return { done: "unknown-run" };
+    }
     const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
     try {
       return await announceRun(svc, registry, run, rec, lastAttempt, d.runId);
@@ -98,6 +102,8 @@ export function createSubagentProcessors(svc: SubagentDeps) {
       announceAttemptFailed(lastAttempt);
       if (lastAttempt) {
         await registry.update(run.runId, { announce: "failed", announceError: (err as Error).message });
+        // Given up: a requester that waits for this run to report (an orchestrator) must not wait for ever.
+        await releaseRequester(svc, registry, run).catch(() => undefined);
       }
       throw err;
     }
@@ -121,57 +127,141 @@ async function announceRun(
   claimer: string,
 ): Promise<Record<string, unknown>> {
   let rec = claimerRecord;
+  // Its own turns, for the report's stats: the run's own, and every turn that claimed it.
+  let turns = [claimer];
   // An orchestrator reports after what it spawned: its own announce and the one each completion
   // turn in its session carries claim it, and the first to find nothing left pending announces
-  // it, on its outcome (OpenClaw defers likewise). A killed or steered run has nothing to wait for.
+  // it, on its latest answer (OpenClaw defers likewise). A killed or steered run has nothing to wait for.
   if (run.suppressAnnounce) {
     // Killed or steered: it ends on its own outcome, whoever asks (its own announce job, or a
     // claim a completion turn dropped by the kill still carried: the run's own job may have
     // deferred already, and would not come again).
-    if (claimer !== run.runId) rec = await svc.runs.get(run.runId);
+    if (claimer !== run.runId) {
+      // A completion turn's claim: what it owed the session is settled all the same, or the run
+      // that replaced a steered one there would wait for it for ever.
+      await registry.settleCompletion(run.childSessionKey, claimer);
+      rec = await svc.runs.get(run.runId);
+      turns = [run.runId];
+    }
   } else {
-    const claim = await registry.claimAnnounce(run, claimer);
-    if (claim !== "claimed") return { done: claim };
+    // A completion turn's claim settles the completion it was (marked when its sub-agent ended).
+    const claim = await registry.claimAnnounce(run, claimer, outcomeOrder(rec), claimer);
+    if (claim.result !== "claimed") return { done: claim.result };
+    if (claim.outcome !== claimer) rec = await svc.runs.get(claim.outcome);
+    turns = claim.turns;
   }
   // The outcome comes from the run record (the runtime), never from what the model wrote.
   const status = (rec && isTerminal(rec.status) ? rec.status : "error") as AnnounceFacts["status"];
   const error = rec?.error ?? (rec ? undefined : "run record expired");
   const endedAt = rec?.endedAt ?? Date.now();
+  const span = await spanOf(svc, run.runId, rec, turns);
   // Frozen as it will be handed on: no reasoning or tool scaffolding reaches the requester or its chat.
   await registry.setOnce(run.runId, "frozenResult", status === "ok" ? sanitizeForHandoff(rec?.reply) : "");
-  await registry.markEnded(run, status, endedAt, error);
-  // The requester's own run when the requester is a sub-agent: its report may wait for this one.
+  // The requester's own run when the requester is a sub-agent: its report may wait for this one,
+  // so the completion this run owes it is marked pending in the same step that ends this run.
   const parentRun = isSubagentKey(run.requesterSessionKey)
     ? ((await registry.currentRunOf(run.requesterSessionKey)) ?? undefined)
     : undefined;
-  const done = await announceEnded(svc, registry, run, rec, status, endedAt, error, parentRun, lastAttempt);
+  const completion = announceTurnRunId(run.childSessionKey, run.runId);
+  await registry.markEnded(run, status, endedAt, error, parentRun ? completion : undefined);
+  const done = await announceEnded(svc, registry, run, status, endedAt, error, span, parentRun, lastAttempt);
   // No completion turn carries the parent's claim (this one was silent, suppressed, or its
-  // requester is gone): a parent already waiting claims on its own outcome.
-  if (parentRun && done.done !== "announced" && (await registry.get(parentRun))?.announce === "deferred")
-    await addJob(svc, "subagentAnnounce", {
-      childKey: run.requesterSessionKey,
-      runId: parentRun,
-      registryRunId: parentRun,
-      via: run.runId,
-      status: "ok",
-    } as never);
+  // requester is gone): the completion is settled here instead, and a parent already waiting
+  // is asked to claim again.
+  if (parentRun && done.done !== "announced") await settleAndWake(svc, registry, run, parentRun);
   return done;
+}
+
+/**
+ * The completion `run` owed its requester will not come: settle it, then ask a requester whose
+ * report waits (deferred) to claim again. In this order: a claim that ran before the settle saw
+ * the completion pending and deferred, so it is seen here; one that runs after sees it settled.
+ * Its own claimer is the requester's run, announced on its latest answer (subagent-claim.lua).
+ */
+async function settleAndWake(
+  svc: SubagentDeps,
+  registry: SubagentRegistry,
+  run: SubagentRun,
+  parentRun: string,
+): Promise<void> {
+  await registry.settleCompletion(
+    run.requesterSessionKey,
+    announceTurnRunId(run.childSessionKey, run.runId),
+    run.runId,
+  );
+  if ((await registry.get(parentRun))?.announce !== "deferred") return;
+  await addJob(svc, "subagentAnnounce", {
+    childKey: run.requesterSessionKey,
+    runId: parentRun,
+    registryRunId: parentRun,
+    via: run.runId,
+    status: "ok",
+  });
+}
+
+/**
+ * A run whose completion will not come, the requester that waits for it released as for a silent
+ * run: its announce given up after its last attempt (unless its completion turn was queued: its
+ * claim settles what it owed), or a run whose turn was never queued, ended by a kill or dropped
+ * (src/subagents/unqueued.ts): it left the requester's running set without an announce.
+ */
+export async function releaseRequester(svc: SubagentDeps, registry: SubagentRegistry, run: SubagentRun): Promise<void> {
+  if (!isSubagentKey(run.requesterSessionKey)) return;
+  const parentRun = await registry.currentRunOf(run.requesterSessionKey);
+  if (!parentRun || (await svc.runs.get(announceTurnRunId(run.childSessionKey, run.runId)))) return;
+  await settleAndWake(svc, registry, run, parentRun);
+}
+
+type RunRecordOf = Awaited<ReturnType<SubagentDeps["runs"]["get"]>>;
+
+/**
+ * Which of an orchestrator's turns answered last (subagent-claim.lua compares these as strings):
+ * a turn that ended by sessions_yield handed over to its sub-agents, so it ranks below any turn
+ * that answered; then the end on Redis's clock (turns of one session run one after another),
+ * then the start.
+ */
+export function outcomeOrder(rec: RunRecordOf): string {
+  const pad = (n: number | undefined) => String(Math.max(0, Math.floor(n ?? 0))).padStart(15, "0");
+  const answered = rec && rec.yielded === undefined ? 1 : 0;
+  return `${answered}:${pad(rec?.terminalAt ?? rec?.endedAt)}:${pad(rec?.startedAt)}`;
+}
+
+/**
+ * What the report's stats cover: from the run's own start, and the usage of every turn of it
+ * (for an orchestrator, its own run and each completion turn that claimed its report; OpenClaw
+ * counts the child session's tokens likewise).
+ */
+async function spanOf(
+  svc: SubagentDeps,
+  ownRunId: string,
+  outcome: RunRecordOf,
+  turns: string[],
+): Promise<{ startedAt?: number; usage?: { input: number; output: number } }> {
+  const ids = [...new Set([ownRunId, ...turns])];
+  const recs = await Promise.all(ids.map((id) => (id === outcome?.runId ? outcome : svc.runs.get(id))));
+  const own = recs[0];
+  let usage: { input: number; output: number } | undefined;
+  for (const r of recs)
+    if (r?.usage) usage = { input: (usage?.input ?? 0) + r.usage.input, output: (usage?.output ?? 0) + r.usage.output };
+  const startedAt = own?.startedAt ?? outcome?.startedAt;
+  return { ...(startedAt !== undefined ? { startedAt } : {}), ...(usage ? { usage } : {}) };
 }
 
 async function announceEnded(
   svc: SubagentDeps,
   registry: SubagentRegistry,
   run: SubagentRun,
-  rec: Awaited<ReturnType<SubagentDeps["runs"]["get"]>>,
   status: AnnounceFacts["status"],
   endedAt: number,
   error: string | undefined,
+  /** The run's start and its turns' usage (spanOf). */
+  span: { startedAt?: number; usage?: { input: number; output: number } },
   /** The requester's own registry run (a sub-agent requester): the completion turn carries its claim. */
   parentRun: string | undefined,
   lastAttempt: boolean,
 ): Promise<Record<string, unknown>> {
-  if (rec?.usage) await registry.update(run.runId, { usageInput: rec.usage.input, usageOutput: rec.usage.output });
-  if (rec?.startedAt) await registry.update(run.runId, { startedAt: rec.startedAt });
+  if (span.usage) await registry.update(run.runId, { usageInput: span.usage.input, usageOutput: span.usage.output });
+  if (span.startedAt) await registry.update(run.runId, { startedAt: span.startedAt });
   const frozen = (await registry.get(run.runId))?.frozenResult ?? "";
 
   if (run.suppressAnnounce) {
@@ -199,8 +289,8 @@ async function announceEnded(
     status,
     ...(error ? { error } : {}),
     result: frozen,
-    ...(rec?.startedAt ? { runtimeMs: endedAt - rec.startedAt } : {}),
-    ...(rec?.usage ? { usage: rec.usage } : {}),
+    ...(span.startedAt ? { runtimeMs: endedAt - span.startedAt } : {}),
+    ...(span.usage ? { usage: span.usage } : {}),
     ...(child
       ? { sessionId: child.sessionId, transcriptPath: svc.transcripts.path(child.agentId, child.sessionId) }
       : {}),

@@ -9,7 +9,7 @@ import { luaCommand } from "../storage/lua-script.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
 
 const LUA_DIR = new URL("./lua/", import.meta.url);
-/** Registry entries live as long as run records. */
+/** Registry entries live as long as run records: their TTL by default (`maintenance.runRecordTtlMs`). */
 export const REGISTRY_TTL_SECONDS = 7 * 24 * 3600;
 
 /**
@@ -63,15 +63,21 @@ export class SubagentRegistry {
   private readonly replaceLua;
   private readonly suppressLua;
   private readonly claimLua;
+  private readonly endLua;
+  private readonly unqueuedLua;
 
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
+    /** What the registry writes lives this long: the run records' TTL (`svc.runs.ttlSeconds`). */
+    private readonly ttlSeconds = REGISTRY_TTL_SECONDS,
   ) {
     this.registerLua = luaCommand(redis, LUA_DIR, "subagent-register");
     this.replaceLua = luaCommand(redis, LUA_DIR, "subagent-replace");
     this.suppressLua = luaCommand(redis, LUA_DIR, "subagent-suppress");
     this.claimLua = luaCommand(redis, LUA_DIR, "subagent-claim");
+    this.endLua = luaCommand(redis, LUA_DIR, "subagent-end");
+    this.unqueuedLua = luaCommand(redis, LUA_DIR, "subagent-unqueued");
   }
 
   recordKey(runId: string): string {
@@ -85,6 +91,10 @@ export class SubagentRegistry {
   }
   private childKey(child: string): string {
     return `${this.keys.base}:sa:child:${child}`;
+  }
+  /** The completions still owed to an orchestrator session by the runs it spawned that ended (subagent-end.lua). */
+  private pendingKey(requester: string): string {
+    return `${this.keys.base}:sa:pending:${requester}`;
   }
 
   /** Registers once per runId within `maxActive`; see subagent-register.lua. */
@@ -107,7 +117,7 @@ export class SubagentRegistry {
         // No calling run (a call from outside a turn): a key under the same tag that never exists.
         this.keys.run(callerRunId ?? ""),
       ],
-      [run.runId, run.createdAt, maxActive, REGISTRY_TTL_SECONDS, ...encode(run)],
+      [run.runId, run.createdAt, maxActive, this.ttlSeconds, ...encode(run)],
     )) as [number, number];
     const result = code === 1 ? "registered" : code === 0 ? "existing" : code === -1 ? "limit" : "stopped";
     return { result, active };
@@ -133,33 +143,97 @@ export class SubagentRegistry {
     return await this.redis.scard(this.activeKey(requester));
   }
 
-  /** The run has ended: it no longer counts against the requester's active children. */
-  async markEnded(run: SubagentRun, status: SubagentRun["status"], endedAt: number, error?: string): Promise<void> {
-    await this.redis
-      .multi()
-      .hset(this.recordKey(run.runId), { status, endedAt: String(endedAt), ...(error ? { error } : {}) })
-      .srem(this.activeKey(run.requesterSessionKey), run.runId)
-      .exec();
+  /** The requester's runs that hold a child slot (records gone with their TTL left out). */
+  async activeRuns(requester: string): Promise<SubagentRun[]> {
+    const ids = await this.redis.smembers(this.activeKey(requester));
+    return (await Promise.all(ids.map((id) => this.get(id)))).filter((r): r is SubagentRun => r !== null);
   }
 
   /**
-   * Claim the run's announce for the outcome of `claimer` (its own runId, or a completion turn
-   * in its session): `claimed`, `deferred` while what it spawned is still to be reported to it,
-   * or `taken` by another claimer (subagent-claim.lua).
+   * Undo the registration of a run whose turn was never queued (no run record), registered
+   * before `registeredBefore` (subagent-unqueued.lua): `dropped-session` when the child session
+   * held only this run (its spawn created it for it: the caller deletes it), `kept` when refused.
    */
-  async claimAnnounce(run: SubagentRun, claimer: string): Promise<"claimed" | "deferred" | "taken"> {
-    const code = Number(
-      await this.claimLua(
-        [
-          this.recordKey(run.runId),
-          this.activeKey(run.childSessionKey),
-          this.keys.inbox(run.childSessionKey),
-          this.keys.inflight(run.childSessionKey),
-        ],
-        [claimer],
-      ),
+  async dropUnqueued(run: SubagentRun, registeredBefore: number): Promise<"kept" | "dropped" | "dropped-session"> {
+    const code = Number(await this.unqueuedLua(this.unqueuedKeys(run), [run.runId, "drop", registeredBefore]));
+    return code === 2 ? "dropped-session" : code === 1 ? "dropped" : "kept";
+  }
+
+  /**
+   * A kill of a run whose turn was never queued (no run record): nothing runs to stop, and no
+   * announce job will end it, so it ends here, as `killed` with its announce suppressed
+   * (subagent-unqueued.lua). Only a run the kill suppressed; false when refused.
+   */
+  async endUnqueued(run: SubagentRun, endedAt: number): Promise<boolean> {
+    return Number(await this.unqueuedLua(this.unqueuedKeys(run), [run.runId, "end", endedAt])) === 1;
+  }
+
+  private unqueuedKeys(run: SubagentRun): string[] {
+    return [
+      this.recordKey(run.runId),
+      this.keys.run(run.runId),
+      this.requesterKey(run.requesterSessionKey),
+      this.activeKey(run.requesterSessionKey),
+      this.childKey(run.childSessionKey),
+    ];
+  }
+
+  /**
+   * The run has ended: it no longer counts against the requester's active children. With
+   * `completion` (a requester that is an orchestrator: the runId of the completion turn it is
+   * owed), that completion is marked pending in the same step, until its claim settles it
+   * (subagent-end.lua, subagent-claim.lua).
+   */
+  async markEnded(
+    run: SubagentRun,
+    status: SubagentRun["status"],
+    endedAt: number,
+    error?: string,
+    completion?: string,
+  ): Promise<void> {
+    await this.endLua(
+      [this.recordKey(run.runId), this.activeKey(run.requesterSessionKey), this.pendingKey(run.requesterSessionKey)],
+      [run.runId, status, endedAt, error ?? "", completion ?? "", this.ttlSeconds],
     );
-    return code === 1 ? "claimed" : code === 0 ? "deferred" : "taken";
+  }
+
+  /**
+   * The completion `completion` owed to the session `requester` is settled without a claim: no
+   * completion turn will come (its run silent, killed, its announce given up; then `runId`, that
+   * run, is no longer active there either), or the turn's claim has no report to claim (the run
+   * it was for was killed or steered, or is gone).
+   */
+  async settleCompletion(requester: string, completion: string, runId?: string): Promise<void> {
+    const step = this.redis.multi().srem(this.pendingKey(requester), completion);
+    if (runId) step.srem(this.activeKey(requester), runId);
+    await step.exec();
+  }
+
+  /**
+   * Claim the run's announce as `claimer` (its own runId, or a completion turn in its session,
+   * which settles `settles`, the completion it was), ordered by `order` (outcomeOrder in
+   * src/subagents/announce.ts): `claimed` with the outcome to announce (the newest of every
+   * claimer's, all of them in `turns`), `deferred` while what it spawned is still to be reported
+   * to it, or `taken` by another claimer (subagent-claim.lua).
+   */
+  async claimAnnounce(
+    run: SubagentRun,
+    claimer: string,
+    order: string,
+    settles = "",
+  ): Promise<{ result: "claimed"; outcome: string; turns: string[] } | { result: "deferred" | "taken" }> {
+    const [code, outcome, ...turns] = (await this.claimLua(
+      [
+        this.recordKey(run.runId),
+        this.activeKey(run.childSessionKey),
+        this.keys.inbox(run.childSessionKey),
+        this.keys.inflight(run.childSessionKey),
+        this.pendingKey(run.childSessionKey),
+      ],
+      [claimer, order, settles],
+    )) as [number, string?, ...string[]];
+    if (code === 1) return { result: "claimed", outcome: outcome ?? claimer, turns };
+    return { result: code === 0 ? "deferred" : "taken" };
   }
 
   /**
@@ -228,7 +302,7 @@ export class SubagentRegistry {
           this.requesterKey(next.requesterSessionKey),
           this.childKey(next.childSessionKey),
         ],
-        [prev.runId, next.runId, next.createdAt, REGISTRY_TTL_SECONDS, ...encode(next)],
+        [prev.runId, next.runId, next.createdAt, this.ttlSeconds, ...encode(next)],
       ),
     );
     return code === 1 ? "replaced" : code === 0 ? "finished" : code === -1 ? "stopped" : "unknown";

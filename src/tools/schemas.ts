@@ -79,7 +79,11 @@ export function toolJsonSchema(schema: z.ZodType): Record<string, unknown> {
 
 export const SessionsSpawnArgs = z.strictObject({
   task: z.string().min(1).max(MAX_MESSAGE_BYTES).describe("what the sub-agent should do"),
-  label: safeString("label", "label").min(1).max(512).optional().describe("short name, unique per agent"),
+  label: safeString("label", "label")
+    .min(1)
+    .max(512)
+    .optional()
+    .describe("short name for this run (subagents targets and the announce use it)"),
   agentId: safeString("agentId")
     .min(1)
     .max(64)

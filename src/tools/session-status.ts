@@ -5,7 +5,7 @@
 import type { ToolDeps } from "./tool-deps.js";
 import { agentRuntime } from "../config/agents.js";
 import { statusCard } from "../session/status-card.js";
-import { identOf } from "../session/session-ident.js";
+import { writeSessionSettings } from "../rotation/session-settings.js";
 import { displaySessionKey } from "../session/key-canonical.js";
 import { sessionSendPolicy } from "../session/stored-send-policy.js";
 import { guard } from "./access.js";
@@ -32,12 +32,8 @@ export async function sessionStatus(svc: ToolDeps, caller: ToolCaller, rawArgs: 
     // The same rule sessions_spawn applies: the override is sent as the runtime's model on every turn.
     const invalid = value === null ? undefined : invalidModelError(value);
     if (invalid) return toolError(invalid);
-    entry = await svc.sessions.upsert(
-      ref.key,
-      identOf(svc.config, ref.key),
-      { modelOverride: value },
-      { activity: "preserve", mode: "update" },
-    );
+    // With its stale instant: an override on a session untouched since its reset expires with it.
+    entry = await writeSessionSettings(svc, ref.key, { modelOverride: value }, { before: entry });
     changedModel = true;
   }
   const [depth, running] = await Promise.all([svc.inbox.depth(ref.key), svc.inbox.hasInflight(ref.key)]);

@@ -38,13 +38,14 @@ export const DEFAULT_SEND_TIMEOUT_SECONDS = 30;
 export const THREAD_TARGET_ERROR =
   "sessions_send cannot target a thread session for inter-agent coordination. " +
   "Use the parent channel session key instead.";
-const LATE_FLAG_TTL_SECONDS = 7 * 24 * 3600;
 
 export async function sessionsSend(
   svc: ToolDeps,
   waiter: RunWaiter,
   caller: ToolCaller,
   rawArgs: unknown,
+  /** The caller stopped waiting (an MCP client's cancel): the wait ends as a timeout, the run goes on. */
+  signal?: AbortSignal,
 ): Promise<ToolResult> {
   // Called from a turn, the send's id follows from the call and what it sends where
   // (src/tools/call-ids.ts); answers given before the target is known carry the call's own id.
@@ -173,10 +174,12 @@ export async function sessionsSend(
     };
   }
 
-  const { record, timedOut } = await waiter.wait(runId, timeoutSeconds * 1000);
+  const { record, timedOut } = await waiter.wait(runId, timeoutSeconds * 1000, signal);
   if (timedOut || !record) {
     const markLate = luaCommand(svc.redis, LUA_DIR, "a2a-mark-late");
-    const status = (await markLate([svc.keys.run(runId), svc.keys.a2aLate(runId)], [LATE_FLAG_TTL_SECONDS])) as string;
+    // The flag lives as long as the run's record: the run may finish (and read it) until then.
+    const flagTtl = svc.runs.ttlSeconds;
+    const status = (await markLate([svc.keys.run(runId), svc.keys.a2aLate(runId)], [flagTtl])) as string;
     if (status === "late") {
       const why = record?.stalledReason ? ` (${record.stalledReason})` : "";
       return {

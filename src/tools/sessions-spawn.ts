@@ -11,12 +11,13 @@ import { doorLimit, enqueueTurn } from "../runs/enqueue.js";
 import { QueueFullError } from "../errors/queue-full.js";
 import { stopRun } from "../runs/stop.js";
 import { toolCallIds } from "./call-ids.js";
-import { identOf } from "../session/session-ident.js";
+import { writeSessionSettings } from "../rotation/session-settings.js";
 import { subagentSessionKey } from "../session/key-build.js";
 import { subagentDepthFromKey } from "../session/key-classify.js";
 import type { TranscriptEntry } from "../history/transcript-types.js";
 import { announceContinuation } from "../subagents/announce.js";
-import { SubagentRegistry } from "../subagents/registry.js";
+import { SubagentRegistry, type SubagentRun } from "../subagents/registry.js";
+import { dropUnqueued, releaseUnqueued } from "../subagents/unqueued.js";
 import * as rules from "../subagents/spawn-policy.js";
 import { SessionsSpawnArgs } from "./schemas.js";
 import { argsError, forbidden, toolError, type ToolCaller, type ToolResult } from "./tool-context.js";
@@ -56,12 +57,16 @@ export async function sessionsSpawn(svc: ToolDeps, caller: ToolCaller, rawArgs: 
   const spawned = [targetAgent, args.task];
   const runId = call.id(...spawned);
   const childSessionKey = subagentSessionKey(targetAgent, call.id(...spawned, "child"));
-  const registry = new SubagentRegistry(svc.redis, svc.keys);
+  const registry = new SubagentRegistry(svc.redis, svc.keys, svc.runs.ttlSeconds);
   const spawnedBefore = call.derived && (await registry.get(runId)) !== null;
-  // 6. active children.
-  const active = await registry.activeCount(caller.sessionKey);
-  if (!spawnedBefore && active >= sa.maxChildrenPerAgent)
-    return forbidden(rules.maxChildrenError(active, sa.maxChildrenPerAgent));
+  // 6. active children. At the limit, slots held by runs whose spawn was cut off before their
+  //    turn was queued are released first (src/subagents/unqueued.ts).
+  let active = await registry.activeCount(caller.sessionKey);
+  if (!spawnedBefore && active >= sa.maxChildrenPerAgent) {
+    if ((await releaseUnqueued(svc, registry, await registry.activeRuns(caller.sessionKey))).size)
+      active = await registry.activeCount(caller.sessionKey);
+    if (active >= sa.maxChildrenPerAgent) return forbidden(rules.maxChildrenError(active, sa.maxChildrenPerAgent));
+  }
   // 7. explicit agentId when required.
   if (!requestedAgent && rules.requireAgentIdFor(config, caller.agentId))
     return forbidden(rules.REQUIRE_AGENT_ID_ERROR);
@@ -104,9 +109,10 @@ export async function sessionsSpawn(svc: ToolDeps, caller: ToolCaller, rawArgs: 
   if (!child && spawnedBefore) return accepted;
   if (!child) {
     try {
-      child = await svc.sessions.upsert(
+      // Created with its stale instant: a model or thinking level set here is cleared by a rollover.
+      child = await writeSessionSettings(
+        svc,
         childSessionKey,
-        identOf(config, childSessionKey),
         {
           sessionId: call.id(...spawned, "session"),
           spawnedBy: caller.sessionKey,
@@ -114,11 +120,12 @@ export async function sessionsSpawn(svc: ToolDeps, caller: ToolCaller, rawArgs: 
           spawnDepth: depth,
           subagentRole: role,
           sandboxed: childSandboxed,
-          ...(args.label ? { label: args.label } : {}),
+          // No label: a session label is unique per agent, a spawn's is not (it names the run,
+          // on its registry record: docs/concepts/subagents.md).
           ...(model ? { modelOverride: model } : {}),
           ...(thinking ? { thinkingLevel: thinking.toLowerCase() } : {}),
         },
-        { mode: "create", activity: "touch" },
+        { before: null, mode: "create" },
       );
     } catch (err) {
       const code = (err as { code?: string }).code;
@@ -140,25 +147,22 @@ export async function sessionsSpawn(svc: ToolDeps, caller: ToolCaller, rawArgs: 
     );
 
   // 13. the registry record, within the active-children limit (atomic with concurrent spawns).
-  const reg = await registry.register(
-    {
-      runId,
-      childSessionKey,
-      requesterSessionKey: caller.sessionKey,
-      task: args.task,
-      ...(args.label ? { label: args.label } : {}),
-      cleanup: args.cleanup ?? "keep",
-      depth,
-      ...(model ? { model } : {}),
-      ...(runTimeoutSeconds > 0 ? { runTimeoutSeconds } : {}),
-      createdAt: Date.now(),
-      status: "running",
-      announce: "pending",
-      hop: caller.hop + 1,
-    },
-    sa.maxChildrenPerAgent,
-    caller.runId,
-  );
+  const record: SubagentRun = {
+    runId,
+    childSessionKey,
+    requesterSessionKey: caller.sessionKey,
+    task: args.task,
+    ...(args.label ? { label: args.label } : {}),
+    cleanup: args.cleanup ?? "keep",
+    depth,
+    ...(model ? { model } : {}),
+    ...(runTimeoutSeconds > 0 ? { runTimeoutSeconds } : {}),
+    createdAt: Date.now(),
+    status: "running",
+    announce: "pending",
+    hop: caller.hop + 1,
+  };
+  const reg = await registry.register(record, sa.maxChildrenPerAgent, caller.runId);
   if (reg.result === "limit" || reg.result === "stopped") {
     await svc.sessions.delete(childSessionKey, child.agentId, child.kind).catch(() => null);
     if (reg.result === "stopped") return forbidden(SPAWN_BY_STOPPED_RUN_ERROR, { childSessionKey });
@@ -186,8 +190,12 @@ export async function sessionsSpawn(svc: ToolDeps, caller: ToolCaller, rawArgs: 
       continuation: announceContinuation(svc, childSessionKey, runId),
     },
     doorLimit(config),
-  ).catch((err: unknown) => {
+  ).catch(async (err: unknown) => {
     if (err instanceof QueueFullError) return err;
+    // Nothing queued: the registration is undone (refused in the same step if the push did queue
+    // the turn and only its answer was lost). If Redis fails this too, the run is released once
+    // it is older than the grace period (src/subagents/unqueued.ts).
+    await dropUnqueued(svc, registry, record, Number.MAX_SAFE_INTEGER).catch(() => false);
     throw err;
   });
   if (queued instanceof QueueFullError) {
@@ -200,12 +208,17 @@ export async function sessionsSpawn(svc: ToolDeps, caller: ToolCaller, rawArgs: 
   }
   // A kill of the caller that found this child registered but its turn not yet queued stopped
   // nothing in it: the kill suppressed it first, so seeing no suppression here means the kill's
-  // stop comes after this push and finds the turn.
-  if ((await registry.get(runId))?.suppressAnnounce === "killed") await stopRun(svc, childSessionKey, runId);
+  // stop comes after this push and finds the turn. A run released meanwhile (this spawn took
+  // longer than the grace period between its registration and its push) is gone: its turn is
+  // stopped too, and nothing was spawned.
+  const current = await registry.get(runId);
+  if (!current || current.suppressAnnounce === "killed") await stopRun(svc, childSessionKey, runId);
+  if (!current) return toolError(SPAWN_RELEASED_ERROR, { childSessionKey });
   return accepted;
 }
 
 const SPAWN_BY_STOPPED_RUN_ERROR = "The calling run was stopped: nothing was spawned.";
+const SPAWN_RELEASED_ERROR = "sessions_spawn took too long to queue the child's turn: nothing was spawned. Try again.";
 
 /** Copy the requester's transcript into the child's, each line once (ids derived from the spawn). */
 async function forkTranscript(

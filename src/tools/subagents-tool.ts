@@ -14,10 +14,14 @@ import type { ToolDeps } from "./tool-deps.js";
 import { enqueueTurn } from "../runs/enqueue.js";
 import { toolCallIds } from "./call-ids.js";
 import { stopRun, stopSession } from "../runs/stop.js";
-import { announceContinuation } from "../subagents/announce.js";
+import { announceContinuation, releaseRequester } from "../subagents/announce.js";
 import { SubagentRegistry, type SubagentRun } from "../subagents/registry.js";
 import { reportWaits, withOutcome } from "../subagents/run-state.js";
 import { runningDescendants } from "../subagents/descendants.js";
+import { releaseUnqueued } from "../subagents/unqueued.js";
+import * as rules from "../subagents/spawn-policy.js";
+import { deleteSession } from "../rotation/rotate.js";
+import { identOf } from "../session/session-ident.js";
 import { SubagentsArgs } from "./schemas.js";
 import { argsError, forbidden, toolError, type ToolCaller, type ToolResult } from "./tool-context.js";
 
@@ -41,7 +45,11 @@ async function listRuns(
   now: number,
 ): Promise<Listed & { pending: Map<string, number> }> {
   const runs: SubagentRun[] = [];
-  runs.push(...(await Promise.all((await registry.forRequester(requester)).map((r) => withOutcome(svc, r)))));
+  const registered = await registry.forRequester(requester);
+  // Runs whose spawn was cut off before their turn was queued are released, not listed as running.
+  const released = await releaseUnqueued(svc, registry, registered, now);
+  const kept = registered.filter((r) => !released.has(r.runId));
+  runs.push(...(await Promise.all(kept.map((r) => withOutcome(svc, r)))));
   const pending = new Map<string, number>();
   for (const r of runs)
     if (r.status !== "running")
@@ -113,7 +121,7 @@ export async function subagentsTool(svc: ToolDeps, caller: ToolCaller, rawArgs: 
   const action = args.action ?? "list";
   const callerIsSubagent = (caller.spawnDepth ?? 0) > 0;
   if (callerIsSubagent && caller.subagentRole !== "orchestrator") return forbidden(LEAF_CONTROL_ERROR, { action });
-  const registry = new SubagentRegistry(svc.redis, svc.keys);
+  const registry = new SubagentRegistry(svc.redis, svc.keys, svc.runs.ttlSeconds);
   const now = Date.now();
   const { active, recent, pending } = await listRuns(
     svc,
@@ -181,6 +189,9 @@ export async function subagentsTool(svc: ToolDeps, caller: ToolCaller, rawArgs: 
       cascadeKilled += tree.length;
       cascadeLabels.push(...tree.map((d) => d.label || d.childSessionKey));
       await stopSession(svc, run.childSessionKey);
+      // A run whose turn was never queued (its spawn was cut off) has nothing to stop, and no
+      // announce job will end it: it ends here. Refused for a run whose turn is queued after all.
+      for (const r of [run, ...tree]) await endUnqueued(svc, registry, r);
     }
     if (!killed.length) {
       if (targets.length > 1 || t === "all" || t === "*")
@@ -248,7 +259,13 @@ export async function subagentsTool(svc: ToolDeps, caller: ToolCaller, rawArgs: 
     const child = await svc.sessions.get(begun.childSessionKey);
     if (child && !(await svc.runs.get(runId))) {
       if (begun.replaces) await stopRun(svc, begun.childSessionKey, begun.replaces);
-      await queueSteer(svc, caller, begun, child, message);
+      await queueSteer(
+        svc,
+        caller,
+        begun,
+        child,
+        await steerText(svc, registry, caller, begun, begun.replaces, message),
+      );
     }
     return steered(child?.sessionId ?? "");
   }
@@ -275,9 +292,34 @@ export async function subagentsTool(svc: ToolDeps, caller: ToolCaller, rawArgs: 
   if ((await registry.replace(prev, next)) !== "replaced") return finished;
   // Only prev's turn: the child's other queued turns (a grandchild's completion) stay queued.
   await stopRun(svc, prev.childSessionKey, prev.runId);
-  await queueSteer(svc, caller, next, child, message);
+  await queueSteer(svc, caller, next, child, await steerText(svc, registry, caller, next, prev.runId, message));
   return steered(child.sessionId);
 }
+
+/**
+ * What the steered run's turn says: the guidance, after the task message its spawn queued when
+ * no run of the child has begun (the replaced turn was still queued when the steer dropped it,
+ * so the child never saw its task). Guidance of an earlier steer that never began is replaced.
+ */
+async function steerText(
+  svc: ToolDeps,
+  registry: SubagentRegistry,
+  caller: ToolCaller,
+  run: SubagentRun,
+  replaced: string | undefined,
+  message: string,
+): Promise<string> {
+  // Back along the steers (each record names the run it replaced) to the spawn's run.
+  for (let id = replaced, hops = 0; id && hops < MAX_STEER_CHAIN; hops++) {
+    if ((await svc.runs.get(id))?.startedAt !== undefined) return message;
+    id = (await registry.get(id))?.replaces;
+  }
+  const task = rules.childTaskMessage(run.task, run.depth, rules.maxSpawnDepthFor(svc.config, caller.agentId));
+  return `${task}\n\n${message}`;
+}
+
+/** How many steers back a steer looks for a run of the child that began (a bound, not a limit met in use). */
+const MAX_STEER_CHAIN = 100;
 
 /** The steered run's turn in the child session, once per runId; its continuation is its announce. */
 async function queueSteer(
@@ -301,6 +343,14 @@ async function queueSteer(
     ...(run.runTimeoutSeconds ? { runTimeoutSeconds: run.runTimeoutSeconds } : {}),
     continuation: announceContinuation(svc, run.childSessionKey, run.runId),
   });
+}
+
+/** End `run` if its turn was never queued (src/subagents/unqueued.ts); a `delete` child goes with it. */
+async function endUnqueued(svc: ToolDeps, registry: SubagentRegistry, run: SubagentRun): Promise<void> {
+  if (!(await registry.endUnqueued(run, Date.now()))) return;
+  await releaseRequester(svc, registry, run);
+  if (run.cleanup !== "delete") return;
+  await deleteSession(svc, run.childSessionKey, identOf(svc.config, run.childSessionKey), { archive: true });
 }
 
 /**

@@ -45,7 +45,15 @@ export interface ToolRuntime {
   invokerFor: ToolInvokerFactory;
   endpoint: (name: string, body: unknown) => Promise<unknown>;
   processors: Partial<Record<QueueName, Processor>>;
-  call(name: string, caller: ToolCaller, args: unknown): Promise<ToolResult>;
+  call(name: string, caller: ToolCaller, args: unknown, opts?: ToolCallOptions): Promise<ToolResult>;
+}
+
+export interface ToolCallOptions {
+  /**
+   * The caller stopped waiting (an MCP client cancelled its call): a wait in the tool
+   * (sessions_send's) ends at once as a timeout; what the call already started goes on.
+   */
+  signal?: AbortSignal;
 }
 
 /** Each tool's argument schema (validation, and the JSON Schema offered to LLMs and MCP clients). */
@@ -71,7 +79,7 @@ const ToolRequestSchema = z.strictObject({
 });
 
 export function createToolRuntime(svc: ToolDeps): ToolRuntime {
-  const call = async (name: string, caller: ToolCaller, args: unknown): Promise<ToolResult> => {
+  const call = async (name: string, caller: ToolCaller, args: unknown, opts?: ToolCallOptions): Promise<ToolResult> => {
     // Tool profiles: a tool outside the session's list answers `forbidden` (docs/concepts/subagents.md).
     if ((TOOL_NAMES as string[]).includes(name) && !(effectiveTools(svc.config, caller) as string[]).includes(name)) {
       return { status: "forbidden", error: toolForbiddenError(name) };
@@ -82,7 +90,7 @@ export function createToolRuntime(svc: ToolDeps): ToolRuntime {
       case "sessions_history":
         return await sessionsHistory(svc, caller, args);
       case "sessions_send":
-        return await sessionsSend(svc, svc.waiter(), caller, args);
+        return await sessionsSend(svc, svc.waiter(), caller, args, opts?.signal);
       case "session_status":
         return await sessionStatus(svc, caller, args);
       case "sessions_spawn":
@@ -114,9 +122,9 @@ export function createToolRuntime(svc: ToolDeps): ToolRuntime {
 
   // Calls from outside a turn (the HTTP tool doors, MCP) meet the message size limit here, one
   // check for every door; a turn's own calls carry what its runtime produced.
-  const limited: typeof call = async (name, caller, args) => {
+  const limited: typeof call = async (name, caller, args, opts) => {
     assertMessageSize(svc.config.gateway.limits.messageBytes, toolMessageTexts(args, "args."));
-    return await call(name, caller, args);
+    return await call(name, caller, args, opts);
   };
 
   return {

@@ -93,22 +93,48 @@ async function lastByte(fh: FileHandle, size: number): Promise<number | undefine
 }
 
 /**
- * fsync the directory so a new name survives a crash; not every file system allows it.
- * Returns whether it was done.
+ * Errors of opening or fsyncing a directory on a platform or file system that cannot do it
+ * (Windows, some network file systems): a new name is as durable there as it can be made.
+ */
+const DIR_SYNC_UNSUPPORTED: ReadonlySet<string> = new Set([
+  "EISDIR",
+  "EINVAL",
+  "EPERM",
+  "EBADF",
+  "ENOTSUP",
+  "EOPNOTSUPP",
+  "ENOSYS",
+]);
+
+/**
+ * fsync the directory so a new name survives a crash. Returns whether it was done: false where
+ * the file system cannot (DIR_SYNC_UNSUPPORTED). Every other error is thrown: out of file
+ * descriptors (EMFILE), an I/O error or a directory gone means the name may not be durable, and
+ * a caller under `fsync: "always"` must not call its write finished (it once was, silently).
  */
 export async function syncDir(dir: string): Promise<boolean> {
+  let d: FileHandle;
   try {
-    const d = await open(dir, "r");
-    try {
-      await d.sync();
-      return true;
-    } finally {
-      await d.close();
-    }
-  } catch {
-    // EISDIR/EINVAL/EPERM on some platforms and network file systems: nothing more to do.
-    return false;
+    d = await open(dir, "r");
+  } catch (err) {
+    if (DIR_SYNC_UNSUPPORTED.has((err as NodeJS.ErrnoException).code ?? "")) return false;
+    throw err;
   }
+  try {
+    await d.sync();
+    return true;
+  } catch (err) {
+    if (DIR_SYNC_UNSUPPORTED.has((err as NodeJS.ErrnoException).code ?? "")) return false;
+    throw err;
+  } finally {
+    await d.close().catch(() => undefined);
+  }
+}
+
+/** The process is out of file descriptors (its own limit, or the system's). */
+export function outOfFds(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  return code === "EMFILE" || code === "ENFILE";
 }
 
 /**

@@ -20,15 +20,20 @@
  *   they count under `always`. A failed group-commit fsync is reported (`syncFailed`): lines of
  *   finished turns may not be durable, and operators must hear of it.
  * File handles stay open while written to and are closed after a short idle time, so a
- * session's consecutive turns reuse one handle.
+ * session's consecutive turns reuse one handle. They are capped (a quarter of the process's
+ * open-file limit): past the cap the least recently used handle that nothing is using is closed
+ * (fsynced first when dirty), so a burst of new sessions cannot take every descriptor of the
+ * process (its sockets, the gateway's in `switchboard start`). An open that still finds the
+ * process out of descriptors (EMFILE, ENFILE) closes every idle handle and tries once more
+ * before it counts as a storage fault.
  */
-import { statSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { mkdir, open, type FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { Logger } from "pino";
 import type { TranscriptEntry } from "../history/transcript-types.js";
 import { transcriptPath } from "./paths.js";
-import { appendOrUndo, closeTornTail, headerLine, syncDir } from "./file-ops.js";
+import { appendOrUndo, closeTornTail, headerLine, outOfFds, syncDir } from "./file-ops.js";
 import { readTail } from "./tail-reader.js";
 
 export type FsyncMode = "always" | "everysec";
@@ -39,6 +44,12 @@ export interface WriterEvents {
   synced?(target: "file" | "dir"): void;
   /** A background fsync failed (group commit, closing): acknowledged lines may not be durable. */
   syncFailed?(file: string, err: Error): void;
+}
+
+/** Bounds of one writer (tests set them; the defaults suit a worker). */
+export interface WriterLimits {
+  /** Transcript handles open at most (default: maxOpenFilesFor the process's open-file limit). */
+  maxOpenFiles?: number;
 }
 
 /** Options of one write. */
@@ -61,27 +72,92 @@ interface OpenFile {
   dev: number;
   /** Opened empty (new, most likely): its directory is fsynced with its first sync. */
   newName: boolean;
+  /** Callers using the handle now (a write, an fsync): it is never closed to make room then. */
+  users: number;
+  /** Closed (once: `opened` counts it down once). */
+  closed: boolean;
 }
 
 const SYNC_EVERY_MS = 1000;
+/**
+ * fsyncs of one group commit under way at once: one after another, 1,000 files of 2 ms each
+ * took two seconds, so lines waited up to five for the fsync promised within about one.
+ */
+const SYNC_PARALLEL = 32;
 
 /** The cached handle no longer names the file at its path (renamed or deleted meanwhile). */
 class StaleHandle extends Error {}
 const IDLE_CLOSE_MS = 5000;
 /** Transcript paths remembered (see path); the map starts over past this many sessions. */
 const MAX_CACHED_PATHS = 10_000;
+/** The handle cap's bounds, and the cap when the process's open-file limit cannot be read. */
+const MIN_OPEN_FILES = 16;
+const MAX_OPEN_FILES = 4096;
+const UNKNOWN_LIMIT_OPEN_FILES = 256;
+/** At most one "out of file descriptors" warning per this long (the others are counted). */
+const FD_WARN_EVERY_MS = 10_000;
+
+/**
+ * The process's open-file limit (RLIMIT_NOFILE, the soft one, which Node raises to the hard one
+ * at start), or undefined when it cannot be read. Node has no getrlimit: Linux tells it in
+ * /proc/self/limits, and elsewhere the diagnostic report has it (`userLimits.open_files`).
+ */
+export function openFileLimit(): number | undefined {
+  try {
+    const m = /^Max open files\s+(\S+)/m.exec(readFileSync("/proc/self/limits", "utf8"));
+    if (m) return m[1] === "unlimited" ? Number.POSITIVE_INFINITY : Number(m[1]);
+  } catch {
+    // Not Linux: the report below.
+  }
+  try {
+    const report = process.report.getReport() as { userLimits?: { open_files?: { soft?: unknown } } };
+    const soft = report.userLimits?.open_files?.soft;
+    if (typeof soft === "number") return soft;
+    if (soft === "unlimited") return Number.POSITIVE_INFINITY;
+  } catch {
+    // No report (a restricted runtime): the fallback.
+  }
+  return undefined;
+}
+
+/**
+ * The transcript handles one writer keeps open: a quarter of the process's descriptors, so the
+ * rest stay for its sockets (Redis, HTTP clients of a gateway in the same process), other files
+ * and the directories it fsyncs; at least 16, at most 4096 (closing one costs a reopen later).
+ */
+export function maxOpenFilesFor(limit: number | undefined): number {
+  if (limit === undefined || !(limit > 0)) return UNKNOWN_LIMIT_OPEN_FILES;
+  return Math.max(MIN_OPEN_FILES, Math.min(MAX_OPEN_FILES, Math.floor(limit / 4)));
+}
 
 export class HolderWriter {
+  /** The open handles, least recently used first (a Map keeps insertion order: see use). */
   private readonly files = new Map<string, OpenFile>();
   private readonly paths = new Map<string, string>();
   private readonly timer: NodeJS.Timeout;
+  private readonly maxOpen: number;
+  /** Handles open or being opened (reserved) or being closed: what counts against maxOpen. */
+  private opened = 0;
+  /** Callers waiting for a handle to be released or closed (all in use at the cap). */
+  private roomWaiters: (() => void)[] = [];
+  /** Directories made whose fsync is still owed: done before a new file in them counts as durable. */
+  private readonly unsyncedDirs = new Set<string>();
+  /** Directory fsyncs under way or scheduled, per directory (see syncDirOf). */
+  private readonly dirSyncs = new Map<string, { tail: Promise<void>; waiting: Promise<void> | undefined }>();
+  /** The group commit running, if one is; a tick meanwhile asks for another right after it. */
+  private ticking: Promise<void> | undefined;
+  private tickAgain = false;
+  private fdWarnedAt = 0;
+  private fdWarnsSuppressed = 0;
 
   constructor(
     private readonly storageDir: string,
     private readonly fsync: FsyncMode,
     private readonly log?: Logger,
     private readonly events: WriterEvents = {},
+    limits: WriterLimits = {},
   ) {
+    this.maxOpen = Math.max(1, limits.maxOpenFiles ?? maxOpenFilesFor(openFileLimit()));
     this.timer = setInterval(() => void this.tick(), SYNC_EVERY_MS);
     this.timer.unref();
   }
@@ -132,7 +208,7 @@ export class HolderWriter {
         if (always) this.events.synced?.("file");
         if (always && f.newName) await this.syncName(file, f);
       } catch (err) {
-        await this.drop(file);
+        await this.drop(file, f);
         throw err;
       }
       f.size = size + buf.length;
@@ -144,8 +220,10 @@ export class HolderWriter {
       await run;
     } catch (err) {
       if (!(err instanceof StaleHandle)) throw err;
-      await this.drop(file);
+      await this.drop(file, f);
       await this.write(agentId, sessionId, entries, opts);
+    } finally {
+      this.done(f);
     }
   }
 
@@ -161,10 +239,19 @@ export class HolderWriter {
     topicId?: string | number,
   ): Promise<TranscriptEntry[]> {
     const file = this.path(agentId, sessionId, topicId);
-    await this.flushFile(file);
-    const { entries } = await readTail(file, 10_000, { stopAt: (e) => e.runId !== runId });
-    // Under `always` these lines count only once durable: the attempt that wrote them may have
-    // died (in another process) between its write and its fsync.
+    const f = this.files.get(file);
+    if (f) {
+      f.users++;
+      try {
+        await this.flushFile(file, f);
+      } finally {
+        this.done(f);
+      }
+    }
+    const { entries } = await this.withFds(() => readTail(file, 10_000, { stopAt: (e) => e.runId !== runId }));
+    // Under `always` these lines count only once durable, their file's name too: the attempt
+    // that wrote them may have died (in another process) or failed between its write and its
+    // fsyncs (a directory fsync refused for want of descriptors, say).
     if (entries.length > 0 && this.fsync === "always") await this.syncNow(file);
     return entries;
   }
@@ -176,30 +263,36 @@ export class HolderWriter {
 
   async close(): Promise<void> {
     clearInterval(this.timer);
+    await this.ticking;
     await Promise.all([...this.files.keys()].map((f) => this.closeFile(f)));
   }
 
+  /**
+   * The handle of `file`, opened if need be, marked used (see done) and most recently used.
+   * Opening one at the cap first closes the least recently used idle handle.
+   */
   private async handle(file: string): Promise<OpenFile> {
-    const open_ = this.files.get(file);
-    if (open_) return open_;
+    const known = this.files.get(file);
+    if (known) return this.use(file, known);
+    await this.makeRoom();
     let fh: FileHandle;
     try {
-      fh = await open(file, "a+", 0o600);
+      fh = await this.openFile(file);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
-      const first = await mkdir(dirname(file), { recursive: true, mode: 0o700 });
-      // The directories just made are new names in their parents: durable before the file is.
-      for (const dir of madeDirs(first, dirname(file))) await this.syncDirOf(dir);
-      fh = await open(file, "a+", 0o600);
+      this.unreserve();
+      throw err;
     }
     // The file the handle names, to notice a rename or replacement later (see write).
     const st = await fh.stat().catch(async (err: unknown) => {
       await fh.close().catch(() => undefined);
+      this.unreserve();
       throw err;
     });
     const again = this.files.get(file); // opened concurrently by another turn of this process
     if (again) {
-      await fh.close();
+      this.use(file, again);
+      await fh.close().catch(() => undefined);
+      this.unreserve();
       return again;
     }
     // size -1: not checked yet, so the first write looks for a torn tail.
@@ -212,14 +305,116 @@ export class HolderWriter {
       ino: st.ino,
       dev: st.dev,
       newName: st.size === 0,
+      users: 1,
+      closed: false,
     };
     this.files.set(file, f);
     return f;
   }
 
-  private async flushFile(file: string): Promise<void> {
-    const f = this.files.get(file);
-    if (!f) return;
+  /**
+   * One more user of `f`, and `f` moved to the end of the map (most recently used). O(1), no
+   * system call: the per-turn cost of the cap.
+   */
+  private use(file: string, f: OpenFile): OpenFile {
+    this.files.delete(file);
+    this.files.set(file, f);
+    f.users++;
+    return f;
+  }
+
+  /** One user less; a caller waiting for room may now close `f`. */
+  private done(f: OpenFile): void {
+    if (--f.users === 0 && this.roomWaiters.length > 0) this.wakeRoomWaiters();
+  }
+
+  /**
+   * Reserve one handle: while at the cap, close the least recently used handle nobody is using
+   * (never one with a write or an fsync under way), or wait until one is released or closed.
+   */
+  private async makeRoom(): Promise<void> {
+    while (this.opened >= this.maxOpen) {
+      const idle = this.leastRecentIdle();
+      if (idle !== undefined) await this.closeFile(idle).catch((err: Error) => this.syncFailed(idle, err));
+      else await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
+    }
+    this.opened++;
+  }
+
+  /** The first handle in LRU order nobody is using (in use: at most one per turn running). */
+  private leastRecentIdle(): string | undefined {
+    for (const [file, f] of this.files) if (f.users === 0) return file;
+    return undefined;
+  }
+
+  private unreserve(): void {
+    this.opened--;
+    if (this.roomWaiters.length > 0) this.wakeRoomWaiters();
+  }
+
+  private wakeRoomWaiters(): void {
+    // Every waiter looks again (a handle in use, closed or released may serve one of them).
+    const waiters = this.roomWaiters;
+    this.roomWaiters = [];
+    for (const wake of waiters) wake();
+  }
+
+  /** Open `file` for appending, making its directories (owed an fsync: see syncName) if missing. */
+  private async openFile(file: string): Promise<FileHandle> {
+    try {
+      return await this.withFds(() => open(file, "a+", 0o600));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+    }
+    const first = await mkdir(dirname(file), { recursive: true, mode: 0o700 });
+    // The directories just made are new names in their parents: durable before the file is,
+    // which is when the file's own name is (syncName), also if this attempt fails and the
+    // next one finds them made.
+    for (const dir of madeDirs(first, dirname(file))) this.unsyncedDirs.add(dir);
+    return await this.withFds(() => open(file, "a+", 0o600));
+  }
+
+  /**
+   * `op`, which opens a descriptor; if the process is out of them (EMFILE, ENFILE), once more
+   * after closing every idle handle. Only then is it the storage fault it is classed as: this
+   * writer's own handles are the likely cause, and closing them costs a reopen at most.
+   */
+  private async withFds<T>(op: () => Promise<T>): Promise<T> {
+    try {
+      return await op();
+    } catch (err) {
+      if (!outOfFds(err)) throw err;
+      const closed = await this.closeIdle();
+      this.warnOutOfFds(err as Error, closed);
+      return await op();
+    }
+  }
+
+  /** Close every handle nobody is using (fsynced first when dirty); returns how many. */
+  private async closeIdle(): Promise<number> {
+    const idle = [...this.files].filter(([, f]) => f.users === 0).map(([file]) => file);
+    await eachLimited(idle, SYNC_PARALLEL, (file) =>
+      this.closeFile(file).catch((err: Error) => this.syncFailed(file, err)),
+    );
+    return idle.length;
+  }
+
+  private warnOutOfFds(err: Error, closed: number): void {
+    const now = Date.now();
+    if (now - this.fdWarnedAt < FD_WARN_EVERY_MS) {
+      this.fdWarnsSuppressed++;
+      return;
+    }
+    this.log?.warn(
+      { err: err.message, closed, open: this.opened, cap: this.maxOpen, suppressed: this.fdWarnsSuppressed },
+      "out of file descriptors: closed the idle transcript handles and tried again",
+    );
+    this.fdWarnedAt = now;
+    this.fdWarnsSuppressed = 0;
+  }
+
+  /** fsync `file` if its handle is dirty (after the writes queued on it). */
+  private async flushFile(file: string, f: OpenFile): Promise<void> {
     await f.chain;
     if (f.dirty) {
       // Cleared first: a write landing during the fsync marks the handle dirty again.
@@ -233,11 +428,17 @@ export class HolderWriter {
     }
   }
 
-  /** fsync `file` now, through its handle (opened if need be), whatever it holds. */
+  /** fsync `file` and its name now, through its handle (opened if need be), whatever it holds. */
   private async syncNow(file: string): Promise<void> {
     const f = await this.handle(file);
-    await f.chain;
-    await this.syncHandle(file, f);
+    try {
+      await f.chain;
+      await f.fh.sync();
+      this.events.synced?.("file");
+      await this.syncName(file, f);
+    } finally {
+      this.done(f);
+    }
   }
 
   /** fsync the handle's file, and its name too while that is new. */
@@ -247,14 +448,50 @@ export class HolderWriter {
     if (f.newName) await this.syncName(file, f);
   }
 
-  /** The file's name is durable once its directory is fsynced. */
+  /**
+   * The file's name is durable once its directory is fsynced, and the directories above it
+   * that were made for it once theirs are. Throws when one cannot be: the caller's lines do
+   * not count as durable (`always`) or the failure is reported (group commit).
+   */
   private async syncName(file: string, f: OpenFile): Promise<void> {
+    for (const dir of [...this.unsyncedDirs]) {
+      try {
+        await this.syncDirOf(dir);
+      } catch (err) {
+        // Removed since (an archived agent, `rm -rf` of the storage): no name to make durable.
+        if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+      }
+      this.unsyncedDirs.delete(dir);
+    }
     await this.syncDirOf(dirname(file));
     f.newName = false;
   }
 
-  private async syncDirOf(dir: string): Promise<void> {
-    if (await syncDir(dir)) this.events.synced?.("dir");
+  /**
+   * fsync `dir`, shared: a directory fsync makes durable every name made in it before it began,
+   * so a caller finding one scheduled and not yet begun joins it, and one finding it under way
+   * schedules the next (which callers after it join). A burst of new sessions in one directory
+   * costs two or three directory fsyncs, not one per file (and one descriptor per file at once).
+   */
+  private syncDirOf(dir: string): Promise<void> {
+    let s = this.dirSyncs.get(dir);
+    if (s === undefined) {
+      s = { tail: Promise.resolve(), waiting: undefined };
+      this.dirSyncs.set(dir, s);
+    }
+    if (s.waiting) return s.waiting;
+    const state = s;
+    const next: Promise<void> = state.tail.then(noop, noop).then(async () => {
+      state.waiting = undefined; // begun: a name made from now on needs the next one
+      if (await this.withFds(() => syncDir(dir))) this.events.synced?.("dir");
+    });
+    state.waiting = next;
+    state.tail = next;
+    const forget = () => {
+      if (state.tail === next && this.dirSyncs.get(dir) === state) this.dirSyncs.delete(dir);
+    };
+    next.then(forget, forget);
+    return next;
   }
 
   private async closeFile(file: string): Promise<void> {
@@ -266,20 +503,27 @@ export class HolderWriter {
       if (f.dirty) await this.syncHandle(file, f);
       else if (f.newName) await this.syncName(file, f);
     } finally {
-      await f.fh.close().catch(() => undefined);
+      await this.closeHandle(f);
     }
   }
 
+  /** Close the descriptor (once) and give its place back. */
+  private async closeHandle(f: OpenFile): Promise<void> {
+    if (f.closed) return;
+    f.closed = true;
+    await f.fh.close().catch(() => undefined);
+    this.unreserve();
+  }
+
   /**
-   * Forget the handle (a failed write, a renamed file, a failed fsync). Lines it wrote since the
+   * Forget the handle `f` of `file` (a failed write, a renamed file). Lines it wrote since the
    * last group commit are fsynced first: the next handle on the file may never be synced.
    */
-  private async drop(file: string): Promise<void> {
-    const f = this.files.get(file);
-    if (!f) return;
+  private async drop(file: string, f: OpenFile): Promise<void> {
+    if (this.files.get(file) !== f) return; // closed already (released, or dropped before)
     this.files.delete(file);
     if (f.dirty) await this.syncHandle(file, f).catch((err: Error) => this.syncFailed(file, err));
-    await f.fh.close().catch(() => undefined);
+    await this.closeHandle(f);
   }
 
   private syncFailed(file: string, err: Error): void {
@@ -287,24 +531,68 @@ export class HolderWriter {
     this.events.syncFailed?.(file, err);
   }
 
-  /** Group commit: one fsync per written file per interval; idle handles closed. */
-  private async tick(): Promise<void> {
+  /**
+   * The timer's group commit. Never two at once: a tick while one runs (fsyncs slower than the
+   * interval) asks for another pass right after it, which takes every file written meanwhile.
+   */
+  private tick(): Promise<void> {
+    if (this.ticking) {
+      this.tickAgain = true;
+      return this.ticking;
+    }
+    const run = async () => {
+      do {
+        this.tickAgain = false;
+        await this.groupCommit();
+      } while (this.tickAgain);
+    };
+    const ticking = run().finally(() => {
+      this.ticking = undefined;
+    });
+    this.ticking = ticking;
+    return ticking;
+  }
+
+  /** One fsync per written file (SYNC_PARALLEL at once); handles idle for IDLE_CLOSE_MS closed. */
+  private async groupCommit(): Promise<void> {
     const now = Date.now();
-    for (const [file, f] of [...this.files]) {
+    const due = [...this.files].filter(([, f]) => f.dirty || now - f.lastUse > IDLE_CLOSE_MS);
+    await eachLimited(due, SYNC_PARALLEL, ([file, f]) => this.commitFile(file, f, now));
+  }
+
+  private async commitFile(file: string, f: OpenFile, now: number): Promise<void> {
+    if (this.files.get(file) !== f) return; // closed meanwhile (made room, released, dropped)
+    if (f.dirty) {
+      f.users++; // not closed to make room while its fsync is under way
       try {
-        if (f.dirty) await this.flushFile(file);
-        if (now - f.lastUse > IDLE_CLOSE_MS) await this.closeFile(file);
+        await this.flushFile(file, f);
       } catch (err) {
         // The turns whose lines this was are finished: say so loudly (the owner marks storage
         // unhealthy). The handle goes (the next write reopens it and closes off any torn tail); it is
         // not fsynced again, since after a failed fsync the kernel may report the next one as
         // a success without having written the lost pages.
         this.syncFailed(file, err as Error);
-        this.files.delete(file);
-        await f.fh.close().catch(() => undefined);
+        if (this.files.get(file) === f) this.files.delete(file);
+        await this.closeHandle(f);
+        return;
+      } finally {
+        this.done(f);
       }
     }
+    if (now - f.lastUse > IDLE_CLOSE_MS && f.users === 0 && this.files.get(file) === f)
+      await this.closeFile(file).catch((err: Error) => this.syncFailed(file, err));
   }
+}
+
+function noop(): void {}
+
+/** `fn` over `items`, at most `limit` at once; `fn` must not throw. */
+async function eachLimited<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) await fn(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
 }
 
 /** The directories `mkdir -p` made: from `first` (its answer; undefined: none) down to `dir`. */

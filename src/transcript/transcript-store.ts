@@ -20,8 +20,15 @@
  * Result: `append` is idempotent on `entry.id` across processes, hosts, retries and crashes.
  * Keys are per file stem: the file name without `.jsonl` (the sessionId, or
  * `<sessionId>-topic-<topic>`).
+ *
+ * The index is a cache of the file, so it expires `indexTtlMs` (15 minutes) after its last use:
+ * an import of 2,000 sessions of 200 lines left 26.6 MB in Redis for good (about 66 bytes per
+ * line). An append after that rebuilds it from byte 0 (one read of the file), under the lock as
+ * any rebuild. Both keys always get the same expiry, refreshed by the append's first step
+ * (txindex-open.lua), so it cannot lapse between reading the ids and writing the lines; a commit
+ * that finds the index gone or reset moves nothing (txcommit.lua).
  */
-import { open, rename, type FileHandle } from "node:fs/promises";
+import { open, rename, stat, type FileHandle } from "node:fs/promises";
 import type { RedisClient } from "../storage/redis-client.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
 import { ValidationError } from "../errors/index.js";
@@ -42,6 +49,8 @@ export interface TranscriptStoreOptions {
   lockTtlMs?: number;
   /** How long `append`/`ensure`/`archive` wait for the lock before TranscriptLockError. Default 30 s (> TTL). */
   lockWaitMs?: number;
+  /** How long a transcript's index stays in Redis after its last append. Default 15 minutes. */
+  indexTtlMs?: number;
 }
 
 export interface TopicOption {
@@ -87,6 +96,11 @@ export function transcriptKeys(keys: RedisKeys, sessionId: string, topicId?: str
 
 const DEFAULT_LOCK_TTL_MS = 10_000;
 const DEFAULT_LOCK_WAIT_MS = 30_000;
+/**
+ * Long enough for every batch of one import or fork to find the index (and a second run soon
+ * after), short enough that an import's index is gone the same hour.
+ */
+const DEFAULT_INDEX_TTL_MS = 15 * 60_000;
 /** Ids per Redis command when indexing or checking membership (keeps commands small). */
 const ID_CHUNK = 1000;
 export class TranscriptStore {
@@ -96,6 +110,11 @@ export class TranscriptStore {
   private readonly lock: TranscriptLock;
   /** Commits new ids and the indexed size atomically, if the lock is still ours (txcommit.lua). */
   private readonly commit: ReturnType<typeof luaCommand>;
+  /** Reads (resetting when foreign) and keeps alive the index (txindex-open.lua). */
+  private readonly openIndex: ReturnType<typeof luaCommand>;
+  /** Adds ids read from the file to the index (txindex-add.lua). */
+  private readonly addIds: ReturnType<typeof luaCommand>;
+  private readonly indexTtlMs: number;
 
   constructor(opts: TranscriptStoreOptions) {
     this.redis = opts.redis;
@@ -107,6 +126,9 @@ export class TranscriptStore {
       opts.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS,
     );
     this.commit = luaCommand(opts.redis, TRANSCRIPT_LUA_DIR, "txcommit");
+    this.openIndex = luaCommand(opts.redis, TRANSCRIPT_LUA_DIR, "txindex-open");
+    this.addIds = luaCommand(opts.redis, TRANSCRIPT_LUA_DIR, "txindex-add");
+    this.indexTtlMs = opts.indexTtlMs ?? DEFAULT_INDEX_TTL_MS;
   }
 
   /** The transcript path (validates ids; throws a typed error instead of building a bad path). */
@@ -161,7 +183,8 @@ export class TranscriptStore {
       try {
         // A write that failed part-way and could not be undone left a torn last line: close it off.
         const size = await closeTornTail(fh, (await fh.stat()).size, sessionId);
-        const indexChanged = await this.reconcile(fh, size, keys, rel);
+        const indexed = await this.reconcile(fh, size, keys, rel);
+        const indexChanged = indexed !== size;
 
         const present = await this.membership(
           keys.ids,
@@ -172,7 +195,8 @@ export class TranscriptStore {
 
         if (fresh.length > 0 || opts.fence) await this.lock.guard(keys.lock, token, file, sessionId, opts.fence);
         if (fresh.length === 0) {
-          if (indexChanged) await this.commit([keys.lock, keys.index, keys.ids], [token, size, rel]);
+          if (indexChanged)
+            await this.commit([keys.lock, keys.index, keys.ids], [token, size, rel, indexed, this.indexTtlMs]);
           return { written: 0, skipped };
         }
 
@@ -182,7 +206,7 @@ export class TranscriptStore {
         // appended meanwhile, fstat would also count its bytes, whose ids we did not index.
         await this.commit(
           [keys.lock, keys.index, keys.ids],
-          [token, size + buf.length, rel, ...fresh.map((b) => b.id)],
+          [token, size + buf.length, rel, indexed, this.indexTtlMs, ...fresh.map((b) => b.id)],
         );
         return { written: fresh.length, skipped };
       } finally {
@@ -214,10 +238,56 @@ export class TranscriptStore {
 
   /**
    * Whether the index holds `id`. Cheap (SISMEMBER) and does not reconcile: a line written by a
-   * writer that crashed before indexing is seen only after the next append reconciles.
+   * writer that crashed before indexing is seen only after the next append reconciles, and none
+   * once the index has expired (`indexTtlMs` after the last append). See `present`.
    */
   async hasEntry(sessionId: string, id: string, opts: TopicOption = {}): Promise<boolean> {
     return (await this.redis.sismember(this.keys(sessionId, opts.topicId).ids, id)) === 1;
+  }
+
+  /**
+   * Which of `ids` the transcript holds, writing nothing (an import's dry run): the index answers
+   * for the bytes it covers, the file for the rest, all of it when the index has expired or is
+   * foreign. Without the lock: an append under way may or may not be seen.
+   */
+  async present(agentId: string, sessionId: string, ids: string[], opts: TopicOption = {}): Promise<boolean[]> {
+    const file = this.path(agentId, sessionId, opts.topicId);
+    const size = await stat(file).then(
+      (st) => st.size,
+      (err: NodeJS.ErrnoException) => {
+        if (err.code === "ENOENT") return 0;
+        throw err;
+      },
+    );
+    if (size === 0 || ids.length === 0) return ids.map(() => false);
+    const keys = this.keys(sessionId, opts.topicId);
+    const [sizeField, fileField] = await this.redis.hmget(keys.index, "size", "file");
+    const indexed = sizeField === null ? NaN : Number(sizeField);
+    const usable =
+      Number.isSafeInteger(indexed) &&
+      indexed >= 0 &&
+      indexed <= size &&
+      fileField === transcriptRelativePath(agentId, sessionId, opts.topicId);
+    const out = usable ? await this.membership(keys.ids, ids) : ids.map(() => false);
+    const from = usable ? indexed : 0;
+    if (from < size) {
+      const wanted = new Map<string, number[]>();
+      ids.forEach((id, i) => {
+        if (out[i]) return;
+        const at = wanted.get(id);
+        if (at) at.push(i);
+        else wanted.set(id, [i]);
+      });
+      const fh = await open(file, "r");
+      try {
+        for await (const { entry } of scanLines(fh, from, size)) {
+          for (const i of (entry && wanted.get(entry.id)) || []) out[i] = true;
+        }
+      } finally {
+        await fh.close();
+      }
+    }
+    return out;
   }
 
   /**
@@ -252,31 +322,24 @@ export class TranscriptStore {
   // ---- internals -------------------------------------------------------------------------
 
   /**
-   * Bring the index up to the file's current `size`. Returns true when the index changed
-   * (its `size` must then be committed even if nothing new is written).
+   * Bring the index's ids up to the file's current `size` (the commit moves its `size`), and keep
+   * it alive (txindex-open.lua). Returns the indexed size the commit moves from: the index's own,
+   * or 0 when it was missing, foreign or impossible and is rebuilt from byte 0.
    */
-  private async reconcile(fh: FileHandle, size: number, keys: TranscriptKeys, rel: string): Promise<boolean> {
-    const idx = await this.redis.hmget(keys.index, "size", "file");
-    const indexed = idx[0] === null ? NaN : Number(idx[0]);
-    let from = indexed;
-    if (!Number.isSafeInteger(indexed) || indexed < 0 || indexed > size || idx[1] !== rel) {
-      // Missing, foreign (another agent's file with the same sessionId) or impossible
-      // (file replaced or truncated): rebuild from scratch.
-      await this.redis.del(keys.index, keys.ids);
-      from = 0;
-    }
-    if (from === size) return from !== indexed;
+  private async reconcile(fh: FileHandle, size: number, keys: TranscriptKeys, rel: string): Promise<number> {
+    const indexed = Number(await this.openIndex([keys.index, keys.ids], [size, rel, this.indexTtlMs]));
+    if (indexed === size) return indexed;
     let ids: string[] = [];
-    for await (const { entry } of scanLines(fh, from, size)) {
+    for await (const { entry } of scanLines(fh, indexed, size)) {
       if (!entry) continue;
       ids.push(entry.id);
       if (ids.length >= ID_CHUNK) {
-        await this.redis.sadd(keys.ids, ...ids);
+        await this.addIds([keys.index, keys.ids], [this.indexTtlMs, ...ids]);
         ids = [];
       }
     }
-    if (ids.length) await this.redis.sadd(keys.ids, ...ids);
-    return true;
+    if (ids.length) await this.addIds([keys.index, keys.ids], [this.indexTtlMs, ...ids]);
+    return indexed;
   }
 
   private async membership(idsKey: string, ids: string[]): Promise<boolean[]> {

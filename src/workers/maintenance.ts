@@ -5,6 +5,7 @@
  *    only the stale index entries that are due, so it costs O(stale sessions), not O(all).
  *    The lazy check on the next message stays; a compare-and-set makes sure a session that
  *    both paths see stale is rotated once.
+ *  - `prune` (its own Job Scheduler while `session.maintenance` is set): src/workers/session-prune.ts.
  *  - `archive`: renames an old transcript to `.reset.<ts>`/`.deleted.<ts>` while holding the
  *    session lease, so it never races a turn still writing to it.
  */
@@ -20,7 +21,7 @@ import { rotateSession } from "../rotation/rotate.js";
 import { JOBS, jobData } from "../queues/jobs.js";
 import { identOf } from "../session/session-ident.js";
 import { SessionLeases } from "../runs/session-lease.js";
-import { pruneOnce } from "./session-prune.js";
+import { pruneDue } from "./session-prune.js";
 import { classifyTurnFailure } from "../runs/turn-failure.js";
 
 export const SWEEP_SCHEDULER_ID = "session-sweep";
@@ -141,7 +142,19 @@ export function createMaintenanceProcessor(svc: WorkerDeps) {
       await job.updateProgress(100);
       return { ...r, rearmed, stopped, archives };
     }
-    if (job.name === JOBS.prune.name) return await pruneOnce(svc); // session.maintenance (session-prune.ts)
+    if (job.name === JOBS.prune.name) {
+      // session.maintenance (session-prune.ts): batch after batch within half the interval, as the sweep.
+      const r = await pruneDue(svc, svc.config.maintenance.sweepEveryMs / 2, async (done) =>
+        job.updateProgress({
+          batches: done.batches,
+          pruned: done.pruned,
+          capped: done.capped,
+          archives: done.archives,
+        }),
+      );
+      await job.updateProgress(100);
+      return r;
+    }
     if (job.name === JOBS.archive.name) {
       const d = jobData("archive", job);
       const acquired = await archiveLeases.tryAcquire(d.sessionKey);

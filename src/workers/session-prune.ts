@@ -3,8 +3,14 @@
  * maintenance queue removes sessions idle longer than `pruneAfter`, then keeps each configured
  * agent to `maxEntries` sessions (oldest go first), and archives the transcripts of what it
  * removed as `.deleted.<ts>`. It reads only the candidates — the oldest end of the activity
- * indexes — so one run costs O(stale + excess), never O(all sessions), and a run handles at
- * most `maintenance.sweepBatch` removals (the next run continues).
+ * indexes — so a batch costs O(batch), never O(all sessions). A batch handles at most
+ * `maintenance.sweepBatch` removals; the job goes batch after batch within half its interval,
+ * as the reset sweep does (`pruneDue`), so a backlog is not worked off at one batch per run.
+ *
+ * Activity is `updatedAt` (the activity indexes' score): the last message or turn, or an
+ * operator's `sessions.reset` (a touch, as in OpenClaw). A sweep's rollover is not activity: a
+ * session nobody uses is pruned whether or not the sweep rolled it over
+ * (docs/concepts/session-reset.md).
  *
  * The same pass deletes the archives of retired transcripts (`<file>.reset.<ts>` older than
  * `resetArchiveRetention`, default pruneAfter, `false` keeps them; `<file>.deleted.<ts>` older
@@ -90,13 +96,24 @@ async function candidates(svc: PruneDeps, now: number, batch: number): Promise<C
   return out.slice(0, batch);
 }
 
+/** One batch (also `sessions.cleanup`): at most `maintenance.sweepBatch` sessions and as many archives. */
 export async function pruneOnce(svc: PruneDeps, opts: { dryRun?: boolean; now?: number } = {}): Promise<PruneReport> {
+  return (await pruneBatch(svc, opts)).report;
+}
+
+/** A batch, and whether it took all it could (sessions, archives): more may be due then. */
+async function pruneBatch(
+  svc: PruneDeps,
+  opts: { dryRun?: boolean; now?: number },
+): Promise<{ report: PruneReport; sessionsFull: boolean; archivesFull: boolean }> {
   const m = svc.config.session.maintenance;
   const dryRun = opts.dryRun ?? m?.mode !== "enforce";
   const report: PruneReport = { dryRun, pruned: [], capped: [], busy: [], archives: [] };
-  if (!m) return report;
+  if (!m) return { report, sessionsFull: false, archivesFull: false };
   const now = opts.now ?? Date.now();
-  for (const c of await candidates(svc, now, svc.config.maintenance.sweepBatch)) {
+  const batch = svc.config.maintenance.sweepBatch;
+  const picked = await candidates(svc, now, batch);
+  for (const c of picked) {
     if (c.key === "global" || c.key === "unknown") continue;
     if ((await svc.inbox.hasInflight(c.key)) || (await svc.inbox.depth(c.key)) > 0) {
       report.busy.push(c.key);
@@ -115,7 +132,8 @@ export async function pruneOnce(svc: PruneDeps, opts: { dryRun?: boolean; now?: 
     }
     report[c.reason].push(c.key);
   }
-  for (const file of await expiredArchives(svc.config, now, svc.config.maintenance.sweepBatch)) {
+  const expired = await expiredArchives(svc.config, now, batch);
+  for (const file of expired) {
     if (!dryRun) {
       try {
         await unlink(file);
@@ -135,7 +153,84 @@ export async function pruneOnce(svc: PruneDeps, opts: { dryRun?: boolean; now?: 
   } else if (report.archives.length > 0) {
     svc.log.info({ archives: report.archives.length }, "session.maintenance: deleted expired transcript archives");
   }
-  return report;
+  return { report, sessionsFull: picked.length >= batch, archivesFull: expired.length >= batch };
+}
+
+export interface PruneRunResult {
+  dryRun: boolean;
+  pruned: number;
+  capped: number;
+  /** Candidates left for a later run (turns queued or running, or a message since the pick). */
+  busy: number;
+  archives: number;
+  /** Batches of `maintenance.sweepBatch` done by this run. */
+  batches: number;
+  /** Sessions still idle longer than pruneAfter when the run stopped: a backlog the next run takes on. */
+  remaining: number;
+}
+
+/**
+ * The prune job: batch after batch while a batch came back full and removed something, and
+ * `budgetMs` (half the interval, as the reset sweep) is not spent; then how many sessions are
+ * still past pruneAfter. Progress goes to the log after each batch that leaves more to do.
+ * The dry run (warn mode) removes nothing, so its next batch would read the same candidates:
+ * it does one. Counts, not keys, are returned: a run's keys could be many batches' worth.
+ */
+export async function pruneDue(
+  svc: PruneDeps,
+  budgetMs: number,
+  onBatch: (done: PruneRunResult) => Promise<unknown> = async () => undefined,
+): Promise<PruneRunResult> {
+  const started = Date.now();
+  const total: PruneRunResult = {
+    dryRun: svc.config.session.maintenance?.mode !== "enforce",
+    pruned: 0,
+    capped: 0,
+    busy: 0,
+    archives: 0,
+    batches: 0,
+    remaining: 0,
+  };
+  if (!svc.config.session.maintenance) return total;
+  for (;;) {
+    const { report, sessionsFull, archivesFull } = await pruneBatch(svc, {});
+    total.pruned += report.pruned.length;
+    total.capped += report.capped.length;
+    total.busy += report.busy.length;
+    total.archives += report.archives.length;
+    total.batches++;
+    await onBatch(total);
+    // A full batch that removed nothing (all busy, or gone meanwhile) would read the same ones again.
+    const more =
+      (sessionsFull && report.pruned.length + report.capped.length > 0) || (archivesFull && report.archives.length > 0);
+    if (report.dryRun || !more) break;
+    if (Date.now() - started >= budgetMs) break;
+    svc.log.info(
+      { batches: total.batches, pruned: total.pruned, capped: total.capped, archives: total.archives },
+      "session.maintenance: batch done, more due: next batch",
+    );
+  }
+  total.remaining = await idlePastPruneAfter(svc, Date.now());
+  if (!total.dryRun && total.remaining > 0)
+    svc.log.info(
+      { remaining: total.remaining, batches: total.batches, pruned: total.pruned, capped: total.capped },
+      "session.maintenance: sessions still idle past pruneAfter after this run (the next run goes on)",
+    );
+  return total;
+}
+
+/** How many sessions (the reserved `global` and `unknown` aside, never pruned) are idle past pruneAfter. */
+async function idlePastPruneAfter(svc: PruneDeps, now: number): Promise<number> {
+  const m = svc.config.session.maintenance;
+  if (!m) return 0;
+  const cutoff = now - m.pruneAfterMs;
+  const index = svc.keys.updatedIndex();
+  const [count, ...reserved] = await Promise.all([
+    svc.redis.zcount(index, "-inf", `(${cutoff}`),
+    svc.redis.zscore(index, "global"),
+    svc.redis.zscore(index, "unknown"),
+  ]);
+  return count - reserved.filter((score) => score !== null && Number(score) < cutoff).length;
 }
 
 function configuredAgents(config: Config): Set<string> {

@@ -18,7 +18,7 @@ import { SessionConflictError, SessionNotFoundError, StaleFenceError, TurnHanded
 import { createRuntime } from "../runtimes/registry.js";
 import { RunAbortedError, type RunOutput, type ToolInvokerFactory } from "../runtimes/types.js";
 import type { LeaseHandle } from "../runs/session-lease.js";
-import { isTerminal, type TerminalStatus, type Turn } from "../runs/turn.js";
+import { isTerminal, type SavedOutcome, type TerminalStatus, type Turn } from "../runs/turn.js";
 import type { TranscriptEntry, TranscriptMessage } from "../history/transcript-types.js";
 import { enqueueDelivery, enqueueOrSettleDelivery } from "../delivery/deliver.js";
 import { enqueueContinuation } from "../runs/continuation.js";
@@ -33,6 +33,7 @@ import type { FinishPush, RawBegun, RunRecord } from "../runs/run-records.js";
 import type { DeadLetter } from "../runs/dead-letters.js";
 import { enqueueArchiveOf } from "../rotation/rotate.js";
 import { archiveDone } from "../rotation/pending-archives.js";
+import { writeSessionSettings } from "../rotation/session-settings.js";
 import { entryCache, knownEntry } from "../runs/entry-cache.js";
 import { readyWake, requestDrain } from "../runs/enqueue.js";
 import { A2A_STEP, a2aStepOf, planA2AStep } from "../tools/a2a-flow.js";
@@ -272,6 +273,16 @@ function savedResult(record: RunRecord): Recovered {
   return { outcome, ...(output ? { output } : {}), at: record.resultAt ?? Date.now() };
 }
 
+/** The outcome a replayed dead letter carries (saved by the run that was given up). */
+function replayedResult(saved: SavedOutcome): Recovered {
+  const outcome: TurnOutcome =
+    saved.status === "ok"
+      ? { status: "ok", reply: saved.reply ?? "" }
+      : { status: saved.status, ...(saved.error ? { error: saved.error } : {}) };
+  const output = savedOutput(saved.output, outcome.reply);
+  return { outcome, ...(output ? { output } : {}), at: saved.at };
+}
+
 /**
  * The outcome an earlier attempt wrote to the transcript before it died: its `<runId>:a` line
  * (and the tool lines before it). Null when that attempt did not get that far.
@@ -422,7 +433,10 @@ export class TurnExecutor {
     // A re-run finds what an earlier attempt left: its lines at the end of the transcript.
     const rerun = (record?.attempts ?? 1) > 1 || record?.resultSaved === true;
     const written = rerun ? await this.writer.linesOfRun(turn.agentId, turn.sessionId, turn.runId, topic) : [];
-    const recovered = record?.resultSaved ? savedResult(record) : outcomeFromLines(turn.runId, written);
+    // A replayed dead letter may carry the outcome its given-up run had saved: reused, never run again.
+    const recovered = record?.resultSaved
+      ? savedResult(record)
+      : (outcomeFromLines(turn.runId, written) ?? (turn.result ? replayedResult(turn.result) : null));
 
     let outcome: TurnOutcome;
     let output: RunOutput | undefined;
@@ -689,32 +703,32 @@ export class TurnExecutor {
     const aborted = outcome.status === "killed" || outcome.status === "timeout";
     const modelChanged = output?.model !== undefined && output.model !== entry.model;
     if (entry.systemSent && Boolean(entry.abortedLastRun) === aborted && !modelChanged && !output?.usage) return;
-    await this.svc.sessions
-      .upsert(
-        turn.sessionKey,
-        { agentId: entry.agentId, kind: entry.kind },
-        { abortedLastRun: aborted, systemSent: true, ...(output?.model ? { model: output.model } : {}) },
-        {
-          // Run bookkeeping is not user activity: freshness stays driven by message times.
-          activity: "preserve",
-          // Only into the session the turn ran in: a reset while it ran (`/new`, a stale rotation,
-          // sessions.reset) starts a new one with none of these, nor does a delete leave a stub.
-          mode: "update",
-          expectSessionId: turn.sessionId,
-          ...(output?.usage
-            ? {
-                increment: {
-                  inputTokens: output.usage.input,
-                  outputTokens: output.usage.output,
-                  totalTokens: output.usage.input + output.usage.output,
-                },
-              }
-            : {}),
-        },
-      )
-      .catch((err: unknown) => {
-        if (err instanceof SessionConflictError || err instanceof SessionNotFoundError) return;
-        throw err;
-      });
+    // Run bookkeeping is not user activity: freshness stays driven by message times. But it is
+    // what a rollover clears, so a session untouched since its reset (an isolated run's) goes
+    // back on the stale clock with it (src/rotation/session-settings.ts).
+    await writeSessionSettings(
+      this.svc,
+      turn.sessionKey,
+      { abortedLastRun: aborted, systemSent: true, ...(output?.model ? { model: output.model } : {}) },
+      {
+        before: entry,
+        // Only into the session the turn ran in: a reset while it ran (`/new`, a stale rotation,
+        // sessions.reset) starts a new one with none of these, nor does a delete leave a stub.
+        mode: "update",
+        expectSessionId: turn.sessionId,
+        ...(output?.usage
+          ? {
+              increment: {
+                inputTokens: output.usage.input,
+                outputTokens: output.usage.output,
+                totalTokens: output.usage.input + output.usage.output,
+              },
+            }
+          : {}),
+      },
+    ).catch((err: unknown) => {
+      if (err instanceof SessionConflictError || err instanceof SessionNotFoundError) return;
+      throw err;
+    });
   }
 }

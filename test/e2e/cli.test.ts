@@ -4,12 +4,14 @@
  * Redis; `config validate`; `worker --queues` validation; and the embedded Redis default.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { connect } from "node:net";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { redisAnswers, startEmbeddedRedis } from "../../src/app/embedded-redis.js";
 import { runtimeFilePath, type RuntimeInfo } from "../../src/app/runtime-file.js";
+import { displayRedisUrl } from "../../src/config/redis-url.js";
 import { QUEUE_NAMES } from "../../src/queues/queue-names.js";
 import { tempDir, testRedisUrl, uniquePrefix } from "../helpers/context.js";
 import { freePort } from "../helpers/redis-server.js";
@@ -18,6 +20,29 @@ import { cliEnv, runCli, show, type CliResult } from "../helpers/cli-run.js";
 import { settle } from "../helpers/settle.js";
 
 const FIXTURES = join(ROOT, "test/fixtures");
+
+/** The permission bits of `dir` and everything under it: the distinct ones of its dirs and of its files. */
+function modesUnder(dir: string): { dirs: number[]; files: number[] } {
+  const dirs = new Set<number>([statSync(dir).mode & 0o777]);
+  const files = new Set<number>();
+  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    const mode = statSync(join(entry.parentPath, entry.name)).mode & 0o777;
+    (entry.isDirectory() ? dirs : files).add(mode);
+  }
+  return { dirs: [...dirs].sort(), files: [...files].sort() };
+}
+
+/** The first reply of the Redis on `port` to a PING sent without any password. */
+function noAuthReply(port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const s = connect(port, "127.0.0.1", () => s.write("PING\r\n"));
+    s.once("data", (d) => {
+      s.destroy();
+      resolve(String(d).trim());
+    });
+    s.once("error", reject);
+  });
+}
 
 // One deployment for the HTTP and direct cases: the test Redis, a fresh prefix, a temp state dir.
 const home = tempDir("sb-cli-home");
@@ -362,9 +387,12 @@ describe("embedded Redis", () => {
     cleanups.push(dir.cleanup);
     const embedded = await startEmbeddedRedis(dir.dir);
     cleanups.push(() => embedded.stop());
-    expect(embedded.url).toMatch(/^redis:\/\/127\.0\.0\.1:\d+$/);
-    expect(embedded.url).not.toBe("redis://127.0.0.1:6379");
+    // A password of its own: any local user can reach a loopback port.
+    expect(embedded.url).toMatch(/^redis:\/\/:[0-9a-f]{48}@127\.0\.0\.1:\d+$/);
+    expect(embedded.url).not.toContain(":6379");
     expect(embedded.dataDir).toBe(join(dir.dir, "redis"));
+    const password = new URL(embedded.url).password;
+    expect(await noAuthReply(Number(new URL(embedded.url).port))).toBe("-NOAUTH Authentication required.");
     const r = new Redis(embedded.url, { maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: true });
     r.on("error", () => {});
     await r.connect();
@@ -372,11 +400,17 @@ describe("embedded Redis", () => {
     await r.set("k", "v");
     expect(await r.config("GET", "dir")).toEqual(["dir", embedded.dataDir]);
     expect(await r.config("GET", "appendonly")).toEqual(["appendonly", "yes"]);
+    // Given on stdin, so never on its command line (which `ps` shows to everyone).
+    const pid = Number(/^process_id:(\d+)/m.exec(await r.info("server"))![1]);
+    expect(readFileSync(`/proc/${pid}/cmdline`, "utf8")).not.toContain(password);
     r.disconnect();
-    await settle(() => readdirSync(embedded.dataDir).length > 0, {
+    await settle(() => readdirSync(embedded.dataDir).length > 1, {
       what: "the AOF dir written under the state dir",
       timeoutMs: 5000,
     }); // AOF dir written under the state dir
+    // Owner-only, all of it: the data dir, the AOF dir and files, the record holding the password.
+    expect(modesUnder(embedded.dataDir)).toEqual({ dirs: [0o700], files: [0o600] });
+    expect(readFileSync(join(embedded.dataDir, "embedded.json"), "utf8")).toContain(password);
     await embedded.stop();
     const after = new Redis(embedded.url, {
       maxRetriesPerRequest: 0,
@@ -417,10 +451,11 @@ describe("embedded Redis", () => {
 
     owner.kill("SIGKILL");
     await new Promise((r) => owner.once("exit", r));
-    // Its redis-server outlived it; the next start takes it over: same server, same data.
+    // Its redis-server outlived it; the next start takes it over: same server, same data, same password.
     const adopted = await startEmbeddedRedis(dir.dir);
     cleanups.push(() => adopted.stop());
     expect(adopted.url).toBe(url);
+    expect(adopted.notice).toBeUndefined();
     const r = new Redis(adopted.url, { maxRetriesPerRequest: 0, lazyConnect: true });
     r.on("error", () => {});
     await r.connect();
@@ -429,6 +464,60 @@ describe("embedded Redis", () => {
     // The adopter ends it like its own.
     await adopted.stop();
     expect(await redisAnswers(url, 500)).toBe(false);
+  });
+
+  it("a redis-server an earlier version left without a password is adopted with its data, and gets one", async () => {
+    const dir = tempDir("sb-embedded-old");
+    cleanups.push(dir.cleanup);
+    const dataDir = join(dir.dir, "redis");
+    mkdirSync(dataDir, { mode: 0o755 });
+    // As that version ran it: no password, the default umask (a world-readable AOF), its record.
+    const port = await freePort();
+    const old = spawn(
+      "redis-server",
+      ["--port", String(port), "--bind", "127.0.0.1", "--dir", dataDir, "--appendonly", "yes", "--save", ""],
+      { stdio: "ignore" },
+    );
+    cleanups.push(() => void old.kill("SIGKILL"));
+    const plain = `redis://127.0.0.1:${port}`;
+    await settle(() => redisAnswers(plain, 500), { what: "the old redis-server", timeoutMs: 10_000 });
+    const deadOwner = spawnSync(process.execPath, ["-e", ""]).pid;
+    writeFileSync(join(dataDir, "embedded.json"), JSON.stringify({ redisPid: old.pid, port, ownerPid: deadOwner }), {
+      mode: 0o644,
+    });
+    // A client of someone else's, connected before the adoption.
+    const intruder = new Redis(plain, { maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: true });
+    intruder.on("error", () => {});
+    await intruder.connect();
+    await intruder.set("kept", "yes");
+    const aofDir = join(dataDir, "appendonlydir");
+    await settle(() => existsSync(aofDir) && readdirSync(aofDir).length > 0, { what: "the old AOF", timeoutMs: 5000 });
+    chmodSync(aofDir, 0o755);
+    for (const f of readdirSync(aofDir)) chmodSync(join(aofDir, f), 0o644);
+
+    const adopted = await startEmbeddedRedis(dir.dir);
+    cleanups.push(() => adopted.stop());
+    expect(adopted.notice).toMatch(/earlier version left running without a password: it asks for one now/);
+    expect(adopted.url).toMatch(new RegExp(`^redis://:[0-9a-f]{48}@127\\.0\\.0\\.1:${port}$`));
+    expect(await noAuthReply(port)).toBe("-NOAUTH Authentication required.");
+    expect(await redisAnswers(plain, 500)).toBe(false);
+    // The connection opened before it was closed: it cannot carry on without the password.
+    await expect(intruder.get("kept")).rejects.toThrow();
+    intruder.disconnect();
+    const r = new Redis(adopted.url, { maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: true });
+    r.on("error", () => {});
+    await r.connect();
+    expect(await r.get("kept")).toBe("yes");
+    r.disconnect();
+    expect(modesUnder(dataDir)).toEqual({ dirs: [0o700], files: [0o600] });
+    expect(JSON.parse(readFileSync(join(dataDir, "embedded.json"), "utf8"))).toMatchObject({
+      redisPid: old.pid,
+      port,
+      ownerPid: process.pid,
+      password: new URL(adopted.url).password,
+    });
+    await adopted.stop();
+    await settle(() => old.exitCode !== null || old.signalCode !== null, { what: "the adopted server stopped" });
   });
 
   /**
@@ -453,6 +542,10 @@ describe("embedded Redis", () => {
     const cfg = join(dir.dir, "switchboard.json5");
     // No redis.url; a prefix and a port only. REDIS_URL is unset below.
     writeFileSync(cfg, JSON.stringify({ redis: { prefix: "emb" }, gateway: { port: 0 } }));
+    // What the embedded Redis answers a client without its password.
+    const noAuth =
+      `const s=require("net").connect(+process.argv[1],"127.0.0.1",()=>s.write("PING\\r\\n"));` +
+      `s.on("data",(d)=>{console.log(String(d).trim());process.exit(0)});s.on("error",()=>process.exit(1))`;
     const probe =
       `const s=require("net").connect(+process.argv[1],"127.0.0.1");` +
       `s.on("connect",()=>{console.log("open");process.exit(0)});` +
@@ -473,6 +566,9 @@ until grep -q ready "$OUT/start.log"; do
   sleep 0.1
 done
 cp "$STATE/run/switchboard.json" "$OUT/runtime.json"
+stat -c %a "$STATE/run/switchboard.json" > "$OUT/runtime.mode"
+EPORT=$("$NODE" -e 'console.log(new URL(require(process.argv[1]).redisUrl).port)' "$OUT/runtime.json")
+"$NODE" -e '${noAuth}' "$EPORT" > "$OUT/noauth"
 "$NODE" "$CLI" send main hi-embedded --wait 10 > "$OUT/send.out" 2>&1; echo $? > "$OUT/send.code"
 "$NODE" "$CLI" status --json > "$OUT/status.json" 2> "$OUT/status.err"; echo $? > "$OUT/status.code"
 kill -TERM $SB; wait $SB; echo $? > "$OUT/start.code"
@@ -519,9 +615,14 @@ PORT=$("$NODE" -e 'console.log(new URL(require(process.argv[1]).redisUrl).port)'
       /no Redis at redis:\/\/127\.0\.0\.1:6379 \(.*ECONNREFUSED.*\): started an embedded redis-server/,
     );
     const runtime = JSON.parse(read("runtime.json")) as RuntimeInfo;
-    expect(runtime.redisUrl).toMatch(/^redis:\/\/127\.0\.0\.1:\d+$/);
-    expect(runtime.redisUrl).not.toBe("redis://127.0.0.1:6379");
-    expect(log).toContain(`redis ${runtime.redisUrl}`);
+    expect(runtime.redisUrl).toMatch(/^redis:\/\/:[0-9a-f]{48}@127\.0\.0\.1:\d+$/);
+    expect(runtime.redisUrl).not.toContain(":6379");
+    // The password: in the owner-only runtime file, never in what start prints.
+    expect(read("runtime.mode").trim()).toBe("600");
+    expect(read("noauth").trim(), "the embedded Redis asks for its password").toBe("-NOAUTH Authentication required.");
+    expect(log).toContain(`redis ${displayRedisUrl(runtime.redisUrl)}`);
+    expect(log).not.toContain(new URL(runtime.redisUrl).password);
+    expect(log).toMatch(/, auth: none, local-only /);
     // Other commands found the embedded Redis (and the gateway) through the runtime file alone.
     expect(read("send.code").trim(), read("send.out")).toBe("0");
     expect(read("send.out")).toBe("echo: hi-embedded\n");
@@ -531,9 +632,10 @@ PORT=$("$NODE" -e 'console.log(new URL(require(process.argv[1]).redisUrl).port)'
       redis: { url: string; up: boolean };
     };
     expect(status.gateway).toEqual({ url: runtime.gatewayUrl, reachable: true });
-    expect(status.redis).toMatchObject({ url: runtime.redisUrl, up: true });
-    // Data under the state dir; clean stop: exit 0, runtime file gone, redis-server stopped.
+    expect(status.redis).toMatchObject({ url: displayRedisUrl(runtime.redisUrl), up: true });
+    // Data under the state dir, owner-only; clean stop: exit 0, runtime file gone, redis-server stopped.
     expect(readdirSync(join(stateDir, "redis")).length).toBeGreaterThan(0);
+    expect(modesUnder(join(stateDir, "redis"))).toEqual({ dirs: [0o700], files: [0o600] });
     expect(read("start.code").trim(), diag).toBe("0");
     expect(existsSync(runtimeFilePath(stateDir))).toBe(false);
     expect(read("embedded-after").trim(), "embedded redis-server stopped with start").toBe("closed");

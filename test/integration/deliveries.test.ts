@@ -411,9 +411,13 @@ describe("sendPolicy is decided for the channel a message goes to", () => {
         to: "room",
       });
       await s.rpc("agent.wait", { runId: run.runId, timeoutMs: 10_000 });
+      // Recorded pending first, then decided by the delivery job (src/delivery/deliver.ts).
       const reply = await settle(
-        async () => (await deliveries(s, { sessionKey: res.sessionKey })).find((d) => d.channel === "quiet"),
-        { what: "the reply routed to the denied channel recorded" },
+        async () =>
+          (await deliveries(s, { sessionKey: res.sessionKey })).find(
+            (d) => d.channel === "quiet" && d.status !== "pending",
+          ),
+        { what: "the reply routed to the denied channel decided" },
       );
       expect(reply.status).toBe("blocked");
     } finally {

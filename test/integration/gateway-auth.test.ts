@@ -1,12 +1,14 @@
 /**
- * Strict Authorization parsing over HTTP (src/auth/credentials.ts), and the start-up log line of a
- * real `switchboard gateway` process printing the address it actually bound.
+ * Strict Authorization parsing over HTTP (src/auth/credentials.ts), the start-up log line of a
+ * real `switchboard gateway` process printing the address it actually bound and whether it asks
+ * for a token, and `--token` of `start` / `gateway` / `worker`.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { request } from "node:http";
 import { presentedToken } from "../../src/auth/credentials.js";
 import { formatBoundAddresses } from "../../src/gateway/bound-addresses.js";
 import { testRedisUrl, uniquePrefix } from "../helpers/context.js";
+import { cliEnv, runCli, show } from "../helpers/cli-run.js";
 import { spawnSwitchboard, startTestSystem, writeConfigFile, type TestSystem } from "../helpers/system.js";
 
 const TOKEN = "s3cret-token-for-auth-tests";
@@ -103,7 +105,16 @@ describe("presentedToken", () => {
     expect(presentedToken(`Basic ${b64("u:a:b")}`)).toBe("a:b");
   });
   it("is undefined for anything malformed", () => {
-    for (const h of [undefined, "", " ", "Bearer", `Bearer a b`, `Basic ${b64("nocolon")}`, "Basic %%%%"])
+    for (const h of [
+      undefined,
+      "",
+      " ",
+      "Bearer",
+      `Bearer a b`,
+      `Basic ${b64("nocolon")}`,
+      "Basic %%%%",
+      "Bearer tökén",
+    ])
       expect(presentedToken(h)).toBeUndefined();
   });
 });
@@ -134,6 +145,7 @@ describe("start-up log", () => {
         .split("\n")
         .find((l) => l.startsWith("switchboard gateway ready:"));
       expect(line, child.output()).toBeDefined();
+      expect(line).toMatch(/, auth: bearer token required$/);
       const m = /listening on 0\.0\.0\.0:(\d+) at http:\/\/127\.0\.0\.1:(\d+)/.exec(line!);
       expect(m, line).not.toBeNull();
       const port = Number(m![1]);
@@ -144,5 +156,91 @@ describe("start-up log", () => {
     } finally {
       await child.stop();
     }
+  });
+});
+
+describe("--token of the long-running commands", () => {
+  /** A config of this deployment's Redis without any token, with `gateway` settings. */
+  const tokenless = (gateway: Record<string, unknown>) => {
+    const config = sys.config;
+    return writeConfigFile({
+      ...structuredClone(config),
+      redis: { ...config.redis, url: testRedisUrl(), prefix: uniquePrefix("tok") },
+      gateway: { ...config.gateway, port: 0, ...gateway, auth: {} },
+    });
+  };
+  const readyLine = (out: string, role: string) =>
+    out.split("\n").find((l) => l.startsWith(`switchboard ${role} ready:`));
+  const status = async (base: string, headers: Record<string, string> = {}) =>
+    (
+      await fetch(`${base}/v1/rpc/status`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body: "{}",
+      })
+    ).status;
+
+  // It was ignored: the gateway ran without a token, open to anyone on the host (or, on 0.0.0.0, refused to start).
+  it("gateway --token is the token it asks for, also on 0.0.0.0 with no token in the file", async () => {
+    const file = tokenless({ host: "0.0.0.0" });
+    const child = await spawnSwitchboard(["gateway", "--config", file, "--token", TOKEN]);
+    try {
+      const line = readyLine(child.output(), "gateway");
+      expect(line, child.output()).toMatch(/, auth: bearer token required$/);
+      const base = `http://127.0.0.1:${/listening on 0\.0\.0\.0:(\d+)/.exec(line!)![1]}`;
+      expect(await status(base)).toBe(401);
+      expect(await status(base, { authorization: "Bearer wrong-token-123" })).toBe(401);
+      expect(await status(base, { authorization: `Bearer ${TOKEN}` })).toBe(200);
+      expect(child.output()).not.toContain(TOKEN);
+    } finally {
+      await child.stop();
+    }
+  });
+
+  it("start without any token says so: auth none, local-only", async () => {
+    const child = await spawnSwitchboard(["start", "--config", tokenless({ host: "127.0.0.1" })]);
+    try {
+      const line = readyLine(child.output(), "start");
+      expect(line, child.output()).toMatch(/, auth: none, local-only \(no token: anyone on this host can call it/);
+      expect(await status(/ at (http:\/\/\S+) /.exec(line!)![1]!)).toBe(200);
+    } finally {
+      await child.stop();
+    }
+  });
+
+  it("a --token no Bearer header can carry is refused under --token, never echoed; SWITCHBOARD_TOKEN too", async () => {
+    const file = tokenless({ host: "127.0.0.1" });
+    for (const bad of ["has space 12345", "tökén-1234567", "tab\tseparated"]) {
+      const flag = await runCli(["start", "--config", file, "--token", bad], cliEnv({}));
+      expect(flag.code, show(flag)).toBe(1);
+      expect(flag.stderr).toMatch(
+        /--token: use only visible ASCII characters .*\(got \(hidden\); it sets gateway\.auth\.token\)/,
+      );
+      const env = await runCli(["config", "validate", file], cliEnv({ SWITCHBOARD_TOKEN: bad }));
+      expect(env.code, show(env)).toBe(1);
+      expect(env.stderr).toMatch(/^SWITCHBOARD_TOKEN: use only visible ASCII characters .*\(got \(hidden\)/);
+      for (const r of [flag, env]) expect(r.stdout + r.stderr).not.toContain(bad);
+    }
+    const short = await runCli(["gateway", "--config", file, "--token", "short"], cliEnv({}));
+    expect(short.stderr, show(short)).toMatch(/--token: use at least 8 characters/);
+    // `mcp` serves with the token it is given too: the same rule, not only the length.
+    const accented = "tökén-1234567";
+    const mcp = await runCli(
+      ["mcp", "--session", "agent:main:main", "--config", file, "--token", accented],
+      cliEnv({}),
+    );
+    expect(mcp.code, show(mcp)).toBe(1);
+    expect(mcp.stderr).toMatch(/--token: use only visible ASCII characters/);
+    expect(mcp.stdout + mcp.stderr).not.toContain(accented);
+  });
+
+  it("worker --token: validated like the gateway's, and said to change nothing there", async () => {
+    const file = tokenless({ host: "127.0.0.1" });
+    // A bad --queues stops it right after the start-up notices, before Redis is asked.
+    const r = await runCli(["worker", "--config", file, "--token", TOKEN, "--queues", "bogus"], cliEnv({}));
+    expect(r.code, show(r)).toBe(1);
+    expect(r.stderr).toContain("warning: --token has no effect on a worker: it serves no gateway");
+    const bad = await runCli(["worker", "--config", file, "--token", "bad token 123"], cliEnv({}));
+    expect(bad.stderr, show(bad)).toMatch(/--token: use only visible ASCII/);
   });
 });

@@ -15,6 +15,7 @@ import { waitRun } from "../helpers/api.js";
 import { requeueStopped, STOPPED_TURN_ORPHANED_MS } from "../../src/runs/stop.js";
 import { announceContinuation } from "../../src/subagents/announce.js";
 import { subagentAnnounceJobId } from "../../src/queues/jobs.js";
+import type { Turn } from "../../src/runs/turn.js";
 
 let sys: TestSystem;
 beforeAll(async () => {
@@ -172,7 +173,8 @@ describe("sweep rotation is atomic with the session's state", () => {
     ).toBeNull();
     expect((await sys.svc.sessions.get(key))!.sessionId).toBe(fresh.sessionId);
     // As a /stop does: drop the queued turn, then (nothing to carry on) forget it.
-    for (const t of await sys.svc.inbox.drop(key, "stopped")) await sys.svc.inbox.stoppedDone(t.runId);
+    for await (const turns of sys.svc.inbox.drop(key, "stopped"))
+      await sys.svc.inbox.stoppedDone(...turns.map((t) => t.runId));
 
     const idle = (await sys.svc.sessions.get(key))!;
     const rotated = await rotateSession(sys.svc, idle, {
@@ -226,8 +228,8 @@ describe("a /stop that dies after dropping the queued turns", () => {
         archive: { sessionId: "old-session", kind: "reset" },
         continuation: announceContinuation(gw.svc, key, runId),
       });
-      // What a stop does first, in one step; then it dies.
-      const dropped = await gw.svc.inbox.drop(key, "stopped");
+      // What a stop does first, in one step (one turn: the whole inbox); then it dies.
+      const dropped: Turn[] = (await gw.svc.inbox.drop(key, "stopped").next()).value ?? [];
       expect(dropped.map((t) => t.runId)).toEqual([turn.runId]);
       expect(await gw.svc.runs.get(runId)).toMatchObject({ status: "killed", error: "stopped" });
       expect(await gw.svc.redis.hlen(gw.svc.keys.stoppedTurns())).toBe(1);

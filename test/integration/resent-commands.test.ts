@@ -127,6 +127,7 @@ describe("a lease take run twice (its answer lost, the command sent again)", () 
       keys.session(session),
       keys.pendingWakes(),
       keys.leaseTake(session),
+      keys.inboxBytes(session),
     ];
     const args = (nonce: string) => [30_000, keys.run(""), Date.now(), `|${session}`, "", nonce];
     const first = (await begin(k, args("nonce-1"))) as [number, [string, string[], string | null]];

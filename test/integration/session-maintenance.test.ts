@@ -10,7 +10,8 @@ import { afterAll, describe, expect, it } from "vitest";
 import { startTestSystem, type TestSystem } from "../helpers/system.js";
 import { settle } from "../helpers/settle.js";
 import { archivePath } from "../../src/transcript/paths.js";
-import { archiveOf, pruneOnce } from "../../src/workers/session-prune.js";
+import { archiveOf, pruneDue, pruneOnce } from "../../src/workers/session-prune.js";
+import { rotateSession } from "../../src/rotation/rotate.js";
 
 const DAY = 86_400_000;
 const systems: TestSystem[] = [];
@@ -100,6 +101,63 @@ describe("session.maintenance", () => {
     // The pass itself: the woken session is not a candidate any more; nothing else to do.
     expect(await sys.rpc("sessions.cleanup", { dryRun: false })).toMatchObject({ pruned: [], busy: [] });
     expect(await sys.svc.sessions.get(key)).not.toBeNull();
+  });
+
+  it("sessions.reset of a long-idle session keeps it from pruning; a sweep's rollover does not", async () => {
+    // Finding: pruning read updatedAt, which sessions.reset left at the last message, so an
+    // operator's reset did not protect a session the way OpenClaw's (a touch) does.
+    const sys = await startTestSystem({
+      session: { reset: { mode: "off" }, maintenance: { pruneAfter: "1d", maxEntries: 100 } },
+      maintenance: { sweepEveryMs: 3_600_000 },
+    });
+    systems.push(sys);
+    const idle = Date.now() - 5 * DAY;
+    await seed(sys, "agent:main:op-reset", idle);
+    await seed(sys, "agent:main:swept", idle);
+    await sys.rpc("sessions.reset", { key: "agent:main:op-reset" });
+    // What the sweep does to a stale session: a rollover that is not activity.
+    await rotateSession(sys.svc, (await sys.svc.sessions.get("agent:main:swept"))!, {
+      reason: "idle",
+      archive: "job",
+      activity: "preserve",
+    });
+    expect((await sys.rpc("sessions.cleanup", { dryRun: false })).pruned).toEqual(["agent:main:swept"]);
+    expect(await sys.svc.sessions.get("agent:main:op-reset")).not.toBeNull();
+  });
+
+  it("the prune job goes batch after batch within its budget, logs its progress, says what is left", async () => {
+    const sys = await startTestSystem({
+      session: { reset: { mode: "off" }, maintenance: { pruneAfter: "1d", maxEntries: 100 } },
+      maintenance: { sweepEveryMs: 3_600_000, sweepBatch: 3 },
+    });
+    systems.push(sys);
+    for (let i = 0; i < 8; i++) await seed(sys, `agent:main:backlog${i}`, Date.now() - 5 * DAY + i);
+    await seed(sys, "agent:main:recent", Date.now());
+    // Enforced here, not by the config: the scheduled job (warn mode) removes nothing meanwhile.
+    const logged: { fields: unknown; msg: string }[] = [];
+    const log = { ...sys.svc.log, info: (fields: unknown, msg: string) => logged.push({ fields, msg }) };
+    const m = sys.svc.config.session.maintenance!;
+    const svc = {
+      ...sys.svc,
+      log: log as unknown as typeof sys.svc.log,
+      config: {
+        ...sys.svc.config,
+        session: { ...sys.svc.config.session, maintenance: { ...m, mode: "enforce" as const } },
+      },
+    };
+    // No budget: one batch, and the rest is reported as still due (and logged).
+    expect(await pruneDue(svc, 0)).toMatchObject({ dryRun: false, batches: 1, pruned: 3, remaining: 5 });
+    expect(logged.map((l) => l.msg)).toEqual([expect.stringContaining("still idle past pruneAfter")]);
+    expect(logged[0]!.fields).toMatchObject({ remaining: 5 });
+    logged.length = 0;
+    // A budget: batches until the backlog is gone (the last one not full), each one logged.
+    const progress: number[] = [];
+    const rest = await pruneDue(svc, 60_000, async (done) => progress.push(done.pruned));
+    expect(rest).toMatchObject({ batches: 2, pruned: 5, busy: 0, remaining: 0 });
+    expect(progress).toEqual([3, 5]);
+    expect(logged.map((l) => l.fields)).toEqual([expect.objectContaining({ batches: 1, pruned: 3 })]);
+    for (let i = 0; i < 8; i++) expect(await sys.svc.sessions.get(`agent:main:backlog${i}`)).toBeNull();
+    expect(await sys.svc.sessions.get("agent:main:recent")).not.toBeNull();
   });
 
   it("enforce mode removes stale sessions by itself, as a scheduled job", async () => {

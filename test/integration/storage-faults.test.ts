@@ -22,11 +22,14 @@ import {
 } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { startTestSystem, writeConfigFile, spawnSwitchboard, type TestSystem } from "../helpers/system.js";
 import { tempDir } from "../helpers/context.js";
 import { readTranscript, readyz, scriptConfig, textOf } from "../fixtures/runs-support.js";
 import { settle } from "../helpers/settle.js";
+import { deliveries } from "../helpers/api.js";
+import { createRuntime } from "../../src/runtimes/registry.js";
+import { agentRuntime } from "../../src/config/agents.js";
 
 const isRoot = process.getuid?.() === 0;
 const NOBODY = 65534;
@@ -313,13 +316,17 @@ describe("a failed background fsync (group commit)", () => {
     const { dir: storage } = tempDir("sb-syncfail");
     const sys = await startTestSystem(scriptConfig(RULES, { storage: { dir: storage } }));
     cleanups.push(() => sys.close());
-    await sys.svc.storageFaults.onBackgroundFault({ code: "EIO", message: "fsync failed: input/output error" });
+    // As node:fs words it: the code, then the path (storage dir, agent id, sessionId).
+    const message = `EIO: i/o error, fsync '${storage}/agents/main/sessions/s-0123456789abcdef.jsonl'`;
+    await sys.svc.storageFaults.onBackgroundFault({ code: "EIO", message });
     const res = await fetch(`${sys.url}/readyz`);
     expect(res.status).toBe(503);
-    expect(await res.json()).toMatchObject({
-      storage: "unhealthy",
-      error: expect.stringMatching(/^EIO: fsync failed/),
-    });
+    // /readyz needs no token: the code only, once; the message stays for doctor and status.
+    const body = await res.json();
+    expect(body).toMatchObject({ storage: "unhealthy", code: "EIO", error: "transcript storage refuses writes (EIO)" });
+    expect(JSON.stringify(body)).not.toMatch(/sessions|s-0123456789abcdef|fsync|EIO: EIO/);
+    expect(JSON.stringify(body)).not.toContain(storage);
+    expect((await sys.rpc("status")).storage).toMatchObject({ healthy: false, code: "EIO", message });
     const run = await inbound(sys, "u", "u after");
     expect((await sys.rpc("agent.wait", { runId: run.runId, timeoutMs: 10_000 })).status).toBe("ok");
     expect(await readyz(sys.url)).toBe(503);
@@ -370,6 +377,66 @@ describe("transcript paths that are not what they should be", () => {
   }, 30_000);
 });
 
+describe("replaying a dead letter whose run saved its outcome", () => {
+  it("writes the saved outcome and finishes the new run: the runtime and its tools do not run again", async () => {
+    const { dir: storage } = tempDir("sb-replay-saved");
+    const rules = [
+      { when: { contains: "look it up" }, tools: [{ name: "sessions_list", args: {} }], reply: "found: {{text}}" },
+      ...RULES,
+    ];
+    const sys = await startTestSystem(
+      scriptConfig(rules, { storage: { dir: storage, faultRetryMaxDelayMs: 200, faultDeadlineMinutes: 0.02 } }),
+    );
+    cleanups.push(() => sys.close());
+    // The workers run in this process: count the calls of the very runtime instance they use.
+    const runtimeRuns = vi.spyOn(createRuntime(agentRuntime(sys.config, "main")), "run");
+    const callsFor = (runId: string) => runtimeRuns.mock.calls.filter(([input]) => input.runId === runId).length;
+    const first = await inbound(sys, "saved", "saved hello");
+    expect((await sys.rpc("agent.wait", { runId: first.runId, timeoutMs: 10_000 })).status).toBe("ok");
+
+    // The sessions directory replaced by a file: the turn runs, its transcript write fails (ENOTDIR) until the
+    // deadline (1.2 s), and it is given up with its outcome saved.
+    const dir = join(storage, "agents", "main", "sessions");
+    renameSync(dir, `${dir}.away`);
+    writeFileSync(dir, "not a directory");
+    const doomed = await inbound(sys, "saved", "look it up");
+    const failed = await sys.rpc("agent.wait", { runId: doomed.runId, timeoutMs: 15_000 });
+    expect(failed).toMatchObject({ status: "error", error: expect.stringMatching(/ENOTDIR.*gave up/) });
+    expect(callsFor(doomed.runId)).toBe(1);
+    const letter = await sys.rpc("deadletters.get", { runId: doomed.runId });
+    expect(letter).toMatchObject({ kind: "storage", result: { status: "ok", reply: "found: look it up" } });
+    expect(letter.result.output).toContain("sessions_list");
+    // Indexed by failure time in the same step as it was written.
+    expect(Number(await sys.svc.redis.zscore(sys.svc.keys.deadLetterIndex(), doomed.runId))).toBe(letter.failedAt);
+
+    rmSync(dir);
+    renameSync(`${dir}.away`, dir);
+    const replay = await sys.rpc("deadletters.replay", { runId: doomed.runId });
+    expect(replay.replayed[0]).toMatchObject({ runId: doomed.runId, reusedResult: true });
+    const replayedAs = replay.replayed[0].replayedAs as string;
+    expect(await sys.rpc("agent.wait", { runId: replayedAs, timeoutMs: 15_000 })).toMatchObject({
+      status: "ok",
+      reply: "found: look it up",
+    });
+    // Neither the model nor its tools ran for the replay: the lines are the saved outcome's.
+    expect(callsFor(replayedAs)).toBe(0);
+    expect(runtimeRuns).toHaveBeenCalledTimes(2);
+    const lines = readTranscript(sys.config, first.sessionId).filter((l) => l.runId === replayedAs);
+    expect(lines.map((l) => l.id)).toEqual(["u", "t0", "r0", "a"].map((s) => `${replayedAs}:${s}`));
+    expect(lines.map((l) => textOf(l.message))).toEqual(["look it up", "", expect.any(String), "found: look it up"]);
+    expect(readTranscript(sys.config, first.sessionId).some((l) => l.runId === doomed.runId)).toBe(false);
+    // Delivered as a successful turn's reply is; the letter is gone.
+    const delivered = await settle(
+      async () =>
+        (await deliveries(sys, { sessionKey: doomed.sessionKey })).find((d) => d.id === `reply-${replayedAs}`),
+      { what: "the replayed run's reply delivered" },
+    );
+    expect(delivered).toMatchObject({ message: "found: look it up" });
+    expect((await sys.rpc("deadletters.list")).count).toBe(0);
+    expect(await sys.svc.redis.zcard(sys.svc.keys.deadLetterIndex())).toBe(0);
+  }, 60_000);
+});
+
 /** Whether `chattr +i` works here (root on ext4 and the like; not on tmpfs or overlay). */
 function immutableWorks(): boolean {
   const { dir, cleanup } = tempDir("sb-chattr");
@@ -399,7 +466,9 @@ describe.skipIf(!isRoot || !immutableWorks())("an archive refused by storage (ch
       what: "/readyz 503 while the archive is refused",
       timeoutMs: 15_000,
     });
-    expect((await sys.get("/readyz")).body.error).toMatch(/^EPERM: archiving retired transcript/);
+    // The code on /readyz (open to all); what failed, with its path, for status and doctor.
+    expect((await sys.get("/readyz")).body).toMatchObject({ code: "EPERM", storage: "unhealthy" });
+    expect((await sys.rpc("status")).storage.message).toMatch(/^archiving retired transcript \S+ failed: EPERM/);
     execFileSync("chattr", ["-i", dir]);
     await settle(async () => readdirSync(dir).some((f) => f.startsWith(`${r.sessionId}.jsonl.deleted.`)), {
       what: "the archived transcript",

@@ -104,8 +104,9 @@ describe("sessions_spawn and the durable announce", () => {
       parentSessionKey: MAIN,
       spawnDepth: 1,
       subagentRole: "leaf",
-      label: "tides",
     });
+    // The spawn's label names the run (its registry record, above), not the child session.
+    expect(child?.label).toBeUndefined();
     await expect(
       sys.svc.sessions.upsert(
         res.childSessionKey,
@@ -144,6 +145,36 @@ describe("sessions_spawn and the durable announce", () => {
         (d: any) => d.kind === "subagent_announce",
       ).length,
     );
+  });
+
+  it("a label used before, by this requester or another, spawns again; a target by it is then ambiguous", async () => {
+    const first = await tool(sys, "sessions_spawn", MAIN, {
+      task: "labelled one",
+      agentId: "researcher",
+      label: "dup",
+    });
+    expect(await announced(sys, first.runId)).toMatchObject({ status: "ok", label: "dup" });
+    const again = await tool(sys, "sessions_spawn", MAIN, {
+      task: "labelled two",
+      agentId: "researcher",
+      label: "dup",
+    });
+    expect(again).toMatchObject({ status: "accepted" });
+    const other = await groupSession(sys, "dup-labels");
+    const theirs = await tool(sys, "sessions_spawn", other, {
+      task: "labelled three",
+      agentId: "researcher",
+      label: "dup",
+    });
+    expect(theirs).toMatchObject({ status: "accepted" });
+    for (const r of [again, theirs])
+      expect(await announced(sys, r.runId)).toMatchObject({ status: "ok", label: "dup" });
+    for (const r of [first, again, theirs])
+      expect((await sys.svc.sessions.get(r.childSessionKey))?.label).toBeUndefined();
+    // Two of MAIN's runs carry it: `subagents` does not guess between them.
+    const kill = await tool(sys, "subagents", MAIN, { action: "kill", target: "dup" });
+    expect(kill).toMatchObject({ status: "error", error: "Ambiguous subagent label: dup" });
+    expect(JSON.stringify(theirs)).not.toContain(first.childSessionKey);
   });
 
   it("announce job ids are deterministic and BullMQ-valid; the job is on the announce queue", async () => {

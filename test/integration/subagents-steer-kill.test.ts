@@ -22,6 +22,7 @@ import { sessionsSpawn } from "../../src/tools/sessions-spawn.js";
 import { toolCallIds } from "../../src/tools/call-ids.js";
 import type { ToolCaller } from "../../src/tools/tool-context.js";
 import type { SubagentRun } from "../../src/subagents/registry.js";
+import { childTaskMessage } from "../../src/subagents/spawn-policy.js";
 
 const MAIN = "agent:main:main";
 /** Every queue but `announce`: a finished child's announce job waits until announceWorker(). */
@@ -29,11 +30,11 @@ const NO_ANNOUNCE: QueueName[] = ["runs", "subagents", "delivery", "maintenance"
 
 afterEach(cleanUp);
 
-async function deployment(queues?: QueueName[]): Promise<TestSystem> {
+async function deployment(queues?: QueueName[], subagents: Record<string, unknown> = {}): Promise<TestSystem> {
   const sys = await deploy(
     toolsConfig({
       agents: {
-        defaults: { subagents: { archiveAfterMinutes: 0 } },
+        defaults: { subagents: { archiveAfterMinutes: 0, ...subagents } },
         list: [
           scriptAgent(
             "main",
@@ -230,6 +231,37 @@ describe("subagents steer", () => {
     const turns = await completionTurns(sys, MAIN);
     expect(turns).toHaveLength(1);
     expect(textOf(turns[0]!)).toContain("main: a new plan");
+  });
+});
+
+describe("a steer of a child whose turn is still queued", () => {
+  it("carries the task the child never saw, then the guidance", async () => {
+    // One sub-agent run at a time: the second child's turn waits behind the first's.
+    const sys = await deployment(undefined, { maxConcurrent: 1 });
+    const first = await tool(sys, "sessions_spawn", MAIN, { task: "hang", label: "first" });
+    await running(sys, first.runId);
+    const second = await tool(sys, "sessions_spawn", MAIN, { task: "compute", label: "second" });
+    expect((await sys.svc.runs.get(second.runId))?.status).toBe("queued");
+
+    const steered = await tool(sys, "subagents", MAIN, {
+      action: "steer",
+      target: "second",
+      message: "show your work",
+    });
+    expect(steered).toMatchObject({ status: "accepted", text: "steered second." });
+    // The replaced run never began: dropped from the queue.
+    const dropped = await sys.svc.runs.get(second.runId);
+    expect(dropped?.status).toBe("killed");
+    expect(dropped?.startedAt).toBeUndefined();
+    // Let the second child run now.
+    expect(await tool(sys, "subagents", MAIN, { action: "kill", target: "first" })).toMatchObject({ status: "ok" });
+    expect(await announced(sys, steered.runId)).toMatchObject({
+      status: "ok",
+      announce: "delivered",
+      frozenResult: "IMPORTANT-RESULT",
+    });
+    const users = (await transcript(sys, second.childSessionKey)).filter((m) => m.role === "user").map(textOf);
+    expect(users).toEqual([`${childTaskMessage("compute", 1, 2)}\n\nshow your work`]);
   });
 });
 

@@ -13,7 +13,8 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SWEEP_BUSY_RETRY_MS, SWEEP_SCHEDULER_ID, sweepDue, sweepOnce } from "../../src/workers/maintenance.js";
 import { rotateSession } from "../../src/rotation/rotate.js";
 import { startTestSystem, type TestSystem } from "../helpers/system.js";
-import { entryOf, inbound, runOk, sessionFiles, waitRunning } from "../helpers/api.js";
+import { entryOf, inbound, runOk, sessionFiles, tool, waitRunning } from "../helpers/api.js";
+import { staleAtFor } from "../../src/session/entry-freshness.js";
 import { quietPeriod, settle } from "../helpers/settle.js";
 
 const MIN = 60_000;
@@ -23,6 +24,8 @@ const SWEEP_EVERY = 3_600_000;
 
 const CONFIG = {
   maintenance: { sweepEveryMs: SWEEP_EVERY },
+  // The owner the `/send` tests speak as.
+  commands: { ownerAllowFrom: ["idlec:owner-send"] },
   session: {
     dmScope: "per-channel-peer" as const,
     reset: { mode: "daily" as const, atHour: 4, timezone: "UTC" },
@@ -225,8 +228,10 @@ describe("sweepOnce", () => {
     const before = Date.now();
     await sys.rpc("sessions.reset", { key: a.sessionKey });
     const e = await entryOf(sys, a.sessionKey);
-    expect(e).toMatchObject({ label: "Lidx", thinkingLevel: "high", updatedAt: T });
+    expect(e).toMatchObject({ label: "Lidx", thinkingLevel: "high" });
     expect(e.resetAt).toBeGreaterThanOrEqual(before);
+    // A touch, as OpenClaw's: the reset is the session's last activity for pruning and list order too.
+    expect(e.updatedAt).toBe(e.resetAt);
     const staleAt = Number(await sys.svc.redis.zscore(sys.svc.keys.staleIndex(), a.sessionKey));
     expect(staleAt).toBe(e.resetAt! + 10 * MIN + 1);
   });
@@ -243,6 +248,69 @@ describe("sweepOnce", () => {
     expect(e.label).toBe("Lpatched");
     const staleAt = Number(await sys.svc.redis.zscore(sys.svc.keys.staleIndex(), a.sessionKey));
     expect(staleAt).toBe(e.resetAt! + 10 * MIN + 1);
+  });
+
+  /** Reset (nothing left to clear: out of the stale index), then `write` sets something a rollover clears. */
+  async function resetThenWrite(from: string, write: (sessionKey: string) => Promise<unknown>) {
+    const a = await inbound(sys, idleMsg(from, Date.now() - 5 * MIN));
+    await runOk(sys, a.runId);
+    await sys.rpc("sessions.reset", { key: a.sessionKey });
+    expect(await sys.svc.redis.zscore(sys.svc.keys.staleIndex(), a.sessionKey)).toBeNull();
+    await write(a.sessionKey);
+    const e = await entryOf(sys, a.sessionKey);
+    const staleAt = Number(await sys.svc.redis.zscore(sys.svc.keys.staleIndex(), a.sessionKey));
+    expect(staleAt).toBe(e.resetAt! + 10 * MIN + 1); // one idle window after the reset
+    // Due then, the sweep rolls it over and clears the setting, as the next message would.
+    expect(await sweepOnce(sys.svc, staleAt - 1)).toMatchObject({ rotated: 0 });
+    expect(await sweepOnce(sys.svc, staleAt)).toMatchObject({ examined: 1, rotated: 1 });
+    return { before: e, after: await entryOf(sys, a.sessionKey) };
+  }
+
+  it("/send on a session untouched since its reset puts it back on the stale clock", async () => {
+    // Finding: /send wrote the policy without the stale instant: the sweep never found the
+    // session, and the policy outlived the idle expiry until the next message.
+    const { before, after } = await resetThenWrite("owner-send", async () => {
+      expect(await inbound(sys, idleMsg("owner-send", Date.now(), "/send on"))).toMatchObject({ sendPolicy: "allow" });
+    });
+    expect(before.sendPolicy).toBe("allow");
+    expect(after.sendPolicy).toBeUndefined();
+  });
+
+  it("a model set by session_status on a session untouched since its reset: back on the stale clock", async () => {
+    const { before, after } = await resetThenWrite("status-model", async (key) => {
+      expect((await tool(sys, "session_status", key, { model: "openai/gpt-5" })).details.changedModel).toBe(true);
+    });
+    expect(before.modelOverride).toBe("openai/gpt-5");
+    expect(after.modelOverride).toBeUndefined();
+  });
+
+  it("an isolated run's session is on the stale clock once its turn has run (its run state)", async () => {
+    // The run rotates the session (untouched since, nothing to clear); its turn's bookkeeping
+    // then writes run state a rollover clears, which must index it as freshnessOf sees it.
+    const r = await sys.rpc("agent", { sessionKey: "cron:iso-sweep", message: "run", sessionTarget: "isolated" });
+    await runOk(sys, r.runId);
+    // The bookkeeping is written right after the run's record turns terminal.
+    const e = (await settle(
+      async () => ((await entryOf(sys, r.sessionKey)).systemSent ? entryOf(sys, r.sessionKey) : undefined),
+      {
+        what: "the turn's bookkeeping written",
+        timeoutMs: 5000,
+      },
+    ))!;
+    expect(e.sessionId).toBe(r.sessionId);
+    expect(e.resetAt).toBeGreaterThanOrEqual(e.updatedAt);
+    const staleAt = await sys.svc.redis.zscore(sys.svc.keys.staleIndex(), r.sessionKey);
+    expect(Number(staleAt)).toBe(staleAtFor(sys.svc.config, r.sessionKey, e.resetAt!));
+    expect(await sweepOnce(sys.svc, Number(staleAt))).toMatchObject({ rotated: 1 });
+  });
+
+  it("a session the agent RPC creates is on the stale clock from its creation", async () => {
+    // Its first turn's activity write is skipped (recent), so nothing else would index it.
+    const r = await sys.rpc("agent", { sessionKey: "cron:created-once", message: "run" });
+    await runOk(sys, r.runId);
+    const e = await entryOf(sys, r.sessionKey);
+    const staleAt = await sys.svc.redis.zscore(sys.svc.keys.staleIndex(), r.sessionKey);
+    expect(Number(staleAt)).toBe(staleAtFor(sys.svc.config, r.sessionKey, e.createdAt));
   });
 
   it("a message one window after a reset rolls the session over and clears what the reset kept", async () => {

@@ -17,6 +17,7 @@ import {
 import { join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import {
@@ -37,6 +38,7 @@ import {
 } from "../../src/transcript/index.js";
 import { RedisKeys } from "../../src/storage/redis-keys.js";
 import { newRedis, tempDir, testRedisUrl, uniquePrefix } from "../helpers/context.js";
+import { settle } from "../helpers/settle.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const CHILD = join(ROOT, "test/fixtures/transcript-append-child.mjs");
@@ -301,6 +303,59 @@ describe("TranscriptStore", () => {
     expect(text.split("\n").filter((l) => l.includes('"c5"'))).toHaveLength(2); // the fragment, then c5 whole
     expect(text.split("\n").filter((l) => l !== "" && !l.endsWith("}"))).toEqual(['{"type":"message","id":"c5","p']);
     expect(statSync(file).size).toBeGreaterThan(beforeTear);
+  });
+
+  it("keeps the index only indexTtlMs past its last append, then rebuilds it from the file", async () => {
+    // An import's index stayed for good (2,000 sessions of 200 lines: +26.6 MB of Redis).
+    const ttlStore = new TranscriptStore({ redis, keys: redisKeys, storageDir: dir, indexTtlMs: 1500 });
+    const file = ttlStore.path("main", "s-ttl");
+    const keys = ttlStore.keys("s-ttl");
+    const ttls = async () => [await redis.pttl(keys.index), await redis.pttl(keys.ids)];
+    expect(await ttlStore.append("main", "s-ttl", [entry("t1"), entry("t2")])).toEqual({ written: 2, skipped: 0 });
+    for (const ttl of await ttls()) expect(ttl).toBeGreaterThan(0);
+    for (const ttl of await ttls()) expect(ttl).toBeLessThanOrEqual(1500);
+    // Every append keeps it alive, also one that writes nothing.
+    await sleep(700);
+    expect(await ttlStore.append("main", "s-ttl", [entry("t2")])).toEqual({ written: 0, skipped: 1 });
+    for (const ttl of await ttls()) expect(ttl).toBeGreaterThan(1000);
+    await settle(async () => (await redis.exists(keys.index, keys.ids)) === 0, { what: "the index expired" });
+    // Gone from Redis, not from the file: the next append finds t1 there and writes only t3.
+    expect(await ttlStore.append("main", "s-ttl", [entry("t1"), entry("t3")])).toEqual({ written: 1, skipped: 1 });
+    expect(rawLines(file).map((l) => l.id)).toEqual(["s-ttl", "t1", "t2", "t3"]);
+    expect(await redis.hget(keys.index, "size")).toBe(String(statSync(file).size));
+    for (const ttl of await ttls()) expect(ttl).toBeGreaterThan(0);
+  });
+
+  it("a commit moves the index only from the size its append read (an index reset meanwhile stays)", async () => {
+    await store.append("main", "s-cas", [entry("k1")]);
+    const keys = store.keys("s-cas");
+    const size = Number(await redis.hget(keys.index, "size"));
+    await redis.set(keys.lock, "tok", "PX", 10_000);
+    const commit = (store as unknown as { commit: (k: string[], a: (string | number)[]) => Promise<unknown> }).commit;
+    const rel = "agents/main/sessions/s-cas.jsonl";
+    // The index expired and was started over by someone else: this append's read size is not it.
+    await redis.hset(keys.index, "size", 0);
+    expect(await commit([keys.lock, keys.index, keys.ids], ["tok", size + 100, rel, size, 60_000, "k2"])).toBe(0);
+    expect(await redis.hget(keys.index, "size")).toBe("0");
+    // Still the size it read: moved.
+    expect(await commit([keys.lock, keys.index, keys.ids], ["tok", size + 100, rel, 0, 60_000, "k2"])).toBe(1);
+    expect(await redis.hget(keys.index, "size")).toBe(String(size + 100));
+    await redis.del(keys.lock);
+  });
+
+  it("present() answers from the index, from the file past it, and from the file once the index is gone", async () => {
+    const file = store.path("main", "s-pres");
+    const keys = store.keys("s-pres");
+    expect(await store.present("main", "s-pres", ["p1"])).toEqual([false]);
+    await store.append("main", "s-pres", [entry("p1"), entry("p2")]);
+    // A lease holder's turn: in the file, past the index.
+    appendFileSync(file, `${JSON.stringify(entry("p3"))}\n`);
+    const ask = ["p1", "p3", "nope", "p1"];
+    expect(await store.present("main", "s-pres", ask)).toEqual([true, true, false, true]);
+    // Expired (or flushed): the file answers, and nothing is written to Redis.
+    await redis.del(keys.index, keys.ids);
+    expect(await store.present("main", "s-pres", ask)).toEqual([true, true, false, true]);
+    expect(await redis.exists(keys.index, keys.ids)).toBe(0);
   });
 
   it("keeps two agents' transcripts with the same sessionId apart", async () => {

@@ -68,6 +68,43 @@ describe("config errors list every problem as path: message", () => {
     expect(parseConfig({ gateway: { host: "0.0.0.0", auth: { token: "s3cret-token" } } }).gateway.host).toBe("0.0.0.0");
   });
 
+  // Such tokens passed validation, then every Bearer request was refused (a space ends the
+  // credential; Node reads headers as Latin-1): now they fail at start-up, without being shown.
+  it("takes only tokens an Authorization: Bearer header can carry: 8+ visible ASCII characters", () => {
+    for (const token of ["s3cret-token", "!#$%&'()*+,-./:;<=>?@[]^_`{|}~", "A".repeat(200)])
+      expect(parseConfig({ gateway: { auth: { token } } }).gateway.auth.token).toBe(token);
+    for (const token of ["has space-123", "tab\tseparated", "tökén-123456", "emoji-🔑-token", "new\nline-token"]) {
+      const issues = issuesOf({ gateway: { auth: { token } } });
+      expect(issues).toEqual([expect.stringMatching(/^gateway\.auth\.token: use only visible ASCII characters/)]);
+      expect(issues.join("\n")).not.toContain(token);
+    }
+  });
+
+  it("--token (loadConfig's token) sets gateway.auth.token over SWITCHBOARD_TOKEN and the file, checked alike", () => {
+    const dir = mkdtempSync(join(tmpdir(), "sb-cfg-"));
+    const file = join(dir, "open.json5");
+    writeFileSync(file, `{ gateway: { host: "0.0.0.0", auth: { token: "from-the-file" } } }`);
+    const env = { SWITCHBOARD_STATE_DIR: dir, SWITCHBOARD_TOKEN: "from-the-env-1" };
+    expect(loadConfig({ file, env, token: "from-the-flag" }).config.gateway.auth.token).toBe("from-the-flag");
+    expect(loadConfig({ file, env }).config.gateway.auth.token).toBe("from-the-env-1");
+    // It satisfies the token a non-loopback host requires.
+    writeFileSync(file, `{ gateway: { host: "0.0.0.0" } }`);
+    expect(loadConfig({ file, env: {}, token: "from-the-flag" }).config.gateway.auth.token).toBe("from-the-flag");
+    // A bad one is blamed on --token, hidden.
+    const issues = (token: string, e: NodeJS.ProcessEnv = {}) => {
+      try {
+        loadConfig({ file, env: e, token });
+      } catch (err) {
+        return (err as ConfigError).issues.map((i) => `${i.path}: ${i.message}`);
+      }
+      return [];
+    };
+    expect(issues("bad token 123", { SWITCHBOARD_TOKEN: "fine-env-token" })).toEqual([
+      expect.stringMatching(/^--token: use only visible ASCII .*\(got \(hidden\); it sets gateway\.auth\.token\)$/),
+    ]);
+    expect(issues("short")).toEqual(["--token: use at least 8 characters (got (hidden); it sets gateway.auth.token)"]);
+  });
+
   it("reports the cross-field checks together with field errors, each once", () => {
     const issues = issuesOf({
       foo: 1,
@@ -95,6 +132,32 @@ describe("config errors list every problem as path: message", () => {
     ).toEqual([
       expect.stringMatching(/^gateway\.auth\.token: use at least 8 characters/),
       expect.stringMatching(/^gateway\.limits\.messageBytes: /),
+    ]);
+  });
+
+  it("a bad record key says what is wrong with it, in the key schema's own words", () => {
+    expect(issuesOf({ channels: { "Bad Id": { kind: "log" } } })).toEqual([
+      "channels.Bad Id: not a valid key: a channel id is 1-64 lowercase letters, digits, _ and - " +
+        "(starting with a letter or digit)",
+    ]);
+    expect(issuesOf({ agents: { defaults: { models: { "": {} } } } })).toEqual([
+      'agents.defaults.models.: not a valid key: a model is named "provider/model", not empty',
+    ]);
+  });
+
+  it("a value no option of a union takes says what the options accept and what it got", () => {
+    expect(issuesOf({ agents: { defaults: { model: 5 } } })).toEqual([
+      "agents.defaults.model: expected a string or an object (got 5)",
+    ]);
+    expect(issuesOf({ commands: { native: "yes" } })).toEqual([
+      'commands.native: expected true or false or "auto" (got a string)',
+    ]);
+    // A value of the kind one option takes gets that option's own message.
+    expect(issuesOf({ session: { maintenance: { rotateBytes: "lots" } } })).toEqual([
+      'session.maintenance.rotateBytes: not a size: "lots" (use e.g. "10mb", "512kb")',
+    ]);
+    expect(issuesOf({ session: { maintenance: { rotateBytes: -1 } } })).toEqual([
+      expect.stringMatching(/^session\.maintenance\.rotateBytes: Too small: expected number to be >=0/),
     ]);
   });
 

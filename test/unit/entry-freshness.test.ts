@@ -31,7 +31,7 @@ function entry(fields: Partial<SessionEntry>): SessionEntry {
 
 describe("a session reset and untouched since", () => {
   it("with overrides: idle-stale one idle window after the reset, not after its last message", () => {
-    // Last message at D, operator reset at D+1h (updatedAt preserved), label and model kept.
+    // Last message at D, a sweep's rollover at D+1h (updatedAt preserved), label and model kept.
     const e = entry({ updatedAt: D, resetAt: D + HOUR, label: "L", modelOverride: "openai/gpt-5" });
     expect(freshnessOf(idle, e, D + 2 * HOUR + 1).fresh).toBe(true); // past 120 min since the message
     expect(freshnessOf(idle, e, D + 3 * HOUR).fresh).toBe(true); // exactly 120 min after the reset

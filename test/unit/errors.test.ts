@@ -18,6 +18,7 @@ import {
   httpStatusOf,
   isRedisDown,
   parseScriptError,
+  redisFailure,
 } from "../../src/errors/index.js";
 import { createRedis } from "../../src/queues/redis-connections.js";
 import { freePort } from "../helpers/redis-server.js";
@@ -152,6 +153,16 @@ describe("Redis is down", () => {
     } finally {
       r.disconnect();
     }
+  });
+
+  it("takes a command a hung Redis never answered for an outage: 503 unavailable, Retry-After 1", () => {
+    // ioredis's error once a connection's commandTimeout passes (producer and CLI connections).
+    const timedOut = new Error("Command timed out");
+    expect(isRedisDown(timedOut)).toBe(true);
+    const failure = redisFailure(timedOut);
+    expect(failure).toMatchObject({ code: "unavailable", details: { retryAfterSeconds: 1 } });
+    expect(httpStatusOf(failure!.code)).toBe(503);
+    expect(isRedisDown(new Error("Command timed out while parsing"))).toBe(false);
   });
 
   it("does not take other failures for an outage", () => {

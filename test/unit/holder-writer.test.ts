@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import {
   appendFileSync,
   closeSync,
+  fstatSync,
   mkdirSync,
   mkdtempSync,
   openSync,
@@ -19,7 +20,14 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { HolderWriter, type FsyncMode, type WriterEvents } from "../../src/transcript/holder-writer.js";
+import { open } from "node:fs/promises";
+import {
+  HolderWriter,
+  maxOpenFilesFor,
+  openFileLimit,
+  type FsyncMode,
+  type WriterEvents,
+} from "../../src/transcript/holder-writer.js";
 import type { TranscriptEntry } from "../../src/history/transcript-types.js";
 import { settle } from "../helpers/settle.js";
 
@@ -191,6 +199,95 @@ describe("HolderWriter durability", () => {
     expect(failed).toEqual([file]);
     await w.write("main", "s1", [line("c")]);
     expect(ids(file)).toEqual(["a", "b", "c"]);
+  });
+});
+
+describe("HolderWriter open handles", () => {
+  it("keeps at most maxOpenFiles handles open in a burst of new sessions, and loses nothing", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sb-holder-"));
+    dirs.push(dir);
+    const synced: string[] = [];
+    const w = new HolderWriter(dir, "everysec", undefined, { synced: (t) => synced.push(t) }, { maxOpenFiles: 32 });
+    writers.push(w);
+    const fdsOpen = () => readdirSync("/proc/self/fd").length;
+    const before = fdsOpen();
+    let peakHandles = 0;
+    let peakFds = 0;
+    const measure = () => {
+      peakHandles = Math.max(peakHandles, (w as unknown as { opened: number }).opened);
+      peakFds = Math.max(peakFds, fdsOpen() - before);
+    };
+    const sessions = 600;
+    for (const round of ["a", "b"]) {
+      // All at once: most of them wait for a handle to be released, none is closed in use.
+      await Promise.all(
+        Array.from({ length: sessions }, (_, i) => w.write("main", `s${i}`, [line(`${round}${i}`)]).then(measure)),
+      );
+      if (round === "a") {
+        // A handle closed to make room was fsynced first (everysec: nothing else would).
+        expect(synced.filter((t) => t === "file").length).toBeGreaterThanOrEqual(sessions - 32);
+      }
+    }
+    // It used to keep one handle per session written in the last 5 s (1,200 descriptors here).
+    expect(peakHandles).toBeLessThanOrEqual(32);
+    expect(peakFds).toBeLessThanOrEqual(32 + 8); // plus a directory being fsynced now and then
+    for (let i = 0; i < sessions; i++) expect(ids(w.path("main", `s${i}`))).toEqual([`a${i}`, `b${i}`]);
+  });
+
+  it("sizes the cap from the process's open-file limit", () => {
+    const limit = Number(/^Max open files\s+(\d+)/m.exec(readFileSync("/proc/self/limits", "utf8"))?.[1]);
+    expect(openFileLimit()).toBe(limit);
+    expect(maxOpenFilesFor(1024)).toBe(256);
+    expect(maxOpenFilesFor(1_048_576)).toBe(4096);
+    expect(maxOpenFilesFor(40)).toBe(16);
+    expect(maxOpenFilesFor(Number.POSITIVE_INFINITY)).toBe(4096);
+    expect(maxOpenFilesFor(undefined)).toBe(256);
+  });
+});
+
+describe("HolderWriter group commit", () => {
+  it("fsyncs every dirty file once per pass, many at once, and never runs two passes at once", async () => {
+    const { w, dir } = setup("everysec");
+    // Every fsync takes 20 ms (a slow disk); count them and how many run at once.
+    const probe = await open(join(dir, "probe"), "w");
+    const proto = Object.getPrototypeOf(probe) as { sync: () => Promise<void> };
+    await probe.close();
+    const realSync = proto.sync;
+    const syncedHandles: unknown[] = [];
+    let running = 0;
+    let peak = 0;
+    proto.sync = async function (this: { fd: number }) {
+      if (fstatSync(this.fd).isDirectory()) return await realSync.call(this); // a new file's name
+      running++;
+      peak = Math.max(peak, running);
+      syncedHandles.push(this);
+      await new Promise((r) => setTimeout(r, 20));
+      running--;
+      return await realSync.call(this);
+    };
+    try {
+      await Promise.all(Array.from({ length: 100 }, (_, i) => w.write("main", `g${i}`, [line(`x${i}`)])));
+      const tick = () => (w as unknown as { tick: () => Promise<void> }).tick();
+      const started = Date.now();
+      const first = tick();
+      // Written while the pass runs, and a tick meanwhile (as the timer's, when fsyncs are
+      // slower than the interval): not a second pass alongside, one more right after.
+      await Promise.all(Array.from({ length: 20 }, (_, i) => w.write("main", `h${i}`, [line(`y${i}`)])));
+      const second = tick();
+      await Promise.all([first, second]);
+      const took = Date.now() - started;
+      // One fsync per written file, none twice.
+      expect(syncedHandles).toHaveLength(120);
+      expect(new Set(syncedHandles).size).toBe(120);
+      // One after another, 120 fsyncs of 20 ms took 2.4 s (a few at once only where the timer's
+      // ticks overlapped a pass still running); 32 at once, about 0.1 s.
+      expect(peak).toBeGreaterThanOrEqual(16);
+      expect(took).toBeLessThan(1500);
+      // At most one pass's worth: two passes at once would reach 64.
+      expect(peak).toBeLessThanOrEqual(32);
+    } finally {
+      proto.sync = realSync;
+    }
   });
 });
 

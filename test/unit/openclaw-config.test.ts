@@ -103,6 +103,25 @@ describe("OpenClaw configs", () => {
     expect(issuesOf({ zzzzzzzz: 1 })).toEqual(["zzzzzzzz: unknown key"]);
   });
 
+  it("resetArchiveRetention: a wrong value says what is accepted", () => {
+    const accepted = 'a duration such as "30d", "12h", "90m", or false to keep them forever';
+    expect(issuesOf({ session: { maintenance: { resetArchiveRetention: true } } })).toEqual([
+      `session.maintenance.resetArchiveRetention: expected ${accepted} (got true)`,
+    ]);
+    expect(issuesOf({ session: { maintenance: { resetArchiveRetention: 30 } } })).toEqual([
+      `session.maintenance.resetArchiveRetention: expected ${accepted} (got 30)`,
+    ]);
+    expect(issuesOf({ session: { maintenance: { resetArchiveRetention: "forever" } } })).toEqual([
+      `session.maintenance.resetArchiveRetention: not a duration: "forever" (use ${accepted})`,
+    ]);
+    const parsed = (v: unknown) => parseConfig({ session: { maintenance: { resetArchiveRetention: v } } });
+    expect(parsed("12h").session.maintenance?.resetArchiveRetention).toBe(12 * 3_600_000);
+    expect(parsed(false).session.maintenance?.resetArchiveRetention).toBe(false);
+    expect(issuesOf({ session: { maintenance: { pruneAfter: "soon" } } })).toEqual([
+      'session.maintenance.pruneAfter: not a duration: "soon" (use a duration such as "30d", "12h", "90m")',
+    ]);
+  });
+
   it("known-but-unused keys are listed once, as warnings, by loadConfig", () => {
     const t = tempDir("occfg");
     try {
@@ -135,6 +154,33 @@ describe("OpenClaw configs", () => {
       "agents.defaults.model",
       "agents.defaults.workspace",
       "models",
+    ]);
+  });
+
+  it("model and workspace on an agent of agents.list are warnings, as under agents.defaults", () => {
+    const openclaw = {
+      agents: {
+        defaults: { model: "fake/echo", workspace: "/tmp/oc/workspace" },
+        list: [
+          { id: "main", default: true, model: { primary: "fake/echo", fallbacks: [] }, workspace: "/tmp/oc/main" },
+          { id: "work", workspace: "/tmp/oc/work", runtime: { kind: "echo" } },
+        ],
+      },
+    };
+    expect(parseConfig(openclaw).agents.list.map((a) => a.id)).toEqual(["main", "work"]); // no unknown keys
+    const warnings = unusedKeyWarnings(openclaw);
+    expect(warnings.map((w) => w.slice(0, w.indexOf(":")))).toEqual([
+      "agents.defaults.model",
+      "agents.defaults.workspace",
+      "agents.list[0].model",
+      "agents.list[0].workspace",
+      "agents.list[1].workspace",
+    ]);
+    expect(warnings[2]).toContain("agents.list[].runtime");
+    // The same types as under agents.defaults: a misspelt key or a wrong kind is still an error.
+    expect(issuesOf({ agents: { list: [{ id: "a", workspace: 5, modle: "x" }] } })).toEqual([
+      "agents.list[0].workspace: Invalid input: expected string, received number",
+      'agents.list[0].modle: unknown key (did you mean "model"?)',
     ]);
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { maskToken, redactSecrets, REDACTION_PATTERN_NAMES } from "../../src/history/index.js";
-import { redactTranscriptEntries, redactTranscriptMessage } from "../../src/history/redact-transcript.js";
+import { redactTranscriptEntries, redactTranscriptMessage, redactValue } from "../../src/history/redact-transcript.js";
 import type { TranscriptMessage } from "../../src/history/transcript-types.js";
 
 // Fixture secrets are assembled at run time so the source file itself carries no token-shaped strings.
@@ -79,6 +79,39 @@ describe("redactSecrets: every pattern masks the value and keeps the label", () 
     // Basic auth, curl -u, passwords in URLs, query parameters
     ["Authorization: Basic", `Authorization: Basic ${BASIC}`, "Authorization: Basic YWRtaW…cjI="],
     ["Basic in a quoted header", `-H 'Authorization: Basic ${BASIC}'`, "-H 'Authorization: Basic YWRtaW…cjI='"],
+    ["Basic, short", "Authorization: Basic YWI6Y2Q=", "Authorization: Basic ***"],
+    ["header name and scheme in any case", "AUTHORIZATION: BASIC YWI6Y2Q=", "AUTHORIZATION: BASIC ***"],
+    ["lower-case header, Bearer", "authorization: bearer abc", "authorization: bearer ***"],
+    ["Proxy-Authorization", "Proxy-Authorization: Basic YWI6Y2Q=", "Proxy-Authorization: Basic ***"],
+    ["Token scheme", "Authorization: Token 9944b09199c6", "Authorization: Token ***"],
+    [
+      "Digest: every parameter",
+      `Authorization: Digest username="Mufasa", realm="x@y", nonce="dcd98b", response="${rep("6", 32)}"`,
+      'Authorization: Digest userna…666"',
+    ],
+    ["Digest, short", 'Proxy-Authorization: Digest response="b"', "Proxy-Authorization: Digest ***"],
+    [
+      "AWS SigV4",
+      "Authorization: AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/iam/aws4_request, " +
+        `SignedHeaders=host;x-amz-date, Signature=${rep("f", 64)}`,
+      "Authorization: AWS4-HMAC-SHA256 Creden…ffff",
+    ],
+    ["JSON-escaped header", '{\\"Authorization\\": \\"Basic YWI6Y2Q=\\"}', '{\\"Authorization\\": \\"Basic ***\\"}'],
+    ["JSON key, Basic, short", '{"Authorization": "Basic YWI6Y2Q="}', '{"Authorization": "Basic ***"}'],
+    ["JSON key in any case", '{"AUTHORIZATION": "Basic YWI6Y2Q="}', '{"AUTHORIZATION": "Basic ***"}'],
+    ["JSON key, any scheme", '{"authorization": "Custom abc123"}', '{"authorization": "Custom ***"}'],
+    ["JSON key, no scheme", '{"authorization": "abc123"}', '{"authorization": "***"}'],
+    [
+      "JSON proxy-authorization",
+      '{"Proxy-Authorization": "Negotiate YII="}',
+      '{"Proxy-Authorization": "Negotiate ***"}',
+    ],
+    [
+      "JSON key, Digest with escaped quotes",
+      `{"Authorization": "Digest username=\\"a\\", response=\\"${rep("9", 32)}\\""}`,
+      '{"Authorization": "Digest userna…99\\""}',
+    ],
+    ["Python dict", "{'authorization': 'Bearer abc'}", "{'authorization': 'Bearer ***'}"],
     ["curl -u user:pass", "curl -u admin:hunter2hunter2 https://x", "curl -u admin:*** https://x"],
     ["curl --user=user:pass, quoted", `curl --user="admin:${rep("p", 20)}"`, 'curl --user="admin:pppppp…pppp"'],
     [
@@ -147,7 +180,9 @@ describe("redactSecrets: every pattern masks the value and keeps the label", () 
     expect(REDACTION_PATTERN_NAMES).toEqual(
       expect.arrayContaining(["pem", "assignment", "json", "cli", "bearer", "telegram"]),
     );
-    expect(REDACTION_PATTERN_NAMES).toEqual(expect.arrayContaining(["basic", "url-password", "cli-user", "query"]));
+    expect(REDACTION_PATTERN_NAMES).toEqual(
+      expect.arrayContaining(["authorization", "authorization-params", "authorization-json", "url-password", "query"]),
+    );
   });
 
   it("a value already masked on write is recognised on read: unchanged, nothing reported", () => {
@@ -155,6 +190,8 @@ describe("redactSecrets: every pattern masks the value and keeps the label", () 
       for (const input of [
         `Authorization: Bearer ${secret}`,
         `Authorization: Basic ${BASIC}`,
+        `Authorization: Digest username="admin", response="${secret}"`,
+        `{"authorization": "Custom ${secret}"}`,
         `postgres://admin:${secret}@db/x`,
         `https://x/?token=${secret}&a=1`,
         `curl -u admin:${secret} https://x`,
@@ -227,6 +264,11 @@ describe("redactSecrets: no false positives on ordinary text", () => {
     ["an email address after a url", "https://example.com/a:b then mail bob@example.com"],
     ["docker uid:gid", "docker run -u 1000:1000 --rm img and git push -u origin main"],
     ["basic in prose", "Basic authorization is described in RFC 7617."],
+    ["authorization in prose", "Authorization is required; ask for authorization: see the authorization docs."],
+    ["an authorization status", "authorization: pending review by the admin"],
+    ["a key that only starts with authorization", '{"authorizationNote": "Basic rules apply to everyone"}'],
+    ["an authorization URL field", '{"authorization_url": "https://auth.example.com/authorize"}'],
+    ["an unknown scheme in free text", "Authorization: required for every call"],
     ["code with a keyword", "const apiKeyName = getName();"],
     ["empty string", ""],
     ["unicode prose", "Grüße aus Köln – 東京 😀"],
@@ -258,6 +300,11 @@ describe("redactSecrets: linear time on hostile input", () => {
     ["curl -u without a colon", fill("-u=x")],
     ["curl -u users", `-u ${fill("u-u ")}`],
     ["authorization headers without value", fill("Authorization: Basic ")],
+    ["digest parameters that never end", `Authorization: Digest ${fill("a=b,")}`],
+    ["digest headers without parameters", fill("Authorization: Digest a=")],
+    ["escaped digest quotes that never close", `Authorization: Digest a=\\"${fill("x\\y")}`],
+    ["authorization JSON keys without values", fill('"authorization": "')],
+    ["authorization JSON values without a scheme", `"authorization": "${fill("x")}`],
     ["realistic mixed text with secrets", fill(`Here is some text with OPENAI_API_KEY=${SK} and more words. `)],
   ])("%s (1 MB) finishes fast", (_label, input) => {
     const started = performance.now();
@@ -282,6 +329,65 @@ describe("identifiers named like secrets", () => {
     expect(r.text).toContain("agent:main:telegram:group:123456789012345678");
     expect(r.text).toContain("retry-4f1c2d3e4b5a69788796a5b4");
     expect(r.text).not.toContain("abcdefghijklmnopqrstuvwxyz123456");
+  });
+});
+
+describe("Authorization header fields in tool arguments and results", () => {
+  it.each([
+    ["Basic, short", { Authorization: "Basic YWI6Y2Q=" }, { Authorization: "Basic ***" }],
+    ["Basic, long", { Authorization: `Basic ${BASIC}` }, { Authorization: "Basic YWRtaW…cjI=" }],
+    ["Bearer, short, lower-case name", { authorization: "Bearer abc" }, { authorization: "Bearer ***" }],
+    ["any case", { AUTHORIZATION: "bearer abc.def" }, { AUTHORIZATION: "bearer ***" }],
+    ["Proxy-Authorization", { "Proxy-Authorization": "Basic YWI6Y2Q=" }, { "Proxy-Authorization": "Basic ***" }],
+    [
+      "Digest",
+      { Authorization: `Digest username="Mufasa", response="${rep("6", 32)}"` },
+      { Authorization: 'Digest userna…666"' },
+    ],
+    ["any scheme", { authorization: "Custom k1" }, { authorization: "Custom ***" }],
+    ["no scheme", { authorization: "k1" }, { authorization: "***" }],
+  ])("%s", (_label, headers, expected) => {
+    const args = { url: "https://api.example.com/v1", headers };
+    const out = redactValue(args);
+    expect(out).toEqual({ url: args.url, headers: expected });
+    // Read back (sessions_history) or written again (an import re-run): unchanged.
+    expect(redactValue(out)).toBe(out);
+  });
+
+  it("a tool call's arguments in a transcript line are masked; ordinary fields stay", () => {
+    const message: TranscriptMessage = {
+      role: "assistant",
+      content: [
+        {
+          type: "toolCall",
+          id: "call_1",
+          name: "http_request",
+          arguments: {
+            headers: { Authorization: "Basic YWI6Y2Q=", Accept: "application/json" },
+            authorizationNote: "Basic rules: ask the admin for authorization first",
+            body: "the authorization step comes later",
+          },
+        },
+      ],
+      timestamp: 1,
+    };
+    const out = redactTranscriptMessage(message);
+    expect((out.content as any)[0].arguments).toEqual({
+      headers: { Authorization: "Basic ***", Accept: "application/json" },
+      authorizationNote: "Basic rules: ask the admin for authorization first",
+      body: "the authorization step comes later",
+    });
+  });
+
+  it("fields that only look like it are not masked", () => {
+    const value = {
+      authorizationNote: "Basic rules apply",
+      authorized: "yes",
+      "x-authorization-mode": "strict",
+      notes: { authorization: undefined, authorizationStatus: "granted" },
+      authorization: "",
+    };
+    expect(redactValue(value)).toBe(value);
   });
 });
 

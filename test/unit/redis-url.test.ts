@@ -154,4 +154,34 @@ describe("displayRedisUrl", () => {
     expect(displayRedisUrl("redis://:pw@host:1")).toBe("redis://:***@host:1");
     expect(displayRedisUrl("redis://127.0.0.1:6379")).toBe("redis://127.0.0.1:6379");
   });
+
+  it("masks a password holding a raw @ up to the authority's last @ (ioredis reads it so), cluster forms too", () => {
+    // Accepted as they are, and they work: the password is everything up to the last @.
+    for (const url of ["redis://:p@ss@127.0.0.1:1", "redis+cluster://u:x@y@h:1,h:2"])
+      expect(parseRedisUrl(url)).toBeTruthy();
+    expect(displayRedisUrl("redis://:p@ss@127.0.0.1:1")).toBe("redis://:***@127.0.0.1:1");
+    expect(displayRedisUrl("redis://user:a@b@c@host:1/0")).toBe("redis://user:***@host:1/0");
+    expect(displayRedisUrl("rediss://s@cr@t@host")).toBe("rediss://***@host");
+    expect(displayRedisUrl("redis+cluster://u:x@y@h:1,h:2")).toBe("redis+cluster://u:***@h:1,h:2");
+    expect(displayRedisUrl("rediss+cluster://admin:p@w@a:1,b:2/0")).toBe("rediss+cluster://admin:***@a:1,b:2/0");
+    // A @ after the authority's end, when the authority has user info, is not part of it.
+    expect(displayRedisUrl("redis://user:pw@host:1/0?name=a@b")).toBe("redis://user:***@host:1/0?name=a@b");
+  });
+
+  it("never shows a password that broke the URL, nor one passed as a query parameter", () => {
+    // A raw / ? or # in the password ends the authority early: the URL is refused, and shown in the error.
+    for (const secret of ["pa/ss", "pa?ss", "pa#ss"]) {
+      const url = `redis://:${secret}@host:1`;
+      expect(displayRedisUrl(url)).toBe("redis://:***@host:1");
+      let message = "";
+      try {
+        parseRedisUrl(url);
+      } catch (err) {
+        message = (err as Error).message;
+      }
+      expect(message).not.toContain(secret);
+    }
+    expect(displayRedisUrl("redis://host:1?password=hunter22&db=1")).toBe("redis://host:1?password=***&db=1");
+    expect(displayRedisUrl("user:hunter22@host:1")).toBe("user:***@host:1");
+  });
 });

@@ -1,7 +1,8 @@
 /**
  * switchboard_redeliveries_total means a worker crashed or stalled, or a turn was handed back:
  * a later attempt of a turn that had not finished. A turn parked on a storage fault is begun
- * again by design (its record keeps `stalledReason`): that is not a redelivery.
+ * again by design (its record keeps `stalledReason`, and `parkedAttempt` says which attempt
+ * parked): that is not a redelivery, but a crash of the attempt that resumed it is.
  */
 import { describe, expect, it } from "vitest";
 import { processRegistry, turnStarted } from "../../src/metrics/index.js";
@@ -56,5 +57,20 @@ describe("turnStarted", () => {
     expect(await redeliveries()).toBe(start.redeliveries + 1);
     // Neither is a first attempt: no queue wait observed for them.
     expect(await waits()).toBe(start.waits + 1);
+  });
+
+  it("counts a parked run resumed and then lost to a crash once", async () => {
+    const redeliveries = () => count("switchboard_redeliveries_total");
+    const start = await redeliveries();
+    const stalledReason = "transcript storage unavailable (ENOTDIR: not a directory)";
+    // Attempt 1 parked; attempt 2 resumes it (a park's retry, not a redelivery) and dies with its worker.
+    turnStarted(begun({ attempts: 2, stalledReason, parkedAttempt: 1 }));
+    expect(await redeliveries()).toBe(start);
+    // Attempt 3 follows the crash: the record still says the run was parked once, but not by attempt 2.
+    turnStarted(begun({ attempts: 3, stalledReason, parkedAttempt: 1 }));
+    expect(await redeliveries()).toBe(start + 1);
+    // Attempt 3 parked too: attempt 4 is its retry.
+    turnStarted(begun({ attempts: 4, stalledReason, parkedAttempt: 3 }));
+    expect(await redeliveries()).toBe(start + 1);
   });
 });

@@ -2,21 +2,26 @@ import type { DeadLetter } from "../../runs/dead-letters.js";
 import { ValidationError } from "../../errors/index.js";
 import { connect, type GlobalOptions } from "../client.js";
 import { printJson, terminalSafe } from "../output.js";
+import { positiveInt } from "../flags.js";
 
 /**
- * `switchboard deadletters [list|replay <runId>|replay --all|discard <runId>]`: messages whose
- * turn was given up (storage unavailable past its deadline, or unrunnable data), never dropped.
+ * `switchboard deadletters [list [--limit n] [--cursor c]|replay <runId>|replay --all|discard <runId>]`: messages
+ * whose turn was given up (storage unavailable past its deadline, or unrunnable data), never dropped.
  */
 export async function deadLettersCommand(
   action: string | undefined,
   runId: string | undefined,
-  opts: GlobalOptions & { json?: boolean; all?: boolean },
+  opts: GlobalOptions & { json?: boolean; all?: boolean; limit?: string; cursor?: string },
 ): Promise<number> {
   const client = await connect(opts, "direct");
   try {
     switch (action ?? "list") {
       case "list": {
-        const res = (await client.rpc("deadletters.list", {})) as { count: number; deadLetters: DeadLetter[] };
+        const limit = positiveInt("--limit", opts.limit, 1000);
+        const res = (await client.rpc("deadletters.list", {
+          ...(limit ? { limit } : {}),
+          ...(opts.cursor ? { cursor: opts.cursor } : {}),
+        })) as { count: number; deadLetters: DeadLetter[]; nextCursor?: string };
         if (opts.json) {
           printJson(res);
           return 0;
@@ -28,6 +33,10 @@ export async function deadLettersCommand(
           process.stdout.write(
             `${terminalSafe(`${l.runId}  ${when}  ${l.kind.padEnd(9)} ${l.sessionKey}  "${text}"\n    ${l.reason}`)}\n`,
           );
+        }
+        if (res.nextCursor) {
+          const more = `${res.deadLetters.length} of ${res.count} shown; next page: --cursor ${res.nextCursor}`;
+          process.stdout.write(`${terminalSafe(more)}\n`);
         }
         return 0;
       }

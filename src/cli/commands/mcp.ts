@@ -9,6 +9,7 @@ import { packageVersion } from "../../deployment/package-version.js";
 import { redisAnswers } from "../../app/embedded-redis.js";
 import { createServices } from "../../app/services.js";
 import { ValidationError } from "../../errors/index.js";
+import { GatewayTokenSchema } from "../../config/schema.js";
 import { createSessionMcpServer } from "../../mcp/server.js";
 import { serveHttp, serveStdio, type RunningTransport } from "../../mcp/transports.js";
 import { requestBodyLimit } from "../../gateway/message-limit.js";
@@ -40,7 +41,10 @@ export async function mcpCommand(opts: McpOptions): Promise<void> {
   // The token the CLI would present is the one this server asks for: --token, then
   // SWITCHBOARD_TOKEN, then gateway.auth.token (a --token given and then ignored left it open).
   const token = cliToken(opts, config);
-  if (token !== undefined && token.length < 8) throw new ValidationError("--token: use at least 8 characters");
+  const tokenCheck = token === undefined ? undefined : GatewayTokenSchema.safeParse(token);
+  if (tokenCheck && !tokenCheck.success) {
+    throw new ValidationError(`--token: ${tokenCheck.error.issues.map((i) => i.message).join("; ")}`);
+  }
   // Over HTTP anyone who reaches the port acts as the session: off loopback, require the token.
   if (port !== undefined && !LOOPBACK.has(host) && !token) {
     throw new ValidationError(`--host ${host} is not loopback: set gateway.auth.token so MCP clients must present it`);

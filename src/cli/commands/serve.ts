@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { loadConfig } from "../../config/load.js";
 import type { Config } from "../../config/schema.js";
 import { startEmbeddedRedis, redisProblem, type EmbeddedRedis } from "../../app/embedded-redis.js";
-import { removeRuntimeInfo, writeRuntimeInfo } from "../../app/runtime-file.js";
+import { removeRuntimeInfo, runtimeFilePath, writeRuntimeInfo } from "../../app/runtime-file.js";
 import { startSystem, type SwitchboardSystem } from "../../app/system.js";
 import { createLogger } from "../../app/logger.js";
 import { formatBoundAddresses } from "../../gateway/bound-addresses.js";
@@ -54,10 +54,13 @@ async function ensureRedis(
   if (problem === undefined) return undefined;
   if (redisExplicit || !allowEmbedded) throw redisUnavailable(config.redis.url, problem);
   const embedded = await startEmbeddedRedis(config.storage.dir);
+  // Its URL (with its password) is in the runtime file, where the CLI of this user finds it.
   process.stderr.write(
     `no Redis at ${displayRedisUrl(config.redis.url)} (${problem}): ` +
-      `started an embedded redis-server (data in ${embedded.dataDir})\n`,
+      `started an embedded redis-server (data in ${embedded.dataDir}, ` +
+      `password in ${runtimeFilePath(config.storage.dir)})\n`,
   );
+  if (embedded.notice) process.stderr.write(`warning: ${embedded.notice}\n`);
   config.redis.url = embedded.url;
   return embedded;
 }
@@ -86,6 +89,17 @@ function probeStorageDir(dir: string, source: string | undefined): void {
   }
 }
 
+/**
+ * Whether the gateway asks for a token, for its ready line. Without one it only refuses requests
+ * not addressed to a loopback name (docs/concepts/config.md#gateway-access): anything on this
+ * host, or a proxy forwarding a loopback Host, gets in.
+ */
+function gatewayAuth(config: Config): string {
+  return config.gateway.auth.token
+    ? "bearer token required"
+    : "none, local-only (no token: anyone on this host can call it; Host/Origin checked)";
+}
+
 export async function serveCommand(
   mode: "start" | "gateway" | "worker",
   opts: GlobalOptions & { queues?: string; concurrency?: string; force?: boolean },
@@ -96,14 +110,22 @@ export async function serveCommand(
   ) {
     throw new ValidationError(`--concurrency must be a whole number ≥ 1 (got ${JSON.stringify(opts.concurrency)})`);
   }
-  const { config, redisExplicit, warnings, environmentWarnings, path } = loadConfig(
-    opts.config ? { file: opts.config } : {},
-  );
+  // --token is the gateway's token, as SWITCHBOARD_TOKEN sets it (a --token given and then ignored
+  // left the gateway open while its operator believed it closed).
+  const { config, redisExplicit, warnings, environmentWarnings, path } = loadConfig({
+    ...(opts.config ? { file: opts.config } : {}),
+    ...(opts.token !== undefined ? { token: opts.token } : {}),
+  });
   // Once, at start-up: keys accepted for OpenClaw compatibility that change nothing here.
   // Start-up notices are plain lines on stderr, each once (not also as a JSON log line).
   for (const w of warnings) process.stderr.write(`warning: config ${w}\n`);
   // Only where turns run: a gateway alone never calls a runtime, so its environment is irrelevant.
   if (mode !== "gateway") for (const w of environmentWarnings) process.stderr.write(`warning: config ${w}\n`);
+  // A worker serves no gateway: nothing of it asks for the token (nor does workers.metricsPort).
+  if (mode === "worker" && opts.token !== undefined)
+    process.stderr.write(
+      "warning: --token has no effect on a worker: it serves no gateway (its metrics port has no auth)\n",
+    );
   // Usage errors first: a bad --queues must not wait for (or be hidden behind) a Redis check.
   const queues = parseQueueList(opts.queues);
   // Before anything starts or joins: a state dir that cannot be written would otherwise leave a
@@ -165,8 +187,9 @@ export async function serveCommand(
     const listening = system.gateway ? formatBoundAddresses(system.gateway.app.addresses()) : undefined;
     const where =
       (system.url
-        ? ` gateway listening on ${listening} at ${system.url} (Bull Board ${system.url}/admin/queues)`
-        : "") + (system.metricsUrl ? ` metrics at ${system.metricsUrl}` : "");
+        ? ` gateway listening on ${listening} at ${system.url} (Bull Board ${system.url}/admin/queues), ` +
+          `auth: ${gatewayAuth(config)}`
+        : "") + (system.metricsUrl ? `${system.url ? ";" : ""} metrics at ${system.metricsUrl}` : "");
     log.debug(
       {
         redis: displayRedisUrl(config.redis.url),

@@ -61,6 +61,10 @@ export const Readiness = z.object({
   ok: z.boolean(),
   redis: z.enum(["up", "down", "full"]).optional().describe("full: at or over maxmemory, writes are refused"),
   storage: z.enum(["ok", "unhealthy"]).optional(),
+  code: z
+    .string()
+    .optional()
+    .describe("storage unhealthy: the error's code (ENOSPC, EACCES…); its message is for status and doctor"),
   error: z.string().optional(),
 });
 

@@ -5,10 +5,12 @@
   begun_before(inflight, session, runPrefix): the turn begun already (the in-flight one), as
   begin_next returned it, changing nothing; nil when none (see lease-begin.lua).
 
-  begin_next(inbox, inflight, session, runPrefix, now, wakes, wakeSuffix): take the next turn
-  (the in-flight one first, so per-session order survives crashes, else the oldest queued),
-  mark its run `running` (first start time kept, one more attempt counted) unless it already
-  ended, and return { turn JSON, record field/value list, session entry JSON or false }, or nil.
+  begin_next(inbox, inflight, session, runPrefix, now, wakes, wakeSuffix, inboxBytes): take the
+  next turn (the in-flight one first, so per-session order survives crashes, else the oldest
+  queued), mark its run `running` (first start time kept, one more attempt counted) unless it
+  already ended, and return { turn JSON, record field/value list, session entry JSON or false },
+  or nil. A turn taken from the inbox comes off the inbox's byte count (see push-turn.lua), which
+  is deleted when it reaches 0: an in-flight turn, and so its re-run after a crash, counts no more.
 
   A turn taken from the inbox also clears its pending wake (`<runId><wakeSuffix>` in the
   pending-wakes zset, see turn-push.lua): a drainer has reached it, so the wake it stood for
@@ -39,14 +41,16 @@ local function begun_before(inflightKey, sessionKey, runPrefix)
   return begun_reply(raw, turn_run_id(raw), runPrefix, sessionKey)
 end
 
-local function begin_next(inboxKey, inflightKey, sessionKey, runPrefix, now, wakesKey, wakeSuffix)
+local function begin_next(inboxKey, inflightKey, sessionKey, runPrefix, now, wakesKey, wakeSuffix, bytesKey)
   local raw = redis.call("LINDEX", inflightKey, 0)
   local fromInbox = false
   if not raw then
     raw = redis.call("LMOVE", inboxKey, inflightKey, "LEFT", "RIGHT")
+    if not raw then return nil end
     fromInbox = true
+    -- At or below 0 the inbox is empty (or held turns pushed without a count): nothing to keep.
+    if redis.call("DECRBY", bytesKey, #raw) <= 0 then redis.call("DEL", bytesKey) end
   end
-  if not raw then return nil end
   local runId = turn_run_id(raw)
   if runId then
     if fromInbox and wakeSuffix ~= "" then redis.call("ZREM", wakesKey, runId .. wakeSuffix) end

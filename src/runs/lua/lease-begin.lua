@@ -8,7 +8,8 @@
   attempt is not counted twice.
 
   KEYS[1] lease, KEYS[2] fence (counter), KEYS[3] inbox (list), KEYS[4] inflight (list),
-  KEYS[5] session entry, KEYS[6] pending wakes (zset), KEYS[7] the lease's take nonce
+  KEYS[5] session entry, KEYS[6] pending wakes (zset), KEYS[7] the lease's take nonce,
+  KEYS[8] the inbox's byte count (see push-turn.lua)
   ARGV[1] ttl ms, ARGV[2] run key prefix (`{p}:run:`), ARGV[3] now (ms),
   ARGV[4] pending-wake member suffix (`|<session key>`), or "" to keep the wake (a drain woken
   from the ready list clears its own when it ends, see begin-next.lua),
@@ -22,7 +23,7 @@
 local token, held, again = take_lease(KEYS[1], KEYS[2], ARGV[1], KEYS[7], ARGV[6])
 if token == 0 then return {0, held} end
 if again then return {token, begun_before(KEYS[4], KEYS[5], ARGV[2]) or false} end
-local begun = begin_next(KEYS[3], KEYS[4], KEYS[5], ARGV[2], ARGV[3], KEYS[6], ARGV[4])
+local begun = begin_next(KEYS[3], KEYS[4], KEYS[5], ARGV[2], ARGV[3], KEYS[6], ARGV[4], KEYS[8])
 if not begun then
   redis.call("DEL", KEYS[1])
   if ARGV[5] ~= "" then redis.call("ZREM", KEYS[6], ARGV[5]) end

@@ -29,8 +29,9 @@
 
   KEYS[1] lease, KEYS[2] run hash, KEYS[3] inflight list, KEYS[4] dead-letter hash,
   KEYS[5] inbox list, KEYS[6] session entry, KEYS[7] pending wakes, KEYS[8] ready list,
-  KEYS[9 .. 8+C] session entries checked, then 4 keys per push: its run hash, inbox, inflight
-  list, and its condition key (any key when it has no condition)
+  KEYS[9] the inbox's byte count (see push-turn.lua),
+  KEYS[10 .. 9+C] session entries checked, then 5 keys per push: its run hash, inbox, inflight
+  list, inbox byte count, and its condition key (any key when it has no condition), then the dead-letter index (zset)
   ARGV[1] token, ARGV[2] runId, ARGV[3] done channel, ARGV[4] record ttl seconds,
   ARGV[5] dead letter JSON ("" for none),
   ARGV[6] "1": begin the next turn, ARGV[7] run key prefix, ARGV[8] now (ms),
@@ -38,6 +39,7 @@
   ARGV[10] pending-wake member suffix (`|<session key>`, see begin-next.lua),
   ARGV[11] C: session entries checked, ARGV[12] P: turns pushed,
   ARGV[13] the pending wake this holding keeps (a ready-list drain's), cleared with the lease, or "",
+  ARGV[14] the dead letter's failedAt (ms), its score in the index ("" for none),
   then C expected entry JSONs ("": the session must not exist),
   then per push: turn JSON, pending-wake member, flags ("c": conditional, "r": ready the session
   if idle, see push-turn.lua), N, then N record field/value items,
@@ -64,7 +66,7 @@
 --@include push-turn
 local checks = tonumber(ARGV[11])
 local pushes = tonumber(ARGV[12])
-local a = 14 + checks
+local a = 15 + checks
 local pushArgs = {}
 for p = 1, pushes do
   local n = tonumber(ARGV[a + 3])
@@ -87,15 +89,29 @@ for i = a, #ARGV do
 end
 local function push_all()
   for p = 1, pushes do
-    local k = 8 + checks + (p - 1) * 4
+    local k = 9 + checks + (p - 1) * 5
     local push = pushArgs[p]
-    if push.conditional and redis.call("EXISTS", KEYS[k + 4]) == 0 then
+    if push.conditional and redis.call("EXISTS", KEYS[k + 5]) == 0 then
       pushed[p] = -1
     else
       pushed[p] = push_turn(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[7], push.turn, ARGV[4],
-        push.wake, push.fields, push.ready and KEYS[8])
+        push.wake, push.fields, push.ready and KEYS[8], KEYS[k + 4])
     end
   end
+end
+-- The dead letter with the outcome its run saved before it was given up (parked on storage after its runtime ran),
+-- so a replay writes that outcome instead of running the runtime and its tools again. Only on this rare path. Spliced
+-- in before the letter's closing brace: decoding and encoding the letter again could change it (cjson writes [] as {}).
+local function with_saved_outcome(letter)
+  local r = redis.call("HMGET", KEYS[2], "resultSaved", "resultStatus", "reply", "resultError", "resultAt",
+    "resultOutput")
+  if r[1] ~= "1" or string.sub(letter, -1) ~= "}" then return letter end
+  local saved = { status = r[2] or "ok", at = tonumber(r[5]) or 0 }
+  -- Written only with an `ok` outcome (a failed run has no reply), and read only then.
+  if r[3] then saved.reply = r[3] end
+  if r[4] then saved.error = r[4] end
+  if r[6] then saved.output = r[6] end
+  return string.sub(letter, 1, -2) .. ',"result":' .. cjson.encode(saved) .. "}"
 end
 -- Read only where a finish may have run already (not on the common path: one command less).
 local function was_resent()
@@ -109,8 +125,8 @@ if redis.call("GET", KEYS[1]) ~= ARGV[1] then
   return { 1, false, pushed }
 end
 for i = 1, checks do
-  local current = redis.call("GET", KEYS[8 + i])
-  local expected = ARGV[13 + i]
+  local current = redis.call("GET", KEYS[9 + i])
+  local expected = ARGV[14 + i]
   if ((expected == "" and current) or (expected ~= "" and current ~= expected)) and not was_resent() then
     return { -1, i, current }
   end
@@ -130,7 +146,10 @@ if not is_terminal(status) then
   local t = redis.call("TIME")
   redis.call("HSET", KEYS[2], "terminalAt", tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
   redis.call("EXPIRE", KEYS[2], tonumber(ARGV[4]))
-  if ARGV[5] ~= "" then redis.call("HSET", KEYS[4], ARGV[2], ARGV[5]) end
+  if ARGV[5] ~= "" then
+    redis.call("HSET", KEYS[4], ARGV[2], with_saved_outcome(ARGV[5]))
+    redis.call("ZADD", KEYS[10 + checks + 5 * pushes], tonumber(ARGV[14]), ARGV[2])
+  end
   local record = redis.call("HGETALL", KEYS[2])
   local published = {}
   for i = 1, #record, 2 do
@@ -149,7 +168,7 @@ end
 if ARGV[6] ~= "1" and checks == 0 and pushes == 0 then return finished end
 local begun = false
 if ARGV[6] == "1" then
-  begun = begin_next(KEYS[5], KEYS[3], KEYS[6], ARGV[7], ARGV[8], KEYS[7], ARGV[10]) or false
+  begun = begin_next(KEYS[5], KEYS[3], KEYS[6], ARGV[7], ARGV[8], KEYS[7], ARGV[10], KEYS[9]) or false
   if not begun and ARGV[9] == "1" then
     redis.call("DEL", KEYS[1])
     if ARGV[13] ~= "" then redis.call("ZREM", KEYS[7], ARGV[13]) end

@@ -21,24 +21,29 @@
   archived already; a turn pushed now must not run in it. The entry is returned as above. A
   session with no entry passes (the turn runs as it would have).
 
-  And optionally on the inbox holding fewer than a limit of turns (gateway.limits.maxQueuedTurns):
-  a turn from a door into a full inbox is refused, nothing queued. Internal pushes (continuations,
-  announce and agent-to-agent steps, replays) pass 0 and are never refused. The runId check comes
-  first, so a push sent again for a turn already queued answers 0 as before, never "full".
+  And optionally on the inbox holding fewer than a limit of turns (gateway.limits.maxQueuedTurns),
+  and on this turn not taking the bytes of a non-empty inbox past a limit
+  (gateway.limits.maxQueuedBytes; the inbox's byte count, see push-turn.lua): a turn from a door
+  into a full inbox is refused, nothing queued. Internal pushes (continuations, announce and
+  agent-to-agent steps, replays) pass 0 and are never refused. The runId check comes first, so a
+  push sent again for a turn already queued answers 0 as before, never "full".
 
   KEYS[1] run hash, KEYS[2] inbox list, KEYS[3] inflight list, KEYS[4] pending wakes (zset),
-  KEYS[5] session entry (read only with ARGV[4]), KEYS[6] ready list (used only with ARGV[5])
+  KEYS[5] session entry (read only with ARGV[4]), KEYS[6] ready list (used only with ARGV[5]),
+  KEYS[7] the inbox's byte count (string)
   ARGV[1] turn JSON, ARGV[2] record ttl seconds, ARGV[3] pending-wake member,
   ARGV[4] the entry JSON the turn was built from, or "" (no check),
   ARGV[5] "1": ready an idle session on the ready list instead of asking for a drain job,
   ARGV[6] the sessionId the session must still have, or "" (no check),
   ARGV[7] the most turns the inbox may already hold for this push to be queued, or 0 (no check),
-  ARGV[8..] record field, value pairs
+  ARGV[8] the most bytes a non-empty inbox may hold with this turn, or 0 (no check),
+  ARGV[9..] record field, value pairs
   Returns 3 when queued into an idle session and readied (nothing more to do), 2 when queued into
   an idle session (add a drain job), 1 when queued behind other
   turns (nothing more to do), 0 when the runId already existed, { -1, current entry JSON or
-  false } when the entry changed (nothing queued), or { -2, inbox length } when the inbox
-  already held ARGV[7] turns or more (nothing queued).
+  false } when the entry changed (nothing queued), { -2, inbox length } when the inbox
+  already held ARGV[7] turns or more, or { -3, inbox length, inbox bytes } when this turn would
+  take them past ARGV[8] (nothing queued).
 ]]
 --@include push-turn
 -- A runId that exists was pushed already (a retry, or this very push sent again by the client
@@ -46,10 +51,15 @@
 -- outdated (a turn finishing meanwhile updates the entry), or the caller would push it again.
 if redis.call("EXISTS", KEYS[1]) == 1 then return 0 end
 -- A door's push into a full inbox is refused (O(1)); internal pushes send 0 and always queue.
-local limit = tonumber(ARGV[7])
-if limit > 0 then
-  local queued = redis.call("LLEN", KEYS[2])
-  if queued >= limit then return { -2, queued } end
+local limit, byteLimit, queued = tonumber(ARGV[7]), tonumber(ARGV[8]), nil
+if limit > 0 or byteLimit > 0 then
+  queued = redis.call("LLEN", KEYS[2])
+  if limit > 0 and queued >= limit then return { -2, queued } end
+  -- Into an empty inbox a turn is always queued: one larger than the limit could otherwise never be.
+  if byteLimit > 0 and queued > 0 then
+    local bytes = tonumber(redis.call("GET", KEYS[7]) or 0)
+    if bytes + #ARGV[1] > byteLimit then return { -3, queued, bytes } end
+  end
 end
 if ARGV[4] ~= "" then
   local entry = redis.call("GET", KEYS[5])
@@ -64,5 +74,7 @@ elseif ARGV[6] ~= "" then
   end
 end
 local fields = {}
-for i = 8, #ARGV do fields[#fields + 1] = ARGV[i] end
-return queue_new_turn(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], fields, ARGV[5] == "1" and KEYS[6])
+for i = 9, #ARGV do fields[#fields + 1] = ARGV[i] end
+-- The inbox length read for the limits is still right: nothing was written since.
+return queue_new_turn(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], fields, ARGV[5] == "1" and KEYS[6],
+  KEYS[7], queued)

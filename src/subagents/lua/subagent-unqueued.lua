@@ -1,0 +1,43 @@
+--[[
+  A sub-agent run that is registered but whose turn was never queued: its spawn (or steer) was
+  cut off between the registration and the push (a process killed, a Redis error on the push).
+  No turn runs it, so no announce job will ever end it, and it holds one of its requester's
+  child slots. Refused when the run has a run record: the push writes the record in the same
+  step as the turn, so a record means its turn was queued, and the run and its announce job
+  account for it.
+
+  KEYS[1] registry record {p}:sa:run:<runId>, KEYS[2] run record {p}:run:<runId>,
+  KEYS[3] requester runs {p}:sa:req:<requester> (zset), KEYS[4] active runs {p}:sa:active:<requester> (set),
+  KEYS[5] child's current run {p}:sa:child:<childKey> (string; a key that never exists when the
+          registry record is gone)
+  ARGV[1] runId, ARGV[2] "drop" or "end",
+  ARGV[3] drop: only a run registered (createdAt) before this instant (ms); end: the endedAt (ms)
+
+  drop (a spawn whose push failed, or a registration older than a grace period): the
+  registration is undone, so a spawn made again (a re-run of its turn) registers afresh: the
+  record is deleted, the run leaves its requester's lists, and the child's current run is
+  cleared if it is this one.
+  end (a kill, which suppressed the run's announce first: subagent-suppress.lua): the record
+  stays, ended as `killed` with its announce `suppressed`, and leaves the active set.
+
+  Returns 0 when refused (a run record exists; for drop, registered at or after ARGV[3]; for
+  end, not suppressed by a kill), 1 when done, 2 when dropped and the child session held only
+  this run (it was the child's current run and replaced none: the session its spawn created).
+]]
+local SUPPRESSED_BY_KILL = "killed"
+if redis.call("EXISTS", KEYS[2]) == 1 then return 0 end
+if ARGV[2] == "end" then
+  if redis.call("HGET", KEYS[1], "suppressAnnounce") ~= SUPPRESSED_BY_KILL then return 0 end
+  redis.call("HSET", KEYS[1], "status", "killed", "endedAt", ARGV[3], "announce", "suppressed")
+  redis.call("SREM", KEYS[4], ARGV[1])
+  return 1
+end
+local reg = redis.call("HMGET", KEYS[1], "createdAt", "replaces")
+if reg[1] and tonumber(reg[1]) >= tonumber(ARGV[3]) then return 0 end
+redis.call("DEL", KEYS[1])
+redis.call("ZREM", KEYS[3], ARGV[1])
+redis.call("SREM", KEYS[4], ARGV[1])
+if redis.call("GET", KEYS[5]) ~= ARGV[1] then return 1 end
+redis.call("DEL", KEYS[5])
+if reg[2] then return 1 end
+return 2

@@ -1,0 +1,61 @@
+/**
+ * Sub-agent runs registered whose turn was never queued. A spawn registers its run (taking a
+ * child slot) and then pushes the child's turn, in two steps; one cut off in between (its
+ * process killed, a Redis error on the push, a crashed turn whose re-run spawns something else)
+ * leaves a run that nothing runs and no announce job ends. Such a run is released:
+ *
+ * - by the spawn itself when its push fails (src/tools/sessions-spawn.ts);
+ * - by a kill, which ends it as `killed` (src/tools/subagents-tool.ts);
+ * - by itself otherwise: once it is older than UNQUEUED_GRACE_MS, the requester's next spawn
+ *   at the `maxChildrenPerAgent` limit and its next `subagents` call drop it.
+ *
+ * The check that no turn was queued (no run record) is made in the same step as the release
+ * (subagent-unqueued.lua). A spawn still alive past the grace period finds its run released
+ * after its push, and stops the turn it queued (sessions-spawn.ts).
+ */
+import type { RotationDeps } from "../rotation/rotate.js";
+import { deleteSession } from "../rotation/rotate.js";
+import { identOf } from "../session/session-ident.js";
+import type { SubagentRegistry, SubagentRun } from "./registry.js";
+import { releaseRequester, type SubagentDeps } from "./announce.js";
+
+/**
+ * How long a registered run may be without its turn before it counts as cut off. A live spawn
+ * pushes right after it registers (a few Redis round trips), so this is only a margin for a
+ * slow process and for clocks that differ between hosts (createdAt is the spawning process's).
+ */
+export const UNQUEUED_GRACE_MS = 60_000;
+
+/**
+ * Drop each of `runs` that is registered as running, older than the grace period and has no
+ * turn queued; a child session its spawn created for it alone is deleted with it. Returns the
+ * runIds dropped.
+ */
+export async function releaseUnqueued(
+  svc: Pick<RotationDeps, "sessions" | "queues" | "config"> & SubagentDeps,
+  registry: SubagentRegistry,
+  runs: SubagentRun[],
+  now = Date.now(),
+): Promise<Set<string>> {
+  const released = new Set<string>();
+  for (const run of runs) {
+    if (run.status !== "running" || run.createdAt >= now - UNQUEUED_GRACE_MS) continue;
+    if (await dropUnqueued(svc, registry, run, now - UNQUEUED_GRACE_MS)) released.add(run.runId);
+  }
+  return released;
+}
+
+/** Drop `run` if it has no turn queued and was registered before `registeredBefore`; true if dropped. */
+export async function dropUnqueued(
+  svc: Pick<RotationDeps, "sessions" | "queues" | "config"> & SubagentDeps,
+  registry: SubagentRegistry,
+  run: SubagentRun,
+  registeredBefore: number,
+): Promise<boolean> {
+  const dropped = await registry.dropUnqueued(run, registeredBefore);
+  if (dropped !== "kept") await releaseRequester(svc, registry, run);
+  // The session its spawn created: nothing ran in it (a fork's copied transcript is archived).
+  if (dropped === "dropped-session")
+    await deleteSession(svc, run.childSessionKey, identOf(svc.config, run.childSessionKey), { archive: true });
+  return dropped !== "kept";
+}
