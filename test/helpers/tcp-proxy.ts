@@ -26,7 +26,14 @@ export interface TcpProxy {
   close(): Promise<void>;
 }
 
-export async function startTcpProxy(upstreamPort: number, upstreamHost = "127.0.0.1"): Promise<TcpProxy> {
+/**
+ * A proxy in front of the Redis at `upstreamUrl`; its `url` is that URL with the proxy's address,
+ * so a password (a REDIS_URL with one) and a database number carry over.
+ */
+export async function startTcpProxy(upstreamUrl: string): Promise<TcpProxy> {
+  const upstreamAt = new URL(upstreamUrl);
+  const upstreamPort = Number(upstreamAt.port || 6379);
+  const upstreamHost = upstreamAt.hostname;
   const open = new Set<net.Socket>();
   let accepted = 0;
   let hold: { matches: (sent: string) => boolean; held: (drop: () => void) => void } | undefined;
@@ -60,8 +67,11 @@ export async function startTcpProxy(upstreamPort: number, upstreamHost = "127.0.
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as net.AddressInfo;
 
+  const proxied = new URL(upstreamUrl);
+  proxied.hostname = "127.0.0.1";
+  proxied.port = String(port);
   return {
-    url: `redis://127.0.0.1:${port}`,
+    url: proxied.toString(),
     get accepted() {
       return accepted;
     },

@@ -18,7 +18,7 @@ let sys: TestSystem;
 let admin: Redis;
 
 beforeAll(async () => {
-  proxy = await startTcpProxy(Number(new URL(testRedisUrl()).port));
+  proxy = await startTcpProxy(testRedisUrl());
   sys = await startTestSystem(
     scriptConfig([{ when: { contains: "slow" }, delayMs: 20_000, reply: "late" }, { reply: "re: {{text}}" }], {
       redis: { url: proxy.url },

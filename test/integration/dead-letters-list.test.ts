@@ -84,7 +84,7 @@ async function pages(limit: number, between: (page: number) => Promise<void> = a
 }
 
 describe("deadletters.list pages through the index by failure time", () => {
-  it("in order with a cursor; letters written before the index are indexed by the first listing and listed", async () => {
+  it("in order with a cursor; letters from before the index are indexed by the first listing and listed", async () => {
     await clear();
     const all: DeadLetter[] = [];
     // Ties on purpose: equal failure times are ordered by runId, across page boundaries too.

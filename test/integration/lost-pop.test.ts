@@ -22,7 +22,7 @@ let sys: TestSystem;
 let admin: Redis;
 
 beforeAll(async () => {
-  proxy = await startTcpProxy(Number(new URL(testRedisUrl()).port));
+  proxy = await startTcpProxy(testRedisUrl());
   sys = await startTestSystem(scriptConfig([{ reply: "re: {{text}}" }], { redis: { url: proxy.url } }), {
     gateway: true,
     workers: {},

@@ -38,7 +38,7 @@ let worked: TestSystem;
 let admin: Redis;
 
 beforeAll(async () => {
-  proxy = await startTcpProxy(Number(new URL(testRedisUrl()).port));
+  proxy = await startTcpProxy(testRedisUrl());
   const config = () =>
     scriptConfig(
       [{ when: { contains: "counted" }, usage: { input: 10, output: 5 }, reply: "counted" }, { reply: "re: {{text}}" }],

@@ -58,7 +58,7 @@ async function deployment(): Promise<TestSystem> {
 describe("a leaf's completion on its way to its orchestrator", () => {
   it("holds the orchestrator's report until it arrived: one report, on the answer to the last", async () => {
     const sys = await deployment();
-    const proxy = await startTcpProxy(Number(new URL(sys.config.redis.url).port));
+    const proxy = await startTcpProxy(sys.config.redis.url);
     onCleanUp(() => proxy.close());
     // Announce worker A, through the proxy, one job at a time: it takes the fast leaf's announce.
     const a = await startPeer(

@@ -55,14 +55,9 @@ interface DoomedGateway {
 }
 
 async function doomedGateway(sys: TestSystem): Promise<DoomedGateway> {
-  const upstream = new URL(sys.config.redis.url);
-  const proxy = await startTcpProxy(Number(upstream.port));
+  const proxy = await startTcpProxy(sys.config.redis.url);
   onCleanUp(() => proxy.close());
-  // The proxy's address with the deployment's credentials (a Redis started with requirepass).
-  const url = new URL(proxy.url);
-  url.username = upstream.username;
-  url.password = upstream.password;
-  const gateway = await spawnGateway({ ...sys.config, redis: { ...sys.config.redis, url: url.toString() } });
+  const gateway = await spawnGateway({ ...sys.config, redis: { ...sys.config.redis, url: proxy.url } });
   onCleanUp(() => gateway.kill9());
   return { proxy, gateway };
 }

@@ -26,7 +26,7 @@ const opened: RedisClient[] = [];
 
 beforeAll(async () => {
   admin = newRedis();
-  proxy = await startTcpProxy(Number(new URL(testRedisUrl()).port));
+  proxy = await startTcpProxy(testRedisUrl());
   process.on("unhandledRejection", onUnhandled);
 });
 
