@@ -7,24 +7,14 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/index.js";
-import { ConfigError } from "../../src/errors/index.js";
 import { SubagentRegistry } from "../../src/subagents/registry.js";
 import { startTestSystem, type TestSystem } from "../helpers/system.js";
 import { chat, scriptAgent, tool, toolsConfig } from "../fixtures/tools-support.js";
+import { issuesOf } from "../helpers/config-issues.js";
 
 const DAY = 86_400_000;
 const TTL_S = (3 * DAY) / 1000;
 const MAIN = "agent:main:main";
-
-function issuesOf(input: unknown): string[] {
-  try {
-    parseConfig(input);
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return (err as ConfigError).issues.map((i) => `${i.path}: ${i.message}`);
-  }
-  throw new Error("expected a ConfigError");
-}
 
 describe("maintenance.runRecordTtlMs: the setting", () => {
   it("defaults to 7 days, takes another value, refuses less than 2 days or less than the fault deadline", () => {

@@ -4,16 +4,7 @@ import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseConfig, loadConfig, defaultAgentId } from "../../src/config/index.js";
 import { ConfigError } from "../../src/errors/index.js";
-
-function issuesOf(input: unknown): string[] {
-  try {
-    parseConfig(input);
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return (err as ConfigError).issues.map((i) => `${i.path}: ${i.message}`);
-  }
-  throw new Error("expected a ConfigError");
-}
+import { issuesOf } from "../helpers/config-issues.js";
 
 describe("config defaults", () => {
   it("an empty config gets OpenClaw's defaults", () => {

@@ -6,10 +6,11 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { type ConfigError, parseConfig, resolveSendPolicy } from "../../src/index.js";
+import { parseConfig, resolveSendPolicy } from "../../src/index.js";
 import { loadConfig } from "../../src/config/load.js";
 import { unusedKeyWarnings } from "../../src/config/unused-keys.js";
 import { tempDir } from "../helpers/context.js";
+import { issuesOf } from "../helpers/config-issues.js";
 
 /** OpenClaw's documented session example (seeds), plus maintenance, commands and sendPolicy. */
 const OPENCLAW_CONFIG = {
@@ -38,15 +39,6 @@ const OPENCLAW_CONFIG = {
   },
   commands: { native: "auto", text: true, ownerAllowFrom: ["telegram:123456789"] },
 };
-
-function issuesOf(input: unknown): string[] {
-  try {
-    parseConfig(input);
-  } catch (err) {
-    return (err as ConfigError).issues.map((i) => `${i.path}: ${i.message}`);
-  }
-  throw new Error("expected a ConfigError");
-}
 
 describe("OpenClaw configs", () => {
   it("the documented OpenClaw session config parses, with durations and sizes understood", () => {
