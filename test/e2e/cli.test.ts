@@ -520,6 +520,41 @@ describe("embedded Redis", () => {
     await settle(() => old.exitCode !== null || old.signalCode !== null, { what: "the adopted server stopped" });
   });
 
+  it("two starts at once decide one after the other: one server per data dir, an old one adopted once", async () => {
+    // Both read the record before either wrote it: they each started a server on one AOF, or each
+    // gave an old passwordless server its own password and replaced it as dead (start.lock).
+    const fresh = tempDir("sb-embedded-race");
+    cleanups.push(fresh.cleanup);
+    const [a, b] = await Promise.all([startEmbeddedRedis(fresh.dir), startEmbeddedRedis(fresh.dir)]);
+    cleanups.push(() => a.stop());
+    expect(b.url).toBe(a.url); // the second adopts what the first started (same process here)
+    expect(existsSync(join(fresh.dir, "redis", "start.lock"))).toBe(false);
+    await a.stop();
+
+    const dir = tempDir("sb-embedded-race-old");
+    cleanups.push(dir.cleanup);
+    const dataDir = join(dir.dir, "redis");
+    mkdirSync(dataDir, { mode: 0o700 });
+    const port = await freePort();
+    const old = spawn(
+      "redis-server",
+      ["--port", String(port), "--bind", "127.0.0.1", "--dir", dataDir, "--appendonly", "no", "--save", ""],
+      { stdio: "ignore" },
+    );
+    cleanups.push(() => void old.kill("SIGKILL"));
+    await settle(() => redisAnswers(`redis://127.0.0.1:${port}`, 500), { what: "the old redis-server" });
+    const deadOwner = spawnSync(process.execPath, ["-e", ""]).pid;
+    writeFileSync(join(dataDir, "embedded.json"), JSON.stringify({ redisPid: old.pid, port, ownerPid: deadOwner }));
+    const both = await Promise.all([startEmbeddedRedis(dir.dir), startEmbeddedRedis(dir.dir)]);
+    cleanups.push(() => both[0].stop());
+    for (const e of both) expect(e.url).toMatch(new RegExp(`^redis://:[0-9a-f]{48}@127\\.0\\.0\\.1:${port}$`));
+    expect(both[1].url).toBe(both[0].url);
+    expect(both.filter((e) => e.notice).length).toBe(1); // secured once, by the first
+    expect(old.exitCode).toBeNull(); // the old server kept serving, nobody replaced it
+    expect(await redisAnswers(both[0].url, 500)).toBe(true);
+    await both[0].stop();
+  });
+
   /**
    * `start` with no Redis URL configured anywhere: the default (127.0.0.1:6379) answers on this
    * machine and must not be stopped, so the start runs in its own network namespace (unshare),
