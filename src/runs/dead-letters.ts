@@ -12,7 +12,10 @@
  * by failure time (zset runId → failedAt ms), which a listing pages through in order with a
  * cursor instead of reading the whole hash. Letters the index does not have yet (written before
  * it existed, or by a process that did not know it) are indexed by the first listing that finds
- * the hash larger than the index (docs/concepts/reliability.md, "Dead letters").
+ * the hash larger than the index (docs/concepts/reliability.md, "Dead letters"). During a rolling
+ * upgrade an older process may also remove a letter without its index entry, and the two counts
+ * can then match while a letter is still unindexed: so a listing or `runIds` that finds a stale
+ * entry reconciles the whole index (stale entries dropped, missing letters indexed).
  */
 import type { RedisClient } from "../storage/redis-client.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
@@ -72,6 +75,13 @@ export const LIST_TEXT_CHARS = 4000;
 const READ_CHUNK = 20;
 /** Index entries read per step when only runIds are wanted (small). */
 const ID_CHUNK = 1000;
+
+/** What a reconcile found: how many letters there are, and the index entries it dropped and added. */
+interface Reconciled {
+  total: number;
+  pruned: number;
+  added: number;
+}
 
 function cut(text: string, max: number): { text: string; cut: boolean } {
   return text.length > max ? { text: `${text.slice(0, max)}…`, cut: true } : { text, cut: false };
@@ -136,14 +146,21 @@ export class DeadLetters {
    * (`textTruncated`, `textChars` say so; `get` has the whole letter). The index says which letters
    * come next, and they are read a few at a time (HMGET), so a hash of many large letters (each up
    * to the message limit) is never one reply nor one string: read whole, 530 letters of 1 MiB passed
-   * V8's string limit and listing failed. An index entry whose letter is gone is dropped.
+   * V8's string limit and listing failed. An index entry whose letter is gone is dropped, and
+   * the first one found makes the whole index reconciled: its letter may have been removed by an
+   * older process while another older process wrote a letter without an entry, equal counts that
+   * `reconcile` alone cannot tell apart. When that indexes letters, the page starts again from its
+   * cursor, so a letter indexed before the place reached is listed (letters before the cursor are
+   * not: a cursor is a position, as for a letter given up between pages).
    */
   async page(opts: { cursor?: string; limit?: number; textChars?: number } = {}): Promise<DeadLetterPage> {
     const limit = opts.limit ?? Number.POSITIVE_INFINITY;
     const textChars = opts.textChars ?? LIST_TEXT_CHARS;
-    let after = opts.cursor === undefined ? null : parseCursor(opts.cursor);
-    const total = await this.indexMissing();
-    const letters: DeadLetterPreview[] = [];
+    const start = opts.cursor === undefined ? null : parseCursor(opts.cursor);
+    let after = start;
+    let { total } = await this.reconcile(false);
+    let reconciled = false;
+    let letters: DeadLetterPreview[] = [];
     for (;;) {
       // One more than still wanted: whether another page follows is known without another read.
       const ids = await this.idsAfter(after, Math.min(READ_CHUNK, limit - letters.length + 1));
@@ -157,8 +174,18 @@ export class DeadLetters {
         if (raw) letters.push(preview(JSON.parse(raw) as DeadLetter, textChars));
         else gone.push(e.runId);
       });
-      if (gone.length) await this.indexLua([this.keys.deadLetters(), this.keys.deadLetterIndex()], ["prune", ...gone]);
       after = take.at(-1)!;
+      if (!gone.length) continue;
+      await this.indexLua([this.keys.deadLetters(), this.keys.deadLetterIndex()], ["prune", ...gone]);
+      // Once per page: a stale entry found again after it was removed by an older process meanwhile,
+      // whose unindexed letters the next listing's counts show.
+      if (reconciled) continue;
+      reconciled = true;
+      const r = await this.reconcile(true);
+      total = r.total;
+      if (r.added === 0) continue;
+      after = start;
+      letters = [];
     }
   }
 
@@ -167,9 +194,13 @@ export class DeadLetters {
     return (await this.page({ textChars })).letters;
   }
 
-  /** The runIds of every dead letter, oldest first (only the index is read, not the letters). */
+  /**
+   * The runIds of every dead letter, oldest first (only the index is read, not the letters). The
+   * whole index is reconciled first (a pass over ids, no letter read): with the counts equal, a
+   * stale entry would stand for a letter that is gone and hide one that is not indexed.
+   */
   async runIds(): Promise<string[]> {
-    await this.indexMissing();
+    await this.reconcile(true);
     const out: string[] = [];
     let after: IndexEntry | null = null;
     for (;;) {
@@ -227,23 +258,45 @@ export class DeadLetters {
   }
 
   /**
-   * Index the letters the index does not have (written before it existed, or by a process that
-   * did not know it), when the hash holds more than the index: read a few at a time (HSCAN), each
-   * indexed only if still there. Returns how many letters there are.
+   * Bring the index in line with the letters, a chunk at a time (ZSCAN, HSCAN; each entry checked
+   * in the same step as its change, see dead-letter-index.lua): drop entries whose letter is gone,
+   * when the index holds more than the hash (or `full`), then index the letters it lacks, when the
+   * hash holds more than the index. Without `full` and with equal counts nothing is read.
    */
-  private async indexMissing(): Promise<number> {
-    const res = await this.redis.multi().hlen(this.keys.deadLetters()).zcard(this.keys.deadLetterIndex()).exec();
-    const total = Number(res?.[0]?.[1] ?? 0);
-    if (total <= Number(res?.[1]?.[1] ?? 0)) return total;
+  private async reconcile(full: boolean): Promise<Reconciled> {
+    let [total, indexed] = await this.counts();
+    const out = { total, pruned: 0, added: 0 };
+    if (total === indexed && !full) return out;
+    const keys = [this.keys.deadLetters(), this.keys.deadLetterIndex()];
+    if (full || indexed > total) {
+      let cursor = "0";
+      do {
+        const [next, flat] = await this.redis.zscan(this.keys.deadLetterIndex(), cursor, "COUNT", ID_CHUNK);
+        cursor = next;
+        const ids = flat.filter((_, i) => i % 2 === 0);
+        if (ids.length) out.pruned += Number(await this.indexLua(keys, ["prune", ...ids]));
+      } while (cursor !== "0");
+      [total, indexed] = await this.counts();
+      out.total = total;
+    }
+    if (total <= indexed) return out;
     let cursor = "0";
     do {
       const [next, flat] = await this.redis.hscan(this.keys.deadLetters(), cursor, "COUNT", READ_CHUNK);
       cursor = next;
       const pairs: (string | number)[] = [];
       for (let i = 0; i + 1 < flat.length; i += 2) pairs.push(flat[i]!, failedAtOf(flat[i + 1]!));
-      if (pairs.length) await this.indexLua([this.keys.deadLetters(), this.keys.deadLetterIndex()], ["add", ...pairs]);
+      if (pairs.length) out.added += Number(await this.indexLua(keys, ["add", ...pairs]));
     } while (cursor !== "0");
-    return total;
+    return out;
+  }
+
+  /** How many letters the hash holds, and how many entries the index, read in one step. */
+  private async counts(): Promise<[number, number]> {
+    const res = await this.redis.multi().hlen(this.keys.deadLetters()).zcard(this.keys.deadLetterIndex()).exec();
+    const err = res?.find(([e]) => e)?.[0];
+    if (err) throw err;
+    return [Number(res?.[0]?.[1] ?? 0), Number(res?.[1]?.[1] ?? 0)];
   }
 }
 

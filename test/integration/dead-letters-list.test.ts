@@ -141,6 +141,42 @@ describe("deadletters.list pages through the index by failure time", () => {
     expect(await sys.svc.redis.zrange(index(), 0, -1)).toEqual(["kept-1", "kept-2"]);
   });
 
+  it("rolling upgrade: a stale index entry and an unindexed letter of equal count are both reconciled", async () => {
+    // A written with its index entry, then removed by an older process (HDEL only); B written by an
+    // older process (HSET only). HLEN == ZCARD, so counting alone cannot tell B is missing.
+    const seed = async () => {
+      await clear();
+      await writeIndexed(letter("up-a", 1_000));
+      await sys.svc.redis.hdel(hash(), "up-a");
+      await writeLegacy(letter("up-b", 500)); // before A: a listing must not pass it by
+      await writeIndexed(letter("up-c", 2_000));
+      expect(await sys.svc.redis.hlen(hash())).toBe(await sys.svc.redis.zcard(index()));
+    };
+
+    await seed();
+    const whole = await sys.svc.deadLetters.page();
+    expect(whole.total).toBe(2);
+    expect(whole.letters.map((l) => l.runId)).toEqual(["up-b", "up-c"]);
+    expect(await sys.svc.redis.zrange(index(), 0, -1)).toEqual(["up-b", "up-c"]);
+
+    await seed();
+    const first = await sys.rpc("deadletters.list", { limit: 1 });
+    expect((first.deadLetters as DeadLetter[]).map((l) => l.runId)).toEqual(["up-b"]);
+    const second = await sys.rpc("deadletters.list", { limit: 1, cursor: first.nextCursor });
+    expect((second.deadLetters as DeadLetter[]).map((l) => l.runId)).toEqual(["up-c"]);
+    expect(second).not.toHaveProperty("nextCursor");
+
+    await seed();
+    expect(await sys.svc.deadLetters.runIds()).toEqual(["up-b", "up-c"]);
+    expect(await sys.svc.redis.zrange(index(), 0, -1)).toEqual(["up-b", "up-c"]);
+
+    await seed();
+    const replayed = await sys.rpc("deadletters.replay", { all: true });
+    expect((replayed.replayed as { runId: string }[]).map((r) => r.runId)).toEqual(["up-b", "up-c"]);
+    expect(await sys.svc.deadLetters.count()).toBe(0);
+    expect(await sys.svc.redis.zcard(index())).toBe(0);
+  });
+
   it("a page reads only its own letters, not the whole hash", async () => {
     await clear();
     const big = "x".repeat(100_000);
