@@ -107,15 +107,49 @@ export function parseRedisUrl(url: string): RedisTarget {
 }
 
 /**
+ * Whether `url` parses as a URL, as ioredis would read it. A cluster URL's node list (`h1:7000,h2:7001`) is no URL
+ * authority, so it is checked with its first node only.
+ */
+function parsesAsUrl(url: string): boolean {
+  try {
+    new URL(url.replace(/^([^:/?#]*:\/\/[^/?#,]*),[^/?#]*/, "$1"));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Whether every `@` in `tail` (what follows the authority) is inside a query parameter's value (`?user=a@b`), where
+ * it is data. In the path (a Redis URL's path is only a database number), in a parameter's name or in the fragment
+ * it can only be the rest of a password with a raw `/`, `?` or `#`.
+ */
+function atOnlyInQueryValues(tail: string): boolean {
+  const hash = tail.indexOf("#");
+  const end = hash < 0 ? tail.length : hash;
+  if (tail.includes("@", end)) return false;
+  const query = tail.indexOf("?");
+  const start = query < 0 || query > end ? end : query;
+  if (tail.slice(0, start).includes("@")) return false;
+  return tail
+    .slice(start + 1, end)
+    .split("&")
+    .every((param) => !param.includes("@") || (param.includes("=") && param.indexOf("=") < param.indexOf("@")));
+}
+
+/**
  * `url` as it may be shown (logs, `status`, error messages): the password masked, and a user
  * name alone (`redis://secret@host`, which Redis takes as a password) masked too.
  *
  * The user info runs to the last `@` of the authority (everything after `://` up to the first
  * `/`, `?` or `#`), as ioredis and the WHATWG URL parser read it: a password may hold a raw `@`
  * (`redis://:p@ss@host`), so stopping at the first `@` would show the rest of it. When the
- * authority has none, a `@` further on (a password with a raw `/`, `?` or `#`: an invalid URL,
- * shown in its error) is masked up to instead: a host shown too little beats a password shown.
- * A `password=` query parameter (ioredis takes query parameters as options) is masked too.
+ * authority has none, a `@` further on is masked up to only when the URL does not parse, or when
+ * that `@` is not in a query value (atOnlyInQueryValues): then it is a password with a raw `/`,
+ * `?` or `#` (an invalid URL, shown in its error), and a host shown too little beats a password
+ * shown. A `@` in a query value (`redis://host:6379/0?user=a@b`) is data and the URL is shown
+ * whole. A `password=`-style query parameter (ioredis takes query parameters as options:
+ * `password`, `sentinelPassword`) is masked too.
  */
 export function displayRedisUrl(url: string): string {
   // No scheme (a value refused as not a URL) is still masked: it may be `user:pass@host`.
@@ -124,8 +158,10 @@ export function displayRedisUrl(url: string): string {
   let rest = m[2]!;
   const authorityEnd = rest.search(/[/?#]/);
   const authority = authorityEnd < 0 ? rest : rest.slice(0, authorityEnd);
-  // None in the authority: a `@` further on is a password that broke the URL (or a query's).
-  const at = authority.includes("@") ? authority.lastIndexOf("@") : rest.lastIndexOf("@");
+  let at = authority.lastIndexOf("@");
+  if (at < 0 && authorityEnd >= 0 && !(parsesAsUrl(url) && atOnlyInQueryValues(rest.slice(authorityEnd)))) {
+    at = rest.lastIndexOf("@");
+  }
   if (at >= 0) {
     const userinfo = rest.slice(0, at);
     const colon = userinfo.indexOf(":");

@@ -96,15 +96,28 @@ const AUTHORIZATION_NAME_RE = /^(?:proxy-)?authorization$/i;
 const AUTHORIZATION_SCHEME_RE = /^[A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]*[ \t]+(?=\S)/;
 
 /**
+ * One plain lower-case word (`required`, `granted`, `none`, `pending`): what an `authorization` field or JSON key
+ * holds when it is a status rather than a header. Credentials have a scheme word in front (`Basic …`), or a digit,
+ * a capital or a symbol (`s3cr3t!`, `k1`); a bare word of letters only, shorter than the 20 characters that make
+ * any token68 a credential in free text, is left as it is. Only for authorization names: a `password` field
+ * holding `letmein` is still masked.
+ */
+function isPlainWord(value: string): boolean {
+  return /^[a-z]{1,19}$/.test(value);
+}
+
+/**
  * The value of a field named `name` as it may be stored, when the name alone says it holds a
  * credential (a bare value matches no pattern): `apiKey`, `db_password` masked whole; an
  * `Authorization` / `Proxy-Authorization` header (any case, any scheme, any length) keeps its
- * scheme word and masks the rest (`Basic ***`). Undefined for any other name (`authorizationNote`).
+ * scheme word and masks the rest (`Basic ***`), unless it is one plain word (isPlainWord: `"granted"`).
+ * Undefined for any other name (`authorizationNote`).
  * An already masked value is returned as it is.
  */
 export function maskNamedValue(name: string, value: string): string | undefined {
   if (value.length === 0) return undefined;
   if (AUTHORIZATION_NAME_RE.test(name)) {
+    if (isPlainWord(value)) return undefined; // a status (`"granted"`), not credentials
     const scheme = AUTHORIZATION_SCHEME_RE.exec(value)?.[0] ?? "";
     const credentials = value.slice(scheme.length);
     return isMask(credentials) ? value : scheme + maskToken(credentials);
@@ -152,6 +165,50 @@ const AUTH_PARAM = String.raw`[\w-]+=(?:"[^"\n]*"|\\"(?:[^"\\\n]|\\[^"\n])*\\"|[
 // A scheme word in front of credentials (RFC 9110 token characters but quotes).
 const SCHEME_WORD = "[A-Za-z][A-Za-z0-9!#$%&*+.^_`|~-]*";
 
+/**
+ * A scheme word written as schemes are: lower case, capitalised or upper case (`bearer`, `Bearer`, `BEARER`), or its
+ * registered spelling (`DPoP`, `ApiKey`, `Api-Key`). `bEaReR` is not a header someone wrote.
+ */
+function isUsualSchemeForm(word: string): boolean {
+  const lower = word.toLowerCase();
+  return (
+    word === lower ||
+    word === word.toUpperCase() ||
+    word === lower[0]!.toUpperCase() + lower.slice(1) ||
+    word === "DPoP" ||
+    word === "ApiKey" ||
+    word === "Api-Key" ||
+    word === "APIKey"
+  );
+}
+
+/**
+ * Whether a token68 looks like credentials rather than a word: 20 characters or more of anything (all-capital or
+ * all-letter tokens exist; English words that long are rare), or 8 or more with a digit, one of `+/=-_.~`, or a
+ * capital after a small letter (`dXNlcjpw`; `Auth`, `Authentication` are capitalised words, not mixed case).
+ */
+function looksLikeToken68(token: string): boolean {
+  if (token.length >= 20) return true;
+  return token.length >= 8 && /[0-9+/=\-_.~]|[a-z][A-Z]/.test(token);
+}
+
+// What may follow credentials that end their header: the end of the line or text, or the quote around it.
+const HEADER_VALUE_END = /[\r\n"'`\\]/;
+
+/**
+ * An `Authorization: <scheme> <credentials>` match in free text is a header, not prose: the scheme in a usual form
+ * (isUsualSchemeForm), and credentials that look like a token (looksLikeToken68) or are the whole rest of the line
+ * or of the quoted value (`Authorization: Bearer abc`, `-H "Authorization: Token x"`). Prose goes on with another
+ * word after them (`Authorization: token expiry is 5 minutes`).
+ */
+function isHeaderCredential(m: RegExpExecArray): boolean {
+  if (!isUsualSchemeForm(m.groups?.scheme ?? "")) return false;
+  const token = m.groups?.v ?? "";
+  if (looksLikeToken68(token)) return true;
+  const next = m.input[m.index + m[0].length];
+  return next === undefined || HEADER_VALUE_END.test(next);
+}
+
 // A value: a double- or single-quoted string on one line, or a bare run up to whitespace/quote.
 const ASSIGNED_VALUE = String.raw`(?:"(?<v>[^"\n]+)"|'(?<v2>[^'\n]+)'|(?<v3>[^\s"'\\]+))`;
 
@@ -185,18 +242,21 @@ const VALUE_PATTERNS: ValuePattern[] = [
       "dg",
     ),
   },
-  // Authorization (and Proxy-Authorization) headers in text, any case, any length: `Authorization: Bearer …`,
+  // Authorization (and Proxy-Authorization) headers in text, header name in any case: `Authorization: Bearer …`,
   // `Authorization: Basic <base64 of user:password>` (anyone can decode it), also quoted or JSON-escaped
   // (`-H 'Authorization: Basic …'`, `\"Authorization\": \"Bearer …\"`). In free text a header is told from
-  // prose by its scheme (TOKEN_SCHEMES); the scheme stays, the credentials are masked. `…` is in the value
-  // class so a value masked on write (`abcdef…0123`) is read whole and recognised as a mask; stopping at `…`
-  // would re-mask its first part into `***…0123` on every read.
+  // prose by its scheme (TOKEN_SCHEMES) and, in code (isHeaderCredential), by credentials that look like a token
+  // or end the line: `Authorization: token expiry is 5 minutes` is prose. The scheme stays, the credentials are
+  // masked. `…` is in the value class so a value masked on write (`abcdef…0123`) is read whole and recognised as
+  // a mask; stopping at `…` would re-mask its first part into `***…0123` on every read.
   {
     name: "authorization",
     re: new RegExp(
-      String.raw`\bauthorization\\?["']?\s*[:=]\s*\\?["']?(?:${TOKEN_SCHEMES})\s+(?<v>[A-Za-z0-9._\-+=/~…]+)`,
+      String.raw`\bauthorization\\?["']?\s*[:=]\s*\\?["']?(?<scheme>${TOKEN_SCHEMES})\s+` +
+        String.raw`(?<v>[A-Za-z0-9._\-+=/~…]+)`,
       "dgi",
     ),
+    accept: isHeaderCredential,
   },
   // Schemes whose credentials are `name=value` pairs (`Authorization: Digest username="u", response="…"`,
   // AWS SigV4, OAuth 1): the whole list is masked. Each pair starts with a name and each next one with `,`,
@@ -211,14 +271,17 @@ const VALUE_PATTERNS: ValuePattern[] = [
   },
   // A JSON or quoted `authorization` / `proxy-authorization` key, any case (`{"Authorization": "Basic …"}`,
   // Python's `{'authorization': 'Token …'}`): its value is the header's, whatever the scheme, so a leading
-  // scheme word stays and the rest is masked. `authorizationNote` or `authorization_url` is another key.
+  // scheme word stays and the rest is masked. `authorizationNote` or `authorization_url` is another key. A value that
+  // is one plain word (`{"authorization": "required"}`) is a status, as for a field (isPlainWord).
   {
     name: "authorization-json",
     re: new RegExp(
-      String.raw`"(?:proxy-)?authorization"\s*:\s*"(?:${SCHEME_WORD}[ \t]+)?(?<v>(?:[^"\\\n]|\\.)+)"` +
-        String.raw`|'(?:proxy-)?authorization'\s*:\s*'(?:${SCHEME_WORD}[ \t]+)?(?<v2>[^'\n]+)'`,
+      String.raw`"(?:proxy-)?authorization"\s*:\s*"(?<s>${SCHEME_WORD}[ \t]+)?(?<v>(?:[^"\\\n]|\\.)+)"` +
+        String.raw`|'(?:proxy-)?authorization'\s*:\s*'(?<s2>${SCHEME_WORD}[ \t]+)?(?<v2>[^'\n]+)'`,
       "dgi",
     ),
+    accept: (m) =>
+      m.groups?.s !== undefined || m.groups?.s2 !== undefined || !isPlainWord(m.groups?.v ?? m.groups?.v2 ?? ""),
   },
   // Passwords in URLs: `postgres://admin:PASS@db`, `redis://:PASS@cache`; only the password is masked, the user
   // and host stay. The match starts at the literal `://` (the scheme is not needed to mask, and a literal start

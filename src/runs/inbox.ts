@@ -152,6 +152,7 @@ export class Inbox {
     | { acquired: true; lease: LeaseHandle; begun: BegunTurn | { corrupt: string } | null }
   > {
     const askedAt = Date.now();
+    const askedAtMono = performance.now(); // the lease's own clock (session-lease.ts, heldUntil)
     const [token, res] = (await this.leaseBeginLua(
       [
         this.keys.lease(sessionKey),
@@ -175,7 +176,7 @@ export class Inbox {
       ],
     )) as [number, RawBegun | number | false | null];
     if (!token) return { acquired: false, retryInMs: leases.retryIn(res as number) };
-    const lease = leases.holding(sessionKey, token, askedAt, opts.keepWake);
+    const lease = leases.holding(sessionKey, token, askedAtMono, opts.keepWake);
     try {
       return { acquired: true, lease, begun: await this.fromRaw((res || null) as RawBegun | null, lease, true) };
     } catch (err) {

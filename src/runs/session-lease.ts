@@ -19,9 +19,11 @@ export interface LeaseHandle {
   /** Aborted when a renewal finds the lease gone: the holder must stop writing. */
   lost: AbortSignal;
   /**
-   * Until when (ms, this process's clock) the lease is surely still ours: the last successful
-   * acquire or renewal plus the TTL, minus a margin. Writes Redis cannot fence (the transcript
-   * file) are made only before this instant.
+   * Until when (ms, on this process's monotonic clock: `performance.now()`) the lease is surely
+   * still ours: the last successful acquire or renewal plus the TTL, minus a margin. Writes Redis
+   * cannot fence (the transcript file) are made only before this instant. Monotonic, not the wall
+   * clock: a clock stepped back (NTP, an operator) would stretch the instant and let a holder that
+   * lost its lease write after the next holder began (lines doubled).
    */
   heldUntil(): number;
   release(): Promise<boolean>;
@@ -53,7 +55,7 @@ export class SessionLeases {
 
   async tryAcquire(sessionKey: string): Promise<AcquireResult> {
     const leaseKey = this.keys.lease(sessionKey);
-    const askedAt = Date.now();
+    const askedAt = performance.now();
     const [token, pttl] = (await this.acquireLua(
       [leaseKey, this.keys.fence(sessionKey), this.keys.leaseTake(sessionKey)],
       [this.ttlMs, randomUUID()],
@@ -73,7 +75,7 @@ export class SessionLeases {
   }
 
   /**
-   * The handle of a lease taken with `token` by a script sent at `askedAt` (tryAcquire, or
+   * The handle of a lease taken with `token` by a script sent at `askedAt` (`performance.now()`: tryAcquire, or
    * lease-begin.lua, which takes it and begins a turn in one step): renewed until released.
    */
   holding(sessionKey: string, token: number, askedAt: number, wake?: string): LeaseHandle {
@@ -85,7 +87,7 @@ export class SessionLeases {
     // Renew well before expiry; three chances per TTL ride out a slow Redis round trip.
     const timer = setInterval(
       () => {
-        const sentAt = Date.now();
+        const sentAt = performance.now();
         this.renewLua([leaseKey], [token, this.ttlMs]).then(
           (ok) => {
             if (ok === 1) confirmedAt = sentAt - margin;
@@ -124,4 +126,9 @@ export class SessionLeases {
       },
     };
   }
+}
+
+/** The lease is surely still held now: not lost, and before its `heldUntil` (monotonic clock). */
+export function surelyHeld(lease: Pick<LeaseHandle, "lost" | "heldUntil">): boolean {
+  return !lease.lost.aborted && performance.now() < lease.heldUntil();
 }

@@ -60,6 +60,8 @@ export interface WriteOptions {
 }
 
 interface OpenFile {
+  /** The path it was opened for (its key in the map while it is there). */
+  file: string;
   fh: FileHandle;
   dirty: boolean;
   lastUse: number;
@@ -72,10 +74,15 @@ interface OpenFile {
   dev: number;
   /** Opened empty (new, most likely): its directory is fsynced with its first sync. */
   newName: boolean;
-  /** Callers using the handle now (a write, an fsync): it is never closed to make room then. */
+  /** Callers using the handle now (a write, an fsync): it is never closed while it has one. */
   users: number;
-  /** Closed (once: `opened` counts it down once). */
-  closed: boolean;
+  /**
+   * Out of the map for good (a failed fsync or write, closing): writes not yet begun on it go to
+   * a new handle, and it is closed by its last user's done() (see closeHandle).
+   */
+  retired: boolean;
+  /** Its closing, once begun (once: `opened` counts it down once). */
+  closing: Promise<void> | undefined;
 }
 
 const SYNC_EVERY_MS = 1000;
@@ -186,6 +193,9 @@ export class HolderWriter {
     const body = entries.map((e) => `${JSON.stringify(e)}\n`).join("");
     const f = await this.handle(file);
     const run = f.chain.then(async () => {
+      // Retired while this write waited (a group commit's fsync or the write before it failed,
+      // the handle is being closed): it goes to a new handle, as for a renamed file below.
+      if (f.retired) throw new StaleHandle();
       // The path's own stat before every write, synchronous (a syscall, microseconds, no
       // thread-pool hop on a turn's path). Its inode says the handle still names the file at the
       // path: a file deleted or moved aside behind the open handle (an operator, a backup tool,
@@ -197,11 +207,19 @@ export class HolderWriter {
       if (!onDisk || onDisk.ino !== f.ino || onDisk.dev !== f.dev) throw new StaleHandle();
       // Still exactly as long as this handle left it: nobody wrote since (every writer appends
       // whole lines or undoes its write, and a torn write would have changed the length).
-      if (onDisk.size !== f.size) f.size = await closeTornTail(f.fh, onDisk.size, sessionId);
+      if (onDisk.size !== f.size) {
+        // Belt and braces: a handle closed under this write (never meant to happen: closing
+        // waits for its users) has written nothing here that a retry would not redo.
+        f.size = await closeTornTail(f.fh, onDisk.size, sessionId).catch((err: unknown) => {
+          throw f.closing ? new StaleHandle() : err;
+        });
+      }
       const size = f.size;
       const buf = Buffer.from(size === 0 ? headerLine(sessionId, undefined) + body : body, "utf8");
       // Checked again here: opening, the stat and closing off a torn tail may have taken a while.
       opts.assertHeld?.();
+      // Belt and braces as above: nothing written yet, so a new handle can take these lines.
+      if (f.retired || f.closing) throw new StaleHandle();
       const always = this.fsync === "always";
       try {
         await appendOrUndo(f.fh, buf, size, always);
@@ -216,15 +234,20 @@ export class HolderWriter {
       f.lastUse = Date.now();
     });
     f.chain = run.catch(() => undefined);
+    let stale = false;
     try {
       await run;
     } catch (err) {
       if (!(err instanceof StaleHandle)) throw err;
-      await this.drop(file, f);
-      await this.write(agentId, sessionId, entries, opts);
+      stale = true;
+      void this.closeHandle(f); // retired: closed (its lines fsynced first) once nobody uses it
     } finally {
+      // Before the retry: at the cap, a new handle may have to wait for this one to close.
       this.done(f);
     }
+    if (!stale) return;
+    await f.closing;
+    await this.write(agentId, sessionId, entries, opts);
   }
 
   /**
@@ -297,6 +320,7 @@ export class HolderWriter {
     }
     // size -1: not checked yet, so the first write looks for a torn tail.
     const f: OpenFile = {
+      file,
       fh,
       dirty: false,
       lastUse: Date.now(),
@@ -306,7 +330,8 @@ export class HolderWriter {
       dev: st.dev,
       newName: st.size === 0,
       users: 1,
-      closed: false,
+      retired: false,
+      closing: undefined,
     };
     this.files.set(file, f);
     return f;
@@ -323,9 +348,11 @@ export class HolderWriter {
     return f;
   }
 
-  /** One user less; a caller waiting for room may now close `f`. */
+  /** One user less; the last one closes `f` if it was retired, else a caller waiting for room may. */
   private done(f: OpenFile): void {
-    if (--f.users === 0 && this.roomWaiters.length > 0) this.wakeRoomWaiters();
+    if (--f.users > 0) return;
+    if (f.retired) void this.closeHandle(f);
+    else if (this.roomWaiters.length > 0) this.wakeRoomWaiters();
   }
 
   /**
@@ -393,10 +420,15 @@ export class HolderWriter {
   /** Close every handle nobody is using (fsynced first when dirty); returns how many. */
   private async closeIdle(): Promise<number> {
     const idle = [...this.files].filter(([, f]) => f.users === 0).map(([file]) => file);
-    await eachLimited(idle, SYNC_PARALLEL, (file) =>
-      this.closeFile(file).catch((err: Error) => this.syncFailed(file, err)),
-    );
-    return idle.length;
+    let closed = 0;
+    await eachLimited(idle, SYNC_PARALLEL, async (file) => {
+      // Looked at again: past the first lanes, a turn may have taken the handle since the list.
+      const f = this.files.get(file);
+      if (f === undefined || f.users > 0) return;
+      closed++;
+      await this.closeFile(file).catch((err: Error) => this.syncFailed(file, err));
+    });
+    return closed;
   }
 
   private warnOutOfFds(err: Error, closed: number): void {
@@ -494,35 +526,59 @@ export class HolderWriter {
     return next;
   }
 
+  /** fsync (if dirty) and close the handle of `file`; one somebody still uses closes after them. */
   private async closeFile(file: string): Promise<void> {
     const f = this.files.get(file);
     if (!f) return;
+    f.retired = true;
     this.files.delete(file);
-    await f.chain;
+    f.users++; // its own fsync under way: not closed by another user's done() meanwhile
     try {
-      if (f.dirty) await this.syncHandle(file, f);
-      else if (f.newName) await this.syncName(file, f);
+      await f.chain;
+      if (f.dirty) {
+        f.dirty = false;
+        await this.syncHandle(file, f);
+      } else if (f.newName) await this.syncName(file, f);
     } finally {
+      f.users--;
       await this.closeHandle(f);
     }
   }
 
-  /** Close the descriptor (once) and give its place back. */
-  private async closeHandle(f: OpenFile): Promise<void> {
-    if (f.closed) return;
-    f.closed = true;
-    await f.fh.close().catch(() => undefined);
-    this.unreserve();
+  /**
+   * Retire `f` (out of the map: the next writer opens a new handle) and close it, or, while
+   * somebody uses it, leave that to its last user's done(): closing a descriptor a write or an
+   * fsync is about to use fails that (`fd` -1), and a turn failed so does not count as a storage
+   * fault. Lines written on it since its last fsync (one landing while a group commit's fsync
+   * failed, say) are fsynced first: nothing else would.
+   */
+  private closeHandle(f: OpenFile): Promise<void> {
+    if (this.files.get(f.file) === f) this.files.delete(f.file);
+    f.retired = true;
+    if (f.users > 0) return Promise.resolve();
+    f.closing ??= (async () => {
+      if (f.dirty) {
+        f.dirty = false;
+        await this.syncHandle(f.file, f).catch((err: Error) => this.syncFailed(f.file, err));
+      }
+      await f.fh.close().catch(() => undefined);
+      this.unreserve();
+    })();
+    return f.closing;
   }
 
   /**
-   * Forget the handle `f` of `file` (a failed write, a renamed file). Lines it wrote since the
-   * last group commit are fsynced first: the next handle on the file may never be synced.
+   * Forget the handle `f` of `file` (a failed write). Lines it wrote since the last group
+   * commit are fsynced first: the next handle on the file may never be synced.
    */
   private async drop(file: string, f: OpenFile): Promise<void> {
-    if (this.files.get(file) !== f) return; // closed already (released, or dropped before)
+    if (this.files.get(file) !== f) return; // retired already (released, or dropped before)
     this.files.delete(file);
-    if (f.dirty) await this.syncHandle(file, f).catch((err: Error) => this.syncFailed(file, err));
+    f.retired = true;
+    if (f.dirty) {
+      f.dirty = false;
+      await this.syncHandle(file, f).catch((err: Error) => this.syncFailed(file, err));
+    }
     await this.closeHandle(f);
   }
 
@@ -565,15 +621,19 @@ export class HolderWriter {
     if (f.dirty) {
       f.users++; // not closed to make room while its fsync is under way
       try {
-        await this.flushFile(file, f);
+        await f.chain;
+        // Cleared first: a write landing during the fsync marks the handle dirty again.
+        f.dirty = false;
+        await this.syncHandle(file, f);
       } catch (err) {
         // The turns whose lines this was are finished: say so loudly (the owner marks storage
-        // unhealthy). The handle goes (the next write reopens it and closes off any torn tail); it is
-        // not fsynced again, since after a failed fsync the kernel may report the next one as
-        // a success without having written the lost pages.
+        // unhealthy). The handle goes (the next write reopens it and closes off any torn tail);
+        // the lines this fsync failed on are not fsynced again, since after a failed fsync the
+        // kernel may report the next one as a success without having written the lost pages.
+        // Only lines written during it (dirty again) are, when the handle closes. A write
+        // using the handle now finishes first: closed by the last user (closeHandle).
         this.syncFailed(file, err as Error);
-        if (this.files.get(file) === f) this.files.delete(file);
-        await this.closeHandle(f);
+        void this.closeHandle(f);
         return;
       } finally {
         this.done(f);

@@ -17,7 +17,7 @@ import { agentRuntime, isAgentSandboxed } from "../config/agents.js";
 import { SessionConflictError, SessionNotFoundError, StaleFenceError, TurnHandedBackError } from "../errors/index.js";
 import { createRuntime } from "../runtimes/registry.js";
 import { RunAbortedError, type RunOutput, type ToolInvokerFactory } from "../runtimes/types.js";
-import type { LeaseHandle } from "../runs/session-lease.js";
+import { surelyHeld, type LeaseHandle } from "../runs/session-lease.js";
 import { isTerminal, type SavedOutcome, type TerminalStatus, type Turn } from "../runs/turn.js";
 import type { TranscriptEntry, TranscriptMessage } from "../history/transcript-types.js";
 import { enqueueDelivery, enqueueOrSettleDelivery } from "../delivery/deliver.js";
@@ -460,8 +460,7 @@ export class TurnExecutor {
       // The file cannot check the fence: write only while the lease is surely still ours,
       // checked again by the writer right before the bytes go out.
       const assertHeld = () => {
-        if (lease.lost.aborted || Date.now() >= lease.heldUntil())
-          throw new StaleFenceError(turn.sessionKey, lease.token, null);
+        if (!surelyHeld(lease)) throw new StaleFenceError(turn.sessionKey, lease.token, null);
       };
       assertHeld();
       try {

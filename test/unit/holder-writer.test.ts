@@ -202,6 +202,95 @@ describe("HolderWriter durability", () => {
   });
 });
 
+describe("HolderWriter handles closed in use", () => {
+  /** The writer's private parts these tests drive (the timer is stopped: passes run when told). */
+  type Inside = {
+    files: Map<string, { fh: { sync: () => Promise<void>; close: () => Promise<void> }; users: number }>;
+    opened: number;
+    timer: NodeJS.Timeout;
+    tick: () => Promise<void>;
+    closeIdle: () => Promise<number>;
+  };
+  const inside = (w: HolderWriter) => {
+    const i = w as unknown as Inside;
+    clearInterval(i.timer);
+    return i;
+  };
+  const gate = () => {
+    let open!: () => void;
+    const opened = new Promise<void>((r) => (open = r));
+    return { opened, open };
+  };
+
+  // A turn's write landing at any point around a group commit's failing fsync: the handle it
+  // took was closed under it (fd -1, a RangeError), a permanent failure instead of a storage fault.
+  for (const delay of [0, 1, 2, 3, 4, 6, 10]) {
+    it(`a write while the group commit's fsync fails still lands (${delay} microtasks later)`, async () => {
+      const { w, file, failed } = setup("everysec");
+      const i = inside(w);
+      await w.write("main", "s1", [line("a")]);
+      const f = i.files.get(file)!;
+      const realSync = f.fh.sync.bind(f.fh);
+      const eio = gate();
+      let calls = 0;
+      f.fh.sync = async () => {
+        if (calls++ > 0) return await realSync();
+        await eio.opened;
+        throw Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" });
+      };
+      const pass = i.tick();
+      await settle(() => calls > 0, { what: "the group commit's fsync begun" });
+      eio.open();
+      for (let n = 0; n < delay; n++) await Promise.resolve();
+      await w.write("main", "s1", [line("b")]);
+      await pass;
+      expect(failed).toEqual([file]);
+      expect(ids(file)).toEqual(["a", "b"]);
+      // The failed handle was closed once its last user was done: only the new one (if any) is left.
+      await settle(() => i.opened === i.files.size, { what: "the failed handle closed" });
+      expect(i.opened).toBeLessThanOrEqual(1);
+    });
+  }
+
+  it("closing the idle handles skips one a caller took after the list was made", async () => {
+    const { w } = setup("everysec");
+    const i = inside(w);
+    const n = 33; // one past the 32 handles closed at once: the last waits for a lane
+    for (let s = 0; s < n; s++) await w.write("main", `s${s}`, [line(`a${s}`)]);
+    await i.tick(); // all fsynced: closing them needs no fsync
+    const target = w.path("main", `s${n - 1}`);
+    await w.write("main", `s${n - 1}`, [line("b")]); // dirty again: the caller below fsyncs it
+    const closes = gate();
+    for (const [file, f] of i.files) {
+      if (file === target) continue;
+      const realClose = f.fh.close.bind(f.fh);
+      f.fh.close = async () => {
+        await closes.opened;
+        return await realClose();
+      };
+    }
+    const t = i.files.get(target)!;
+    const realSync = t.fh.sync.bind(t.fh);
+    const fsync = gate();
+    t.fh.sync = async () => {
+      await fsync.opened;
+      return await realSync();
+    };
+    const closing = i.closeIdle(); // the list: all 33 idle
+    // A re-run's check for its lines takes the handle (and fsyncs it) while the lanes are busy.
+    const check = w.linesOfRun("main", `s${n - 1}`, "x");
+    expect(t.users).toBe(1);
+    closes.open();
+    expect(await closing).toBe(n - 1);
+    fsync.open();
+    // It used to be closed under the caller: its fsync failed ("file closed"), and so the turn.
+    await expect(check).resolves.toEqual([]);
+    expect(i.files.get(target)).toBe(t);
+    await w.write("main", `s${n - 1}`, [line("c")]);
+    expect(ids(target)).toEqual([`a${n - 1}`, "b", "c"]);
+  });
+});
+
 describe("HolderWriter open handles", () => {
   it("keeps at most maxOpenFiles handles open in a burst of new sessions, and loses nothing", async () => {
     const dir = mkdtempSync(join(tmpdir(), "sb-holder-"));

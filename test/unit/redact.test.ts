@@ -112,6 +112,27 @@ describe("redactSecrets: every pattern masks the value and keeps the label", () 
       '{"Authorization": "Digest userna…99\\""}',
     ],
     ["Python dict", "{'authorization': 'Bearer abc'}", "{'authorization': 'Bearer ***'}"],
+    // Free text: credentials that look like one are masked wherever the line goes on.
+    ["Basic, then more text", "Authorization: Basic dXNlcjpwYXNz sent", "Authorization: Basic *** sent"],
+    [
+      "Bearer JWT-like, then more text",
+      "Authorization: Bearer abc.def.ghi was sent",
+      "Authorization: Bearer *** was sent",
+    ],
+    [
+      "a short word that ends the quoted value",
+      `-H "Authorization: Bearer abc" https://x`,
+      `-H "Authorization: Bearer ***" https://x`,
+    ],
+    [
+      "an all-capital token of 20+",
+      `AUTHORIZATION = NEGOTIATE ${rep("Y", 24)} ok`,
+      "AUTHORIZATION = NEGOTIATE YYYYYY…YYYY ok",
+    ],
+    ["registered scheme spelling", "Authorization: DPoP eyJhbGci.x then", "Authorization: DPoP *** then"],
+    ["JSON key, a bare short token", '{"authorization": "s3cr3t!"}', '{"authorization": "***"}'],
+    ["JSON key, Basic", '{"authorization": "Basic dXNlcjpwYXNz"}', '{"authorization": "Basic ***"}'],
+    ["JSON key, capitalised word", '{"authorization": "Granted"}', '{"authorization": "***"}'],
     ["curl -u user:pass", "curl -u admin:hunter2hunter2 https://x", "curl -u admin:*** https://x"],
     ["curl --user=user:pass, quoted", `curl --user="admin:${rep("p", 20)}"`, 'curl --user="admin:pppppp…pppp"'],
     [
@@ -269,6 +290,16 @@ describe("redactSecrets: no false positives on ordinary text", () => {
     ["a key that only starts with authorization", '{"authorizationNote": "Basic rules apply to everyone"}'],
     ["an authorization URL field", '{"authorization_url": "https://auth.example.com/authorize"}'],
     ["an unknown scheme in free text", "Authorization: required for every call"],
+    // Prose that reads like a header: a scheme word, then words (reviewer's cases).
+    ["a token scheme word, then prose", "Authorization: token expiry is 5 minutes"],
+    ["Basic, then prose", "Authorization: Basic auth is not supported here"],
+    ["upper case, =, then prose", "AUTHORIZATION = NEGOTIATE terms with vendor"],
+    ["bearer, then prose", "The authorization: bearer tokens must be rotated"],
+    ["apikey, then prose", "authorization: apikey rotation policy"],
+    ["a capitalised word after the scheme", "Authorization: Basic Authentication is not enabled"],
+    ["a scheme word in an odd case", "Authorization: bEaReR abc"],
+    ["a JSON status", '{"authorization": "required", "status": "ok"}'],
+    ["a quoted status", "{'authorization': 'pending'}"],
     ["code with a keyword", "const apiKeyName = getName();"],
     ["empty string", ""],
     ["unicode prose", "Grüße aus Köln – 東京 😀"],
@@ -305,6 +336,9 @@ describe("redactSecrets: linear time on hostile input", () => {
     ["escaped digest quotes that never close", `Authorization: Digest a=\\"${fill("x\\y")}`],
     ["authorization JSON keys without values", fill('"authorization": "')],
     ["authorization JSON values without a scheme", `"authorization": "${fill("x")}`],
+    ["prose after authorization schemes", fill("Authorization: token expiry ")],
+    ["plain-word authorization JSON values", fill('{"authorization": "required"}')],
+    ["authorization, a scheme, then a word that never ends", `Authorization: Basic ${fill("abc")}`],
     ["realistic mixed text with secrets", fill(`Here is some text with OPENAI_API_KEY=${SK} and more words. `)],
   ])("%s (1 MB) finishes fast", (_label, input) => {
     const started = performance.now();
@@ -377,6 +411,38 @@ describe("Authorization header fields in tool arguments and results", () => {
       authorizationNote: "Basic rules: ask the admin for authorization first",
       body: "the authorization step comes later",
     });
+  });
+
+  it.each([
+    ["Basic", { authorization: "Basic dXNlcjpwYXNz" }, { authorization: "Basic ***" }],
+    ["Bearer JWT-like", { authorization: "Bearer abc.def.ghi" }, { authorization: "Bearer ***" }],
+    ["a bare short token", { authorization: "s3cr3t!" }, { authorization: "***" }],
+    ["a capitalised word", { Authorization: "Granted" }, { Authorization: "***" }],
+    ["a long lower-case token", { authorization: rep("q", 20) }, { authorization: "qqqqqq…qqqq" }],
+  ])("still masked: %s", (_label, headers, expected) => {
+    expect(redactValue({ headers })).toEqual({ headers: expected });
+  });
+
+  it("a status in one plain lower-case word is not a credential; other credential names still mask it", () => {
+    const value = {
+      authorization: "required",
+      "Proxy-Authorization": "none",
+      nested: { AUTHORIZATION: "pending" },
+      password: "letmein",
+    };
+    expect(redactValue(value)).toEqual({ ...value, password: "***" });
+    const message: TranscriptMessage = {
+      role: "toolResult",
+      toolCallId: "call_1",
+      toolName: "http",
+      content: [{ type: "text", text: '{"authorization": "granted"}' }],
+      details: { authorization: "granted", Authorization: "Bearer abc" },
+      isError: false,
+      timestamp: 1,
+    };
+    const out = redactTranscriptMessage(message);
+    expect(out.content).toBe(message.content);
+    expect(out.details).toEqual({ authorization: "granted", Authorization: "Bearer ***" });
   });
 
   it("fields that only look like it are not masked", () => {

@@ -184,4 +184,28 @@ describe("displayRedisUrl", () => {
     expect(displayRedisUrl("redis://host:1?password=hunter22&db=1")).toBe("redis://host:1?password=***&db=1");
     expect(displayRedisUrl("user:hunter22@host:1")).toBe("user:***@host:1");
   });
+
+  it("keeps the host of a URL whose only @ is in a query value; masks only password-style parameters", () => {
+    expect(displayRedisUrl("redis://host:6379/0?user=a@b")).toBe("redis://host:6379/0?user=a@b");
+    expect(displayRedisUrl("redis://[::1]:6379/0?name=a@b&password=x@y")).toBe(
+      "redis://[::1]:6379/0?name=a@b&password=***",
+    );
+    expect(displayRedisUrl("redis://h:1/0?password=abc#x")).toBe("redis://h:1/0?password=***#x");
+    expect(displayRedisUrl("redis://:pw@h?Password=a&redisOptions.password=b")).toBe(
+      "redis://:***@h?Password=***&redisOptions.password=***",
+    );
+    expect(displayRedisUrl("redis+cluster://h1:7000,h2:7001?user=a@b")).toBe(
+      "redis+cluster://h1:7000,h2:7001?user=a@b",
+    );
+  });
+
+  it("a URL that parses but has a @ outside a query value: the password's rest, masked up to the last @", () => {
+    // `redis://secret/x@host` parses (host "secret", path "/x@host"); a Redis path is only a database number.
+    expect(displayRedisUrl("redis://secret/x@host:1")).toBe("redis://***@host:1");
+    expect(displayRedisUrl("redis://user:12?34@host")).toBe("redis://user:***@host");
+    expect(displayRedisUrl("redis://user:12#34@host")).toBe("redis://user:***@host");
+    expect(displayRedisUrl("redis://user:12?a=1&b@host")).toBe("redis://user:***@host");
+    // Does not parse (`:pa` is no port): masked up to the last @ even though it follows a `=`.
+    expect(displayRedisUrl("redis://:pa?x=ss@host")).toBe("redis://:***@host");
+  });
 });
