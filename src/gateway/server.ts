@@ -21,6 +21,9 @@ import { wellFormedDeep } from "../text/well-formed.js";
 
 export type ToolEndpoint = (name: string, body: unknown) => Promise<unknown>;
 
+/** Why a closing gateway answers its waiting requests early (each door words the rest: the run goes on). */
+const GATEWAY_SHUTTING_DOWN = "this gateway is shutting down";
+
 export interface GatewayOptions {
   /** Session tools behind POST /v1/tools/<name>. */
   tools?: ToolEndpoint;
@@ -130,12 +133,13 @@ export async function createGateway(svc: GatewayDeps, opts: GatewayOptions = {})
     },
     /**
      * Stop accepting (the listener closes; requests still arriving on open connections get
-     * 503), answer the in-flight waits as timeouts so their clients ask another gateway, then
-     * resolve once every in-flight request is answered.
+     * 503), answer the in-flight waits of requests as timeouts that say so, so their clients ask
+     * another gateway, then resolve once every in-flight request is answered. The waits of turns
+     * running in this process (`switchboard start`) are not the gateway's: they go on.
      */
     async close() {
       const closed = app.close();
-      await svc.existingWaiter()?.handOver();
+      await svc.existingWaiter()?.handOver(GATEWAY_SHUTTING_DOWN);
       // Keep-alive connections of answered requests stay open otherwise, and the close waits on them.
       const reap = setInterval(() => app.server.closeIdleConnections(), 50);
       app.server.closeIdleConnections();

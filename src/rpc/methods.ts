@@ -248,7 +248,7 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
 
     "agent.wait": async (raw) => {
       const p = parseParams(P.AgentWaitParams, raw, "agent.wait");
-      const { record } = await svc.waiter().wait(p.runId, p.timeoutMs ?? 30_000);
+      const { record, handedOver } = await svc.waiter().wait(p.runId, p.timeoutMs ?? 30_000);
       if (!record) throw new RunNotFoundError(p.runId);
       const done = isTerminal(record.status);
       // Never started and nobody to start it: say so instead of a bare timeout.
@@ -266,6 +266,10 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
                 "no worker is consuming the runs queue: the run waits until one starts " +
                 "(switchboard worker, or switchboard start)",
             }
+          : {}),
+        // Answered early, not after timeoutMs: the client is to wait again, elsewhere.
+        ...(!done && handedOver !== undefined
+          ? { error: `${handedOver}: the run goes on; ask another gateway (agent.wait with this runId)` }
           : {}),
         ...(record.startedAt ? { startedAt: record.startedAt } : {}),
         ...(record.endedAt ? { endedAt: record.endedAt } : {}),

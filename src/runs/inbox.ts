@@ -36,6 +36,13 @@ const PUSH_FULL_BYTES = -3;
  */
 export const STOP_STEP_TURNS = 100;
 export const STOP_STEP_BYTES = 1024 * 1024;
+/**
+ * How long a `/stop`'s cut is remembered (`RedisKeys.stopCut`, stop-queued.lua), so that the same
+ * first step sent again (ioredis resends a command left unanswered by a dropped connection, for
+ * workers with no retry limit, however long Redis is away) cuts nothing. A day: far beyond any
+ * reconnect and any stop, the sweep's minute for an abandoned one included; one small key a stop.
+ */
+export const STOP_CUT_TTL_MS = 24 * 3600 * 1000;
 
 /** A turn the lease holder is about to run, with what it needs from Redis. */
 export interface BegunTurn {
@@ -309,7 +316,14 @@ export class Inbox {
     for (let cut = inbox !== undefined; ; cut = false) {
       const [more, items] = (await this.stopLua(
         // Without a cut the inbox keys are not used: the stop's own list stands in for them.
-        [inbox ?? list, this.keys.stoppedTurns(), list, this.keys.stops(), inboxBytes ?? list],
+        [
+          inbox ?? list,
+          this.keys.stoppedTurns(),
+          list,
+          this.keys.stops(),
+          inboxBytes ?? list,
+          this.keys.stopCut(stopId),
+        ],
         [
           this.keys.run(""),
           this.keys.runDoneChannel(),
@@ -320,6 +334,7 @@ export class Inbox {
           STOP_STEP_TURNS,
           STOP_STEP_BYTES,
           stopId,
+          STOP_CUT_TTL_MS,
         ],
       )) as [number, string[]];
       yield items.map(parseTurn).filter((t): t is Turn => t !== null);
@@ -336,7 +351,8 @@ export class Inbox {
    */
   async dropRun(sessionKey: string, runId: string, error: string): Promise<Turn[]> {
     const inbox = this.keys.inbox(sessionKey);
-    const keys = [inbox, this.keys.stoppedTurns(), inbox, this.keys.stops(), this.keys.inboxBytes(sessionKey)];
+    // No stop's own list nor cut record for one run: the inbox stands in for them (not used).
+    const keys = [inbox, this.keys.stoppedTurns(), inbox, this.keys.stops(), this.keys.inboxBytes(sessionKey), inbox];
     for (let from = 0; ; ) {
       const [next, items] = (await this.stopLua(keys, [
         this.keys.run(""),

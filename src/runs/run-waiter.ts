@@ -7,7 +7,9 @@
  * by a slow poll.
  *
  * A gateway shutting down hands its waits over (`handOver`): each answers at once as a
- * timeout with the run's current record, so the client asks again on another gateway.
+ * timeout with the run's current record and the reason, so the client asks again on another
+ * gateway. Only the waits of requests: a turn running in the same process (`switchboard start`)
+ * waits on as usual (`handOver: false`), its worker's grace decides how long.
  *
  * The finished records published in the last seconds are kept as they came (bounded, not
  * decoded), so a wait for a run that finished just before it (the usual `agent` then `agent.wait`
@@ -22,6 +24,29 @@ import { isTerminal } from "./turn.js";
 
 type Waiter = (rec: RunRecord) => void;
 
+export interface WaitResult {
+  record: RunRecord | null;
+  timedOut: boolean;
+  /** Answered early by `handOver`: its reason (the run goes on; ask another gateway). */
+  handedOver?: string;
+}
+
+export interface WaitOptions {
+  /**
+   * The caller stopped waiting (an MCP client cancelled its call). The wait answers at once as a
+   * timeout with the record last seen (null when none was read yet) and lets go of its timer and
+   * its place on the subscription; the run itself is not touched.
+   */
+  signal?: AbortSignal;
+  /**
+   * false: the wait of a turn running in this process (sessions_send from inside a turn), not of a
+   * request to this gateway. A gateway closing hands over only its requests' waits: answering a
+   * turn's wait early would end a turn the worker may still finish within its grace with a made-up
+   * timeout. Default true.
+   */
+  handOver?: boolean;
+}
+
 /** How long, how many and how many characters of finished records are kept for waits that come late. */
 const RECENT_MS = 30_000;
 const RECENT_MAX = 4096;
@@ -31,9 +56,10 @@ export class RunWaiter {
   private readonly waiters = new Map<string, Set<Waiter>>();
   private readonly ready: Promise<void>;
   private poll: NodeJS.Timeout | undefined;
-  /** Pending waits, each answerable early with "timed out" (hand-over). */
-  private readonly expirers = new Set<() => void>();
-  private handingOver = false;
+  /** Pending waits, each answerable early with "timed out"; true: handed over by `handOver`. */
+  private readonly expirers = new Map<(reason: string) => void, boolean>();
+  /** Set by `handOver`: why waits that may be handed over are answered at once. */
+  private handOverReason: string | undefined;
   /** runId → [when it came (ms), the finished record's JSON], oldest first. */
   private readonly recent = new Map<string, [number, string]>();
   private recentChars = 0;
@@ -73,17 +99,10 @@ export class RunWaiter {
     return this.expirers.size;
   }
 
-  /**
-   * Resolves with the terminal record, or with the current (non-terminal) record on timeout.
-   * `signal`: the caller stopped waiting (an MCP client cancelled its call). The wait answers at
-   * once as a timeout with the record last seen (null when none was read yet) and lets go of its
-   * timer and its place on the subscription; the run itself is not touched.
-   */
-  async wait(
-    runId: string,
-    timeoutMs: number,
-    signal?: AbortSignal,
-  ): Promise<{ record: RunRecord | null; timedOut: boolean }> {
+  /** Resolves with the terminal record, or with the current (non-terminal) record on timeout. */
+  async wait(runId: string, timeoutMs: number, opts: WaitOptions = {}): Promise<WaitResult> {
+    const { signal } = opts;
+    const handOver = opts.handOver ?? true;
     const finished = this.recentlyFinished(runId);
     if (finished) return { record: finished, timedOut: false };
     if (signal?.aborted) return { record: null, timedOut: true };
@@ -126,20 +145,22 @@ export class RunWaiter {
         if (this.waiters.get(runId)?.size === 0) this.waiters.delete(runId);
         return true;
       };
-      const finish = (record: RunRecord | null, timedOut: boolean) => {
-        if (settle()) resolve({ record, timedOut });
+      const finish = (record: RunRecord | null, timedOut: boolean, handedOver?: string) => {
+        if (settle())
+          resolve(timedOut && handedOver !== undefined ? { record, timedOut, handedOver } : { record, timedOut });
       };
       // Redis away when asked again: an honest timeout with the status last seen, or, when the
       // run was never read, the error (no record would tell the caller the run does not exist).
       const fail = (err: unknown) => (seen ? finish(seen, true) : settle() && reject(err));
-      const reread = () => this.records.get(runId).then((rec) => finish(rec, !(rec && isTerminal(rec.status))), fail);
+      const reread = (handedOver?: string) =>
+        this.records.get(runId).then((rec) => finish(rec, !(rec && isTerminal(rec.status)), handedOver), fail);
       const waiter: Waiter = (rec) => finish(rec, false);
-      const expire = () => void reread();
+      const expire = (handedOver?: string) => void reread(handedOver);
       // No read on a cancel: nobody is left to answer, only the wait's resources to release.
       const cancel = () => finish(seen, true);
       signal?.addEventListener("abort", cancel, { once: true });
-      this.expirers.add(expire);
-      timer = setTimeout(expire, Math.max(0, timeoutMs));
+      this.expirers.set(expire, handOver);
+      timer = setTimeout(() => expire(), Math.max(0, timeoutMs));
       let set = this.waiters.get(runId);
       if (!set) this.waiters.set(runId, (set = new Set()));
       set.add(waiter);
@@ -148,7 +169,7 @@ export class RunWaiter {
           if (!rec) return finish(null, false);
           seen = rec;
           if (isTerminal(rec.status)) return finish(rec, false);
-          if (this.handingOver) return finish(rec, true);
+          if (handOver && this.handOverReason !== undefined) return finish(rec, true, this.handOverReason);
         },
         (err: unknown) => {
           if (settle()) reject(err);
@@ -198,15 +219,17 @@ export class RunWaiter {
   }
 
   /**
-   * Answer every pending wait now (a terminal run as finished, any other as a timeout with its
-   * current record) and every later one at once. Resolves when all pending ones are answered.
+   * Answer every pending wait that may be handed over now (a terminal run as finished, any other
+   * as a timeout with its current record and `reason` as `handedOver`) and every later one at
+   * once. Waits of turns (`handOver: false`) go on. Resolves when the handed ones are answered.
    */
-  async handOver(): Promise<number> {
-    this.handingOver = true;
-    const pending = [...this.expirers];
-    for (const expire of pending) expire();
+  async handOver(reason: string): Promise<number> {
+    this.handOverReason = reason;
+    const pending = [...this.expirers].filter(([, handed]) => handed).map(([expire]) => expire);
+    for (const expire of pending) expire(reason);
     const deadline = Date.now() + 2000;
-    while (this.expirers.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    while (pending.some((e) => this.expirers.has(e)) && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 10));
     return pending.length;
   }
 

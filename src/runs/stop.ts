@@ -5,7 +5,9 @@
  *
  * The stop drops the turns queued when it started: its first step takes the whole inbox aside at
  * once, and the rest are dropped in bounded steps (`Inbox.drop`, stop-queued.lua), so a huge inbox
- * never stalls Redis. A turn pushed after that first step is queued and runs as usual.
+ * never stalls Redis. A turn pushed after that first step is queued and runs as usual, even when
+ * the client resends that step after a reconnect: the step records its cut, and a cut found
+ * recorded takes nothing (`RedisKeys.stopCut`).
  *
  * What a dropped turn carried still happens: its continuation (a sub-agent's announce, the next
  * agent-to-agent step, which learns the turn was killed) and the archive of a reset it belonged

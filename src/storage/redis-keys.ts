@@ -120,6 +120,14 @@ export class RedisKeys {
     return `${this.base}:stopping:${stopId}`;
   }
   /**
+   * Set by a `/stop`'s cut (its first step), with a TTL: a resent cut finds it and takes nothing,
+   * not even an inbox filled after the stop (stop-queued.lua). Not under `stopping:`, which holds
+   * only the lists of stops still going on.
+   */
+  stopCut(stopId: string): string {
+    return `${this.base}:stop-cut:${stopId}`;
+  }
+  /**
    * Retired transcripts not archived yet (zset member `<kind>\n<agentId>\n<sessionId>\n<key>`,
    * score ms): recorded by the reset or delete itself, removed once archived, so a crash between
    * the two is found by the maintenance sweep (src/rotation/pending-archives.ts).

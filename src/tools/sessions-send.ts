@@ -174,7 +174,12 @@ export async function sessionsSend(
     };
   }
 
-  const { record, timedOut } = await waiter.wait(runId, timeoutSeconds * 1000, signal);
+  // A turn's own wait (caller.runId) is not a gateway request's: a gateway closing in the same
+  // process (`switchboard start`) leaves it to the turn's worker and its grace.
+  const { record, timedOut, handedOver } = await waiter.wait(runId, timeoutSeconds * 1000, {
+    ...(signal ? { signal } : {}),
+    handOver: !caller.runId,
+  });
   if (timedOut || !record) {
     const markLate = luaCommand(svc.redis, LUA_DIR, "a2a-mark-late");
     // The flag lives as long as the run's record: the run may finish (and read it) until then.
@@ -182,11 +187,17 @@ export async function sessionsSend(
     const status = (await markLate([svc.keys.run(runId), svc.keys.a2aLate(runId)], [flagTtl])) as string;
     if (status === "late") {
       const why = record?.stalledReason ? ` (${record.stalledReason})` : "";
+      // Handed over early by a closing gateway: "no reply within <timeout>" would be false.
+      const waited =
+        handedOver !== undefined
+          ? `No reply yet: ${handedOver} and stopped waiting${why} (agent.wait with the runId on another gateway ` +
+            "waits again)"
+          : `No reply within ${timeoutSeconds}s${why}`;
       return {
         runId,
         status: "timeout",
         error:
-          `No reply within ${timeoutSeconds}s${why}; the run continues` +
+          `${waited}; the run continues` +
           // A cron run (or the session itself) is not handed the reply later (see a2a-flow.ts).
           (self || isCronSessionKey(caller.sessionKey) ? "." : " and its reply will reach this session."),
         sessionKey: displayKey,

@@ -7,7 +7,7 @@
  */
 import { once } from "node:events";
 import { afterEach, describe, expect, it } from "vitest";
-import type { ConfigInput } from "../../src/config/index.js";
+import type { ConfigInput, ScriptRule } from "../../src/config/index.js";
 import type { SystemOptions } from "../../src/app/system.js";
 import {
   spawnSwitchboard,
@@ -320,5 +320,104 @@ describe("graceful shutdown: gateway", () => {
     await expect(fetch(`${g.url}/healthz`)).rejects.toThrow();
     // The clients retry on the other gateway and get the result.
     expect((await timedWait(sys, slow.runId, 20_000)).result).toMatchObject({ status: "ok", reply: "done: slow-4" });
+  }, 60_000);
+});
+
+describe("graceful shutdown: gateway and workers in one process (switchboard start)", () => {
+  it("a closing gateway hands over its requests' waits, saying why; a turn's wait gets its reply", async () => {
+    const script = (rules: ScriptRule[]) => ({ kind: "script" as const, rules });
+    const sys = await startTestSystem({
+      tools: {
+        sessions: { visibility: "all" },
+        agentToAgent: { enabled: true, allow: ["alice", "bob", "carol", "slow"] },
+      },
+      session: { agentToAgent: { maxPingPongTurns: 0 }, reset: { mode: "off" } },
+      workers: { shutdownGraceMs: 15_000 },
+      agents: {
+        list: [
+          {
+            id: "alice",
+            default: true,
+            runtime: script([
+              {
+                when: { regex: "^ask bob (.+)", provenance: "user" },
+                tools: [
+                  {
+                    name: "sessions_send",
+                    args: { sessionKey: "agent:bob:main", message: "{{1}}", timeoutSeconds: 20 },
+                  },
+                ],
+                reply: "Bob says: {{tool.0.reply}} [status={{tool.0.status}} error={{tool.0.error}}]",
+              },
+              { reply: "alice" },
+            ]),
+          },
+          {
+            id: "bob",
+            runtime: script([
+              { when: { step: "announce" }, reply: "ANNOUNCE_SKIP" },
+              { when: { provenance: "inter_session" }, delayMs: 2500, reply: "plan is ship friday" },
+              { reply: "Bob here." },
+            ]),
+          },
+          { id: "carol", runtime: script([{ reply: "carol" }]) },
+          {
+            id: "slow",
+            runtime: script([
+              { when: { step: "announce" }, reply: "ANNOUNCE_SKIP" },
+              { delayMs: 2500, reply: "slow: {{text}}" },
+            ]),
+          },
+        ],
+      },
+    });
+    cleanups.push(() => sys.close());
+    const waiter = sys.svc.waiter();
+
+    // A turn waiting in sessions_send, and three requests waiting: agent.wait, the OpenAI door, sessions_send.
+    const alice = await sys.rpc("agent", { sessionKey: "agent:alice:main", message: "ask bob two" });
+    const rpcWait = sys.post("/v1/rpc/agent.wait", { runId: alice.runId, timeoutMs: 30_000 });
+    const openai = sys.post("/v1/chat/completions", {
+      model: "slow",
+      messages: [{ role: "user", content: "hi" }],
+    });
+    const httpSend = sys.post("/v1/tools/sessions_send", {
+      sessionKey: "agent:carol:main",
+      args: { sessionKey: "agent:slow:main", message: "hello", timeoutSeconds: 30 },
+    });
+    await settle(() => waiter.pendingWaits >= 4, { what: "four waits pending", timeoutMs: 10_000, stepMs: 10 });
+
+    const t0 = Date.now();
+    await sys.gateway!.close();
+    const closeMs = Date.now() - t0;
+    expect(closeMs).toBeLessThan(2000);
+
+    const waited = await rpcWait;
+    expect(waited.status).toBe(200);
+    expect(waited.body.result).toMatchObject({ runId: alice.runId, status: "timeout", runStatus: "running" });
+    expect(waited.body.result.error).toMatch(/gateway is shutting down: the run goes on; ask another gateway/);
+
+    const door = await openai;
+    expect(door.status).toBe(504);
+    expect(door.body.error.message).toMatch(/gateway is shutting down; the run goes on: ask another gateway/);
+    // Not "after 600 s": it waited a moment.
+    expect(door.body.error.message).not.toMatch(/after \d+ s/);
+
+    const sent = await httpSend;
+    expect(sent.status).toBe(200);
+    expect(sent.body).toMatchObject({ status: "timeout" });
+    expect(sent.body.error).toMatch(/^No reply yet: this gateway is shutting down/);
+    expect(sent.body.error).not.toMatch(/within/);
+
+    // The turn's own wait went on: its sessions_send got bob's real reply.
+    const rec = await settle(
+      async () => {
+        const r = await sys.svc.runs.get(alice.runId);
+        return r && r.status !== "running" && r.status !== "queued" ? r : null;
+      },
+      { what: "alice's turn finished", timeoutMs: 15_000, stepMs: 20 },
+    );
+    expect(rec).toMatchObject({ status: "ok", reply: "Bob says: plan is ship friday [status=ok error=]" });
+    expect(Date.now() - t0).toBeGreaterThan(1000);
   }, 60_000);
 });

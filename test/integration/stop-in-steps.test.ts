@@ -13,7 +13,7 @@ import { startTestSystem, type TestSystem } from "../helpers/system.js";
 import { newRedis } from "../helpers/context.js";
 import { settle, quietPeriod } from "../helpers/settle.js";
 import { requeueStopped, stopSession, STOPPED_TURN_ORPHANED_MS } from "../../src/runs/stop.js";
-import { STOP_STEP_BYTES, STOP_STEP_TURNS } from "../../src/runs/inbox.js";
+import { STOP_CUT_TTL_MS, STOP_STEP_BYTES, STOP_STEP_TURNS } from "../../src/runs/inbox.js";
 import { announceContinuation } from "../../src/subagents/announce.js";
 import { subagentAnnounceJobId } from "../../src/queues/jobs.js";
 import { serializeTurn, type Turn } from "../../src/runs/turn.js";
@@ -140,6 +140,45 @@ describe("/stop of a long inbox, in steps", () => {
     expect(await requeueStopped(sys.svc, 500, Date.now() + STOPPED_TURN_ORPHANED_MS + 1)).toBe(0);
     expect(await sys.svc.runs.get(late!.runId)).toMatchObject({ status: "queued" });
     expect(await sys.svc.inbox.depth(key)).toBe(1);
+  });
+
+  it("a whole stop's first step sent again (resent after a reconnect) drops no turn pushed after it", async () => {
+    const key = "agent:main:subagent:resent-cut";
+    const before = await queue(key, 3);
+    // Record the script calls the stop makes, so its first step can be sent again exactly as sent.
+    type StopLua = (keys: string[], argv: unknown[]) => Promise<unknown>;
+    const inbox = sys.svc.inbox as unknown as { stopLua: StopLua };
+    const stopLua = inbox.stopLua;
+    const calls: [string[], unknown[]][] = [];
+    inbox.stopLua = (keys, argv) => {
+      calls.push([keys, argv]);
+      return stopLua(keys, argv);
+    };
+    try {
+      expect(await stopSession(sys.svc, key)).toBe(before.length);
+    } finally {
+      inbox.stopLua = stopLua;
+    }
+    // One step did it all: its own list emptied and deleted.
+    expect(calls.length).toBe(1);
+    await expectKilledOnce(before);
+    await expectNothingLeftAside();
+
+    const after = await queue(key, 2, (i) => `after the stop ${i}`);
+    const [keys, argv] = calls[0]!;
+    expect(await stopLua(keys, argv)).toEqual([0, []]);
+    for (const t of after) expect((await sys.svc.runs.get(t.runId))?.status, t.runId).toBe("queued");
+    const queued = await sys.svc.redis.lrange(sys.svc.keys.inbox(key), 0, -1);
+    expect(queued).toEqual(after.map(serializeTurn));
+    expect(Number(await sys.svc.redis.get(sys.svc.keys.inboxBytes(key)))).toBe(
+      queued.reduce((n, raw) => n + Buffer.byteLength(raw), 0),
+    );
+    await expectNothingLeftAside();
+    // The cut's record outlives any resend, then goes by itself.
+    const ttl = await sys.svc.redis.pttl(sys.svc.keys.stopCut(String(argv[8])));
+    expect(ttl).toBeGreaterThan(STOP_CUT_TTL_MS - 60_000);
+    expect(ttl).toBeLessThanOrEqual(STOP_CUT_TTL_MS);
+    await sys.svc.redis.del(sys.svc.keys.inbox(key), sys.svc.keys.inboxBytes(key));
   });
 
   it("stopping one run (a steer) searches a long inbox in steps and leaves the others queued", async () => {

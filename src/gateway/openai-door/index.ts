@@ -31,9 +31,13 @@ function failureOf(
   const rec = outcome.record;
   if (!outcome.done) {
     const why = rec?.stalledReason ? ` (${rec.stalledReason})` : "";
+    // Answered early, not after the wait the door allows: saying "after 600 s" would be false.
     const message =
-      `run ${runId} is still ${rec?.status ?? "queued"} after ${waitedSeconds} s${why}; it goes on: ` +
-      `GET /v1/runs/${runId}`;
+      outcome.handedOver !== undefined
+        ? `run ${runId} is still ${rec?.status ?? "queued"}${why}, but ${outcome.handedOver}; the run goes on: ` +
+          `ask another gateway (GET /v1/runs/${runId})`
+        : `run ${runId} is still ${rec?.status ?? "queued"} after ${waitedSeconds} s${why}; it goes on: ` +
+          `GET /v1/runs/${runId}`;
     return { status: 504, body: openAiError(504, { code: "timeout", message, runId }) };
   }
   const status = rec!.status === "timeout" ? 504 : 500;

@@ -64,9 +64,13 @@ export function doorRunId(sessionKey: string, key: string): string {
   return uuidFrom(`${sessionKey}\n${key}`);
 }
 
-export type TurnOutcome = { done: true; record: RunRecord } | { done: false; record: RunRecord | null };
+/** Not done: `handedOver` says why the wait ended early (the gateway is shutting down). */
+export type TurnOutcome =
+  | { done: true; record: RunRecord }
+  | { done: false; record: RunRecord | null; handedOver?: string };
 
 export async function awaitTurn(svc: GatewayDeps, runId: string, timeoutMs: number): Promise<TurnOutcome> {
-  const { record } = await svc.waiter().wait(runId, timeoutMs);
-  return record && isTerminal(record.status) ? { done: true, record } : { done: false, record };
+  const { record, handedOver } = await svc.waiter().wait(runId, timeoutMs);
+  if (record && isTerminal(record.status)) return { done: true, record };
+  return handedOver !== undefined ? { done: false, record, handedOver } : { done: false, record };
 }

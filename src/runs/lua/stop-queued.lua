@@ -15,8 +15,11 @@
   past the first at most ARGV[8] bytes, from the stop's list. While that list holds turns the stop
   is in the stops index, scored with its last call's time, so a stop that dies between calls is
   finished by the maintenance sweep once it has made no progress for a minute. A cut sent twice
-  (the client resends a command a dropped connection left unanswered) while the first cut's list
-  still holds turns renames nothing (RENAMENX) and only goes on popping.
+  (ioredis resends a command a dropped connection left unanswered) must take nothing: by then the
+  first cut may have emptied and deleted its list and new turns filled a new inbox, which a second
+  rename would take and kill. So the cut records itself in KEYS[6], in the same step, for ARGV[10]
+  ms (far longer than any resend can come late), and a cut that finds that record renames nothing
+  and only goes on popping. RENAMENX stays for a record expired while the list still holds turns.
 
   One run (ARGV[5] its runId; a steer stops the run it replaces, not the turns queued behind it):
   the inbox is read from index ARGV[9], at most ARGV[7] turns and past the first ARGV[8] bytes per
@@ -25,11 +28,13 @@
 
   KEYS[1] inbox list (a whole stop's first call: renamed; one run: searched), KEYS[2] stopped-turns
   hash (runId -> "<ms>\n<turn JSON>"), KEYS[3] the stop's own list (a whole stop), KEYS[4] stops
-  index (zset stop id -> ms), KEYS[5] the inbox's byte count (see push-turn.lua)
+  index (zset stop id -> ms), KEYS[5] the inbox's byte count (see push-turn.lua), KEYS[6] the
+  stop's cut record (a whole stop; see above)
   ARGV[1] run key prefix (`{p}:run:`), ARGV[2] run-done channel, ARGV[3] error, ARGV[4] now (ms),
   ARGV[5] the one runId to drop, or "" (a whole stop), ARGV[6] "1": cut first (a whole stop's
   first call), ARGV[7] most turns per call, ARGV[8] most bytes per call,
-  ARGV[9] a whole stop: its id (its member in the stops index); one run: the index to read from
+  ARGV[9] a whole stop: its id (its member in the stops index); one run: the index to read from,
+  ARGV[10] a whole stop's cut: how long its record is kept (ms)
   Returns { more, the dropped turns (their JSON, oldest first) }: a whole stop's `more` is 1 when
   its list still holds turns (call again, without the cut), 0 when it is done; one run's is the
   index to read on from, or -1 when done (its turn dropped, or the inbox read to its end).
@@ -70,8 +75,11 @@ if ARGV[5] ~= "" then
   return { at, dropped }
 end
 
-if ARGV[6] == "1" and redis.call("EXISTS", KEYS[1]) == 1 and redis.call("RENAMENX", KEYS[1], KEYS[3]) == 1 then
-  redis.call("DEL", KEYS[5])
+-- SET NX: recorded even when the inbox is empty, so a resent cut never takes turns pushed since.
+if ARGV[6] == "1" and redis.call("SET", KEYS[6], ARGV[4], "NX", "PX", tonumber(ARGV[10])) then
+  if redis.call("EXISTS", KEYS[1]) == 1 and redis.call("RENAMENX", KEYS[1], KEYS[3]) == 1 then
+    redis.call("DEL", KEYS[5])
+  end
 end
 local bytes = 0
 while #dropped < maxTurns and (#dropped == 0 or bytes < maxBytes) do
