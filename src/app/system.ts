@@ -14,6 +14,11 @@ export interface SystemOptions {
   gateway?: boolean;
   workers?: { queues?: QueueName[]; concurrency?: number } | false;
   logger?: boolean;
+  /**
+   * Aborted (a SIGTERM while starting): start nothing more and close what has started, gracefully
+   * (running turns finish within the grace or are handed back), then reject with the signal's reason.
+   */
+  signal?: AbortSignal;
 }
 
 export interface SwitchboardSystem {
@@ -49,7 +54,10 @@ export async function startSystem(config: Config, opts: SystemOptions = {}): Pro
   let gateway: Gateway | undefined;
   let url: string | undefined;
   let metrics: MetricsServer | undefined;
+  // Between steps: workers take turns as soon as they start, so a stop must close them, not kill them.
+  const stopIfAborted = () => opts.signal?.throwIfAborted();
   try {
+    stopIfAborted();
     if (opts.workers) {
       workers = await startWorkerHost(svc, {
         queues: opts.workers.queues ?? [...QUEUE_NAMES],
@@ -63,6 +71,7 @@ export async function startSystem(config: Config, opts: SystemOptions = {}): Pro
           throw portInUse(err, `workers.metricsPort ${port}`, config.workers.metricsHost);
         });
     }
+    stopIfAborted();
     if (opts.gateway) {
       // Loaded only when wanted: a worker process never loads fastify, Bull Board or the API docs.
       const { createGateway } = await import("../gateway/server.js");
@@ -70,14 +79,17 @@ export async function startSystem(config: Config, opts: SystemOptions = {}): Pro
         tools: tools.endpoint,
         ...(opts.logger !== undefined ? { logger: opts.logger } : {}),
       });
+      stopIfAborted();
       url = await gateway.listen().catch((err: unknown) => {
         throw portInUse(err, `gateway.port ${config.gateway.port} (SWITCHBOARD_PORT)`, config.gateway.host);
       });
     }
+    stopIfAborted();
   } catch (err) {
+    // The gateway first, as close() does: no new work, then the workers' grace.
+    await gateway?.close().catch(() => {});
     await metrics?.close().catch(() => {});
     await workers?.close().catch(() => {});
-    await gateway?.close().catch(() => {});
     await svc.close();
     throw err;
   }

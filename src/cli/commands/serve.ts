@@ -22,16 +22,17 @@ import { displayRedisUrl } from "../../config/redis-url.js";
 
 const log = createLogger("switchboard");
 
-function onShutdown(fn: () => Promise<void>): void {
+/**
+ * SIGINT/SIGTERM handling, installed before anything starts: workers take turns (and pop the
+ * ready list) while the gateway is still loading, so a signal then must stop them gracefully, not
+ * kill the process with a lease held. While starting, a signal aborts `starting` (the start-up
+ * closes what it started and exits 0); once `ready`, it runs `closeAll`; a second one exits at once.
+ */
+function installSignalHandlers(): { starting: AbortSignal; ready(closeAll: () => Promise<void>): void } {
+  const starting = new AbortController();
+  let closeAll: (() => Promise<void>) | undefined;
   let closing = false;
-  const handler = (sig: string) => {
-    if (closing) {
-      log.warn({ signal: sig }, "second signal: exiting now");
-      process.exit(1);
-    }
-    closing = true;
-    log.info({ signal: sig }, "shutting down");
-    process.stderr.write(`switchboard: ${sig}: shutting down (send it again to exit at once)\n`);
+  const shutDown = (fn: () => Promise<void>) =>
     fn().then(
       () => process.exit(0),
       (err) => {
@@ -39,9 +40,42 @@ function onShutdown(fn: () => Promise<void>): void {
         process.exit(1);
       },
     );
+  const handler = (sig: string) => {
+    if (closing) {
+      log.warn({ signal: sig }, "second signal: exiting now");
+      process.exit(1);
+    }
+    closing = true;
+    log.info({ signal: sig }, closeAll ? "shutting down" : "shutting down while starting");
+    process.stderr.write(`switchboard: ${sig}: shutting down (send it again to exit at once)\n`);
+    if (closeAll) void shutDown(closeAll);
+    else starting.abort(new StartAborted(sig));
   };
   process.on("SIGINT", () => handler("SIGINT"));
   process.on("SIGTERM", () => handler("SIGTERM"));
+  return {
+    starting: starting.signal,
+    ready(fn) {
+      closeAll = fn;
+      // A signal in the last synchronous steps of the start-up: the abort was not seen, close now.
+      if (starting.signal.aborted) void shutDown(fn);
+    },
+  };
+}
+
+/** Why a start-up stopped: a signal, which is a clean exit, not a failure. */
+class StartAborted extends Error {
+  constructor(readonly signal: string) {
+    super(`${signal} while starting`);
+  }
+}
+
+/** A start-up stopped by a signal has closed what it started: exit as a stop does (code 0). */
+function exitIfAborted(err: unknown): void {
+  if (err instanceof StartAborted) {
+    log.info({ signal: err.signal }, "stopped while starting");
+    process.exit(0);
+  }
 }
 
 async function ensureRedis(
@@ -66,18 +100,54 @@ async function ensureRedis(
 }
 
 /**
- * Create the state dir and write and remove a file in it, or throw a ConfigError naming the
- * setting that chose it (`storage.dir`, or SWITCHBOARD_STATE_DIR when that set it).
+ * Errors of the state dir that say it is the wrong place (not a directory, not ours, read-only,
+ * a bad name): no retry changes them, so the process refuses to start. Any other error (ENOSPC,
+ * EDQUOT, EIO, ESTALE, out of descriptors, …) is a storage fault of the moment: a worker refused
+ * then would be gone for good after a crash or a deploy during a disk-full incident, while its
+ * turns are parked and retried until storage returns (docs/concepts/reliability.md).
  */
-function probeStorageDir(dir: string, source: string | undefined): void {
+const MISCONFIGURED_STATE_DIR = new Set([
+  "EACCES",
+  "EPERM",
+  "EROFS",
+  "ENOTDIR",
+  "EISDIR",
+  "ELOOP",
+  "ENAMETOOLONG",
+  "EEXIST",
+  "ENOENT",
+  "EINVAL",
+]);
+
+/** A storage fault the state-dir probe met and started through. */
+export interface StorageProbeFault {
+  code: string;
+  message: string;
+}
+
+/**
+ * Create the state dir and write and remove a file in it. A misconfigured dir throws a
+ * ConfigError naming the setting that chose it (`storage.dir`, or SWITCHBOARD_STATE_DIR when that
+ * set it); a storage fault (a full disk) is returned, to be warned about.
+ */
+export function probeStorageDir(dir: string, source: string | undefined): StorageProbeFault | undefined {
   const probe = join(dir, `.probe-${process.pid}`);
   try {
     mkdirSync(dir, { recursive: true });
     writeFileSync(probe, "switchboard\n");
     rmSync(probe, { force: true });
+    return undefined;
   } catch (err) {
-    const fromEnv = Boolean(process.env.SWITCHBOARD_STATE_DIR);
+    // On a full disk the file is created and its write fails: do not leave it behind.
+    try {
+      rmSync(probe, { force: true });
+    } catch {
+      // the dir itself is what failed
+    }
+    const code = (err as NodeJS.ErrnoException).code;
     const message = `cannot create or write the state dir ${dir}: ${(err as Error).message}`;
+    if (code !== undefined && !MISCONFIGURED_STATE_DIR.has(code)) return { code, message };
+    const fromEnv = Boolean(process.env.SWITCHBOARD_STATE_DIR);
     throw new ConfigError(
       [
         fromEnv
@@ -129,9 +199,26 @@ export async function serveCommand(
   // Usage errors first: a bad --queues must not wait for (or be hidden behind) a Redis check.
   const queues = parseQueueList(opts.queues);
   // Before anything starts or joins: a state dir that cannot be written would otherwise leave a
-  // process that takes turns, parks every one of them and cannot record where it listens.
-  if (mode !== "gateway") probeStorageDir(config.storage.dir, path);
-  const embedded = await ensureRedis(config, redisExplicit, mode === "start");
+  // process that takes turns, parks every one of them and cannot record where it listens. A full
+  // disk is not that: the process starts and its turns park until space returns.
+  const storageFault = mode !== "gateway" ? probeStorageDir(config.storage.dir, path) : undefined;
+  if (storageFault)
+    process.stderr.write(
+      `warning: storage: ${storageFault.message}: starting anyway, turns are parked and retried ` +
+        "until storage accepts writes (docs/concepts/reliability.md)\n",
+    );
+  // From here on something runs that a signal must stop gracefully (see installSignalHandlers).
+  const signals = installSignalHandlers();
+  const stopIfSignalled = () => signals.starting.throwIfAborted();
+  let embedded: EmbeddedRedis | undefined;
+  try {
+    embedded = await ensureRedis(config, redisExplicit, mode === "start");
+    stopIfSignalled();
+  } catch (err) {
+    await embedded?.stop();
+    exitIfAborted(err);
+    throw err;
+  }
   // Before taking any work: agents, runtimes and behaviour settings must match the deployment's (or --force).
   let registration: Registration;
   try {
@@ -144,20 +231,32 @@ export async function serveCommand(
     await embedded?.stop();
     throw err;
   }
+  if (signals.starting.aborted) {
+    await registration.leave();
+    await embedded?.stop();
+    exitIfAborted(signals.starting.reason);
+  }
   let system: SwitchboardSystem;
   try {
     system = await startSystem(config, {
       gateway: mode !== "worker",
       workers:
         mode === "gateway" ? false : { queues, ...(opts.concurrency ? { concurrency: Number(opts.concurrency) } : {}) },
+      signal: signals.starting,
     });
   } catch (err) {
     await registration.leave();
     await embedded?.stop();
+    exitIfAborted(err);
     throw err;
   }
+  // Seen by /readyz, `status` and `doctor` (until a turn writes or the report expires), not only here.
+  if (storageFault)
+    void system.svc.storageFaults
+      .onBackgroundFault({ code: storageFault.code, message: `at start-up: ${storageFault.message}` })
+      .catch(() => undefined);
   // From here on a failure must not leave a half-started process behind (open gateway and worker
-  // handles keep it alive, with no signal handler and its registry record in place): close all.
+  // handles keep it alive, its registry record in place): close all.
   // Every step is tried even when one before it fails (the runtime file may be what failed).
   const closeAll = async () => {
     const failures: unknown[] = [];
@@ -211,5 +310,5 @@ export async function serveCommand(
     await closeAll().catch((closeErr: unknown) => log.warn({ err: closeErr }, "closing after a failed start"));
     throw err;
   }
-  onShutdown(closeAll);
+  signals.ready(closeAll);
 }
