@@ -15,6 +15,7 @@ import { createServer } from "node:net";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { probeConnection } from "../queues/redis-connections.js";
+import { withStartLock } from "./start-lock.js";
 
 /**
  * Why no Redis (or, for a cluster URL, no ready Redis Cluster) answers one PING at `url` within
@@ -179,57 +180,16 @@ async function answersWithin(url: string, ms: number, failed?: Promise<never>): 
 /** How long a redis-server may take to answer (loading a large AOF takes a while). */
 const ANSWER_TIMEOUT_MS = 10_000;
 
-const LOCK_FILE = "start.lock";
 /** How long a start waits for another one deciding on the same data dir (it may load a large AOF). */
 const LOCK_WAIT_MS = 3 * ANSWER_TIMEOUT_MS;
-
-/**
- * One start at a time decides who serves a data dir (adopt, secure, replace or start anew): two
- * at once both read the record before either wrote it, and then both started a server on one
- * AOF, or each gave an old passwordless server its own password and took the other's for a
- * dead server. The lock is a file created exclusively, holding its holder's pid; one whose
- * holder is gone (a start killed mid-way) is removed.
- */
-async function withStartLock<T>(dataDir: string, stateDir: string, decide: () => Promise<T>): Promise<T> {
-  const file = join(dataDir, LOCK_FILE);
-  const deadline = Date.now() + LOCK_WAIT_MS;
-  for (;;) {
-    try {
-      writeFileSync(file, String(process.pid), { flag: "wx", mode: 0o600 });
-      break;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-    }
-    let holder = Number.NaN;
-    try {
-      holder = Number(readFileSync(file, "utf8"));
-    } catch {
-      continue; // removed meanwhile: try again
-    }
-    if (!Number.isInteger(holder) || holder <= 0 || (holder !== process.pid && !alive(holder))) {
-      rmSync(file, { force: true });
-      continue;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(
-        `another switchboard start (pid ${holder}) is starting the embedded Redis of ${stateDir}; ` +
-          `if none is, remove ${file}`,
-      );
-    }
-    await sleep(100);
-  }
-  try {
-    return await decide();
-  } finally {
-    rmSync(file, { force: true });
-  }
-}
 
 export async function startEmbeddedRedis(stateDir: string): Promise<EmbeddedRedis> {
   const dataDir = join(stateDir, "redis");
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   makePrivate(dataDir);
-  return await withStartLock(dataDir, stateDir, () => startOrAdopt(stateDir, dataDir));
+  return await withStartLock(dataDir, `the embedded Redis of ${stateDir}`, LOCK_WAIT_MS, () =>
+    startOrAdopt(stateDir, dataDir),
+  );
 }
 
 async function startOrAdopt(stateDir: string, dataDir: string): Promise<EmbeddedRedis> {
