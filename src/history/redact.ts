@@ -197,12 +197,17 @@ const HEADER_VALUE_END = /[\r\n"'`\\]/;
 
 /**
  * An `Authorization: <scheme> <credentials>` match in free text is a header, not prose: the scheme in a usual form
- * (isUsualSchemeForm), and credentials that look like a token (looksLikeToken68) or are the whole rest of the line
- * or of the quoted value (`Authorization: Bearer abc`, `-H "Authorization: Token x"`). Prose goes on with another
+ * (isUsualSchemeForm), and credentials after `Bearer`, or that look like a token (looksLikeToken68), or that are
+ * the whole rest of the line or of the quoted value (`-H "Authorization: Token x"`). Prose goes on with another
  * word after them (`Authorization: token expiry is 5 minutes`).
  */
 function isHeaderCredential(m: RegExpExecArray): boolean {
-  if (!isUsualSchemeForm(m.groups?.scheme ?? "")) return false;
+  const scheme = m.groups?.scheme ?? "";
+  if (!isUsualSchemeForm(scheme)) return false;
+  // `Bearer` as a header writes it starts no sentence's next word: what follows it is the token,
+  // however short (a leaked short token is worse than a masked word). In lower case it may be
+  // prose ("authorization: bearer tokens must be rotated"), judged as other schemes are.
+  if (scheme === "Bearer" || scheme === "BEARER") return true;
   const token = m.groups?.v ?? "";
   if (looksLikeToken68(token)) return true;
   const next = m.input[m.index + m[0].length];

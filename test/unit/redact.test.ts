@@ -82,6 +82,8 @@ describe("redactSecrets: every pattern masks the value and keeps the label", () 
     ["Basic, short", "Authorization: Basic YWI6Y2Q=", "Authorization: Basic ***"],
     ["header name and scheme in any case", "AUTHORIZATION: BASIC YWI6Y2Q=", "AUTHORIZATION: BASIC ***"],
     ["lower-case header, Bearer", "authorization: bearer abc", "authorization: bearer ***"],
+    // A short token after a capitalised Bearer is masked even when words follow (a property test's counterexample).
+    ["short Bearer token, then words", "Authorization: Bearer aaa and more", "Authorization: Bearer *** and more"],
     ["Proxy-Authorization", "Proxy-Authorization: Basic YWI6Y2Q=", "Proxy-Authorization: Basic ***"],
     ["Token scheme", "Authorization: Token 9944b09199c6", "Authorization: Token ***"],
     [
