@@ -16,6 +16,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { probeConnection } from "../queues/redis-connections.js";
 import { withStartLock } from "./start-lock.js";
+import { processAlive } from "./process-alive.js";
 
 /**
  * Why no Redis (or, for a cluster URL, no ready Redis Cluster) answers one PING at `url` within
@@ -69,18 +70,9 @@ interface EmbeddedRecord {
 
 const RECORD_FILE = "embedded.json";
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
 /** Alive and a redis-server (where /proc tells; a reused pid is not ours to adopt or kill). */
 function aliveRedis(pid: number): boolean {
-  if (!alive(pid)) return false;
+  if (!processAlive(pid)) return false;
   try {
     return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("redis-server");
   } catch {
@@ -164,7 +156,7 @@ async function terminate(pid: number, timeoutMs = 5000): Promise<void> {
     return;
   }
   const deadline = Date.now() + timeoutMs;
-  while (alive(pid) && Date.now() < deadline) await sleep(50);
+  while (processAlive(pid) && Date.now() < deadline) await sleep(50);
 }
 
 async function answersWithin(url: string, ms: number, failed?: Promise<never>): Promise<boolean> {
@@ -194,7 +186,12 @@ export async function startEmbeddedRedis(stateDir: string): Promise<EmbeddedRedi
 
 async function startOrAdopt(stateDir: string, dataDir: string): Promise<EmbeddedRedis> {
   const previous = readRecord(dataDir);
-  if (previous && previous.ownerPid !== process.pid && alive(previous.ownerPid) && aliveRedis(previous.redisPid)) {
+  if (
+    previous &&
+    previous.ownerPid !== process.pid &&
+    processAlive(previous.ownerPid) &&
+    aliveRedis(previous.redisPid)
+  ) {
     throw new Error(
       `another switchboard start (pid ${previous.ownerPid}) serves the embedded Redis of ${stateDir}; stop it, ` +
         "or use another SWITCHBOARD_STATE_DIR",

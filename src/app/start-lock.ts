@@ -18,6 +18,7 @@ import { randomBytes } from "node:crypto";
 import { linkSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { processAlive } from "./process-alive.js";
 
 const LOCK_FILE = "start.lock";
 
@@ -29,15 +30,6 @@ function startTimeOf(pid: number): string {
     return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19] ?? "";
   } catch {
     return "";
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
   }
 }
 
@@ -53,7 +45,7 @@ function readLock(file: string): string | undefined {
 function holderOf(content: string): number | undefined {
   const [pidText, started] = content.trim().split(" ");
   const pid = Number(pidText);
-  if (!Number.isInteger(pid) || pid <= 0 || !alive(pid)) return undefined;
+  if (!Number.isInteger(pid) || pid <= 0 || !processAlive(pid)) return undefined;
   const now = startTimeOf(pid);
   return started && now && started !== now ? undefined : pid;
 }

@@ -8,14 +8,13 @@
  */
 import { execFileSync, spawn } from "node:child_process";
 import { once } from "node:events";
-import { readdirSync, rmSync, statfsSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { listProcesses } from "../../src/deployment/process-registry.js";
 import { CLI, ROOT, spawnSwitchboard, startPeer, startTestSystem, writeConfigFile } from "../helpers/system.js";
 import { tempDir } from "../helpers/context.js";
 import { getRun, inbound, scriptConfig, timedWait } from "../fixtures/runs-support.js";
 import { settle } from "../helpers/settle.js";
+import { fillDisk } from "../helpers/disk-full.js";
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -96,27 +95,6 @@ function canMount(): boolean {
   } finally {
     cleanup();
   }
-}
-
-/** Fill the file system holding `dir` until it refuses writes; returns a function that frees it. */
-function fillDisk(dir: string): () => void {
-  const st = statfsSync(dir);
-  try {
-    writeFileSync(join(dir, "fill-big"), Buffer.alloc(Number(st.bavail) * Number(st.bsize)));
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "ENOSPC") throw err;
-  }
-  for (let i = 0; ; i++) {
-    try {
-      writeFileSync(join(dir, `fill-${i}`), Buffer.alloc(512));
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOSPC") break;
-      throw err;
-    }
-  }
-  return () => {
-    for (const f of readdirSync(dir)) if (f.startsWith("fill")) rmSync(join(dir, f), { force: true });
-  };
 }
 
 describe.skipIf(!canMount())("a worker started on a full disk (root: tmpfs)", () => {

@@ -16,7 +16,6 @@ import {
   readFileSync,
   renameSync,
   rmSync,
-  statfsSync,
   statSync,
   writeFileSync,
 } from "node:fs";
@@ -30,6 +29,7 @@ import { settle } from "../helpers/settle.js";
 import { deliveries } from "../helpers/api.js";
 import { createRuntime } from "../../src/runtimes/registry.js";
 import { agentRuntime } from "../../src/config/agents.js";
+import { fillDisk } from "../helpers/disk-full.js";
 
 const isRoot = process.getuid?.() === 0;
 const NOBODY = 65534;
@@ -50,32 +50,6 @@ function smallDisk(size = "2m"): string {
     cleanup();
   });
   return dir;
-}
-
-/**
- * Fill the file system holding `dir` until it refuses writes; returns a function that frees it.
- * A file can still grow inside its last, partly used page: texts written afterwards are made
- * longer than a page (PAD) so each write needs a new one.
- */
-function fillDisk(dir: string): () => void {
-  const filler = join(dir, "filler.bin");
-  const st = statfsSync(dir);
-  try {
-    writeFileSync(filler, Buffer.alloc(Number(st.bavail) * Number(st.bsize)));
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "ENOSPC") throw err;
-  }
-  for (let i = 0; ; i++) {
-    try {
-      writeFileSync(join(dir, `fill-${i}`), Buffer.alloc(512));
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOSPC") break;
-      throw err;
-    }
-  }
-  return () => {
-    for (const f of readdirSync(dir)) if (f.startsWith("fill")) rmSync(join(dir, f), { force: true });
-  };
 }
 
 function chmodTree(dir: string, fileMode: number, dirMode: number): void {
