@@ -11,7 +11,8 @@
  *
  * Each entry is shown under the runId of the turn that woke the session. Nothing here can be
  * changed from the board: a wake is not a job to retry or remove (replays go through the CLI or
- * the `deadletters.replay` RPC). Listing reads at most LIST_CAP entries of the pending set.
+ * the `deadletters.replay` RPC). Listing reads at most LIST_CAP entries of the pending set;
+ * the failed tab reads only the dead letters of the page shown (DeadLetters.newestFirst).
  */
 import { BaseAdapter } from "@bull-board/api/dist/queueAdapters/base.js";
 import type {
@@ -190,11 +191,8 @@ export class ReadyBoardAdapter extends BaseAdapter {
       return active.slice(start, end + 1);
     }
     if (status === "failed") {
-      const letters = await this.svc.deadLetters.list();
-      return letters
-        .reverse()
-        .slice(start, end + 1)
-        .map(letterJob);
+      // Only the page shown is read (the index range, then its letters), not every letter.
+      return (await this.svc.deadLetters.newestFirst(start, end)).map(letterJob);
     }
     return [];
   }

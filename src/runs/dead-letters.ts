@@ -195,6 +195,37 @@ export class DeadLetters {
   }
 
   /**
+   * Letters at positions `start`..`end` (inclusive, 0 = newest) of the newest-first order (the
+   * reverse of `page`'s), each message cut as `page` cuts it: Bull Board's pages of the `ready`
+   * queue's failed tab, by offset as the board asks. Only the index range and those letters are
+   * read. Reconciled as `page` is: letters not yet indexed are indexed first, and an entry whose
+   * letter is gone is dropped and makes the whole index reconciled once; that shifts the offsets,
+   * so the range is read again.
+   */
+  async newestFirst(start: number, end: number, textChars = LIST_TEXT_CHARS): Promise<DeadLetterPreview[]> {
+    await this.reconcile(false);
+    for (let attempt = 0; ; attempt++) {
+      const ids = await this.redis.zrevrange(this.keys.deadLetterIndex(), start, end);
+      const letters: DeadLetterPreview[] = [];
+      const gone: string[] = [];
+      for (let i = 0; i < ids.length; i += READ_CHUNK) {
+        const take = ids.slice(i, i + READ_CHUNK);
+        const raws = await this.redis.hmget(this.keys.deadLetters(), ...take);
+        take.forEach((runId, j) => {
+          const raw = raws[j];
+          if (raw) letters.push(preview(JSON.parse(raw) as DeadLetter, textChars));
+          else gone.push(runId);
+        });
+      }
+      // A letter gone again after the reconcile was removed meanwhile (a replay or discard racing
+      // this read, or an older process): skipped rather than read again without end.
+      if (!gone.length || attempt === 2) return letters;
+      await this.indexLua([this.keys.deadLetters(), this.keys.deadLetterIndex()], ["prune", ...gone]);
+      if (attempt === 0) await this.reconcile(true);
+    }
+  }
+
+  /**
    * The runIds of every dead letter, oldest first (only the index is read, not the letters). The
    * whole index is reconciled first (a pass over ids, no letter read): with the counts equal, a
    * stale entry would stand for a letter that is gone and hide one that is not indexed.

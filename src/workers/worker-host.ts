@@ -247,7 +247,10 @@ export async function startWorkerHost(svc: WorkerDeps, opts: WorkerHostOptions):
         svc.log.warn({ graceMs, turns: handed }, "shutdown grace over: handing running turns back");
         // A runtime that ignores its abort keeps its job: it stalls and is retried elsewhere.
         if (!(await within(jobsDone, HAND_BACK_TIMEOUT_MS)))
-          svc.log.warn({ jobs: activeJobs }, "jobs did not return in time; leaving them to stall");
+          svc.log.warn(
+            { jobs: activeJobs, readyDrains: consumer?.active ?? 0 },
+            "jobs did not return in time; leaving them to stall",
+          );
       }
       idle.cancel();
       await within(finished, CLOSE_SETTLE_MS);
