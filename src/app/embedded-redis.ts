@@ -252,7 +252,10 @@ async function startOrAdopt(stateDir: string, dataDir: string): Promise<Embedded
         "--maxmemory-policy",
         "noeviction",
       ],
-      { stdio: ["pipe", "ignore", "ignore"] },
+      // Its own process group: Ctrl-C signals the terminal's whole foreground group, and Redis must
+      // outlive the graceful shutdown that follows (running turns need it), then stop() ends it.
+      // Not unref'd: this process still waits for it, as before.
+      { stdio: ["pipe", "ignore", "ignore"], detached: true },
     );
   } catch (err) {
     throw new Error(

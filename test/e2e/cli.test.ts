@@ -678,6 +678,107 @@ PORT=$("$NODE" -e 'console.log(new URL(require(process.argv[1]).redisUrl).port)'
     expect(Date.now() - started).toBeLessThan(40_000);
   }, 50_000);
 
+  /**
+   * Ctrl-C in a terminal sends SIGINT to the whole foreground process group: the embedded
+   * redis-server must not be in it, or it stops at once and the graceful shutdown loses Redis
+   * (running turns cannot finish, the process waits out the grace with connection errors). The
+   * start runs as the leader of its own process group (`set -m`), in a private network namespace
+   * as above, with a turn running when the group gets SIGINT.
+   */
+  it("SIGINT to start's process group (Ctrl-C) leaves its embedded Redis up until start has shut down", async () => {
+    const unshareArgs = [["-rn"], ["-n"]].find(
+      (a) => spawnSync("unshare", [...a, "sh", "-c", "ip link set lo up"], { stdio: "ignore" }).status === 0,
+    );
+    if (!unshareArgs) throw new Error("this test needs `unshare -rn` or `unshare -n` and `ip` (see the test above)");
+    const dir = tempDir("sb-embedded-sigint");
+    cleanups.push(dir.cleanup);
+    const stateDir = join(dir.dir, "state");
+    const out = join(dir.dir, "out");
+    const cfg = join(dir.dir, "switchboard.json5");
+    // A turn of 2 s: still running when the signal comes, well within the default grace (25 s).
+    const runtime = { kind: "script", rules: [{ delayMs: 2000, reply: "slow-done" }] };
+    writeFileSync(
+      cfg,
+      JSON.stringify({ redis: { prefix: "emb" }, gateway: { port: 0 }, agents: { list: [{ id: "main", runtime }] } }),
+    );
+    const script = `
+set -u -m
+mkdir -p "$OUT"
+ip link set lo up
+"$NODE" "$CLI" start --config "$CFG" > "$OUT/start.log" 2>&1 &
+SB=$!
+i=0
+until grep -q ready "$OUT/start.log"; do
+  i=$((i+1))
+  if ! kill -0 $SB 2>/dev/null || [ $i -gt 300 ]; then
+    echo died-or-timeout > "$OUT/error"; kill -9 $SB 2>/dev/null; exit 0
+  fi
+  sleep 0.1
+done
+awk '{print $5}' /proc/$SB/stat > "$OUT/pgid"
+echo $SB > "$OUT/pid"
+cp "$STATE/redis/embedded.json" "$OUT/embedded.json"
+RPID=$("$NODE" -e 'console.log(require(process.argv[1]).redisPid)' "$OUT/embedded.json")
+"$NODE" "$CLI" send main slow --json > "$OUT/send.json" 2>&1
+RUN=$("$NODE" -e 'console.log(require(process.argv[1]).runId)' "$OUT/send.json")
+i=0
+P='{"runId":"'$RUN'","timeoutMs":0}'
+until "$NODE" "$CLI" call agent.wait --params "$P" 2>&1 | grep -q '"runStatus": *"running"'; do
+  i=$((i+1)); if [ $i -gt 50 ]; then echo not-running > "$OUT/error"; break; fi; sleep 0.1
+done
+T0=$(date +%s%N)
+kill -INT -- -$SB
+wait $SB; echo $? > "$OUT/start.code"
+echo $(( ($(date +%s%N) - T0) / 1000000 )) > "$OUT/shutdown.ms"
+if kill -0 $RPID 2>/dev/null; then echo alive; else echo gone; fi > "$OUT/redis-after"
+`;
+    const res = spawnSync("unshare", [...unshareArgs, "bash", "-c", script], {
+      cwd: ROOT,
+      env: cliEnv({
+        HOME: dir.dir,
+        SWITCHBOARD_STATE_DIR: stateDir,
+        LOG_LEVEL: "info",
+        NODE: process.execPath,
+        CLI,
+        CFG: cfg,
+        OUT: out,
+        STATE: stateDir,
+      }),
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    const read = (f: string) => (existsSync(join(out, f)) ? readFileSync(join(out, f), "utf8") : `(missing ${f})`);
+    const log = read("start.log");
+    const diag = `unshare: exit ${res.status} ${res.error?.message ?? ""}\n${res.stderr}\nstart.log:\n${log}`;
+    const leaked = readdirSync("/proc")
+      .filter((p) => /^\d+$/.test(p))
+      .filter((p) => {
+        try {
+          return readFileSync(`/proc/${p}/cmdline`, "utf8").includes(join(stateDir, "redis"));
+        } catch {
+          return false;
+        }
+      });
+    for (const pid of leaked) process.kill(Number(pid), "SIGKILL");
+
+    expect(res.status, diag).toBe(0);
+    expect(read("error"), diag).toBe("(missing error)");
+    expect(read("pgid").trim(), "start leads its own process group").toBe(read("pid").trim());
+    // Redis answered all through the shutdown: no connection errors, the running turn finished
+    // (not handed back after the grace), and start exited cleanly, then stopped Redis itself.
+    expect(log, diag).toContain("SIGINT: shutting down");
+    expect(log, diag).not.toMatch(/ECONNREFUSED 127\.0\.0\.1:(?!6379)|connection error|handing running turns back/);
+    expect(read("start.code").trim(), diag).toBe("0");
+    expect(Number(read("shutdown.ms")), diag).toBeLessThan(15_000);
+    const transcript = readdirSync(join(stateDir, "agents/main/sessions"))
+      .map((f) => readFileSync(join(stateDir, "agents/main/sessions", f), "utf8"))
+      .join("");
+    expect(transcript, diag).toContain('"text":"slow-done"');
+    expect(read("redis-after").trim(), "embedded redis-server stopped after start").toBe("gone");
+    expect(existsSync(join(stateDir, "redis", "embedded.json")), "stopped by start's stop()").toBe(false);
+    expect(leaked, "no redis-server left running").toEqual([]);
+  }, 70_000);
+
   it("an explicitly configured Redis that does not answer is an error, never replaced by an embedded one", async () => {
     const dir = tempDir("sb-explicit");
     cleanups.push(dir.cleanup);
