@@ -15,9 +15,10 @@ import { displayRedisUrl } from "../../src/config/redis-url.js";
 import { QUEUE_NAMES } from "../../src/queues/queue-names.js";
 import { tempDir, testRedisUrl, uniquePrefix } from "../helpers/context.js";
 import { freePort } from "../helpers/redis-server.js";
-import { CLI, ROOT, spawnSwitchboard, type ChildHandle } from "../helpers/system.js";
+import { ROOT, spawnSwitchboard, type ChildHandle } from "../helpers/system.js";
 import { cliEnv, runCli, show, type CliResult } from "../helpers/cli-run.js";
 import { settle } from "../helpers/settle.js";
+import { runInPrivateNetns } from "../helpers/netns-start.js";
 
 const FIXTURES = join(ROOT, "test/fixtures");
 
@@ -561,15 +562,6 @@ describe("embedded Redis", () => {
    * where nothing listens on 6379. Everything that talks to it runs in that namespace too.
    */
   it("start with no redis URL configured starts its own redis-server when nothing answers", async () => {
-    const unshareArgs = [["-rn"], ["-n"]].find(
-      (a) => spawnSync("unshare", [...a, "sh", "-c", "ip link set lo up"], { stdio: "ignore" }).status === 0,
-    );
-    if (!unshareArgs) {
-      throw new Error(
-        "this test needs a private network namespace to hide the machine's Redis on 6379 without stopping it: " +
-          "`unshare -rn` (unprivileged user namespaces) or `unshare -n` (root), plus `ip` (iproute2)",
-      );
-    }
     const dir = tempDir("sb-embedded-start");
     cleanups.push(dir.cleanup);
     const stateDir = join(dir.dir, "state");
@@ -611,36 +603,7 @@ PORT=$("$NODE" -e 'console.log(new URL(require(process.argv[1]).redisUrl).port)'
 "$NODE" -e '${probe}' "$PORT" > "$OUT/embedded-after"
 `;
     const started = Date.now();
-    const res = spawnSync("unshare", [...unshareArgs, "bash", "-c", script], {
-      cwd: ROOT,
-      env: cliEnv({
-        HOME: dir.dir,
-        SWITCHBOARD_STATE_DIR: stateDir,
-        LOG_LEVEL: "info",
-        NODE: process.execPath,
-        CLI,
-        CFG: cfg,
-        OUT: out,
-        STATE: stateDir,
-      }),
-      encoding: "utf8",
-      timeout: 45_000,
-    });
-    const read = (f: string) => (existsSync(join(out, f)) ? readFileSync(join(out, f), "utf8") : `(missing ${f})`);
-    const diag =
-      `unshare ${unshareArgs.join(" ")}: exit ${res.status} ` +
-      `${res.error?.message ?? ""}\n${res.stderr}\nstart.log:\n${read("start.log")}`;
-    // Leftover redis-server with this state dir (outside or inside the namespace: same pid space)?
-    const leaked = readdirSync("/proc")
-      .filter((p) => /^\d+$/.test(p))
-      .filter((p) => {
-        try {
-          return readFileSync(`/proc/${p}/cmdline`, "utf8").includes(join(stateDir, "redis"));
-        } catch {
-          return false;
-        }
-      });
-    for (const pid of leaked) process.kill(Number(pid), "SIGKILL");
+    const { res, read, diag, leaked } = runInPrivateNetns(script, { home: dir.dir, stateDir, cfg, out }, 45_000);
 
     expect(res.status, diag).toBe(0);
     expect(existsSync(join(out, "error")), diag).toBe(false);
@@ -686,10 +649,6 @@ PORT=$("$NODE" -e 'console.log(new URL(require(process.argv[1]).redisUrl).port)'
    * as above, with a turn running when the group gets SIGINT.
    */
   it("SIGINT to start's process group (Ctrl-C) leaves its embedded Redis up until start has shut down", async () => {
-    const unshareArgs = [["-rn"], ["-n"]].find(
-      (a) => spawnSync("unshare", [...a, "sh", "-c", "ip link set lo up"], { stdio: "ignore" }).status === 0,
-    );
-    if (!unshareArgs) throw new Error("this test needs `unshare -rn` or `unshare -n` and `ip` (see the test above)");
     const dir = tempDir("sb-embedded-sigint");
     cleanups.push(dir.cleanup);
     const stateDir = join(dir.dir, "state");
@@ -732,34 +691,8 @@ wait $SB; echo $? > "$OUT/start.code"
 echo $(( ($(date +%s%N) - T0) / 1000000 )) > "$OUT/shutdown.ms"
 if kill -0 $RPID 2>/dev/null; then echo alive; else echo gone; fi > "$OUT/redis-after"
 `;
-    const res = spawnSync("unshare", [...unshareArgs, "bash", "-c", script], {
-      cwd: ROOT,
-      env: cliEnv({
-        HOME: dir.dir,
-        SWITCHBOARD_STATE_DIR: stateDir,
-        LOG_LEVEL: "info",
-        NODE: process.execPath,
-        CLI,
-        CFG: cfg,
-        OUT: out,
-        STATE: stateDir,
-      }),
-      encoding: "utf8",
-      timeout: 60_000,
-    });
-    const read = (f: string) => (existsSync(join(out, f)) ? readFileSync(join(out, f), "utf8") : `(missing ${f})`);
+    const { res, read, diag, leaked } = runInPrivateNetns(script, { home: dir.dir, stateDir, cfg, out }, 60_000);
     const log = read("start.log");
-    const diag = `unshare: exit ${res.status} ${res.error?.message ?? ""}\n${res.stderr}\nstart.log:\n${log}`;
-    const leaked = readdirSync("/proc")
-      .filter((p) => /^\d+$/.test(p))
-      .filter((p) => {
-        try {
-          return readFileSync(`/proc/${p}/cmdline`, "utf8").includes(join(stateDir, "redis"));
-        } catch {
-          return false;
-        }
-      });
-    for (const pid of leaked) process.kill(Number(pid), "SIGKILL");
 
     expect(res.status, diag).toBe(0);
     expect(read("error"), diag).toBe("(missing error)");

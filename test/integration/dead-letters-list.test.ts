@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestSystem, writeConfigFile, type TestSystem } from "../helpers/system.js";
 import { cliEnv, runCli, show } from "../helpers/cli-run.js";
 import type { DeadLetter } from "../../src/runs/dead-letters.js";
+import { deadLetter, writeIndexed as writeLetter } from "../fixtures/dead-letter-support.js";
 
 let sys: TestSystem;
 
@@ -25,32 +26,10 @@ afterAll(async () => {
 const hash = () => sys.svc.keys.deadLetters();
 const index = () => sys.svc.keys.deadLetterIndex();
 
-function letter(runId: string, failedAt: number, text = `message of ${runId}`): DeadLetter {
-  return {
-    runId,
-    sessionKey: "agent:main:letters",
-    reason: "test",
-    kind: "permanent",
-    failedAt,
-    replays: 0,
-    turn: {
-      runId,
-      sessionKey: "agent:main:letters",
-      agentId: "main",
-      sessionId: "s",
-      text,
-      step: "turn",
-      provenance: "user",
-      messageTs: failedAt,
-      enqueuedAt: failedAt,
-    },
-  };
-}
+const letter = (runId: string, failedAt: number, text?: string) =>
+  deadLetter(runId, failedAt, "agent:main:letters", text);
 
-/** Written as the finish and discard scripts write a letter now: the hash and the index in one step. */
-async function writeIndexed(l: DeadLetter): Promise<void> {
-  await sys.svc.redis.multi().hset(hash(), l.runId, JSON.stringify(l)).zadd(index(), l.failedAt, l.runId).exec();
-}
+const writeIndexed = (l: DeadLetter) => writeLetter(sys.svc, l);
 
 /** Written as a version without the index wrote it: the hash only. */
 async function writeLegacy(l: DeadLetter): Promise<void> {

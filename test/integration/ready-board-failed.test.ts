@@ -8,6 +8,7 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ReadyBoardAdapter } from "../../src/gateway/ready-board.js";
 import type { DeadLetter } from "../../src/runs/dead-letters.js";
+import { deadLetter, writeIndexed as writeLetter } from "../fixtures/dead-letter-support.js";
 import { startTestSystem, type TestSystem } from "../helpers/system.js";
 import { settle } from "../helpers/settle.js";
 
@@ -27,31 +28,10 @@ afterAll(async () => {
 const hash = () => sys.svc.keys.deadLetters();
 const index = () => sys.svc.keys.deadLetterIndex();
 
-function letter(runId: string, failedAt: number, text = `message of ${runId}`): DeadLetter {
-  return {
-    runId,
-    sessionKey: "agent:main:board-letters",
-    reason: "test",
-    kind: "permanent",
-    failedAt,
-    replays: 0,
-    turn: {
-      runId,
-      sessionKey: "agent:main:board-letters",
-      agentId: "main",
-      sessionId: "s",
-      text,
-      step: "turn",
-      provenance: "user",
-      messageTs: failedAt,
-      enqueuedAt: failedAt,
-    },
-  };
-}
+const letter = (runId: string, failedAt: number, text?: string) =>
+  deadLetter(runId, failedAt, "agent:main:board-letters", text);
 
-async function writeIndexed(l: DeadLetter): Promise<void> {
-  await sys.svc.redis.multi().hset(hash(), l.runId, JSON.stringify(l)).zadd(index(), l.failedAt, l.runId).exec();
-}
+const writeIndexed = (l: DeadLetter) => writeLetter(sys.svc, l);
 
 /**
  * The letters `fn` reads from the dead-letter hash (fields of HGET/HMGET; a whole-hash read counts

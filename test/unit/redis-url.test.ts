@@ -157,8 +157,12 @@ describe("displayRedisUrl", () => {
 
   it("masks a password holding a raw @ up to the authority's last @ (ioredis reads it so), cluster forms too", () => {
     // Accepted as they are, and they work: the password is everything up to the last @.
-    for (const url of ["redis://:p@ss@127.0.0.1:1", "redis+cluster://u:x@y@h:1,h:2"])
-      expect(parseRedisUrl(url)).toBeTruthy();
+    expect(parseRedisUrl("redis://:p@ss@127.0.0.1:1")).toEqual({ kind: "single", url: "redis://:p@ss@127.0.0.1:1" });
+    expect(parseRedisUrl("redis+cluster://u:x@y@h:1,h:2")).toMatchObject({
+      kind: "cluster",
+      username: "u",
+      password: "x@y",
+    });
     expect(displayRedisUrl("redis://:p@ss@127.0.0.1:1")).toBe("redis://:***@127.0.0.1:1");
     expect(displayRedisUrl("redis://user:a@b@c@host:1/0")).toBe("redis://user:***@host:1/0");
     expect(displayRedisUrl("rediss://s@cr@t@host")).toBe("rediss://***@host");
