@@ -1,8 +1,11 @@
 /**
- * GET /readyz, for load balancers and orchestrators (open, no token): 200 when Redis answers,
- * has room (under its maxmemory) and transcript storage takes writes; 503 and why otherwise
+ * GET /readyz, for load balancers and orchestrators (open, no token): 200 when this gateway can
+ * take requests (Redis answers and has room under its maxmemory); 503 and why otherwise
  * (`redis: "down"`, `redis: "backlogged"` while the gateway refuses requests because Redis does
- * not answer its commands, `redis: "full"`, `storage: "unhealthy"` with its error code only).
+ * not answer its commands, `redis: "full"`). Transcript storage refusing writes is reported
+ * (`storage: "unhealthy"` with its error code only) but keeps 200: it is the whole deployment's
+ * state, not this gateway's, turns accepted meanwhile are queued in Redis and run once storage is
+ * back, and a 503 on every gateway at once would take the whole API out of the load balancer.
  * Cheap: one PING, one GET and an `INFO memory` read at most once a second, whatever the probe rate.
  */
 import type { FastifyInstance } from "fastify";
@@ -88,14 +91,14 @@ export function registerReadyz(app: FastifyInstance, svc: GatewayDeps): void {
       // (`switchboard doctor` and `status` show it in full).
       if (fault) {
         const code = faultCode(fault.code);
-        return reply.status(503).send({
-          ok: false,
+        return {
+          ok: true,
           redis: "up",
           storage: "unhealthy",
           code,
-          error: `transcript storage refuses writes (${code})`,
+          warning: `transcript storage refuses writes (${code}): turns are queued and wait until it takes writes again`,
           since: new Date(fault.since).toISOString(),
-        });
+        };
       }
       return { ok: true, redis: "up", storage: "ok" };
     } catch (err) {

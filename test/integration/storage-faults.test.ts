@@ -24,7 +24,7 @@ import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { startTestSystem, writeConfigFile, spawnSwitchboard, type TestSystem } from "../helpers/system.js";
 import { tempDir } from "../helpers/context.js";
-import { readTranscript, readyz, scriptConfig, textOf } from "../fixtures/runs-support.js";
+import { readTranscript, readyStorage, scriptConfig, textOf } from "../fixtures/runs-support.js";
 import { settle } from "../helpers/settle.js";
 import { deliveries } from "../helpers/api.js";
 import { createRuntime } from "../../src/runtimes/registry.js";
@@ -115,13 +115,15 @@ describe.skipIf(!isRoot)("storage faults (root: tmpfs and a non-root worker)", (
       }
     }
     // Unhealthy is visible, and a caller who stops waiting is told why.
-    await settle(async () => (await readyz(sys.url)) === 503, {
-      what: "/readyz answering 503 (storage unhealthy)",
+    await settle(async () => (await readyStorage(sys.url)) === "unhealthy", {
+      what: "/readyz saying storage is unhealthy",
       timeoutMs: 10_000,
     });
+    // Reported, but the gateway stays ready: it goes on queuing turns, which wait for storage.
     const ready = await sys.get("/readyz");
-    expect(ready.body).toMatchObject({ ok: false, storage: "unhealthy" });
-    expect(ready.body.error).toMatch(/ENOSPC/);
+    expect(ready.status).toBe(200);
+    expect(ready.body).toMatchObject({ ok: true, storage: "unhealthy", code: "ENOSPC" });
+    expect(ready.body.warning).toMatch(/ENOSPC/);
     const waited = await sys.rpc("agent.wait", { runId: runIds[0], timeoutMs: 300 });
     expect(waited.status).toBe("timeout");
     expect(waited.error).toMatch(/storage unavailable \(ENOSPC/);
@@ -129,8 +131,8 @@ describe.skipIf(!isRoot)("storage faults (root: tmpfs and a non-root worker)", (
 
     free();
     for (const id of runIds) expect((await sys.rpc("agent.wait", { runId: id, timeoutMs: 20_000 })).status).toBe("ok");
-    await settle(async () => (await readyz(sys.url)) === 200, {
-      what: "/readyz answering 200 again",
+    await settle(async () => (await readyStorage(sys.url)) === "ok", {
+      what: "/readyz saying storage is ok again",
       timeoutMs: 10_000,
     });
     for (const p of peers) expectWholeTranscript(sys, sessionIds.get(p)!, sent.get(p)!);
@@ -172,8 +174,8 @@ describe.skipIf(!isRoot)("storage faults (root: tmpfs and a non-root worker)", (
     // A new session needs a new file: EACCES. (The existing session may still be written through
     // a handle its worker opened before the change, as any process with an open file would.)
     const newcomer = await inbound(sys, "newcomer", "newcomer hello");
-    await settle(async () => (await readyz(sys.url)) === 503, {
-      what: "/readyz answering 503 (storage unhealthy)",
+    await settle(async () => (await readyStorage(sys.url)) === "unhealthy", {
+      what: "/readyz saying storage is unhealthy",
       timeoutMs: 10_000,
     });
     const waited = await sys.rpc("agent.wait", { runId: newcomer.runId, timeoutMs: 300 });
@@ -185,8 +187,8 @@ describe.skipIf(!isRoot)("storage faults (root: tmpfs and a non-root worker)", (
       expect((await sys.rpc("agent.wait", { runId: id, timeoutMs: 20_000 })).status).toBe("ok");
     expectWholeTranscript(sys, first.sessionId, texts);
     expectWholeTranscript(sys, newcomer.sessionId, ["newcomer hello"]);
-    await settle(async () => (await readyz(sys.url)) === 200, {
-      what: "/readyz answering 200 again",
+    await settle(async () => (await readyStorage(sys.url)) === "ok", {
+      what: "/readyz saying storage is ok again",
       timeoutMs: 10_000,
     });
   }, 60_000);
@@ -275,8 +277,8 @@ describe.skipIf(isRoot)("storage faults (non-root: unwritable directory in-proce
     mkdirSync(join(storage, "agents"), { recursive: true });
     chmodTree(storage, 0o444, 0o555);
     const second = await inbound(sys, "u", "u m1");
-    await settle(async () => (await readyz(sys.url)) === 503, {
-      what: "/readyz answering 503 (storage unhealthy)",
+    await settle(async () => (await readyStorage(sys.url)) === "unhealthy", {
+      what: "/readyz saying storage is unhealthy",
       timeoutMs: 10_000,
     });
     chmodTree(storage, 0o644, 0o755);
@@ -294,16 +296,20 @@ describe("a failed background fsync (group commit)", () => {
     const message = `EIO: i/o error, fsync '${storage}/agents/main/sessions/s-0123456789abcdef.jsonl'`;
     await sys.svc.storageFaults.onBackgroundFault({ code: "EIO", message });
     const res = await fetch(`${sys.url}/readyz`);
-    expect(res.status).toBe(503);
+    expect(res.status).toBe(200);
     // /readyz needs no token: the code only, once; the message stays for doctor and status.
     const body = await res.json();
-    expect(body).toMatchObject({ storage: "unhealthy", code: "EIO", error: "transcript storage refuses writes (EIO)" });
+    expect(body).toMatchObject({
+      storage: "unhealthy",
+      code: "EIO",
+      warning: "transcript storage refuses writes (EIO): turns are queued and wait until it takes writes again",
+    });
     expect(JSON.stringify(body)).not.toMatch(/sessions|s-0123456789abcdef|fsync|EIO: EIO/);
     expect(JSON.stringify(body)).not.toContain(storage);
     expect((await sys.rpc("status")).storage).toMatchObject({ healthy: false, code: "EIO", message });
     const run = await inbound(sys, "u", "u after");
     expect((await sys.rpc("agent.wait", { runId: run.runId, timeoutMs: 10_000 })).status).toBe("ok");
-    expect(await readyz(sys.url)).toBe(503);
+    expect(await readyStorage(sys.url)).toBe("unhealthy");
   });
 });
 
@@ -321,8 +327,11 @@ describe("transcript paths that are not what they should be", () => {
     writeFileSync(dir, "not a directory");
     const runIds = [];
     for (const t of ["nd 1", "nd 2", "nd 3"]) runIds.push((await inbound(sys, "nd", t)).runId);
-    await settle(async () => (await readyz(sys.url)) === 503, { what: "/readyz 503 (ENOTDIR)", timeoutMs: 10_000 });
-    expect((await sys.get("/readyz")).body.error).toMatch(/ENOTDIR/);
+    await settle(async () => (await readyStorage(sys.url)) === "unhealthy", {
+      what: "/readyz saying storage is unhealthy (ENOTDIR)",
+      timeoutMs: 10_000,
+    });
+    expect((await sys.get("/readyz")).body.warning).toMatch(/ENOTDIR/);
     // Parked, not given up after a few quick retries: nothing is dead-lettered meanwhile.
     await new Promise((r) => setTimeout(r, 3000));
     expect((await sys.rpc("deadletters.list")).count).toBe(0);
@@ -436,8 +445,8 @@ describe.skipIf(!isRoot || !immutableWorks())("an archive refused by storage (ch
     expect((await sys.rpc("agent.wait", { runId: r.runId, timeoutMs: 10_000 })).status).toBe("ok");
     execFileSync("chattr", ["+i", dir]);
     expect((await sys.rpc("sessions.delete", { key: r.sessionKey })).deleted).toBe(true);
-    await settle(async () => (await readyz(sys.url)) === 503, {
-      what: "/readyz 503 while the archive is refused",
+    await settle(async () => (await readyStorage(sys.url)) === "unhealthy", {
+      what: "/readyz saying storage is unhealthy while the archive is refused",
       timeoutMs: 15_000,
     });
     // The code on /readyz (open to all); what failed, with its path, for status and doctor.

@@ -66,7 +66,7 @@ export function buildOpenApiDocument(opts: OpenApiOptions): Json {
   paths["/readyz"] = {
     get: {
       tags: ["health"],
-      summary: "Readiness: Redis reachable and not full, transcript storage writable",
+      summary: "Readiness: Redis reachable and not full (transcript storage health reported, not required)",
       ...open,
       responses: {
         "200": json(c.ref("Readiness", R.Readiness), "ready"),

@@ -59,13 +59,23 @@ export const Deliveries = z.object({ deliveries: z.array(anyObject) });
 
 export const Readiness = z.object({
   ok: z.boolean(),
-  redis: z.enum(["up", "down", "full"]).optional().describe("full: at or over maxmemory, writes are refused"),
-  storage: z.enum(["ok", "unhealthy"]).optional(),
+  redis: z
+    .enum(["up", "down", "backlogged", "full"])
+    .optional()
+    .describe(
+      "full: at or over maxmemory, writes are refused; backlogged: Redis does not answer this gateway's commands",
+    ),
+  storage: z
+    .enum(["ok", "unhealthy"])
+    .optional()
+    .describe("unhealthy: workers see transcript storage refusing writes; reported without making the gateway unready"),
   code: z
     .string()
     .optional()
     .describe("storage unhealthy: the error's code (ENOSPC, EACCES…); its message is for status and doctor"),
-  error: z.string().optional(),
+  error: z.string().optional().describe("why the gateway is not ready"),
+  warning: z.string().optional().describe("storage unhealthy: what that means for turns"),
+  since: z.string().optional().describe("storage unhealthy: since when (ISO 8601)"),
 });
 
 export const OpenAiError = z.object({
