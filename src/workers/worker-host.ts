@@ -242,18 +242,30 @@ export async function startWorkerHost(svc: WorkerDeps, opts: WorkerHostOptions):
       // with nothing left to wait for, and forcing it then changes nothing (it is already closing).
       const idle = until(() => activeJobs === 0 && (consumer?.active ?? 0) === 0);
       const jobsDone = Promise.race([finished, idle.promise]);
+      // Handing back and settling need Redis: with Redis away, waiting for them waits for nothing
+      // (the turns are recovered like a crashed worker's once it is back: lease expiry, stall check).
+      let redisAway = false;
       if (!(await within(jobsDone, graceMs))) {
         const handed = running.handBackAll();
-        svc.log.warn({ graceMs, turns: handed }, "shutdown grace over: handing running turns back");
-        // A runtime that ignores its abort keeps its job: it stalls and is retried elsewhere.
-        if (!(await within(jobsDone, HAND_BACK_TIMEOUT_MS)))
+        redisAway = svc.redis.status !== "ready";
+        if (redisAway)
           svc.log.warn(
-            { jobs: activeJobs, readyDrains: consumer?.active ?? 0 },
-            "jobs did not return in time; leaving them to stall",
+            { graceMs, turns: handed },
+            "shutdown grace over and Redis is not reachable: running turns interrupted, not handed back; " +
+              "they run again once Redis is back (after the lease expires)",
           );
+        else {
+          svc.log.warn({ graceMs, turns: handed }, "shutdown grace over: handing running turns back");
+          // A runtime that ignores its abort keeps its job: it stalls and is retried elsewhere.
+          if (!(await within(jobsDone, HAND_BACK_TIMEOUT_MS)))
+            svc.log.warn(
+              { jobs: activeJobs, readyDrains: consumer?.active ?? 0 },
+              "jobs did not return in time; leaving them to stall",
+            );
+        }
       }
       idle.cancel();
-      await within(finished, CLOSE_SETTLE_MS);
+      if (!redisAway) await within(finished, CLOSE_SETTLE_MS);
       // Turns are done: fsync what group commit has not yet, close the transcript handles.
       await writer.close().catch((err: Error) => svc.log.warn({ err: err.message }, "closing transcripts failed"));
     },
