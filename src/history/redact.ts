@@ -61,6 +61,11 @@ interface ValuePattern {
    * cost one scan to the end of the text per label (90 s for 1 MB).
    */
   value?: RegExp;
+  /**
+   * The replacement of the matched value, when it is not maskToken of all of it (an authorization value keeps its
+   * scheme); undefined leaves the value as it is. Without it an already masked value is left alone.
+   */
+  mask?: (value: string) => string | undefined;
 }
 
 const VALUE_GROUPS = ["v", "v2", "v3"] as const;
@@ -92,8 +97,8 @@ export function isSecretName(name: string): boolean {
 
 /** An HTTP authorization header's name as a field (any case): its value is `<scheme> <credentials>`. */
 const AUTHORIZATION_NAME_RE = /^(?:proxy-)?authorization$/i;
-// The scheme in front of an authorization value, followed by its credentials.
-const AUTHORIZATION_SCHEME_RE = /^[A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]*[ \t]+(?=\S)/;
+// The word in front of an authorization value and the blanks after it, when credentials follow.
+const AUTHORIZATION_HEAD_RE = /^[A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]*[ \t]+(?=\S)/;
 
 /**
  * One plain lower-case word (`required`, `granted`, `none`, `pending`): what an `authorization` field or JSON key
@@ -107,21 +112,52 @@ function isPlainWord(value: string): boolean {
 }
 
 /**
+ * A word written as an unregistered scheme is (`Custom`, `SSWS`, `Bot`, `Klaviyo-API-Key`): a capital, then letters,
+ * words joined by `-`. No digit or symbol: `Hunter2 …` or `s3cr3t! …` starts a secret, not a scheme.
+ */
+const SCHEME_LIKE_RE = /^[A-Z][A-Za-z]*(?:-[A-Za-z]+)*$/;
+
+/**
+ * Credentials after an unregistered scheme: one token (a header's token68 has no blank) that is not a word of
+ * letters (`Not required`, `Correct horse battery` are words, not a scheme and its credentials).
+ */
+function isSingleCredential(value: string): boolean {
+  return /^\S+$/.test(value) && !/^[A-Za-z][a-z]*$/.test(value);
+}
+
+/**
+ * The value of an `authorization` / `proxy-authorization` field or JSON key, masked. Its first word is kept only
+ * when it is a scheme: a registered or common one in any case (KNOWN_SCHEME_RE: `Bearer`, `basic`, `Token`,
+ * `Digest` …) followed by anything, or a word written as a scheme (SCHEME_LIKE_RE: `Custom`) followed by one
+ * token (`Custom k1` → `Custom ***`). Any other value is a secret as a whole: a first word kept would show half
+ * of `not required`, of a passphrase or of `user password`. One plain lower-case word (isPlainWord: `granted`) is
+ * a status and stays (undefined); so does a value that is already a mask (returned as it is).
+ */
+function maskAuthorizationValue(value: string): string | undefined {
+  if (value.length === 0 || isPlainWord(value)) return undefined;
+  if (isMask(value)) return value;
+  const head = AUTHORIZATION_HEAD_RE.exec(value)?.[0];
+  if (head !== undefined) {
+    const scheme = head.trimEnd();
+    const credentials = value.slice(head.length);
+    if (KNOWN_SCHEME_RE.test(scheme) || (SCHEME_LIKE_RE.test(scheme) && isSingleCredential(credentials))) {
+      return isMask(credentials) ? value : head + maskToken(credentials);
+    }
+  }
+  return maskToken(value);
+}
+
+/**
  * The value of a field named `name` as it may be stored, when the name alone says it holds a
  * credential (a bare value matches no pattern): `apiKey`, `db_password` masked whole; an
- * `Authorization` / `Proxy-Authorization` header (any case, any scheme, any length) keeps its
- * scheme word and masks the rest (`Basic ***`), unless it is one plain word (isPlainWord: `"granted"`).
+ * `Authorization` / `Proxy-Authorization` header (any case) as maskAuthorizationValue says: a scheme
+ * kept (`Basic ***`), or the whole value masked (`not required` → `***`), or a plain-word status kept.
  * Undefined for any other name (`authorizationNote`).
  * An already masked value is returned as it is.
  */
 export function maskNamedValue(name: string, value: string): string | undefined {
   if (value.length === 0) return undefined;
-  if (AUTHORIZATION_NAME_RE.test(name)) {
-    if (isPlainWord(value)) return undefined; // a status (`"granted"`), not credentials
-    const scheme = AUTHORIZATION_SCHEME_RE.exec(value)?.[0] ?? "";
-    const credentials = value.slice(scheme.length);
-    return isMask(credentials) ? value : scheme + maskToken(credentials);
-  }
+  if (AUTHORIZATION_NAME_RE.test(name)) return maskAuthorizationValue(value);
   if (!isSecretName(name)) return undefined;
   return isMask(value) ? value : maskToken(value);
 }
@@ -162,8 +198,16 @@ const PARAM_SCHEMES = "digest|hoba|mutual|vapid|privatetoken|oauth|scram-sha-1|s
 // One auth-param: a name, `=`, and a value quoted (`"…"` or JSON-escaped `\"…\"`) or bare (up to `,`, a
 // quote, a backslash or whitespace). The three value forms start with different characters.
 const AUTH_PARAM = String.raw`[\w-]+=(?:"[^"\n]*"|\\"(?:[^"\\\n]|\\[^"\n])*\\"|[^\s,"'\\]*)`;
-// A scheme word in front of credentials (RFC 9110 token characters but quotes).
-const SCHEME_WORD = "[A-Za-z][A-Za-z0-9!#$%&*+.^_`|~-]*";
+
+/**
+ * Schemes whose word is kept in front of an `authorization` field's value, in any case and whatever follows: the
+ * header schemes above, and common API ones (Hawk, MAC, JWT, Discord's `Bot`, Okta's `SSWS`, GoDaddy's `sso-key`,
+ * fal's `Key`, Azure's `SharedKey`, S3's `AWS`).
+ */
+const KNOWN_SCHEME_RE = new RegExp(
+  `^(?:${TOKEN_SCHEMES}|${PARAM_SCHEMES}|hawk|mac|jwt|bot|ssws|sso-key|key|sharedkey|sharedkeylite|aws)$`,
+  "i",
+);
 
 /**
  * A scheme word written as schemes are: lower case, capitalised or upper case (`bearer`, `Bearer`, `BEARER`), or its
@@ -275,24 +319,19 @@ const VALUE_PATTERNS: ValuePattern[] = [
     ),
   },
   // A JSON or quoted `authorization` / `proxy-authorization` key, any case (`{"Authorization": "Basic …"}`,
-  // Python's `{'authorization': 'Token …'}`): its value is the header's, whatever the scheme, so a leading
-  // scheme word stays and the rest is masked. `authorizationNote` or `authorization_url` is another key. A value that
-  // is one plain word (`{"authorization": "required"}`) is a status, as for a field (isPlainWord).
+  // Python's `{'authorization': 'Token …'}`): its value is the header's, whatever the scheme, and is masked as an
+  // authorization field's (maskAuthorizationValue): a scheme stays (`Basic ***`, `Custom ***`), any other value is
+  // masked whole (`"not required"` → `"***"`), one plain word (`{"authorization": "required"}`) is a status and
+  // stays. `authorizationNote` or `authorization_url` is another key.
   {
     name: "authorization-json",
     re: new RegExp(
-      String.raw`"(?:proxy-)?authorization"\s*:\s*"(?<s>${SCHEME_WORD}[ \t]+)?(?<v>(?:[^"\\\n]|\\.)+)"` +
-        String.raw`|'(?:proxy-)?authorization'\s*:\s*'(?<s2>${SCHEME_WORD}[ \t]+)?(?<v2>[^'\n]+)'`,
+      String.raw`"(?:proxy-)?authorization"\s*:\s*"(?<v>(?:[^"\\\n]|\\.)+)"` +
+        String.raw`|'(?:proxy-)?authorization'\s*:\s*'(?<v2>[^'\n]+)'`,
       "dgi",
     ),
-    accept: (m) =>
-      m.groups?.s !== undefined || m.groups?.s2 !== undefined || !isPlainWord(m.groups?.v ?? m.groups?.v2 ?? ""),
+    mask: maskAuthorizationValue,
   },
-  // Passwords in URLs: `postgres://admin:PASS@db`, `redis://:PASS@cache`; only the password is masked, the user
-  // and host stay. The match starts at the literal `://` (the scheme is not needed to mask, and a literal start
-  // is found without trying every position); every run stops at `/`, which the next `://` starts with, so a
-  // run never crosses into another URL and each character is scanned a bounded number of times.
-  { name: "url-password", re: /:\/\/[^\s/?#:@]*:(?<v>[^\s/?#@]+)@/dg },
   // `curl -u user:pass`, `--user=user:pass` (also wget/httpie style): the password after the first `:`. The
   // user run stops at `=` and whitespace, the separators of the next flag, so runs do not overlap.
   {
@@ -352,8 +391,45 @@ function collectValueSpans(text: string, pattern: ValuePattern, spans: Span[]): 
     const value = text.slice(span[0], span[1]);
     // Already masked (a transcript line is masked when written, and read back through history):
     // masking it again would only lose the part that helps a reader recognise the key.
-    if (isMask(value)) continue;
-    spans.push({ start: span[0], end: span[1], replacement: maskToken(value) });
+    const replacement = pattern.mask ? pattern.mask(value) : isMask(value) ? undefined : maskToken(value);
+    if (replacement === undefined || replacement === value) continue;
+    spans.push({ start: span[0], end: span[1], replacement });
+  }
+}
+
+// What ends a URL's authority in text: its path, query or fragment, whitespace, a quote or bracket around the URL,
+// the backslash of a JSON-escaped quote.
+const AUTHORITY_END_RE = /[\s/?#"'`<>\\]/g;
+
+/**
+ * Passwords in URLs: `postgres://admin:PASS@db`, `redis://:PASS@cache`, and each node's in a URL that lists several
+ * (`redis+cluster://:P1@h1:7000,:P2@h2:7001`); only the passwords are masked, users and hosts stay. A node's user
+ * info runs to the last `@` of that node (a raw `@` in a password is masked whole), and a piece without `@` before
+ * it belongs to it (`:p,w@h`: a raw `,` in a password), so no part of a password is shown whichever way the list is
+ * read. A user alone (`ssh://git@host`) is not masked.
+ * Linear: each authority starts after a `://` and stops at `/`, which the next `://` starts with.
+ */
+function collectUrlPasswordSpans(text: string, spans: Span[]): void {
+  for (let i = text.indexOf("://"); i >= 0; i = text.indexOf("://", i + 3)) {
+    const start = i + 3;
+    AUTHORITY_END_RE.lastIndex = start;
+    const end = AUTHORITY_END_RE.exec(text)?.index ?? text.length;
+    const authority = text.slice(start, end);
+    if (!authority.includes("@")) continue;
+    let from = 0; // where the user info of the next node with one starts
+    let offset = 0; // where the current node starts
+    for (const node of authority.split(",")) {
+      const at = node.lastIndexOf("@");
+      if (at >= 0) {
+        const userinfo = authority.slice(from, offset + at);
+        const colon = userinfo.indexOf(":");
+        const password = colon >= 0 ? userinfo.slice(colon + 1) : "";
+        if (password && !isMask(password))
+          spans.push({ start: start + from + colon + 1, end: start + offset + at, replacement: maskToken(password) });
+        from = offset + node.length + 1;
+      }
+      offset += node.length + 1;
+    }
   }
 }
 
@@ -427,10 +503,11 @@ export function redactSecrets(text: string): RedactResult {
   if (!text || !MAYBE_SECRET_RE.test(text)) return { text, redacted: false };
   const spans: Span[] = [];
   collectPemSpans(text, spans);
+  collectUrlPasswordSpans(text, spans);
   for (const pattern of VALUE_PATTERNS) collectValueSpans(text, pattern, spans);
   const next = applySpans(text, spans);
   return { text: next, redacted: next !== text };
 }
 
 /** The names of the built-in patterns, for diagnostics and tests. */
-export const REDACTION_PATTERN_NAMES: readonly string[] = ["pem", ...VALUE_PATTERNS.map((p) => p.name)];
+export const REDACTION_PATTERN_NAMES: readonly string[] = ["pem", "url-password", ...VALUE_PATTERNS.map((p) => p.name)];

@@ -292,6 +292,8 @@ describe("redactSecrets: no false positives on ordinary text", () => {
     ["a key that only starts with authorization", '{"authorizationNote": "Basic rules apply to everyone"}'],
     ["an authorization URL field", '{"authorization_url": "https://auth.example.com/authorize"}'],
     ["an unknown scheme in free text", "Authorization: required for every call"],
+    ["a two-word status in free text", "Authorization: not required for internal calls"],
+    ["nodes without user info", "redis+cluster://h1:7000,h2:7001,h3:7002/0 and ssh://git@h:22,h2"],
     // Prose that reads like a header: a scheme word, then words (reviewer's cases).
     ["a token scheme word, then prose", "Authorization: token expiry is 5 minutes"],
     ["Basic, then prose", "Authorization: Basic auth is not supported here"],
@@ -325,6 +327,8 @@ describe("redactSecrets: linear time on hostile input", () => {
     ["sk- prefixes", fill("sk-")],
     ["url schemes without userinfo end", fill("a://b:")],
     ["one scheme, then a userinfo that never ends", `x://u:${fill("p:")}`],
+    ["one URL listing many nodes with user info", `x://${fill("u:p@h,")}`],
+    ["one URL whose user info runs over many commas", `x://u:${fill("p,")}@h`],
     ["scheme-like words", fill("a+b.c-d")],
     ["query names without =", fill("?tokenX&key")],
     ["query values", fill("&token=v")],
@@ -607,5 +611,96 @@ describe("redactTranscriptEntries: lines that are not messages", () => {
       note: "waiting; the deploy key is DEPLOY_TOKEN=ghp_aa…WXYZ\n\n[Context: …]",
     });
     expect(redactTranscriptEntries([entry], false)[0]).toBe(entry);
+  });
+});
+
+describe("an authorization key's value: a scheme stays, anything else is masked whole", () => {
+  it.each([
+    // A first word that is no scheme is part of the secret (it was kept: `"not ***"`, `"hunter2 ***"`).
+    ["two plain words", '{"authorization": "not required"}', '{"authorization": "***"}'],
+    ["a capitalised word, then a word", '{"Authorization": "Not required"}', '{"Authorization": "***"}'],
+    ["a password, then a word", '{"authorization": "hunter2 extra"}', '{"authorization": "***"}'],
+    ["a symbol in the first word", '{"authorization": "s3cr3t! more"}', '{"authorization": "***"}'],
+    ["user and password, quoted", "{'authorization': 'admin hunter22'}", "{'authorization': '***'}"],
+    ["a passphrase", '{"authorization": "Correct horse battery staple"}', '{"authorization": "Correc…aple"}'],
+    ["an unknown lower-case word, then a token", '{"authorization": "custom k1"}', '{"authorization": "***"}'],
+    // Schemes: registered or common ones in any case whatever follows, a word written as a scheme before one token.
+    ["Token", '{"authorization": "Token 9944b09199c6"}', '{"authorization": "Token ***"}'],
+    [
+      "a registered scheme in lower case, then words",
+      '{"authorization": "bearer abc def"}',
+      '{"authorization": "bearer ***"}',
+    ],
+    ["an API scheme (Okta)", '{"authorization": "SSWS 00abcDEF"}', '{"authorization": "SSWS ***"}'],
+    ["an unregistered scheme, one token", '{"authorization": "Custom abc123"}', '{"authorization": "Custom ***"}'],
+  ])("%s", (_label, input, expected) => {
+    const once = redactSecrets(input);
+    expect(once.text).toBe(expected);
+    // Read back (sessions_history): unchanged, nothing reported.
+    expect(redactSecrets(once.text)).toEqual({ text: once.text, redacted: false });
+  });
+
+  it.each([
+    ["two plain words", { authorization: "not required" }, { authorization: "***" }],
+    ["a password, then a word", { Authorization: "hunter2 extra" }, { Authorization: "***" }],
+    ["a symbol in the first word", { "Proxy-Authorization": "s3cr3t! more" }, { "Proxy-Authorization": "***" }],
+    ["Discord's Bot", { authorization: "Bot abc.def" }, { authorization: "Bot ***" }],
+    ["an unregistered scheme, then words", { authorization: "Custom one two" }, { authorization: "***" }],
+  ])("as a field: %s", (_label, headers, expected) => {
+    const out = redactValue({ headers });
+    expect(out).toEqual({ headers: expected });
+    expect(redactValue(out)).toBe(out);
+  });
+
+  it("prose about authorization is not a key/value and stays", () => {
+    for (const text of [
+      "Authorization: not required",
+      "the authorization was not required",
+      "Authorization not required for hunter2 extra",
+    ])
+      expect(redactSecrets(text)).toEqual({ text, redacted: false });
+  });
+});
+
+describe("URL passwords, node by node", () => {
+  it.each([
+    [
+      "a cluster URL with a password per node",
+      "redis+cluster://:p1secret@h1:7000,:p2secret@h2:7001/0",
+      "redis+cluster://:***@h1:7000,:***@h2:7001/0",
+    ],
+    [
+      "user and password per node",
+      "rediss+cluster://app:first-pass@h1:7000,app:second-pass@h2:7001",
+      "rediss+cluster://app:***@h1:7000,app:***@h2:7001",
+    ],
+    ["a raw @ in the password", "redis://:p@ss@host:1", "redis://:***@host:1"],
+    [
+      "several URLs in one list",
+      "redis://:p1secret@h1:7000,redis://:p2secret@h2:7001",
+      "redis://:***@h1:7000,redis://:***@h2:7001",
+    ],
+    [
+      "in a JSON string, other values stay",
+      '{"url":"redis://:pw@h","other":"x@y"}',
+      '{"url":"redis://:***@h","other":"x@y"}',
+    ],
+  ])("%s", (_label, input, expected) => {
+    expect(redactSecrets(input).text).toBe(expected);
+  });
+
+  it("no piece of any node's password is shown, however the list is read", () => {
+    for (const [text, secrets, last] of [
+      // A raw `,` in a later node's password.
+      ["redis+cluster://:pw1@h1:1,:p2a,p2b@h2:2", ["pw1", "p2a", "p2b"], "@h2:2"],
+      // A node without user info between two with.
+      ["redis+cluster://u:pw1@h1:7000,h2:7001,u:pw3@h3", ["pw1", "pw3"], "@h3"],
+      // User info on a later node only.
+      ["redis+cluster://h1:7000,:pw2@h2", ["pw2"], "@h2"],
+    ] as const) {
+      const out = redactSecrets(text).text;
+      for (const secret of secrets) expect(out).not.toContain(secret);
+      expect(out.endsWith(last)).toBe(true);
+    }
   });
 });

@@ -213,3 +213,87 @@ describe("displayRedisUrl", () => {
     expect(displayRedisUrl("redis://:pa?x=ss@host")).toBe("redis://:***@host");
   });
 });
+
+describe("cluster nodes and several URLs: credentials read and masked node by node", () => {
+  const messageOf = (url: string): string => {
+    try {
+      parseRedisUrl(url);
+    } catch (err) {
+      return (err as Error).message;
+    }
+    return expect.unreachable(`${url} must be refused`);
+  };
+
+  it("masks each node's user info on its own: no host eaten, no password shown", () => {
+    // Masked to the list's last @, the first node's host was eaten (`:***@h2:7001`).
+    expect(displayRedisUrl("redis+cluster://:p1secret@h1:7000,:p2secret@h2:7001/0")).toBe(
+      "redis+cluster://:***@h1:7000,:***@h2:7001/0",
+    );
+    expect(displayRedisUrl("rediss+cluster://u:a@b@h1:1,u:c@d@h2:2")).toBe("rediss+cluster://u:***@h1:1,u:***@h2:2");
+    // A raw `,` in a later node's password: its first piece is masked with it.
+    expect(displayRedisUrl("redis+cluster://:pw1@h1:1,:p2a,p2b@h2:2")).toBe("redis+cluster://:***@h1:1,:***@h2:2");
+    // Several URLs: the second's password was shown (the first's user info ended at its `@`).
+    expect(displayRedisUrl("redis://:p1secret@h1:7000,redis://:p2secret@h2:7001")).toBe(
+      "redis://:***@h1:7000,redis://:***@h2:7001",
+    );
+    expect(displayRedisUrl("redis+cluster://:p1secret@h1:7000, rediss+cluster://p2secret@h2:7001")).toBe(
+      "redis+cluster://:***@h1:7000, rediss+cluster://***@h2:7001",
+    );
+  });
+
+  it("reads the same credentials repeated on every node; nodes are not swallowed into a password", () => {
+    // Read to the list's last @, this was one node (h2) with the password "pw@h1:7000,:pw".
+    expect(parseRedisUrl("redis+cluster://:pw@h1:7000,:pw@h2:7001")).toEqual({
+      kind: "cluster",
+      nodes: [
+        { host: "h1", port: 7000 },
+        { host: "h2", port: 7001 },
+      ],
+      password: "pw",
+      tls: false,
+    });
+    // Given once, before the first node, with a raw `,` and `@` in the password: as before.
+    expect(parseRedisUrl("redis+cluster://u:p,w@x@h1:1,h2:2")).toMatchObject({
+      username: "u",
+      password: "p,w@x",
+      nodes: [
+        { host: "h1", port: 1 },
+        { host: "h2", port: 2 },
+      ],
+    });
+  });
+
+  it("refuses nodes with other credentials, and several URLs, without showing a password", () => {
+    const perNode = messageOf("redis+cluster://:p1secret@h1:7000,:p2secret@h2:7001");
+    expect(perNode).toMatch(/cluster node "h2:7001" has other credentials than the first/);
+    const severalUrls = messageOf("redis://:p1secret@h1:7000,redis://:p2secret@h2:7001");
+    expect(severalUrls).toMatch(/^one URL only \(got "redis:\/\/:\*\*\*@h1:7000,redis:\/\/:\*\*\*@h2:7001"\)/);
+    const clusterUrls = messageOf("redis+cluster://:p1secret@h1:7000,redis+cluster://:p2secret@h2:7001");
+    expect(clusterUrls).toMatch(/^one URL only/);
+    // A raw `,` in a later node's password: refused for its credentials, its pieces not shown.
+    const rawComma = messageOf("redis+cluster://:pw1@h1:1,:p2a,p2b@h2:2");
+    expect(rawComma).toMatch(/cluster node "h2:2" has other credentials/);
+    // What is no node before a node with credentials may be a password's piece: named by its place only.
+    expect(messageOf("redis+cluster://:pw@h1:1,p2a:p2b,:pw@h2:2")).toBe("cluster node 2 is not host:port");
+    // A raw `/` in a password: what follows it is no database, and is not shown as one.
+    const rawSlash = messageOf("redis+cluster://:pw1@h1:1,:p2a/p2b@h2:2");
+    expect(rawSlash).toMatch(/^a Redis Cluster has only database 0/);
+    for (const message of [perNode, severalUrls, clusterUrls, rawComma, rawSlash])
+      for (const secret of ["p1secret", "p2secret", "pw1", "p2a", "p2b"]) expect(message).not.toContain(secret);
+  });
+
+  it("config validation refuses several URLs in REDIS_URL, masked", () => {
+    const dir = mkdtempSync(join(tmpdir(), "sb-redis-url-"));
+    writeFileSync(join(dir, "c.json5"), "{}");
+    try {
+      loadConfig({ file: join(dir, "c.json5"), env: { REDIS_URL: "redis://:p1secret@h1:1,redis://:p2secret@h2:2" } });
+      expect.unreachable("several URLs must be refused");
+    } catch (err) {
+      expect(err).toBeInstanceOf(ConfigError);
+      const issues = (err as ConfigError).issues;
+      expect(issues.map((i) => i.path)).toEqual(["REDIS_URL"]);
+      expect(issues[0]!.message).toMatch(/^one URL only/);
+      expect(issues[0]!.message).not.toMatch(/p1secret|p2secret/);
+    }
+  });
+});
