@@ -18,22 +18,23 @@
  *   under `always`, with the next group commit under `everysec`. A re-run that finds lines an
  *   earlier attempt wrote (maybe another process, killed before its fsync) fsyncs them before
  *   they count under `always`. A failed group-commit fsync is reported (`syncFailed`): lines of
- *   finished turns may not be durable, and operators must hear of it.
+ *   finished turns may not be durable, and operators must hear of it. A name whose directory
+ *   fsync failed (or never ran: its file's fsync failed) is tried again at every group commit
+ *   until it is done, each failure reported too.
  * File handles stay open while written to and are closed after a short idle time, so a
- * session's consecutive turns reuse one handle. They are capped (a quarter of the process's
- * open-file limit): past the cap the least recently used handle that nothing is using is closed
- * (fsynced first when dirty), so a burst of new sessions cannot take every descriptor of the
- * process (its sockets, the gateway's in `switchboard start`). An open that still finds the
- * process out of descriptors (EMFILE, ENFILE) closes every idle handle and tries once more
- * before it counts as a storage fault.
+ * session's consecutive turns reuse one handle. They are capped, least recently used closed
+ * first (fsynced first when dirty), and an open out of descriptors closes the idle ones and
+ * tries once more: handle-cap.ts.
  */
-import { readFileSync, statSync } from "node:fs";
+import { statSync } from "node:fs";
 import { mkdir, open, type FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { Logger } from "pino";
 import type { TranscriptEntry } from "../history/transcript-types.js";
 import { transcriptPath } from "./paths.js";
-import { appendOrUndo, closeTornTail, headerLine, outOfFds, syncDir } from "./file-ops.js";
+import { eachLimited } from "./each-limited.js";
+import { appendOrUndo, closeTornTail, headerLine, syncDir } from "./file-ops.js";
+import { HandleCap } from "./handle-cap.js";
 import { readTail } from "./tail-reader.js";
 
 export type FsyncMode = "always" | "everysec";
@@ -48,7 +49,7 @@ export interface WriterEvents {
 
 /** Bounds of one writer (tests set them; the defaults suit a worker). */
 export interface WriterLimits {
-  /** Transcript handles open at most (default: maxOpenFilesFor the process's open-file limit). */
+  /** Transcript handles open at most (default: maxOpenFilesFor the process's open-file limit, handle-cap.ts). */
   maxOpenFiles?: number;
 }
 
@@ -81,7 +82,7 @@ interface OpenFile {
    * a new handle, and it is closed by its last user's done() (see closeHandle).
    */
   retired: boolean;
-  /** Its closing, once begun (once: `opened` counts it down once). */
+  /** Its closing, once begun (once: the cap's count of open handles goes down once). */
   closing: Promise<void> | undefined;
 }
 
@@ -97,65 +98,26 @@ class StaleHandle extends Error {}
 const IDLE_CLOSE_MS = 5000;
 /** Transcript paths remembered (see path); the map starts over past this many sessions. */
 const MAX_CACHED_PATHS = 10_000;
-/** The handle cap's bounds, and the cap when the process's open-file limit cannot be read. */
-const MIN_OPEN_FILES = 16;
-const MAX_OPEN_FILES = 4096;
-const UNKNOWN_LIMIT_OPEN_FILES = 256;
-/** At most one "out of file descriptors" warning per this long (the others are counted). */
-const FD_WARN_EVERY_MS = 10_000;
-
-/**
- * The process's open-file limit (RLIMIT_NOFILE, the soft one, which Node raises to the hard one
- * at start), or undefined when it cannot be read. Node has no getrlimit: Linux tells it in
- * /proc/self/limits, and elsewhere the diagnostic report has it (`userLimits.open_files`).
- */
-export function openFileLimit(): number | undefined {
-  try {
-    const m = /^Max open files\s+(\S+)/m.exec(readFileSync("/proc/self/limits", "utf8"));
-    if (m) return m[1] === "unlimited" ? Number.POSITIVE_INFINITY : Number(m[1]);
-  } catch {
-    // Not Linux: the report below.
-  }
-  try {
-    const report = process.report.getReport() as { userLimits?: { open_files?: { soft?: unknown } } };
-    const soft = report.userLimits?.open_files?.soft;
-    if (typeof soft === "number") return soft;
-    if (soft === "unlimited") return Number.POSITIVE_INFINITY;
-  } catch {
-    // No report (a restricted runtime): the fallback.
-  }
-  return undefined;
-}
-
-/**
- * The transcript handles one writer keeps open: a quarter of the process's descriptors, so the
- * rest stay for its sockets (Redis, HTTP clients of a gateway in the same process), other files
- * and the directories it fsyncs; at least 16, at most 4096 (closing one costs a reopen later).
- */
-export function maxOpenFilesFor(limit: number | undefined): number {
-  if (limit === undefined || !(limit > 0)) return UNKNOWN_LIMIT_OPEN_FILES;
-  return Math.max(MIN_OPEN_FILES, Math.min(MAX_OPEN_FILES, Math.floor(limit / 4)));
-}
-
 export class HolderWriter {
-  /** The open handles, least recently used first (a Map keeps insertion order: see use). */
-  private readonly files = new Map<string, OpenFile>();
+  /** The open handles, least recently used first, under their cap. */
+  private readonly cap: HandleCap<OpenFile>;
   private readonly paths = new Map<string, string>();
   private readonly timer: NodeJS.Timeout;
-  private readonly maxOpen: number;
-  /** Handles open or being opened (reserved) or being closed: what counts against maxOpen. */
-  private opened = 0;
-  /** Callers waiting for a handle to be released or closed (all in use at the cap). */
-  private roomWaiters: (() => void)[] = [];
-  /** Directories made whose fsync is still owed: done before a new file in them counts as durable. */
-  private readonly unsyncedDirs = new Set<string>();
+  /**
+   * Directories owed an fsync, each with the number of the last name owed in it (see owe): the
+   * parents of directories made for a new file (done before the file's name counts as durable),
+   * and a new file's own directory whose fsync failed or was never tried (its file's fsync
+   * failed). Under `everysec` each group commit tries them again until done (syncOwedDirs): the
+   * name's fsync goes with its file's first one, and the next handle on the file finds it not new,
+   * so a power loss could take the whole file while the group commits of its later lines succeed.
+   */
+  private readonly owedDirs = new Map<string, number>();
+  private owedCount = 0;
   /** Directory fsyncs under way or scheduled, per directory (see syncDirOf). */
   private readonly dirSyncs = new Map<string, { tail: Promise<void>; waiting: Promise<void> | undefined }>();
   /** The group commit running, if one is; a tick meanwhile asks for another right after it. */
   private ticking: Promise<void> | undefined;
   private tickAgain = false;
-  private fdWarnedAt = 0;
-  private fdWarnsSuppressed = 0;
 
   constructor(
     private readonly storageDir: string,
@@ -164,7 +126,11 @@ export class HolderWriter {
     private readonly events: WriterEvents = {},
     limits: WriterLimits = {},
   ) {
-    this.maxOpen = Math.max(1, limits.maxOpenFiles ?? maxOpenFilesFor(openFileLimit()));
+    this.cap = new HandleCap<OpenFile>(
+      limits.maxOpenFiles,
+      { close: (file) => this.closeFile(file), failed: (file, err) => this.syncFailed(file, err) },
+      log,
+    );
     this.timer = setInterval(() => void this.tick(), SYNC_EVERY_MS);
     this.timer.unref();
   }
@@ -262,7 +228,7 @@ export class HolderWriter {
     topicId?: string | number,
   ): Promise<TranscriptEntry[]> {
     const file = this.path(agentId, sessionId, topicId);
-    const f = this.files.get(file);
+    const f = this.cap.get(file);
     if (f) {
       f.users++;
       try {
@@ -271,7 +237,7 @@ export class HolderWriter {
         this.done(f);
       }
     }
-    const { entries } = await this.withFds(() => readTail(file, 10_000, { stopAt: (e) => e.runId !== runId }));
+    const { entries } = await this.cap.withFds(() => readTail(file, 10_000, { stopAt: (e) => e.runId !== runId }));
     // Under `always` these lines count only once durable, their file's name too: the attempt
     // that wrote them may have died (in another process) or failed between its write and its
     // fsyncs (a directory fsync refused for want of descriptors, say).
@@ -287,7 +253,9 @@ export class HolderWriter {
   async close(): Promise<void> {
     clearInterval(this.timer);
     await this.ticking;
-    await Promise.all([...this.files.keys()].map((f) => this.closeFile(f)));
+    await Promise.all(this.cap.entries().map(([f]) => this.closeFile(f)));
+    // The last chance for names a group commit still owes: nothing tries them after this.
+    if (this.fsync === "everysec") await this.syncOwedDirs();
   }
 
   /**
@@ -295,27 +263,27 @@ export class HolderWriter {
    * Opening one at the cap first closes the least recently used idle handle.
    */
   private async handle(file: string): Promise<OpenFile> {
-    const known = this.files.get(file);
-    if (known) return this.use(file, known);
-    await this.makeRoom();
+    const known = this.cap.get(file);
+    if (known) return this.cap.use(known);
+    await this.cap.makeRoom();
     let fh: FileHandle;
     try {
       fh = await this.openFile(file);
     } catch (err) {
-      this.unreserve();
+      this.cap.unreserve();
       throw err;
     }
     // The file the handle names, to notice a rename or replacement later (see write).
     const st = await fh.stat().catch(async (err: unknown) => {
       await fh.close().catch(() => undefined);
-      this.unreserve();
+      this.cap.unreserve();
       throw err;
     });
-    const again = this.files.get(file); // opened concurrently by another turn of this process
+    const again = this.cap.get(file); // opened concurrently by another turn of this process
     if (again) {
-      this.use(file, again);
+      this.cap.use(again);
       await fh.close().catch(() => undefined);
-      this.unreserve();
+      this.cap.unreserve();
       return again;
     }
     // size -1: not checked yet, so the first write looks for a torn tail.
@@ -333,63 +301,19 @@ export class HolderWriter {
       retired: false,
       closing: undefined,
     };
-    this.files.set(file, f);
-    return f;
-  }
-
-  /**
-   * One more user of `f`, and `f` moved to the end of the map (most recently used). O(1), no
-   * system call: the per-turn cost of the cap.
-   */
-  private use(file: string, f: OpenFile): OpenFile {
-    this.files.delete(file);
-    this.files.set(file, f);
-    f.users++;
+    this.cap.add(f);
     return f;
   }
 
   /** One user less; the last one closes `f` if it was retired, else a caller waiting for room may. */
   private done(f: OpenFile): void {
-    if (--f.users > 0) return;
-    if (f.retired) void this.closeHandle(f);
-    else if (this.roomWaiters.length > 0) this.wakeRoomWaiters();
-  }
-
-  /**
-   * Reserve one handle: while at the cap, close the least recently used handle nobody is using
-   * (never one with a write or an fsync under way), or wait until one is released or closed.
-   */
-  private async makeRoom(): Promise<void> {
-    while (this.opened >= this.maxOpen) {
-      const idle = this.leastRecentIdle();
-      if (idle !== undefined) await this.closeFile(idle).catch((err: Error) => this.syncFailed(idle, err));
-      else await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
-    }
-    this.opened++;
-  }
-
-  /** The first handle in LRU order nobody is using (in use: at most one per turn running). */
-  private leastRecentIdle(): string | undefined {
-    for (const [file, f] of this.files) if (f.users === 0) return file;
-    return undefined;
-  }
-
-  private unreserve(): void {
-    this.opened--;
-    if (this.roomWaiters.length > 0) this.wakeRoomWaiters();
-  }
-
-  private wakeRoomWaiters(): void {
-    // Every waiter looks again (a handle in use, closed or released may serve one of them).
-    const waiters = this.roomWaiters;
-    this.roomWaiters = [];
-    for (const wake of waiters) wake();
+    if (this.cap.done(f)) void this.closeHandle(f);
   }
 
   /** Open `file` for appending, making its directories (owed an fsync: see syncName) if missing. */
   private async openFile(file: string): Promise<FileHandle> {
     try {
-      return await this.withFds(() => open(file, "a+", 0o600));
+      return await this.cap.withFds(() => open(file, "a+", 0o600));
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
     }
@@ -397,52 +321,8 @@ export class HolderWriter {
     // The directories just made are new names in their parents: durable before the file is,
     // which is when the file's own name is (syncName), also if this attempt fails and the
     // next one finds them made.
-    for (const dir of madeDirs(first, dirname(file))) this.unsyncedDirs.add(dir);
-    return await this.withFds(() => open(file, "a+", 0o600));
-  }
-
-  /**
-   * `op`, which opens a descriptor; if the process is out of them (EMFILE, ENFILE), once more
-   * after closing every idle handle. Only then is it the storage fault it is classed as: this
-   * writer's own handles are the likely cause, and closing them costs a reopen at most.
-   */
-  private async withFds<T>(op: () => Promise<T>): Promise<T> {
-    try {
-      return await op();
-    } catch (err) {
-      if (!outOfFds(err)) throw err;
-      const closed = await this.closeIdle();
-      this.warnOutOfFds(err as Error, closed);
-      return await op();
-    }
-  }
-
-  /** Close every handle nobody is using (fsynced first when dirty); returns how many. */
-  private async closeIdle(): Promise<number> {
-    const idle = [...this.files].filter(([, f]) => f.users === 0).map(([file]) => file);
-    let closed = 0;
-    await eachLimited(idle, SYNC_PARALLEL, async (file) => {
-      // Looked at again: past the first lanes, a turn may have taken the handle since the list.
-      const f = this.files.get(file);
-      if (f === undefined || f.users > 0) return;
-      closed++;
-      await this.closeFile(file).catch((err: Error) => this.syncFailed(file, err));
-    });
-    return closed;
-  }
-
-  private warnOutOfFds(err: Error, closed: number): void {
-    const now = Date.now();
-    if (now - this.fdWarnedAt < FD_WARN_EVERY_MS) {
-      this.fdWarnsSuppressed++;
-      return;
-    }
-    this.log?.warn(
-      { err: err.message, closed, open: this.opened, cap: this.maxOpen, suppressed: this.fdWarnsSuppressed },
-      "out of file descriptors: closed the idle transcript handles and tried again",
-    );
-    this.fdWarnedAt = now;
-    this.fdWarnsSuppressed = 0;
+    for (const dir of madeDirs(first, dirname(file))) this.owe(dir);
+    return await this.cap.withFds(() => open(file, "a+", 0o600));
   }
 
   /** fsync `file` if its handle is dirty (after the writes queued on it). */
@@ -475,7 +355,13 @@ export class HolderWriter {
 
   /** fsync the handle's file, and its name too while that is new. */
   private async syncHandle(file: string, f: OpenFile): Promise<void> {
-    await f.fh.sync();
+    try {
+      await f.fh.sync();
+    } catch (err) {
+      // The name's fsync, which comes with this one, is owed: retried by the next group commit.
+      if (f.newName) this.owe(dirname(file));
+      throw err;
+    }
     this.events.synced?.("file");
     if (f.newName) await this.syncName(file, f);
   }
@@ -483,20 +369,57 @@ export class HolderWriter {
   /**
    * The file's name is durable once its directory is fsynced, and the directories above it
    * that were made for it once theirs are. Throws when one cannot be: the caller's lines do
-   * not count as durable (`always`) or the failure is reported (group commit).
+   * not count as durable (`always`) or the failure is reported (group commit). Either way the
+   * directory stays owed: a re-run (`always`) or the next group commit (`everysec`) tries again.
    */
   private async syncName(file: string, f: OpenFile): Promise<void> {
-    for (const dir of [...this.unsyncedDirs]) {
-      try {
-        await this.syncDirOf(dir);
-      } catch (err) {
-        // Removed since (an archived agent, `rm -rf` of the storage): no name to make durable.
-        if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
-      }
-      this.unsyncedDirs.delete(dir);
+    const own = dirname(file);
+    try {
+      for (const [dir, n] of [...this.owedDirs]) if (dir !== own) await this.syncOwed(dir, n);
+      const n = this.owedDirs.get(own);
+      await this.syncDirOf(own);
+      if (n !== undefined) this.paid(own, n);
+    } catch (err) {
+      this.owe(own);
+      throw err;
     }
-    await this.syncDirOf(dirname(file));
     f.newName = false;
+  }
+
+  /** A name made in `dir` is not known durable yet: `dir` is owed an fsync. */
+  private owe(dir: string): void {
+    this.owedDirs.set(dir, ++this.owedCount);
+  }
+
+  /**
+   * `dir` was fsynced by an fsync begun after its owed number `n` was read (syncDirOf never
+   * hands out one already under way): it owes nothing more, unless a name was owed in it since.
+   */
+  private paid(dir: string, n: number): void {
+    if (this.owedDirs.get(dir) === n) this.owedDirs.delete(dir);
+  }
+
+  /** fsync an owed directory (owed number `n`); throws, and it stays owed, when that fails. */
+  private async syncOwed(dir: string, n: number): Promise<void> {
+    try {
+      await this.syncDirOf(dir);
+    } catch (err) {
+      // Removed since (an archived agent, `rm -rf` of the storage): no name to make durable.
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+    }
+    this.paid(dir, n);
+  }
+
+  /**
+   * Every owed directory fsynced again (group commit), SYNC_PARALLEL at once; one that fails is
+   * reported as any failed group-commit fsync (storage health, metric) and stays owed for the
+   * next pass. Out of descriptors (the likely cause) the failed fsync never ran; after an I/O
+   * error a retry is the best left, the failure having been reported.
+   */
+  private async syncOwedDirs(): Promise<void> {
+    await eachLimited([...this.owedDirs], SYNC_PARALLEL, ([dir, n]) =>
+      this.syncOwed(dir, n).catch((err: Error) => this.syncFailed(dir, err)),
+    );
   }
 
   /**
@@ -515,7 +438,7 @@ export class HolderWriter {
     const state = s;
     const next: Promise<void> = state.tail.then(noop, noop).then(async () => {
       state.waiting = undefined; // begun: a name made from now on needs the next one
-      if (await this.withFds(() => syncDir(dir))) this.events.synced?.("dir");
+      if (await this.cap.withFds(() => syncDir(dir))) this.events.synced?.("dir");
     });
     state.waiting = next;
     state.tail = next;
@@ -528,10 +451,10 @@ export class HolderWriter {
 
   /** fsync (if dirty) and close the handle of `file`; one somebody still uses closes after them. */
   private async closeFile(file: string): Promise<void> {
-    const f = this.files.get(file);
+    const f = this.cap.get(file);
     if (!f) return;
     f.retired = true;
-    this.files.delete(file);
+    this.cap.remove(f);
     f.users++; // its own fsync under way: not closed by another user's done() meanwhile
     try {
       await f.chain;
@@ -553,7 +476,7 @@ export class HolderWriter {
    * failed, say) are fsynced first: nothing else would.
    */
   private closeHandle(f: OpenFile): Promise<void> {
-    if (this.files.get(f.file) === f) this.files.delete(f.file);
+    this.cap.remove(f);
     f.retired = true;
     if (f.users > 0) return Promise.resolve();
     f.closing ??= (async () => {
@@ -562,7 +485,7 @@ export class HolderWriter {
         await this.syncHandle(f.file, f).catch((err: Error) => this.syncFailed(f.file, err));
       }
       await f.fh.close().catch(() => undefined);
-      this.unreserve();
+      this.cap.unreserve();
     })();
     return f.closing;
   }
@@ -572,8 +495,8 @@ export class HolderWriter {
    * commit are fsynced first: the next handle on the file may never be synced.
    */
   private async drop(file: string, f: OpenFile): Promise<void> {
-    if (this.files.get(file) !== f) return; // retired already (released, or dropped before)
-    this.files.delete(file);
+    if (this.cap.get(file) !== f) return; // retired already (released, or dropped before)
+    this.cap.remove(f);
     f.retired = true;
     if (f.dirty) {
       f.dirty = false;
@@ -609,15 +532,19 @@ export class HolderWriter {
     return ticking;
   }
 
-  /** One fsync per written file (SYNC_PARALLEL at once); handles idle for IDLE_CLOSE_MS closed. */
+  /**
+   * One fsync per written file (SYNC_PARALLEL at once); handles idle for IDLE_CLOSE_MS closed.
+   * Under `everysec`, the directories owed an fsync first (a failed one is tried at every pass).
+   */
   private async groupCommit(): Promise<void> {
+    if (this.fsync === "everysec" && this.owedDirs.size > 0) await this.syncOwedDirs();
     const now = Date.now();
-    const due = [...this.files].filter(([, f]) => f.dirty || now - f.lastUse > IDLE_CLOSE_MS);
+    const due = this.cap.entries().filter(([, f]) => f.dirty || now - f.lastUse > IDLE_CLOSE_MS);
     await eachLimited(due, SYNC_PARALLEL, ([file, f]) => this.commitFile(file, f, now));
   }
 
   private async commitFile(file: string, f: OpenFile, now: number): Promise<void> {
-    if (this.files.get(file) !== f) return; // closed meanwhile (made room, released, dropped)
+    if (this.cap.get(file) !== f) return; // closed meanwhile (made room, released, dropped)
     if (f.dirty) {
       f.users++; // not closed to make room while its fsync is under way
       try {
@@ -639,21 +566,12 @@ export class HolderWriter {
         this.done(f);
       }
     }
-    if (now - f.lastUse > IDLE_CLOSE_MS && f.users === 0 && this.files.get(file) === f)
+    if (now - f.lastUse > IDLE_CLOSE_MS && f.users === 0 && this.cap.get(file) === f)
       await this.closeFile(file).catch((err: Error) => this.syncFailed(file, err));
   }
 }
 
 function noop(): void {}
-
-/** `fn` over `items`, at most `limit` at once; `fn` must not throw. */
-async function eachLimited<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const lane = async () => {
-    while (next < items.length) await fn(items[next++]!);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
-}
 
 /** The directories `mkdir -p` made: from `first` (its answer; undefined: none) down to `dir`. */
 function madeDirs(first: string | undefined, dir: string): string[] {

@@ -26,7 +26,9 @@
  * line). An append after that rebuilds it from byte 0 (one read of the file), under the lock as
  * any rebuild. Both keys always get the same expiry, refreshed by the append's first step
  * (txindex-open.lua), so it cannot lapse between reading the ids and writing the lines; a commit
- * that finds the index gone or reset moves nothing (txcommit.lua).
+ * that finds the index gone or reset moves nothing (txcommit.lua). A read without the lock
+ * (`present`, txindex-read.lua) refreshes it too, so an index an older version left without an
+ * expiry gets one when it is next read or opened.
  */
 import { open, rename, stat, type FileHandle } from "node:fs/promises";
 import type { RedisClient } from "../storage/redis-client.js";
@@ -114,6 +116,8 @@ export class TranscriptStore {
   private readonly openIndex: ReturnType<typeof luaCommand>;
   /** Adds ids read from the file to the index (txindex-add.lua). */
   private readonly addIds: ReturnType<typeof luaCommand>;
+  /** Reads the index without the lock, keeping it alive (txindex-read.lua). */
+  private readonly readIndex: ReturnType<typeof luaCommand>;
   private readonly indexTtlMs: number;
 
   constructor(opts: TranscriptStoreOptions) {
@@ -128,6 +132,7 @@ export class TranscriptStore {
     this.commit = luaCommand(opts.redis, TRANSCRIPT_LUA_DIR, "txcommit");
     this.openIndex = luaCommand(opts.redis, TRANSCRIPT_LUA_DIR, "txindex-open");
     this.addIds = luaCommand(opts.redis, TRANSCRIPT_LUA_DIR, "txindex-add");
+    this.readIndex = luaCommand(opts.redis, TRANSCRIPT_LUA_DIR, "txindex-read");
     this.indexTtlMs = opts.indexTtlMs ?? DEFAULT_INDEX_TTL_MS;
   }
 
@@ -248,7 +253,8 @@ export class TranscriptStore {
   /**
    * Which of `ids` the transcript holds, writing nothing (an import's dry run): the index answers
    * for the bytes it covers, the file for the rest, all of it when the index has expired or is
-   * foreign. Without the lock: an append under way may or may not be seen.
+   * foreign. Without the lock: an append under way may or may not be seen. Reading the index
+   * keeps it alive, as an append does (txindex-read.lua).
    */
   async present(agentId: string, sessionId: string, ids: string[], opts: TopicOption = {}): Promise<boolean[]> {
     const file = this.path(agentId, sessionId, opts.topicId);
@@ -261,7 +267,10 @@ export class TranscriptStore {
     );
     if (size === 0 || ids.length === 0) return ids.map(() => false);
     const keys = this.keys(sessionId, opts.topicId);
-    const [sizeField, fileField] = await this.redis.hmget(keys.index, "size", "file");
+    const [sizeField, fileField] = (await this.readIndex([keys.index, keys.ids], [this.indexTtlMs])) as [
+      string | null,
+      string | null,
+    ];
     const indexed = sizeField === null ? NaN : Number(sizeField);
     const usable =
       Number.isSafeInteger(indexed) &&

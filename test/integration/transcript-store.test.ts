@@ -326,6 +326,30 @@ describe("TranscriptStore", () => {
     for (const ttl of await ttls()) expect(ttl).toBeGreaterThan(0);
   });
 
+  it("an index an older version left without a TTL gets it when read or opened, not only on an append", async () => {
+    const ttlStore = new TranscriptStore({ redis, keys: redisKeys, storageDir: dir, indexTtlMs: 60_000 });
+    const keys = ttlStore.keys("s-old");
+    const ttls = async () => [await redis.pttl(keys.index), await redis.pttl(keys.ids)];
+    await ttlStore.append("main", "s-old", [entry("o1"), entry("o2")]);
+    // As an older version left it: no expiry on either key (-1).
+    const persisted = async () => {
+      await redis.persist(keys.index);
+      await redis.persist(keys.ids);
+      expect(await ttls()).toEqual([-1, -1]);
+    };
+    await persisted();
+    // An import's dry run reads it (never takes the lock nor writes): it used to stay for good.
+    expect(await ttlStore.present("main", "s-old", ["o1", "o3"])).toEqual([true, false]);
+    for (const ttl of await ttls()) expect(ttl).toBeGreaterThan(50_000);
+    // A writer opening it (an append that writes nothing, all its lines there).
+    await persisted();
+    expect(await ttlStore.append("main", "s-old", [entry("o2")])).toEqual({ written: 0, skipped: 1 });
+    for (const ttl of await ttls()) expect(ttl).toBeGreaterThan(50_000);
+    // Read as it was: nothing else changed.
+    expect(await redis.hget(keys.index, "size")).toBe(String(statSync(ttlStore.path("main", "s-old")).size));
+    expect((await redis.smembers(keys.ids)).sort()).toEqual(["o1", "o2"]);
+  });
+
   it("a commit moves the index only from the size its append read (an index reset meanwhile stays)", async () => {
     await store.append("main", "s-cas", [entry("k1")]);
     const keys = store.keys("s-cas");

@@ -21,13 +21,8 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { open } from "node:fs/promises";
-import {
-  HolderWriter,
-  maxOpenFilesFor,
-  openFileLimit,
-  type FsyncMode,
-  type WriterEvents,
-} from "../../src/transcript/holder-writer.js";
+import { HolderWriter, type FsyncMode, type WriterEvents } from "../../src/transcript/holder-writer.js";
+import { maxOpenFilesFor, openFileLimit } from "../../src/transcript/handle-cap.js";
 import type { TranscriptEntry } from "../../src/history/transcript-types.js";
 import { settle } from "../helpers/settle.js";
 
@@ -200,16 +195,44 @@ describe("HolderWriter durability", () => {
     await w.write("main", "s1", [line("c")]);
     expect(ids(file)).toEqual(["a", "b", "c"]);
   });
+
+  it("everysec: a new file whose first fsync fails still gets its name fsynced by a later group commit", async () => {
+    const { w, file, synced, failed } = setup("everysec");
+    const tick = () => (w as unknown as { tick: () => Promise<void> }).tick();
+    clearInterval((w as unknown as { timer: NodeJS.Timeout }).timer); // passes run when told
+    // The directory exists: the only name owed is the new file's own.
+    mkdirSync(join(file, ".."), { recursive: true });
+    await w.write("main", "s1", [line("a")]);
+    // Its descriptor now names /dev/null, which refuses fsync (EINVAL): a real failure.
+    swapForDevNull(file);
+    await tick();
+    expect(failed).toEqual([file]);
+    expect(synced).toEqual([]);
+    // The name's fsync went with the file's, never tried; the next handle finds the file not new.
+    await w.write("main", "s1", [line("b")]);
+    await tick();
+    expect(synced.filter((t) => t === "file")).toHaveLength(1);
+    // It used to be never done: a power loss could take the file while its later lines were fsynced.
+    expect(synced).toContain("dir");
+    expect(failed).toEqual([file]);
+    // Done once: the pass after it owes nothing.
+    const dirs = synced.filter((t) => t === "dir").length;
+    await tick();
+    expect(synced.filter((t) => t === "dir")).toHaveLength(dirs);
+    expect(ids(file)).toEqual(["a", "b"]);
+  });
 });
 
 describe("HolderWriter handles closed in use", () => {
   /** The writer's private parts these tests drive (the timer is stopped: passes run when told). */
   type Inside = {
-    files: Map<string, { fh: { sync: () => Promise<void>; close: () => Promise<void> }; users: number }>;
-    opened: number;
+    cap: {
+      files: Map<string, { fh: { sync: () => Promise<void>; close: () => Promise<void> }; users: number }>;
+      opened: number;
+      closeIdle: () => Promise<number>;
+    };
     timer: NodeJS.Timeout;
     tick: () => Promise<void>;
-    closeIdle: () => Promise<number>;
   };
   const inside = (w: HolderWriter) => {
     const i = w as unknown as Inside;
@@ -229,7 +252,7 @@ describe("HolderWriter handles closed in use", () => {
       const { w, file, failed } = setup("everysec");
       const i = inside(w);
       await w.write("main", "s1", [line("a")]);
-      const f = i.files.get(file)!;
+      const f = i.cap.files.get(file)!;
       const realSync = f.fh.sync.bind(f.fh);
       const eio = gate();
       let calls = 0;
@@ -247,8 +270,8 @@ describe("HolderWriter handles closed in use", () => {
       expect(failed).toEqual([file]);
       expect(ids(file)).toEqual(["a", "b"]);
       // The failed handle was closed once its last user was done: only the new one (if any) is left.
-      await settle(() => i.opened === i.files.size, { what: "the failed handle closed" });
-      expect(i.opened).toBeLessThanOrEqual(1);
+      await settle(() => i.cap.opened === i.cap.files.size, { what: "the failed handle closed" });
+      expect(i.cap.opened).toBeLessThanOrEqual(1);
     });
   }
 
@@ -261,7 +284,7 @@ describe("HolderWriter handles closed in use", () => {
     const target = w.path("main", `s${n - 1}`);
     await w.write("main", `s${n - 1}`, [line("b")]); // dirty again: the caller below fsyncs it
     const closes = gate();
-    for (const [file, f] of i.files) {
+    for (const [file, f] of i.cap.files) {
       if (file === target) continue;
       const realClose = f.fh.close.bind(f.fh);
       f.fh.close = async () => {
@@ -269,14 +292,14 @@ describe("HolderWriter handles closed in use", () => {
         return await realClose();
       };
     }
-    const t = i.files.get(target)!;
+    const t = i.cap.files.get(target)!;
     const realSync = t.fh.sync.bind(t.fh);
     const fsync = gate();
     t.fh.sync = async () => {
       await fsync.opened;
       return await realSync();
     };
-    const closing = i.closeIdle(); // the list: all 33 idle
+    const closing = i.cap.closeIdle(); // the list: all 33 idle
     // A re-run's check for its lines takes the handle (and fsyncs it) while the lanes are busy.
     const check = w.linesOfRun("main", `s${n - 1}`, "x");
     expect(t.users).toBe(1);
@@ -285,7 +308,7 @@ describe("HolderWriter handles closed in use", () => {
     fsync.open();
     // It used to be closed under the caller: its fsync failed ("file closed"), and so the turn.
     await expect(check).resolves.toEqual([]);
-    expect(i.files.get(target)).toBe(t);
+    expect(i.cap.files.get(target)).toBe(t);
     await w.write("main", `s${n - 1}`, [line("c")]);
     expect(ids(target)).toEqual([`a${n - 1}`, "b", "c"]);
   });
@@ -303,7 +326,7 @@ describe("HolderWriter open handles", () => {
     let peakHandles = 0;
     let peakFds = 0;
     const measure = () => {
-      peakHandles = Math.max(peakHandles, (w as unknown as { opened: number }).opened);
+      peakHandles = Math.max(peakHandles, (w as unknown as { cap: { opened: number } }).cap.opened);
       peakFds = Math.max(peakFds, fdsOpen() - before);
     };
     const sessions = 600;
