@@ -10,10 +10,20 @@
  * The last case holds the session lease, so its wake is only marked as seen. In the others a
  * drain job is added; it is deduplicated per session, and a drainer arriving second finds the
  * inbox empty or the lease held, so a wake that was not lost costs an empty drain at most.
+ *
+ * The same check promotes drain jobs delayed further ahead than Switchboard ever delays one
+ * (`promoteRunawayDrains`): BullMQ dates a delay on the clock of the process that asks for it,
+ * so a worker whose clock ran ahead parked them that far into the future, and while one waits
+ * its session's deduplicated drain job takes no new one: its next messages would wait too.
  */
+import { Job } from "bullmq";
 import type { Config } from "../config/schema.js";
+import { JOBS } from "../queues/jobs.js";
+import type { QueueName } from "../queues/queue-names.js";
 import { requestDrain } from "../runs/enqueue.js";
 import type { PendingWake } from "../runs/pending-wakes.js";
+import { storageRetryDelayMs } from "../runs/turn-failure.js";
+import { leasePollMs } from "./drain.js";
 import type { WorkerDeps } from "./worker-deps.js";
 
 /** Longest a pending wake may wait before it is re-armed: 10 s, or the lease TTL if shorter. */
@@ -51,7 +61,8 @@ export async function rearmLostPops(svc: WorkerDeps): Promise<number> {
 
 /**
  * Re-arm the overdue wakes (at most `maintenance.sweepBatch`); returns how many got a drain job.
- * `now` is Redis's clock (the wakes' scores are), read when not given.
+ * `now` is Redis's clock (the wakes' scores are), read when not given. Then promote the drain
+ * jobs a clock ahead of Redis's delayed too far (`promoteRunawayDrains`).
  */
 export async function rearmOverdueWakes(svc: WorkerDeps, overdueMs: number, now?: number): Promise<number> {
   now ??= await svc.wakes.now();
@@ -63,7 +74,100 @@ export async function rearmOverdueWakes(svc: WorkerDeps, overdueMs: number, now?
       { sessions: rearmed, overdueMs },
       "re-armed drains whose wake-up was not taken in time (lost with a worker or pusher, or workers busy)",
     );
+  // Here rather than in the sweep alone: this also runs on each worker's own timer, and the
+  // sweep is a delayed job itself, which a worker with a clock ahead schedules just as late.
+  await promoteRunawayDrains(svc, now).catch((err: Error) =>
+    svc.log.warn({ err: err.message }, "check for drain jobs delayed by a clock ahead of Redis's failed"),
+  );
   return rearmed;
+}
+
+/** BullMQ scores a delayed job `dueAtMs * 0x1000 + n` (n orders the jobs due in the same ms). */
+const DELAYED_SCORE_PER_MS = 0x1000;
+
+/**
+ * Added to the longest delay Switchboard asks for before a delayed drain job counts as runaway:
+ * it covers the short fixed waits not listed in `maxDrainDelayMs` (a ready-list drain handed on
+ * as a job waits 1 s) and a clock a few seconds off, which costs little and doctor reports.
+ */
+export const RUNAWAY_DELAY_MARGIN_MS = 30_000;
+
+/** The queues drain jobs go to (`JOBS.drain.queue`). */
+const DRAIN_QUEUES: readonly QueueName[] = ["runs", "subagents"];
+
+/**
+ * The longest delay Switchboard itself gives a drain job: a lease wait, a turn parked on a
+ * storage fault (its cap plus jitter), a drain re-armed after it ran out of retries, and
+ * BullMQ's backoff before the drain job's last attempt.
+ */
+export function maxDrainDelayMs(config: Config): number {
+  const opts = JOBS.drain.options({ sessionKey: "-" }, config);
+  const attempts = opts.attempts ?? 1;
+  const backoff = typeof opts.backoff === "number" ? { type: "fixed", delay: opts.backoff } : opts.backoff;
+  // BullMQ waits `delay * 2^(n-1)` after the n-th failed attempt (exponential) and retries
+  // after attempts 1 to attempts-1; a fixed backoff waits `delay` each time.
+  const lastBackoff =
+    attempts < 2 || !backoff?.delay
+      ? 0
+      : backoff.type === "exponential"
+        ? backoff.delay * 2 ** (attempts - 2)
+        : backoff.delay;
+  return Math.max(
+    leasePollMs(Number.POSITIVE_INFINITY),
+    storageRetryDelayMs(Number.MAX_SAFE_INTEGER, config.storage.faultRetryMaxDelayMs, () => 1),
+    config.workers.rearmDrainDelayMs,
+    lastBackoff,
+  );
+}
+
+/**
+ * Promote drain jobs due later than `now` (Redis's clock) plus the longest delay Switchboard
+ * asks for and a margin: only a process whose clock is ahead of Redis's delays one that far
+ * (BullMQ dates a delay on the clock of the process that asks for it, and there is no date
+ * that suits both it and the others: src/queues/retry-later.ts). Reads only that end of each
+ * drain queue's delayed set (at most `maintenance.sweepBatch` jobs), so with none it costs one
+ * range read per queue. Returns how many it promoted; logs a warning naming the skew.
+ */
+export async function promoteRunawayDrains(svc: WorkerDeps, now?: number): Promise<number> {
+  now ??= await svc.wakes.now();
+  const boundMs = maxDrainDelayMs(svc.config) + RUNAWAY_DELAY_MARGIN_MS;
+  const sessions: string[] = [];
+  let clockAheadMs = 0;
+  for (const name of DRAIN_QUEUES) {
+    const queue = svc.queues[name];
+    const found = await svc.redis.zrangebyscore(
+      queue.toKey("delayed"),
+      (now + boundMs) * DELAYED_SCORE_PER_MS,
+      "+inf",
+      "WITHSCORES",
+      "LIMIT",
+      0,
+      svc.config.maintenance.sweepBatch,
+    );
+    for (let i = 0; i + 1 < found.length; i += 2) {
+      const job = await Job.fromId(queue, found[i]!);
+      if (!job || job.name !== JOBS.drain.name) continue;
+      const askedMs = Number(job.delay) || 0; // read first: promote() zeroes it
+      // Taken meanwhile (promoted by another check, removed): not delayed any more, nothing to do.
+      const promoted = await job.promote().then(
+        () => true,
+        () => false,
+      );
+      if (!promoted) continue;
+      sessions.push(String((job.data as { sessionKey?: unknown }).sessionKey));
+      // Due at its delayer's "now" plus the delay it asked for: the rest is how far ahead that
+      // clock was, less the time since (so at least this much).
+      const dueAt = Math.floor(Number(found[i + 1]) / DELAYED_SCORE_PER_MS);
+      clockAheadMs = Math.max(clockAheadMs, dueAt - now - askedMs);
+    }
+  }
+  if (sessions.length)
+    svc.log.warn(
+      { promoted: sessions.length, clockAheadMs, boundMs, sessions: sessions.slice(0, 10) },
+      `promoted drain jobs delayed beyond any delay Switchboard asks for: the process that delayed them ` +
+        `has a clock at least ${Math.round(clockAheadMs / 1000)} s ahead of Redis's (switchboard doctor: clock)`,
+    );
+  return sessions.length;
 }
 
 /**
