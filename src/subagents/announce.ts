@@ -13,10 +13,11 @@
  *     failing fails the announce
  *   → cleanup (delete the child, or keep it) and the registry archive timer.
  * After its last attempt the job stays failed in Bull Board and the run shows `announce: failed`
- * (the requester session has its turn all the same: the result is not lost).
+ * (the requester session has its turn all the same: the result is not lost). It is given up
+ * only once a requester that waits for the run (an orchestrator) is released: see giveUp.
  */
 import { retryLater } from "../queues/retry-later.js";
-import type { Job } from "bullmq";
+import { DelayedError, type Job } from "bullmq";
 import type { Config } from "../config/schema.js";
 import type { RunDeps } from "../runs/run-deps.js";
 import type { RedisClient } from "../storage/redis-client.js";
@@ -99,13 +100,11 @@ export function createSubagentProcessors(svc: SubagentDeps) {
     try {
       return await announceRun(svc, registry, run, rec, lastAttempt, d.runId);
     } catch (err) {
-      announceAttemptFailed(lastAttempt);
-      if (lastAttempt) {
-        await registry.update(run.runId, { announce: "failed", announceError: (err as Error).message });
-        // Given up: a requester that waits for this run to report (an orchestrator) must not wait for ever.
-        await releaseRequester(svc, registry, run).catch(() => undefined);
+      if (!lastAttempt) {
+        announceAttemptFailed(false);
+        throw err;
       }
-      throw err;
+      return await giveUp(svc, registry, run, job, token, err as Error);
     }
   };
 
@@ -116,6 +115,48 @@ export function createSubagentProcessors(svc: SubagentDeps) {
   };
 
   return { announce, archive, registry };
+}
+
+/** The longest a last attempt whose give-up could not be done waits before it comes back. */
+const GIVE_UP_RETRY_MAX_MS = 60_000;
+
+/**
+ * The last attempt failed: a requester that waits for this run to report (an orchestrator) is
+ * released, then the run is marked `failed` and the job fails for good with `err`.
+ *
+ * The job is failed only after the release is done, because nothing would do it afterwards: a
+ * failed job is never run again, and no other record says a release is owed. So when Redis fails
+ * the release (or the mark), the job is not failed but comes back later without counting an
+ * attempt (retryLater), and its last attempt runs again whole: every step is idempotent, and the
+ * announce itself may get through this time. When Redis fails that move too, the job is left
+ * active without its lock being renewed: once the lock expires, BullMQ's stalled-job check puts
+ * it back (as after a crash of this worker, which the same check covers). Throwing the Redis
+ * error instead would not do: BullMQ retries the move to `failed` until Redis answers again, and
+ * the release would be lost.
+ */
+async function giveUp(
+  svc: SubagentDeps,
+  registry: SubagentRegistry,
+  run: SubagentRun,
+  job: Job,
+  token: string | undefined,
+  err: Error,
+): Promise<never> {
+  try {
+    await releaseRequester(svc, registry, run);
+    await registry.update(run.runId, { announce: "failed", announceError: err.message });
+  } catch {
+    announceAttemptFailed(false);
+    const backoff = svc.config.agents.defaults.subagents.announceBackoffMs * 2 ** Math.min(job.attemptsMade, 16);
+    try {
+      return await retryLater(job, token, Math.min(backoff, GIVE_UP_RETRY_MAX_MS));
+    } catch (moveErr) {
+      if (moveErr instanceof DelayedError) throw moveErr;
+      throw new DelayedError();
+    }
+  }
+  announceAttemptFailed(true);
+  throw err;
 }
 
 async function announceRun(
@@ -179,7 +220,7 @@ async function announceRun(
  * Its own claimer is the requester's run, announced on its latest answer (subagent-claim.lua).
  */
 async function settleAndWake(
-  svc: SubagentDeps,
+  svc: Pick<SubagentDeps, "queues" | "config">,
   registry: SubagentRegistry,
   run: SubagentRun,
   parentRun: string,
@@ -205,7 +246,11 @@ async function settleAndWake(
  * claim settles what it owed), or a run whose turn was never queued, ended by a kill or dropped
  * (src/subagents/unqueued.ts): it left the requester's running set without an announce.
  */
-export async function releaseRequester(svc: SubagentDeps, registry: SubagentRegistry, run: SubagentRun): Promise<void> {
+export async function releaseRequester(
+  svc: Pick<SubagentDeps, "runs" | "queues" | "config">,
+  registry: SubagentRegistry,
+  run: SubagentRun,
+): Promise<void> {
   if (!isSubagentKey(run.requesterSessionKey)) return;
   const parentRun = await registry.currentRunOf(run.requesterSessionKey);
   if (!parentRun || (await svc.runs.get(announceTurnRunId(run.childSessionKey, run.runId)))) return;

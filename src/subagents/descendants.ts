@@ -6,6 +6,11 @@
  * requester's sub-agents does): a "was killed" report would otherwise start a new turn in the
  * session right after its user said stop, and post it to the channel (or, after a reset, open
  * the new session with a leftover of the old one).
+ *
+ * A sub-agent run whose spawn was cut off before its turn was queued (src/subagents/unqueued.ts)
+ * has nothing to stop: the stop ends it at once, as a kill does, whether it is below the session
+ * or is the session's own run, rather than leaving it to hold its requester's child slot (and an
+ * orchestrator waiting for it) until its grace period is over.
  */
 import type { RunDeps } from "../runs/run-deps.js";
 import { stopSession } from "../runs/stop.js";
@@ -13,6 +18,7 @@ import type { RedisClient } from "../storage/redis-client.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
 import { SubagentRegistry, type SubagentRun } from "./registry.js";
 import { reportWaits, withOutcome } from "./run-state.js";
+import { endUnqueued } from "./unqueued.js";
 
 type DescendantDeps = Pick<RunDeps, "runs" | "sessions">;
 
@@ -40,26 +46,27 @@ export async function runningDescendants(
   return out;
 }
 
-/** Suppress the announces of every running sub-agent below `rootKey` (see the module comment). */
-async function silenceDescendants(
-  svc: DescendantDeps & { redis: RedisClient; keys: RedisKeys },
-  rootKey: string,
-): Promise<number> {
-  const registry = new SubagentRegistry(svc.redis, svc.keys);
-  let silenced = 0;
-  for (const r of await runningDescendants(svc, registry, rootKey))
-    if ((await registry.suppressKilled(r.runId)) === "suppressed") silenced++;
-  return silenced;
-}
-
 /**
  * `/stop`, `sessions.reset` and `sessions.delete`: the sub-agents below `sessionKey` are silenced,
- * then the session and they are stopped (src/runs/stop.ts). Returns how many runs were stopped.
+ * then the session and they are stopped (src/runs/stop.ts), and runs with no turn queued are
+ * ended (see the module comment). Returns how many runs were stopped or ended.
  */
 export async function stopSessionAndSilence(
   svc: Parameters<typeof stopSession>[0] & DescendantDeps & { redis: RedisClient; keys: RedisKeys },
   sessionKey: string,
 ): Promise<number> {
-  await silenceDescendants(svc, sessionKey);
-  return await stopSession(svc, sessionKey);
+  const registry = new SubagentRegistry(svc.redis, svc.keys, svc.runs.ttlSeconds);
+  let ended = 0;
+  // The session's own run (a sub-agent's session), before the stop: a spawn still alive that
+  // queues its turn after this finds its run suppressed and stops that turn itself.
+  const ownRunId = await registry.currentRunOf(sessionKey);
+  const own = ownRunId ? await registry.get(ownRunId) : null;
+  if (own && (await endUnqueued(svc, registry, own, "own-session"))) ended++;
+  const below = await runningDescendants(svc, registry, sessionKey);
+  const silenced: SubagentRun[] = [];
+  for (const r of below) if ((await registry.suppressKilled(r.runId)) === "suppressed") silenced.push(r);
+  const stopped = await stopSession(svc, sessionKey);
+  // Refused for each run whose turn is queued: the stop just stopped it, and its announce ends it.
+  for (const r of silenced) if (await endUnqueued(svc, registry, r, "killed")) ended++;
+  return stopped + ended;
 }

@@ -168,6 +168,16 @@ export class SubagentRegistry {
     return Number(await this.unqueuedLua(this.unqueuedKeys(run), [run.runId, "end", endedAt])) === 1;
   }
 
+  /**
+   * A stop, reset or delete of the run's own child session while its turn was never queued (no
+   * run record): the run is suppressed as by a kill and ended as `killed` in one step
+   * (subagent-unqueued.lua). Refused (false) for a run that is not running, was replaced by a
+   * steer, or has its turn queued.
+   */
+  async stopUnqueued(run: SubagentRun, endedAt: number): Promise<boolean> {
+    return Number(await this.unqueuedLua(this.unqueuedKeys(run), [run.runId, "stop", endedAt])) === 1;
+  }
+
   private unqueuedKeys(run: SubagentRun): string[] {
     return [
       this.recordKey(run.runId),

@@ -6,6 +6,8 @@
  *
  * - by the spawn itself when its push fails (src/tools/sessions-spawn.ts);
  * - by a kill, which ends it as `killed` (src/tools/subagents-tool.ts);
+ * - by a `/stop`, `sessions.reset` or `sessions.delete` of its requester (or of a session above
+ *   it), or of its own child session, which end it as a kill does (src/subagents/descendants.ts);
  * - by itself otherwise: once it is older than UNQUEUED_GRACE_MS, the requester's next spawn
  *   at the `maxChildrenPerAgent` limit and its next `subagents` call drop it.
  *
@@ -58,4 +60,29 @@ export async function dropUnqueued(
   if (dropped === "dropped-session")
     await deleteSession(svc, run.childSessionKey, identOf(svc.config, run.childSessionKey), { archive: true });
   return dropped !== "kept";
+}
+
+/**
+ * End `run` at once, as `killed`, if its turn was never queued (nothing runs to stop, and no
+ * announce job will end it), and release its requester: refused (false) for a run whose turn is
+ * queued after all, which its own turn and announce end.
+ *
+ * - `killed`: a run a kill suppressed first (`subagents kill`, or the stop, reset or delete of a
+ *   session above it): a child session its spawn asked to delete (`cleanup: "delete"`) goes with it.
+ * - `own-session`: the run's own child session is being stopped, reset or deleted: suppressed as
+ *   by a kill in the same step; the session is left to what was asked of it.
+ */
+export async function endUnqueued(
+  svc: Pick<RotationDeps, "sessions" | "queues" | "config"> & Pick<SubagentDeps, "runs">,
+  registry: SubagentRegistry,
+  run: SubagentRun,
+  by: "killed" | "own-session",
+): Promise<boolean> {
+  const now = Date.now();
+  const ended = by === "killed" ? await registry.endUnqueued(run, now) : await registry.stopUnqueued(run, now);
+  if (!ended) return false;
+  await releaseRequester(svc, registry, run);
+  if (by === "killed" && run.cleanup === "delete")
+    await deleteSession(svc, run.childSessionKey, identOf(svc.config, run.childSessionKey), { archive: true });
+  return true;
 }

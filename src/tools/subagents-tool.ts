@@ -14,14 +14,12 @@ import type { ToolDeps } from "./tool-deps.js";
 import { enqueueTurn } from "../runs/enqueue.js";
 import { toolCallIds } from "./call-ids.js";
 import { stopRun, stopSession } from "../runs/stop.js";
-import { announceContinuation, releaseRequester } from "../subagents/announce.js";
+import { announceContinuation } from "../subagents/announce.js";
 import { SubagentRegistry, type SubagentRun } from "../subagents/registry.js";
 import { reportWaits, withOutcome } from "../subagents/run-state.js";
 import { runningDescendants } from "../subagents/descendants.js";
-import { releaseUnqueued } from "../subagents/unqueued.js";
+import { endUnqueued, releaseUnqueued } from "../subagents/unqueued.js";
 import * as rules from "../subagents/spawn-policy.js";
-import { deleteSession } from "../rotation/rotate.js";
-import { identOf } from "../session/session-ident.js";
 import { SubagentsArgs } from "./schemas.js";
 import { argsError, forbidden, toolError, type ToolCaller, type ToolResult } from "./tool-context.js";
 
@@ -191,7 +189,7 @@ export async function subagentsTool(svc: ToolDeps, caller: ToolCaller, rawArgs: 
       await stopSession(svc, run.childSessionKey);
       // A run whose turn was never queued (its spawn was cut off) has nothing to stop, and no
       // announce job will end it: it ends here. Refused for a run whose turn is queued after all.
-      for (const r of [run, ...tree]) await endUnqueued(svc, registry, r);
+      for (const r of [run, ...tree]) await endUnqueued(svc, registry, r, "killed");
     }
     if (!killed.length) {
       if (targets.length > 1 || t === "all" || t === "*")
@@ -343,14 +341,6 @@ async function queueSteer(
     ...(run.runTimeoutSeconds ? { runTimeoutSeconds: run.runTimeoutSeconds } : {}),
     continuation: announceContinuation(svc, run.childSessionKey, run.runId),
   });
-}
-
-/** End `run` if its turn was never queued (src/subagents/unqueued.ts); a `delete` child goes with it. */
-async function endUnqueued(svc: ToolDeps, registry: SubagentRegistry, run: SubagentRun): Promise<void> {
-  if (!(await registry.endUnqueued(run, Date.now()))) return;
-  await releaseRequester(svc, registry, run);
-  if (run.cleanup !== "delete") return;
-  await deleteSession(svc, run.childSessionKey, identOf(svc.config, run.childSessionKey), { archive: true });
 }
 
 /**

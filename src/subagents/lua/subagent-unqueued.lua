@@ -10,8 +10,8 @@
   KEYS[3] requester runs {p}:sa:req:<requester> (zset), KEYS[4] active runs {p}:sa:active:<requester> (set),
   KEYS[5] child's current run {p}:sa:child:<childKey> (string; a key that never exists when the
           registry record is gone)
-  ARGV[1] runId, ARGV[2] "drop" or "end",
-  ARGV[3] drop: only a run registered (createdAt) before this instant (ms); end: the endedAt (ms)
+  ARGV[1] runId, ARGV[2] "drop", "end" or "stop",
+  ARGV[3] drop: only a run registered (createdAt) before this instant (ms); end, stop: the endedAt (ms)
 
   drop (a spawn whose push failed, or a registration older than a grace period): the
   registration is undone, so a spawn made again (a re-run of its turn) registers afresh: the
@@ -19,16 +19,29 @@
   cleared if it is this one.
   end (a kill, which suppressed the run's announce first: subagent-suppress.lua): the record
   stays, ended as `killed` with its announce `suppressed`, and leaves the active set.
+  stop (the run's own child session stopped, reset or deleted): as end, the announce suppressed
+  by a kill in the same step, so a spawn still alive that pushes after this finds the
+  suppression and stops the turn it queued (src/tools/sessions-spawn.ts). Only a run still
+  `running`, neither replaced by a steer nor suppressed for another reason.
 
   Returns 0 when refused (a run record exists; for drop, registered at or after ARGV[3]; for
-  end, not suppressed by a kill), 1 when done, 2 when dropped and the child session held only
-  this run (it was the child's current run and replaced none: the session its spawn created).
+  end, not suppressed by a kill; for stop, not running as said), 1 when done, 2 when dropped and
+  the child session held only this run (it was the child's current run and replaced none: the
+  session its spawn created).
 ]]
 local SUPPRESSED_BY_KILL = "killed"
 if redis.call("EXISTS", KEYS[2]) == 1 then return 0 end
 if ARGV[2] == "end" then
   if redis.call("HGET", KEYS[1], "suppressAnnounce") ~= SUPPRESSED_BY_KILL then return 0 end
   redis.call("HSET", KEYS[1], "status", "killed", "endedAt", ARGV[3], "announce", "suppressed")
+  redis.call("SREM", KEYS[4], ARGV[1])
+  return 1
+end
+if ARGV[2] == "stop" then
+  local run = redis.call("HMGET", KEYS[1], "status", "suppressAnnounce", "replacedBy")
+  if run[1] ~= "running" or run[3] or (run[2] and run[2] ~= SUPPRESSED_BY_KILL) then return 0 end
+  redis.call("HSET", KEYS[1], "suppressAnnounce", SUPPRESSED_BY_KILL, "status", "killed", "endedAt", ARGV[3],
+    "announce", "suppressed")
   redis.call("SREM", KEYS[4], ARGV[1])
   return 1
 end

@@ -1,0 +1,106 @@
+/**
+ * A leaf's announce that fails on its last attempt releases the orchestrator that waits for it
+ * (docs/concepts/subagents.md, "Orchestrators"). When Redis fails that release too, the release
+ * must not be lost: the job is not failed for good while it is owed, and comes back (without
+ * counting an attempt) until Redis answers again. Before, the job failed for good with the release
+ * swallowed, and the orchestrator waited for ever (its report `deferred`).
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import type { TestSystem } from "../helpers/system.js";
+import { cleanUp, deploy } from "../helpers/api.js";
+import { settle } from "../helpers/settle.js";
+import { chat, queuesQuiet, scriptAgent, textOf, tool, toolsConfig } from "../fixtures/tools-support.js";
+import { announceDeliveries, announced, completionTurns, COMPLETION, registry } from "../fixtures/subagents-support.js";
+import { announceJobId } from "../../src/subagents/announce.js";
+import { isTerminal } from "../../src/runs/run-status.js";
+
+const MAIN = "agent:main:main";
+/** How long leaf-a works: long enough for the test to break Redis's answers before it ends. */
+const LEAF_A_MS = 2000;
+
+afterEach(cleanUp);
+
+/** `main` may spawn an orchestrator, which spawns leaf-a and yields; one attempt per announce. */
+async function deployment(): Promise<TestSystem> {
+  const sys = await deploy(
+    toolsConfig({
+      agents: {
+        defaults: { subagents: { archiveAfterMinutes: 0, announceAttempts: 1, announceBackoffMs: 100 } },
+        list: [
+          scriptAgent(
+            "main",
+            [
+              { when: { regex: "Subagent completion event[\\s\\S]*leaf-a" }, reply: "ORCH: saw A" },
+              { when: { contains: COMPLETION }, reply: "NO_REPLY" },
+              {
+                when: { contains: "orchestrate" },
+                tools: [
+                  { name: "sessions_spawn", args: { task: "leaf a work", label: "leaf-a" } },
+                  { name: "sessions_yield", args: {} },
+                ],
+              },
+              { when: { contains: "leaf a work" }, delayMs: LEAF_A_MS, reply: "RESULT-A" },
+              { reply: "done: {{text}}" },
+            ],
+            { default: true, subagents: { maxSpawnDepth: 2 } },
+          ),
+        ],
+      },
+    }),
+  );
+  await chat(sys, "main", "1", "hello");
+  return sys;
+}
+
+describe("a leaf announce given up while Redis fails the release of its orchestrator", () => {
+  it("comes back until the release is done: the orchestrator reports once, on its answer", async () => {
+    const sys = await deployment();
+    const spawned = await tool(sys, "sessions_spawn", MAIN, { task: "orchestrate", label: "orch" });
+    expect(spawned.status).toBe("accepted");
+    const orchKey: string = spawned.childSessionKey;
+    // The orchestrator yielded: its report waits for leaf-a.
+    await settle(async () => (await registry(sys).get(spawned.runId))?.announce === "deferred", {
+      what: "the orchestrator's report deferred",
+    });
+    const leafA = (await registry(sys).forRequester(orchKey)).find((r) => r.label === "leaf-a")!;
+    expect(leafA).toBeDefined();
+    expect(isTerminal((await sys.svc.runs.get(leafA.runId))?.status)).toBe(false);
+
+    // Redis refuses every command on the key naming the orchestrator's current run (it holds a
+    // hash now: WRONGTYPE), which both leaf-a's announce and the release of the orchestrator
+    // read: the announce's only attempt fails, and so does the release that gives it up.
+    const currentRunKey = `${sys.svc.keys.base}:sa:child:${orchKey}`;
+    expect(await sys.svc.redis.get(currentRunKey)).toBe(spawned.runId);
+    await sys.svc.redis.multi().del(currentRunKey).hset(currentRunKey, "broken", "1").exec();
+
+    // Its only attempt has failed, and failed again each time it came back.
+    const jobId = announceJobId(leafA.childSessionKey, leafA.runId);
+    const job = await settle(
+      async () => {
+        const j = await sys.svc.queues.announce.getJob(jobId);
+        if (!j || !isTerminal((await sys.svc.runs.get(leafA.runId))?.status)) return undefined;
+        return (await j.getState()) === "failed" || j.attemptsStarted >= 3 ? j : undefined;
+      },
+      { what: "leaf-a's announce failed and tried again", timeoutMs: 15_000 },
+    );
+    // Not given up for good while the release is owed: no attempt counted, nothing marked failed.
+    expect(await job.getState()).not.toBe("failed");
+    expect(job.attemptsMade).toBe(0);
+    expect(await registry(sys).get(leafA.runId)).toMatchObject({ announce: "pending" });
+    expect(await registry(sys).get(spawned.runId)).toMatchObject({ announce: "deferred" });
+
+    // Redis answers again: the job's next try gets through.
+    await sys.svc.redis.multi().del(currentRunKey).set(currentRunKey, spawned.runId).exec();
+    expect(await announced(sys, spawned.runId, 15_000)).toMatchObject({
+      announce: "delivered",
+      frozenResult: "ORCH: saw A",
+    });
+    await queuesQuiet(sys);
+    const reports = (await announceDeliveries(sys, MAIN)).filter((d) => d.message.includes(orchKey));
+    expect(reports).toHaveLength(1);
+    expect(reports[0].message).toContain("ORCH: saw A");
+    expect((await completionTurns(sys, MAIN)).filter((m) => textOf(m).includes(orchKey))).toHaveLength(1);
+    // leaf-a's own completion reached the orchestrator once.
+    expect((await completionTurns(sys, orchKey)).filter((m) => textOf(m).includes("RESULT-A"))).toHaveLength(1);
+  }, 60_000);
+});
