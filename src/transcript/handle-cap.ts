@@ -14,6 +14,7 @@ import { readFileSync } from "node:fs";
 import type { Logger } from "pino";
 import { eachLimited } from "./each-limited.js";
 import { outOfFds } from "./file-ops.js";
+import { LogThrottle } from "./log-throttle.js";
 
 /** What the cap needs of a handle. */
 export interface CappedHandle {
@@ -81,8 +82,7 @@ export class HandleCap<H extends CappedHandle> {
   private opened = 0;
   /** Callers waiting for a handle to be released or closed (all in use at the cap). */
   private roomWaiters: (() => void)[] = [];
-  private fdWarnedAt = 0;
-  private fdWarnsSuppressed = 0;
+  private readonly fdWarns = new LogThrottle(FD_WARN_EVERY_MS);
 
   /** `maxOpen` undefined: maxOpenFilesFor the process's open-file limit. */
   constructor(
@@ -198,16 +198,11 @@ export class HandleCap<H extends CappedHandle> {
   }
 
   private warnOutOfFds(err: Error, closed: number): void {
-    const now = Date.now();
-    if (now - this.fdWarnedAt < FD_WARN_EVERY_MS) {
-      this.fdWarnsSuppressed++;
-      return;
-    }
+    const { log, suppressed } = this.fdWarns.take("fds", Date.now());
+    if (!log) return;
     this.log?.warn(
-      { err: err.message, closed, open: this.opened, cap: this.maxOpen, suppressed: this.fdWarnsSuppressed },
+      { err: err.message, closed, open: this.opened, cap: this.maxOpen, suppressed },
       "out of file descriptors: closed the idle transcript handles and tried again",
     );
-    this.fdWarnedAt = now;
-    this.fdWarnsSuppressed = 0;
   }
 }

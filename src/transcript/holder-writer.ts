@@ -35,6 +35,7 @@ import { transcriptPath } from "./paths.js";
 import { eachLimited } from "./each-limited.js";
 import { appendOrUndo, closeTornTail, headerLine, syncDir } from "./file-ops.js";
 import { HandleCap } from "./handle-cap.js";
+import { LogThrottle } from "./log-throttle.js";
 import { readTail } from "./tail-reader.js";
 
 export type FsyncMode = "always" | "everysec";
@@ -96,6 +97,8 @@ const SYNC_PARALLEL = 32;
 /** The cached handle no longer names the file at its path (renamed or deleted meanwhile). */
 class StaleHandle extends Error {}
 const IDLE_CLOSE_MS = 5000;
+/** At most one "fsync failed" log line per file per this long (each failure is still reported). */
+const FAIL_LOG_EVERY_MS = 60_000;
 /** Transcript paths remembered (see path); the map starts over past this many sessions. */
 const MAX_CACHED_PATHS = 10_000;
 export class HolderWriter {
@@ -117,6 +120,7 @@ export class HolderWriter {
   private readonly dirSyncs = new Map<string, { tail: Promise<void>; waiting: Promise<void> | undefined }>();
   /** The group commit running, if one is; a tick meanwhile asks for another right after it. */
   private ticking: Promise<void> | undefined;
+  private readonly failLogs = new LogThrottle(FAIL_LOG_EVERY_MS);
   private tickAgain = false;
 
   constructor(
@@ -506,7 +510,14 @@ export class HolderWriter {
   }
 
   private syncFailed(file: string, err: Error): void {
-    this.log?.error({ file, err: err.message }, "transcript fsync failed: lines of finished turns may not be durable");
+    // Reported every time (metric, storage health); logged once a minute per file: a directory
+    // fsync that keeps failing is tried again every second (syncOwedDirs).
+    const { log, suppressed } = this.failLogs.take(file, Date.now());
+    if (log)
+      this.log?.error(
+        { file, err: err.message, ...(suppressed ? { suppressed } : {}) },
+        "transcript fsync failed: lines of finished turns may not be durable",
+      );
     this.events.syncFailed?.(file, err);
   }
 
