@@ -135,6 +135,15 @@ export class RedisKeys {
   pendingArchives(): string {
     return `${this.base}:archives:pending`;
   }
+  /**
+   * Sub-agent runs ended or dropped without an announce whose requester is not released yet
+   * (zset member `[runId, requesterKey, childKey]` as JSON, score ms on Redis's clock): recorded by
+   * the end itself (subagent-unqueued.lua), removed once the release is done, so the maintenance
+   * sweep releases what a crash between the two left owed (src/subagents/unqueued.ts).
+   */
+  subagentReleaseOwed(): string {
+    return `${this.base}:sa:release-owed`;
+  }
   /** Set (with a TTL) while workers see transcript storage refusing writes; /readyz reads it. */
   storageFault(): string {
     return `${this.base}:health:storage`;

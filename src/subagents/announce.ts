@@ -37,7 +37,7 @@ import { isSubagentKey, subagentDepthFromKey } from "../session/key-classify.js"
 import { deliverOnce } from "../delivery/deliver.js";
 import { announceAttemptFailed } from "../metrics/index.js";
 import { announceBody, announceTurnText, type AnnounceFacts } from "./announce-format.js";
-import { SubagentRegistry, type SubagentRun } from "./registry.js";
+import { SubagentRegistry, type OwedRelease, type SubagentRun } from "./registry.js";
 
 export const SUBAGENT_ANNOUNCE = JOBS.subagentAnnounce.name;
 export const SUBAGENT_ARCHIVE = JOBS.subagentArchive.name;
@@ -222,7 +222,7 @@ async function announceRun(
 async function settleAndWake(
   svc: Pick<SubagentDeps, "queues" | "config">,
   registry: SubagentRegistry,
-  run: SubagentRun,
+  run: OwedRelease,
   parentRun: string,
 ): Promise<void> {
   await registry.settleCompletion(
@@ -231,6 +231,9 @@ async function settleAndWake(
     run.runId,
   );
   if ((await registry.get(parentRun))?.announce !== "deferred") return;
+  // Its id is derived from the runs it names: a release done again (the sweep after a crash, or
+  // racing a slow caller) adds no second job while the first is kept, and a claim made again by
+  // the same claimer is answered as the first was (subagent-claim.lua), its steps idempotent.
   await addJob(svc, "subagentAnnounce", {
     childKey: run.requesterSessionKey,
     runId: parentRun,
@@ -245,16 +248,22 @@ async function settleAndWake(
  * run: its announce given up after its last attempt (unless its completion turn was queued: its
  * claim settles what it owed), or a run whose turn was never queued, ended by a kill or dropped
  * (src/subagents/unqueued.ts): it left the requester's running set without an announce.
+ *
+ * Idempotent (a settle removes set members; the wake job's id is derived), so it may be done
+ * again: the step that ends or drops an unqueued run records the release as owed
+ * (subagent-unqueued.lua), and it is forgotten here only once done, so that a caller cut off
+ * before the end of this leaves it to the maintenance sweep (releaseOwed), not to nobody.
  */
 export async function releaseRequester(
   svc: Pick<SubagentDeps, "runs" | "queues" | "config">,
   registry: SubagentRegistry,
-  run: SubagentRun,
+  run: OwedRelease,
 ): Promise<void> {
   if (!isSubagentKey(run.requesterSessionKey)) return;
   const parentRun = await registry.currentRunOf(run.requesterSessionKey);
-  if (!parentRun || (await svc.runs.get(announceTurnRunId(run.childSessionKey, run.runId)))) return;
-  await settleAndWake(svc, registry, run, parentRun);
+  if (parentRun && !(await svc.runs.get(announceTurnRunId(run.childSessionKey, run.runId))))
+    await settleAndWake(svc, registry, run, parentRun);
+  await registry.releaseDone(run);
 }
 
 type RunRecordOf = Awaited<ReturnType<SubagentDeps["runs"]["get"]>>;

@@ -7,6 +7,7 @@
 import type { RedisClient } from "../storage/redis-client.js";
 import { luaCommand } from "../storage/lua-script.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
+import { isSubagentKey } from "../session/key-classify.js";
 
 const LUA_DIR = new URL("./lua/", import.meta.url);
 /** Registry entries live as long as run records: their TTL by default (`maintenance.runRecordTtlMs`). */
@@ -155,7 +156,9 @@ export class SubagentRegistry {
    * held only this run (its spawn created it for it: the caller deletes it), `kept` when refused.
    */
   async dropUnqueued(run: SubagentRun, registeredBefore: number): Promise<"kept" | "dropped" | "dropped-session"> {
-    const code = Number(await this.unqueuedLua(this.unqueuedKeys(run), [run.runId, "drop", registeredBefore]));
+    const code = Number(
+      await this.unqueuedLua(this.unqueuedKeys(run), this.unqueuedArgs(run, "drop", registeredBefore)),
+    );
     return code === 2 ? "dropped-session" : code === 1 ? "dropped" : "kept";
   }
 
@@ -165,7 +168,7 @@ export class SubagentRegistry {
    * (subagent-unqueued.lua). Only a run the kill suppressed; false when refused.
    */
   async endUnqueued(run: SubagentRun, endedAt: number): Promise<boolean> {
-    return Number(await this.unqueuedLua(this.unqueuedKeys(run), [run.runId, "end", endedAt])) === 1;
+    return Number(await this.unqueuedLua(this.unqueuedKeys(run), this.unqueuedArgs(run, "end", endedAt))) === 1;
   }
 
   /**
@@ -175,7 +178,7 @@ export class SubagentRegistry {
    * steer, or has its turn queued.
    */
   async stopUnqueued(run: SubagentRun, endedAt: number): Promise<boolean> {
-    return Number(await this.unqueuedLua(this.unqueuedKeys(run), [run.runId, "stop", endedAt])) === 1;
+    return Number(await this.unqueuedLua(this.unqueuedKeys(run), this.unqueuedArgs(run, "stop", endedAt))) === 1;
   }
 
   private unqueuedKeys(run: SubagentRun): string[] {
@@ -185,7 +188,41 @@ export class SubagentRegistry {
       this.requesterKey(run.requesterSessionKey),
       this.activeKey(run.requesterSessionKey),
       this.childKey(run.childSessionKey),
+      this.keys.subagentReleaseOwed(),
     ];
+  }
+
+  /** ARGV of subagent-unqueued.lua: the release owed by what the step does, "" when none is. */
+  private unqueuedArgs(run: SubagentRun, op: "drop" | "end" | "stop", at: number): (string | number)[] {
+    return [run.runId, op, at, isSubagentKey(run.requesterSessionKey) ? owedReleaseMember(run) : ""];
+  }
+
+  /**
+   * The owed releases recorded (by subagent-unqueued.lua) at or before `before` (ms on Redis's
+   * clock), oldest first, at most `limit`: each as the run it is for (its runId and sessions) or,
+   * for a member this code did not write, `undefined` with the member.
+   */
+  async owedReleases(before: number, limit: number): Promise<{ member: string; run?: OwedRelease }[]> {
+    const members = await this.redis.zrangebyscore(this.keys.subagentReleaseOwed(), "-inf", before, "LIMIT", 0, limit);
+    return members.map((member) => {
+      const run = parseOwedRelease(member);
+      return run ? { member, run } : { member };
+    });
+  }
+
+  /** The release owed for `run` is done (or there was none to do): forget it. */
+  async releaseDone(run: OwedRelease): Promise<void> {
+    await this.forgetOwed(owedReleaseMember(run));
+  }
+
+  /** An owed release whose release failed, dated `at` again (only while it is still owed). */
+  async owedAgain(member: string, at: number): Promise<void> {
+    await this.redis.zadd(this.keys.subagentReleaseOwed(), "XX", at, member);
+  }
+
+  /** Remove an owed-release member as stored (one this code cannot read is dropped so). */
+  async forgetOwed(member: string): Promise<void> {
+    await this.redis.zrem(this.keys.subagentReleaseOwed(), member);
   }
 
   /**
@@ -317,6 +354,30 @@ export class SubagentRegistry {
     );
     return code === 1 ? "replaced" : code === 0 ? "finished" : code === -1 ? "stopped" : "unknown";
   }
+}
+
+/** What releasing a run's requester needs of the run: enough to do it after its record is gone (a drop). */
+export type OwedRelease = Pick<SubagentRun, "runId" | "requesterSessionKey" | "childSessionKey">;
+
+/**
+ * The member of `RedisKeys.subagentReleaseOwed`: the JSON array `[runId, requesterKey, childKey]`
+ * (JSON, so whatever a session key holds, the member reads back as written).
+ */
+export function owedReleaseMember(run: OwedRelease): string {
+  return JSON.stringify([run.runId, run.requesterSessionKey, run.childSessionKey]);
+}
+
+export function parseOwedRelease(member: string): OwedRelease | undefined {
+  let parts: unknown;
+  try {
+    parts = JSON.parse(member);
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(parts) || parts.length !== 3 || !parts.every((p) => typeof p === "string" && p !== ""))
+    return undefined;
+  const [runId, requesterSessionKey, childSessionKey] = parts as [string, string, string];
+  return { runId, requesterSessionKey, childSessionKey };
 }
 
 function encode(run: SubagentRun): string[] {

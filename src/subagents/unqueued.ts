@@ -14,11 +14,19 @@
  * The check that no turn was queued (no run record) is made in the same step as the release
  * (subagent-unqueued.lua). A spawn still alive past the grace period finds its run released
  * after its push, and stops the turn it queued (sessions-spawn.ts).
+ *
+ * Each end or drop owes the requester a release (an orchestrator may wait for the run), done in
+ * later steps (releaseRequester). The same Lua step records it as owed; the release forgets it
+ * once done, and the maintenance sweep does the releases still owed after RELEASE_OWED_GRACE_MS
+ * (releaseOwed): a caller killed, or failed by Redis, in between no longer leaves an
+ * orchestrator waiting for ever.
  */
 import type { RotationDeps } from "../rotation/rotate.js";
 import { deleteSession } from "../rotation/rotate.js";
 import { identOf } from "../session/session-ident.js";
-import type { SubagentRegistry, SubagentRun } from "./registry.js";
+import type { RedisClient } from "../storage/redis-client.js";
+import type { RedisKeys } from "../storage/redis-keys.js";
+import { SubagentRegistry, type SubagentRun } from "./registry.js";
 import { releaseRequester, type SubagentDeps } from "./announce.js";
 
 /**
@@ -85,4 +93,52 @@ export async function endUnqueued(
   if (by === "killed" && run.cleanup === "delete")
     await deleteSession(svc, run.childSessionKey, identOf(svc.config, run.childSessionKey), { archive: true });
   return true;
+}
+
+/**
+ * How long an owed release is left to the caller that recorded it (which releases right after
+ * the Lua step) before the sweep does it: only a margin for a slow caller. A release done twice
+ * is harmless (releaseRequester is idempotent).
+ */
+export const RELEASE_OWED_GRACE_MS = 30_000;
+
+export interface ReleaseOwedResult {
+  /** Owed releases done (or found with nothing left to do) and forgotten. */
+  released: number;
+  /** Owed releases that failed again: kept for a later sweep. */
+  failed: number;
+}
+
+/**
+ * The maintenance sweep's part: do the releases recorded as owed (subagent-unqueued.lua) more
+ * than RELEASE_OWED_GRACE_MS before `now` (Redis's clock, read when not given), the oldest first,
+ * at most `limit`. One that fails stays owed (for a later sweep) and the others are still done.
+ */
+export async function releaseOwed(
+  svc: Pick<SubagentDeps, "runs" | "queues" | "config"> & { redis: RedisClient; keys: RedisKeys },
+  limit: number,
+  now?: number,
+): Promise<ReleaseOwedResult> {
+  const registry = new SubagentRegistry(svc.redis, svc.keys, svc.runs.ttlSeconds);
+  if (now === undefined) {
+    const [seconds, micros] = await svc.redis.time();
+    now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  }
+  const result: ReleaseOwedResult = { released: 0, failed: 0 };
+  for (const { member, run } of await registry.owedReleases(now - RELEASE_OWED_GRACE_MS, limit)) {
+    if (!run) {
+      await registry.forgetOwed(member); // not a record this code wrote: nothing to release by it
+      continue;
+    }
+    try {
+      await releaseRequester(svc, registry, run);
+      result.released++;
+    } catch {
+      result.failed++;
+      // Looked at again a grace period later, behind the others: a batch's worth of releases
+      // that keep failing would otherwise keep the sweep from ever reaching the rest.
+      await registry.owedAgain(member, now).catch(() => undefined);
+    }
+  }
+  return result;
 }

@@ -5,6 +5,8 @@
  *    only the stale index entries that are due, so it costs O(stale sessions), not O(all).
  *    The lazy check on the next message stays; a compare-and-set makes sure a session that
  *    both paths see stale is rotated once.
+ *    The same job re-arms overdue wakes, and finishes what a crash cut off: `/stop`s, archives of
+ *    retired transcripts, releases of sub-agent requesters (src/subagents/unqueued.ts).
  *  - `prune` (its own Job Scheduler while `session.maintenance` is set): src/workers/session-prune.ts.
  *  - `archive`: renames an old transcript to `.reset.<ts>`/`.deleted.<ts>` while holding the
  *    session lease, so it never races a turn still writing to it.
@@ -17,6 +19,7 @@ import { requeueStopped } from "../runs/stop.js";
 import type { WorkerDeps } from "./worker-deps.js";
 import { entryStaleAt, freshnessOf } from "../session/entry-freshness.js";
 import { archiveDone, requeuePendingArchives } from "../rotation/pending-archives.js";
+import { releaseOwed } from "../subagents/unqueued.js";
 import { rotateSession } from "../rotation/rotate.js";
 import { JOBS, jobData } from "../queues/jobs.js";
 import { identOf } from "../session/session-ident.js";
@@ -139,8 +142,12 @@ export function createMaintenanceProcessor(svc: WorkerDeps) {
       const rearmed = await rearmOverdueWakes(svc, wakeOverdueMs(svc.config));
       const stopped = await requeueStopped(svc, svc.config.maintenance.sweepBatch);
       const archives = await requeuePendingArchives(svc, svc.config.maintenance.sweepBatch);
+      // Orchestrators waiting on sub-agent runs ended without an announce whose release a crash cut off.
+      const releases = await releaseOwed(svc, svc.config.maintenance.sweepBatch);
+      if (releases.released || releases.failed)
+        svc.log.warn(releases, "sub-agent requester releases left owed by an end cut off: done by the sweep");
       await job.updateProgress(100);
-      return { ...r, rearmed, stopped, archives };
+      return { ...r, rearmed, stopped, archives, releases };
     }
     if (job.name === JOBS.prune.name) {
       // session.maintenance (session-prune.ts): batch after batch within half the interval, as the sweep.

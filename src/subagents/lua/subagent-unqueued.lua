@@ -9,9 +9,17 @@
   KEYS[1] registry record {p}:sa:run:<runId>, KEYS[2] run record {p}:run:<runId>,
   KEYS[3] requester runs {p}:sa:req:<requester> (zset), KEYS[4] active runs {p}:sa:active:<requester> (set),
   KEYS[5] child's current run {p}:sa:child:<childKey> (string; a key that never exists when the
-          registry record is gone)
+          registry record is gone),
+  KEYS[6] owed releases {p}:sa:release-owed (zset member -> ms on Redis's clock)
   ARGV[1] runId, ARGV[2] "drop", "end" or "stop",
   ARGV[3] drop: only a run registered (createdAt) before this instant (ms); end, stop: the endedAt (ms)
+  ARGV[4] the run's member of KEYS[6] ("": its requester is not a sub-agent, nothing to release)
+
+  Whatever is done (dropped or ended) leaves the run out of its requester's active set without
+  an announce, so a requester that waits for it (an orchestrator) must be released
+  (src/subagents/announce.ts releaseRequester). That release is owed from this very step: it is
+  recorded in KEYS[6] here, removed once the release is done, and the maintenance sweep does it
+  for a caller that died (or lost Redis) in between.
 
   drop (a spawn whose push failed, or a registration older than a grace period): the
   registration is undone, so a spawn made again (a re-run of its turn) registers afresh: the
@@ -30,11 +38,17 @@
   session its spawn created).
 ]]
 local SUPPRESSED_BY_KILL = "killed"
+local function owe_release()
+  if ARGV[4] == "" then return end
+  local t = redis.call("TIME")
+  redis.call("ZADD", KEYS[6], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), ARGV[4])
+end
 if redis.call("EXISTS", KEYS[2]) == 1 then return 0 end
 if ARGV[2] == "end" then
   if redis.call("HGET", KEYS[1], "suppressAnnounce") ~= SUPPRESSED_BY_KILL then return 0 end
   redis.call("HSET", KEYS[1], "status", "killed", "endedAt", ARGV[3], "announce", "suppressed")
   redis.call("SREM", KEYS[4], ARGV[1])
+  owe_release()
   return 1
 end
 if ARGV[2] == "stop" then
@@ -43,10 +57,12 @@ if ARGV[2] == "stop" then
   redis.call("HSET", KEYS[1], "suppressAnnounce", SUPPRESSED_BY_KILL, "status", "killed", "endedAt", ARGV[3],
     "announce", "suppressed")
   redis.call("SREM", KEYS[4], ARGV[1])
+  owe_release()
   return 1
 end
 local reg = redis.call("HMGET", KEYS[1], "createdAt", "replaces")
 if reg[1] and tonumber(reg[1]) >= tonumber(ARGV[3]) then return 0 end
+owe_release()
 redis.call("DEL", KEYS[1])
 redis.call("ZREM", KEYS[3], ARGV[1])
 redis.call("SREM", KEYS[4], ARGV[1])
