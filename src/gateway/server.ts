@@ -2,6 +2,8 @@
  * The HTTP gateway (README "HTTP API"). Stateless: every answer comes from Redis, so any number of
  * gateways can sit behind a load balancer, and `agent.wait` survives reconnects and restarts.
  */
+import { clientGoneSignal } from "./client-gone.js";
+import type { ToolCallOptions } from "../tools/tool-runtime.js";
 import Fastify, { type FastifyInstance } from "fastify";
 import type { GatewayDeps } from "./gateway-deps.js";
 import { SwitchboardError } from "../errors/index.js";
@@ -19,7 +21,7 @@ import { registerReadyz } from "./readyz.js";
 import { redisBacklogGuard } from "./redis-backlog.js";
 import { wellFormedDeep } from "../text/well-formed.js";
 
-export type ToolEndpoint = (name: string, body: unknown) => Promise<unknown>;
+export type ToolEndpoint = (name: string, body: unknown, opts?: ToolCallOptions) => Promise<unknown>;
 
 /** Why a closing gateway answers its waiting requests early (each door words the rest: the run goes on). */
 const GATEWAY_SHUTTING_DOWN = "this gateway is shutting down";
@@ -95,7 +97,9 @@ export async function createGateway(svc: GatewayDeps, opts: GatewayOptions = {})
       return reply
         .status(404)
         .send({ ok: false, error: { code: "not_found", message: "session tools are not enabled" } });
-    return await opts.tools(req.params.name, req.body);
+    // A client that goes away ends a wait in the tool (sessions_send's) at once; the call's work goes on.
+    const gone = clientGoneSignal(reply.raw);
+    return await opts.tools(req.params.name, req.body, { signal: gone.signal }).finally(gone.dispose);
   });
 
   app.get<{ Params: { id: string } }>("/v1/runs/:id", async (req, reply) => {

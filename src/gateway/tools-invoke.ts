@@ -8,21 +8,27 @@
  *   404 { ok: false, error: { type: "not_found", message } }   no such tool
  *   405 for any other method
  *
+ * Every error of this door has that one shape, `type` being Switchboard's stable code: also those
+ * the gateway answers before the handler (401, a body over the body limit 413, bad JSON 400, Redis
+ * away 503), reshaped on their way out. A 413 carries the limits as well (`limitBytes`, …).
+ *
  * A tool outside the calling session's tool policy (tools.profile, …) is a 404, as in OpenClaw.
  * `sessionKey` is the calling session (default: the main session); `action` is copied into
  * `args` when the tool takes one and `args` lacks it; `dryRun` is accepted and ignored, as in
  * OpenClaw. Same auth as every other endpoint. Switchboard's own door is `POST /v1/tools/<name>`.
  */
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { SwitchboardError } from "../errors/index.js";
+import { clientGoneSignal } from "./client-gone.js";
+import type { ToolCallOptions } from "../tools/tool-runtime.js";
 import { zodIssues } from "../config/parse.js";
 import type { GatewayDeps } from "./gateway-deps.js";
 import { effectiveTools } from "../subagents/tool-policy.js";
 import { sessionCaller } from "../tools/session-caller.js";
 import { TOOL_NAMES } from "../tools/tool-runtime.js";
 
-type ToolEndpoint = (name: string, body: unknown) => Promise<unknown>;
+type ToolEndpoint = (name: string, body: unknown, opts?: ToolCallOptions) => Promise<unknown>;
 
 const InvokeBody = z.strictObject({
   tool: z.string().min(1).max(128),
@@ -35,12 +41,35 @@ const InvokeBody = z.strictObject({
 /** Tools whose arguments include `action` (OpenClaw maps the top-level field into them). */
 const TAKES_ACTION = new Set(["subagents"]);
 
-function fail(type: string, message: string) {
-  return { ok: false as const, error: { type, message } };
+function fail(type: string, message: string, details?: Record<string, unknown>) {
+  return { ok: false as const, error: { type, message, ...(details ?? {}) } };
+}
+
+/**
+ * onSend hook of this door's routes: an error in the gateway's shape (`{ ok:false, error:{ code,
+ * message, … } }`: the auth hook's 401, the body limit's 413, bad JSON, Redis away) leaves in this
+ * door's, `{ ok:false, error:{ type, message, … } }`. Issues are already in the message, or none.
+ */
+export async function reshapeInvokeError(
+  _req: FastifyRequest,
+  reply: FastifyReply,
+  payload: unknown,
+): Promise<unknown> {
+  if (reply.statusCode < 400 || typeof payload !== "string") return payload;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(payload);
+  } catch {
+    return payload;
+  }
+  const body = parsed as { ok?: unknown; error?: Record<string, unknown> };
+  if (body.ok !== false || !body.error || body.error.type !== undefined) return payload;
+  const { code, message, issues: _issues, ...details } = body.error;
+  return JSON.stringify(fail(String(code ?? "error"), String(message ?? "error"), details));
 }
 
 export function registerToolsInvoke(app: FastifyInstance, svc: GatewayDeps, tools: ToolEndpoint | undefined): void {
-  app.post("/tools/invoke", async (req, reply) => {
+  app.post("/tools/invoke", { onSend: reshapeInvokeError }, async (req, reply) => {
     const parsed = InvokeBody.safeParse(req.body ?? {});
     if (!parsed.success) {
       return reply.status(400).send(
@@ -67,13 +96,20 @@ export function registerToolsInvoke(app: FastifyInstance, svc: GatewayDeps, tool
       if (!(effectiveTools(svc.config, caller) as readonly string[]).includes(tool)) {
         return reply.status(404).send(fail("not_found", `Tool not available: ${tool}`));
       }
-      const details = await tools(tool, { sessionKey: sessionKey ?? "main", args });
+      // A client that goes away ends a wait in the tool (sessions_send's) at once; what the call
+      // started goes on.
+      const gone = clientGoneSignal(reply.raw);
+      const details = await tools(tool, { sessionKey: sessionKey ?? "main", args }, { signal: gone.signal }).finally(
+        gone.dispose,
+      );
       return { ok: true, result: { content: [{ type: "text", text: JSON.stringify(details, null, 2) }], details } };
     } catch (err) {
       // Tool errors answer 400 as in OpenClaw; a message over the size limit answers 413, as at
-      // every door.
+      // every door, with its limits.
+      if (err instanceof SwitchboardError && err.code === "payload_too_large")
+        return reply.status(413).send(fail(err.code, err.message, err.details));
       if (err instanceof SwitchboardError && err.code !== "internal")
-        return reply.status(err.code === "payload_too_large" ? 413 : 400).send(fail(err.code, err.message));
+        return reply.status(400).send(fail(err.code, err.message));
       throw err;
     }
   });
@@ -81,6 +117,7 @@ export function registerToolsInvoke(app: FastifyInstance, svc: GatewayDeps, tool
   app.route({
     method: ["GET", "PUT", "PATCH", "DELETE"],
     url: "/tools/invoke",
+    onSend: reshapeInvokeError,
     handler: async (_req, reply) =>
       reply.status(405).header("allow", "POST").send(fail("method_not_allowed", "use POST")),
   });

@@ -99,6 +99,43 @@ function bodyTooLarge(req: IncomingMessage, res: ServerResponse, limits: HttpOpt
   req.resume();
 }
 
+/** The ids of the JSON-RPC requests in a POST body (one message or a batch). */
+function requestIds(body: unknown): Array<string | number> {
+  const messages: unknown[] = Array.isArray(body) ? body : [body];
+  const ids: Array<string | number> = [];
+  for (const m of messages) {
+    const msg = m as { method?: unknown; id?: unknown } | null;
+    if (msg && typeof msg.method === "string" && (typeof msg.id === "string" || typeof msg.id === "number"))
+      ids.push(msg.id);
+  }
+  return ids;
+}
+
+/**
+ * A client whose HTTP connection drops before its answers are out has gone: its calls are
+ * cancelled as if it had sent `notifications/cancelled`, so a waiting `sessions_send` lets go of
+ * its wait (timer, run-done subscription, Redis reads) at once instead of when the run ends; what
+ * the call started goes on. The SDK's transport only forgets the stream. A complete answer ends
+ * the response first (`writableEnded`), and its 'close' cancels nothing.
+ */
+function cancelOnDisconnect(
+  res: ServerResponse,
+  transport: StreamableHTTPServerTransport,
+  ids: Array<string | number>,
+): void {
+  if (ids.length === 0) return;
+  res.once("close", () => {
+    if (res.writableEnded) return;
+    for (const requestId of ids) {
+      transport.onmessage?.({
+        jsonrpc: "2.0",
+        method: "notifications/cancelled",
+        params: { requestId, reason: "the client's HTTP connection closed" },
+      });
+    }
+  });
+}
+
 /** An MCP HTTP session unused this long is closed (a client that never sent DELETE). */
 export const MCP_SESSION_IDLE_MS = 30 * 60_000;
 /** At most this many open at once: beyond, the one unused longest is closed. */
@@ -176,7 +213,10 @@ export async function serveHttp(factory: McpServerFactory, opts: HttpOptions): P
       if (err instanceof BodyTooLarge) return bodyTooLarge(req, res, opts.limits);
       return jsonRpcError(res, 400, -32700, `parse error: ${(err as Error).message}`);
     }
-    if (session) return await session.transport.handleRequest(req, res, body);
+    if (session) {
+      cancelOnDisconnect(res, session.transport, requestIds(body));
+      return await session.transport.handleRequest(req, res, body);
+    }
     if (!isInitializeRequest(body))
       return jsonRpcError(res, 400, -32000, "no MCP session: send initialize first (without Mcp-Session-Id)");
     await startSession(req, res, body);

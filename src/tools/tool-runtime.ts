@@ -43,15 +43,16 @@ import { toolError, type ToolCaller, type ToolResult } from "./tool-context.js";
 
 export interface ToolRuntime {
   invokerFor: ToolInvokerFactory;
-  endpoint: (name: string, body: unknown) => Promise<unknown>;
+  /** `opts.signal`: the HTTP client went away; a wait in the tool ends then (see ToolCallOptions). */
+  endpoint: (name: string, body: unknown, opts?: ToolCallOptions) => Promise<unknown>;
   processors: Partial<Record<QueueName, Processor>>;
   call(name: string, caller: ToolCaller, args: unknown, opts?: ToolCallOptions): Promise<ToolResult>;
 }
 
 export interface ToolCallOptions {
   /**
-   * The caller stopped waiting (an MCP client cancelled its call): a wait in the tool
-   * (sessions_send's) ends at once as a timeout; what the call already started goes on.
+   * The caller stopped waiting (an MCP client cancelled its call, an HTTP client went away): a
+   * wait in the tool (sessions_send's) ends at once as a timeout; what the call started goes on.
    */
   signal?: AbortSignal;
 }
@@ -162,7 +163,7 @@ export function createToolRuntime(svc: ToolDeps): ToolRuntime {
       };
       return invoker;
     },
-    endpoint: async (name, body) => {
+    endpoint: async (name, body, opts) => {
       const parsed = ToolRequestSchema.safeParse(body ?? {});
       if (!parsed.success) throw ValidationError.fromIssues("invalid tool request", zodIssues(parsed.error));
       if (!(TOOL_NAMES as string[]).includes(name))
@@ -171,6 +172,7 @@ export function createToolRuntime(svc: ToolDeps): ToolRuntime {
         name,
         await sessionCaller(svc, parsed.data.sessionKey, parsed.data.sandboxed),
         parsed.data.args,
+        opts,
       );
     },
     processors: { announce: announceProcessor as Processor },

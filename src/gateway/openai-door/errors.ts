@@ -78,8 +78,14 @@ export function openAiErrorHandler(err: FastifyError | Error, req: FastifyReques
     const status = httpStatusOf(err.code);
     const { issues: _issues, ...rest } = errorBody(err).error;
     const first = err instanceof ValidationError ? err.issues[0] : undefined;
-    if (first) rest.message = `${err.message}: ${first.path ? `${first.path}: ` : ""}${first.message}`;
-    void reply.status(status).send(openAiError(status, rest, first?.path || (status === 413 ? "messages" : null)));
+    // `(root)` names no request field (a check on a value the door built, such as a key).
+    const path = first?.path && first.path !== "(root)" ? first.path : undefined;
+    if (first && first.message !== err.message) {
+      // An issue that names its field itself ("user contains U+0000 …") is not prefixed again.
+      const named = path && !first.message.startsWith(`${path} `) ? `${path}: ` : "";
+      rest.message = `${err.message}: ${named}${first.message}`;
+    }
+    void reply.status(status).send(openAiError(status, rest, path ?? (status === 413 ? "messages" : null)));
     return;
   }
   // Everything else: the gateway's handler decides the status; onSend reshapes its body.

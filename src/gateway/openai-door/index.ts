@@ -10,15 +10,18 @@ import { assertMessageSize } from "../message-limit.js";
 import { chatCompletion, chunk, completionIds, usageChunk, visibleReply } from "./completion.js";
 import { DoorError, openAiError, openAiErrorHandler, reshapeErrorPayload } from "./errors.js";
 import { REDIS_UNAVAILABLE_MESSAGE, redisFailure } from "../../errors/index.js";
-import { agentForModel, modelIds } from "./model-alias.js";
+import { clientGoneSignal } from "../client-gone.js";
+import { agentForModel, modelChoice, modelIds } from "./model-alias.js";
 import { parseChatCompletionRequest, turnInputOf } from "./request.js";
 import { awaitTurn, doorRunId, startTurn, type TurnOutcome } from "./run-turn.js";
 import {
   AGENT_ID_HEADERS,
   doorSessionKey,
   firstHeader,
+  firstHeaderNamed,
   IDEMPOTENCY_KEY_HEADERS,
   SESSION_KEY_HEADERS,
+  sessionAgentId,
 } from "./session-key.js";
 import { SseWriter } from "./sse.js";
 
@@ -77,24 +80,34 @@ export async function registerOpenAiDoor(app: FastifyInstance, svc: GatewayDeps)
 
     door.post("/v1/chat/completions", { bodyLimit: cfg.bodyBytes }, async (req, reply: FastifyReply) => {
       const body = parseChatCompletionRequest(req.body);
-      const headerAgent = firstHeader(req.headers, AGENT_ID_HEADERS);
-      const agentId = agentForModel(svc.config, headerAgent ?? body.model);
-      if (!agentId) {
-        const what = headerAgent ? `agent '${headerAgent}'` : `model '${body.model}'`;
+      const headerAgent = firstHeaderNamed(req.headers, AGENT_ID_HEADERS);
+      const choice = modelChoice(svc.config, headerAgent?.value ?? body.model);
+      if (!choice) {
+        const what = headerAgent ? `agent '${headerAgent.value}'` : `model '${body.model}'`;
         throw new DoorError("model_not_found", `The ${what} does not exist; GET /v1/models lists the agents`, "model");
       }
+      const agentId = choice.agentId;
       const input = turnInputOf(body);
       assertMessageSize(messageLimit, [{ field: input.field, text: input.text }]);
       const idempotencyKey = firstHeader(req.headers, IDEMPOTENCY_KEY_HEADERS);
+      const headerKey = firstHeaderNamed(req.headers, SESSION_KEY_HEADERS);
       const sessionKey = doorSessionKey(svc.config, {
         agentId,
+        agentFrom: headerAgent ? headerAgent.name : choice.named ? "model" : undefined,
         user: body.user,
-        headerKey: firstHeader(req.headers, SESSION_KEY_HEADERS),
+        headerKey: headerKey?.value,
+        headerName: headerKey?.name,
         idempotencyKey,
       });
       const runId = idempotencyKey ? doorRunId(sessionKey, idempotencyKey) : undefined;
       const turn = await startTurn(svc, sessionKey, input.text, input.systemPrompt, runId);
-      const ids = completionIds(turn.runId, body.model || `switchboard/${agentId}`);
+      // The agent that runs the turn is the one its session belongs to: a session-key header may
+      // name another than the default one `model` stood for (a key of an unconfigured agent runs
+      // on agents.defaults.runtime). The answer names the agent that ran, in the client's
+      // spelling when its `model` names that agent.
+      const ranAgent = sessionAgentId(svc.config, turn.sessionKey);
+      const modelNamesRan = body.model && modelChoice(svc.config, body.model)?.agentId === ranAgent;
+      const ids = completionIds(turn.runId, modelNamesRan ? body.model! : `switchboard/${ranAgent}`);
       // From here on the turn is queued, whatever the answer: OpenAI SDKs retry a 5xx (run error,
       // kill, timeout, Redis away while waiting) unless told not to, and a retry without an
       // Idempotency-Key would queue the turn again. OpenAI's own API sends this header too.
@@ -104,10 +117,15 @@ export async function registerOpenAiDoor(app: FastifyInstance, svc: GatewayDeps)
         "x-should-retry": "false",
       };
 
+      // A client that goes away stops its wait at once (not the run): an unanswered wait would hold
+      // a timer, a place on the run-done subscription and Redis reads until the run ends.
+      const gone = clientGoneSignal(reply.raw);
       if (!body.stream) {
         // Set before the wait, so an error thrown by it (Redis away) is answered with them too.
         void reply.headers(headers);
-        const outcome = await awaitTurn(svc, turn.runId, cfg.waitTimeoutSeconds * 1000);
+        const outcome = await awaitTurn(svc, turn.runId, cfg.waitTimeoutSeconds * 1000, gone.signal).finally(
+          gone.dispose,
+        );
         if (outcome.done && outcome.record.status === "ok") return chatCompletion(ids, outcome.record);
         const failure = failureOf(outcome, turn.runId, cfg.waitTimeoutSeconds);
         return reply.status(failure.status).send(failure.body);
@@ -118,7 +136,7 @@ export async function registerOpenAiDoor(app: FastifyInstance, svc: GatewayDeps)
       sse.data(chunk(ids, { role: "assistant", content: "" }));
       let outcome: TurnOutcome;
       try {
-        outcome = await awaitTurn(svc, turn.runId, cfg.waitTimeoutSeconds * 1000);
+        outcome = await awaitTurn(svc, turn.runId, cfg.waitTimeoutSeconds * 1000, gone.signal);
       } catch (err) {
         // Redis away (or full) while waiting: the stream is open, so the error travels as an event,
         // in the words every door uses (never Redis's own text, which names scripts and lines).
@@ -126,6 +144,8 @@ export async function registerOpenAiDoor(app: FastifyInstance, svc: GatewayDeps)
         sse.data(openAiError(503, { code, message, runId: turn.runId }));
         sse.done();
         return;
+      } finally {
+        gone.dispose();
       }
       if (outcome.done && outcome.record.status === "ok") {
         // Runtimes hand over the whole reply when the turn ends: it arrives as one delta.

@@ -24,10 +24,22 @@ function isKnown(config: Config, id: string): boolean {
 
 /** The agent `model` names, or undefined when it names none this deployment has. */
 export function agentForModel(config: Config, model: string | undefined): string | undefined {
+  return modelChoice(config, model)?.agentId;
+}
+
+/**
+ * The agent `model` names and whether it names it outright (`named`: `"ops"`, `"switchboard/ops"`,
+ * …) or only by a default alias (`"openclaw/default"`, none), which asks for no agent in
+ * particular. Undefined when it names no agent this deployment has.
+ */
+export function modelChoice(
+  config: Config,
+  model: string | undefined,
+): { agentId: string; named: boolean } | undefined {
   const m = (model ?? "").trim().toLowerCase();
   const named = PREFIXED.exec(m)?.[1];
-  if (named && isKnown(config, named)) return named;
-  if (DEFAULT_ALIASES.has(m)) return defaultAgentId(config);
+  if (named && isKnown(config, named)) return { agentId: named, named: true };
+  if (DEFAULT_ALIASES.has(m)) return { agentId: defaultAgentId(config), named: false };
   return undefined;
 }
 

@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { zodIssues } from "../../config/parse.js";
 import { ValidationError } from "../../errors/index.js";
+import { safeString } from "../../session/safe-text-schema.js";
 
 const ContentPart = z.looseObject({ type: z.string(), text: z.string().optional() });
 
@@ -28,7 +29,12 @@ export const ChatCompletionRequest = z.looseObject({
     .describe("only the last user message is sent; the session's own transcript is the history"),
   stream: z.boolean().nullish(),
   stream_options: z.looseObject({ include_usage: z.boolean().optional() }).nullish(),
-  user: z.string().trim().min(1).max(256).optional().describe("picks the session `agent:<agentId>:openai-user:<user>`"),
+  // Checked as sent (the index in an error is the client's own), then trimmed.
+  user: safeString("user")
+    .min(1)
+    .max(256)
+    .optional()
+    .describe("picks the session `agent:<agentId>:openai-user:<user>`"),
 });
 export type ChatCompletionRequest = z.output<typeof ChatCompletionRequest>;
 

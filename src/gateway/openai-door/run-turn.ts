@@ -1,8 +1,8 @@
 /**
- * One chat-completions request as a turn: the same path as the `agent` RPC — the session is
- * created if new, its sendPolicy is enforced, the turn is queued through the session inbox (so
- * it runs in order with every other door's turns for that session), and the run is awaited
- * through the process's run waiter, answered from Redis by whichever worker runs it.
+ * One chat-completions request as a turn: the same path as the `agent` RPC — its sendPolicy is
+ * enforced, the session is created if new (only once allowed), the turn is queued through the
+ * session inbox (so it runs in order with every other door's turns for that session), and the run
+ * is awaited through the process's run waiter, answered from Redis by whichever worker runs it.
  */
 import type { GatewayDeps } from "../gateway-deps.js";
 import { SendBlockedError } from "../../errors/index.js";
@@ -31,8 +31,13 @@ export async function startTurn(
   systemPrompt?: string,
   runId?: string,
 ): Promise<StartedTurn> {
-  const stored = await ensureSession(svc, sessionKey);
-  if (sessionSendPolicy(svc.config, sessionKey, stored) === "deny") throw new SendBlockedError(sessionKey);
+  // The policy first, on the entry as it stands (none yet: the config's rules on the key alone),
+  // so a refused request leaves nothing behind: a stateless call names a new session each time.
+  const current = await svc.sessions.get(sessionKey);
+  if (sessionSendPolicy(svc.config, sessionKey, current) === "deny") throw new SendBlockedError(sessionKey);
+  const stored = current ?? (await ensureSession(svc, sessionKey));
+  // Created meanwhile by another door, perhaps with an override of its own: that entry decides.
+  if (!current && sessionSendPolicy(svc.config, sessionKey, stored) === "deny") throw new SendBlockedError(sessionKey);
   const existing = runId ? await svc.runs.get(runId) : null;
   if (runId && existing) {
     // The first call may have queued the turn and then failed to wake the drainer (as the agent RPC).
@@ -69,8 +74,17 @@ export type TurnOutcome =
   | { done: true; record: RunRecord }
   | { done: false; record: RunRecord | null; handedOver?: string };
 
-export async function awaitTurn(svc: GatewayDeps, runId: string, timeoutMs: number): Promise<TurnOutcome> {
-  const { record, handedOver } = await svc.waiter().wait(runId, timeoutMs);
+/**
+ * `signal`: aborted when the client went away. Its wait ends at once (its timer and its place on
+ * the run-done subscription are let go, no more reads for it); the run goes on.
+ */
+export async function awaitTurn(
+  svc: GatewayDeps,
+  runId: string,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<TurnOutcome> {
+  const { record, handedOver } = await svc.waiter().wait(runId, timeoutMs, signal ? { signal } : {});
   if (record && isTerminal(record.status)) return { done: true, record };
   return handedOver !== undefined ? { done: false, record, handedOver } : { done: false, record };
 }
