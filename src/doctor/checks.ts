@@ -24,6 +24,7 @@ import { filesystemNote, filesystemOf, formatBytes } from "./filesystem.js";
 import type { Finding } from "./report.js";
 import { displayRedisUrl } from "../config/redis-url.js";
 import { REDIS_NEARLY_FULL_RATIO, redisMemory, type RedisMemory } from "../errors/index.js";
+import { findStrandedSessions } from "../workers/stranded-sessions.js";
 
 /** Clocks further apart than this make run timestamps and daily/idle resets disagree between hosts. */
 export const MAX_CLOCK_SKEW_MS = 1000;
@@ -31,6 +32,8 @@ export const MAX_CLOCK_SKEW_MS = 1000;
 /** Switchboard's scripts use LMOVE and LPOP with a count, both new in Redis 6.2. */
 const REDIS_MIN = "6.2.0";
 const LOW_DISK_BYTES = 1024 ** 3;
+/** How many of the sessions that may have work doctor looks at (those recorded longest ago). */
+const STRANDED_SCAN = 1000;
 
 export function versionBelow(version: string, min: string): boolean {
   const a = version.split(".").map((n) => parseInt(n, 10) || 0);
@@ -269,6 +272,19 @@ export async function checkQueues(svc: DoctorDeps, now = Date.now()): Promise<Fi
         "every worker busy (add workers), or none pops the ready list: workers older than the " +
         "gateways (upgrade workers first), or none runs the runs queue; Bull Board's `ready` queue " +
         "lists them (/admin/queues/queue/ready)",
+    });
+  // Sessions with turns and no drainer (a drain job removed in Bull Board): the sweep re-arms them.
+  const { stranded } = await findStrandedSessions(svc, STRANDED_SCAN);
+  if (stranded.length > 0)
+    out.push({
+      check: "queues",
+      level: "warn",
+      message:
+        `${stranded.length} session${stranded.length === 1 ? "" : "s"} with queued turns and no drainer ` +
+        `(a drain job removed?): ${stranded.slice(0, 5).join(", ")}${stranded.length > 5 ? ", …" : ""}`,
+      fix:
+        "the maintenance sweep re-arms them within a sweep interval (maintenance.sweepEveryMs) plus 30 s; " +
+        "if they stay, check that a worker runs the maintenance queue",
     });
   const dead = await svc.deadLetters.count();
   if (dead > 0)

@@ -14,7 +14,10 @@ import { ReadyBoardAdapter, type ReadyBoardDeps } from "./ready-board.js";
 export const BOARD_PATH = "/admin/queues";
 
 const DESCRIPTIONS: Record<string, string> = {
-  runs: "Session drains run as jobs: retries, lease waits, handed-back turns (ready-list drains: the ready queue)",
+  runs:
+    "Session drains run as jobs: retries, lease waits, handed-back turns (ready-list drains: the ready queue). " +
+    "Removing a drain job loses no turn: the maintenance sweep re-arms its session. " +
+    "Pausing this queue does not pause ready-list drains.",
   announce: "Agent-to-agent steps: reply-back loop and announce",
   delivery: "Outbound messages to channels (retried with backoff)",
   maintenance: "Reset/idle sweeps and transcript archiving",

@@ -118,6 +118,7 @@ export class Inbox {
         this.keys.session(turn.sessionKey),
         this.keys.readyList(),
         this.keys.inboxBytes(turn.sessionKey),
+        this.keys.workSessions(),
       ],
       [
         json,

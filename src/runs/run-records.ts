@@ -229,8 +229,9 @@ export class RunRecords {
         ...record,
       );
     }
-    // Last, after the push keys: the dead letter's index, written with the letter (run-finish.lua).
-    keys.push(this.keys.deadLetterIndex());
+    // After the push keys: the dead letter's index, written with the letter, and the sessions that
+    // may have work, which a push into an idle session joins (run-finish.lua).
+    keys.push(this.keys.deadLetterIndex(), this.keys.workSessions());
     try {
       return await this.finishLua(keys, [
         lease.token,

@@ -75,6 +75,15 @@ export class RedisKeys {
   pendingWakes(): string {
     return `${this.base}:wakes:pending`;
   }
+  /**
+   * Sessions that may have work (zset member = session key, score = ms on Redis's clock): added by
+   * a push into an idle session (push-turn.lua), never removed on the hot path; the maintenance
+   * sweep drops a session found idle and re-arms one with turns and no drainer
+   * (src/workers/stranded-sessions.ts).
+   */
+  workSessions(): string {
+    return `${this.base}:work:sessions`;
+  }
   /** Sessions readied by a push into an idle inbox, oldest first (list of pending-wake members). */
   readyList(): string {
     return `${this.base}:wakes:ready`;

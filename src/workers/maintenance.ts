@@ -5,8 +5,9 @@
  *    only the stale index entries that are due, so it costs O(stale sessions), not O(all).
  *    The lazy check on the next message stays; a compare-and-set makes sure a session that
  *    both paths see stale is rotated once.
- *    The same job re-arms overdue wakes, and finishes what a crash cut off: `/stop`s, archives of
- *    retired transcripts, releases of sub-agent requesters (src/subagents/unqueued.ts).
+ *    The same job re-arms overdue wakes and sessions left with turns and no drainer (a drain job
+ *    removed in Bull Board: src/workers/stranded-sessions.ts), and finishes what a crash cut off:
+ *    `/stop`s, archives of retired transcripts, releases of sub-agent requesters (src/subagents/unqueued.ts).
  *  - `prune` (its own Job Scheduler while `session.maintenance` is set): src/workers/session-prune.ts.
  *  - `archive`: renames an old transcript to `.reset.<ts>`/`.deleted.<ts>` while holding the
  *    session lease, so it never races a turn still writing to it.
@@ -15,6 +16,7 @@ import { retryLater } from "../queues/retry-later.js";
 import type { Job } from "bullmq";
 import { topicOpt } from "../session/transcript-topic.js";
 import { rearmOverdueWakes, wakeOverdueMs } from "./overdue-wakes.js";
+import { repairStrandedSessions } from "./stranded-sessions.js";
 import { requeueStopped } from "../runs/stop.js";
 import type { WorkerDeps } from "./worker-deps.js";
 import { entryStaleAt, freshnessOf } from "../session/entry-freshness.js";
@@ -140,6 +142,8 @@ export function createMaintenanceProcessor(svc: WorkerDeps) {
       if (r.remaining > 0)
         svc.log.info({ remaining: r.remaining, rotated: r.rotated }, "reset sweep: sessions still due after this run");
       const rearmed = await rearmOverdueWakes(svc, wakeOverdueMs(svc.config));
+      // After the overdue check: a session whose wake it just re-armed has a drain job now.
+      const stranded = await repairStrandedSessions(svc, svc.config.maintenance.sweepEveryMs / 4);
       const stopped = await requeueStopped(svc, svc.config.maintenance.sweepBatch);
       const archives = await requeuePendingArchives(svc, svc.config.maintenance.sweepBatch);
       // Orchestrators waiting on sub-agent runs ended without an announce whose release a crash cut off.
@@ -147,7 +151,7 @@ export function createMaintenanceProcessor(svc: WorkerDeps) {
       if (releases.released || releases.failed)
         svc.log.warn(releases, "sub-agent requester releases left owed by an end cut off: done by the sweep");
       await job.updateProgress(100);
-      return { ...r, rearmed, stopped, archives, releases };
+      return { ...r, rearmed, stranded, stopped, archives, releases };
     }
     if (job.name === JOBS.prune.name) {
       // session.maintenance (session-prune.ts): batch after batch within half the interval, as the sweep.

@@ -186,6 +186,9 @@ async function rearm(
       await whenHeld(w);
       continue;
     }
+    // This add may be absorbed by the session's drain job that is only waiting (a paused queue,
+    // busy workers); should an operator remove that job, the session is still in work:sessions,
+    // and the stranded-session check re-arms it (stranded-sessions.ts).
     await requestDrain(svc, w.sessionKey);
     await svc.wakes.retire(w.member);
     rearmed++;

@@ -1,7 +1,7 @@
 --[[
   Shared by turn-push.lua and run-finish.lua (included with --@include; not a script itself).
 
-  push_turn(runKey, inboxKey, inflightKey, wakesKey, turnJson, ttl, wakeMember, fields, readyKey, bytesKey):
+  push_turn(runKey, inboxKey, inflightKey, wakesKey, turnJson, ttl, wakeMember, fields, readyKey, bytesKey, workKey):
   queue a turn with its run record (status queued), once per runId. Returns 0 when the runId
   already existed (nothing queued), 1 when queued behind other turns (the session's drain job
   exists and reaches it), 2 when queued into an idle session (empty inbox, nothing in flight):
@@ -20,13 +20,19 @@
   went wrong (an inbox changed by hand, turns queued by an older release) is right again once the
   inbox has emptied. begin-next.lua and stop-queued.lua take off what they take out.
 
+  `workKey` (a zset) holds the sessions that may have work (member: the session key, taken from
+  `wakeMember`, score: ms on Redis's clock). An idle push adds its session; nothing on the hot path
+  removes it: the maintenance sweep's stranded-session check (stranded-check.lua) drops a session
+  found with nothing queued or in flight, and re-arms one with turns and no drainer (its drain job
+  removed by an operator), so the wake-ups above are not the only way a session's turns get run.
+
   queue_new_turn(same arguments, then the inbox length if the caller read it already): push_turn
   without the existence check, for a caller that made it already (turn-push.lua checks it before
   its entry check).
 ]]
 -- push_turn for a runId known not to exist yet (the caller checked, e.g. turn-push.lua).
 local function queue_new_turn(runKey, inboxKey, inflightKey, wakesKey, turnJson, ttl, wakeMember, fields, readyKey,
-                              bytesKey, queued)
+                              bytesKey, workKey, queued)
   redis.call("HSET", runKey, unpack(fields))
   redis.call("EXPIRE", runKey, tonumber(ttl))
   queued = queued or redis.call("LLEN", inboxKey)
@@ -39,7 +45,10 @@ local function queue_new_turn(runKey, inboxKey, inflightKey, wakesKey, turnJson,
   end
   if idle then
     local t = redis.call("TIME")
-    redis.call("ZADD", wakesKey, tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), wakeMember)
+    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    redis.call("ZADD", wakesKey, now, wakeMember)
+    -- The member is `<runId>|<sessionKey>` and runIds hold no `|` (src/runs/pending-wakes.ts).
+    redis.call("ZADD", workKey, now, string.sub(wakeMember, string.find(wakeMember, "|", 1, true) + 1))
     if readyKey then
       redis.call("RPUSH", readyKey, wakeMember)
       return 3
@@ -49,7 +58,9 @@ local function queue_new_turn(runKey, inboxKey, inflightKey, wakesKey, turnJson,
   return 1
 end
 
-local function push_turn(runKey, inboxKey, inflightKey, wakesKey, turnJson, ttl, wakeMember, fields, readyKey, bytesKey)
+local function push_turn(runKey, inboxKey, inflightKey, wakesKey, turnJson, ttl, wakeMember, fields, readyKey, bytesKey,
+                         workKey)
   if redis.call("EXISTS", runKey) == 1 then return 0 end
-  return queue_new_turn(runKey, inboxKey, inflightKey, wakesKey, turnJson, ttl, wakeMember, fields, readyKey, bytesKey)
+  return queue_new_turn(runKey, inboxKey, inflightKey, wakesKey, turnJson, ttl, wakeMember, fields, readyKey, bytesKey,
+    workKey)
 end

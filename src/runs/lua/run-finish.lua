@@ -31,7 +31,8 @@
   KEYS[5] inbox list, KEYS[6] session entry, KEYS[7] pending wakes, KEYS[8] ready list,
   KEYS[9] the inbox's byte count (see push-turn.lua),
   KEYS[10 .. 9+C] session entries checked, then 5 keys per push: its run hash, inbox, inflight
-  list, inbox byte count, and its condition key (any key when it has no condition), then the dead-letter index (zset)
+  list, inbox byte count, and its condition key (any key when it has no condition), then the dead-letter index (zset),
+  then the sessions that may have work (zset, see push-turn.lua)
   ARGV[1] token, ARGV[2] runId, ARGV[3] done channel, ARGV[4] record ttl seconds,
   ARGV[5] dead letter JSON ("" for none),
   ARGV[6] "1": begin the next turn, ARGV[7] run key prefix, ARGV[8] now (ms),
@@ -66,6 +67,7 @@
 --@include push-turn
 local checks = tonumber(ARGV[11])
 local pushes = tonumber(ARGV[12])
+local workKey = KEYS[11 + checks + 5 * pushes]
 local a = 15 + checks
 local pushArgs = {}
 for p = 1, pushes do
@@ -95,7 +97,7 @@ local function push_all()
       pushed[p] = -1
     else
       pushed[p] = push_turn(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[7], push.turn, ARGV[4],
-        push.wake, push.fields, push.ready and KEYS[8], KEYS[k + 4])
+        push.wake, push.fields, push.ready and KEYS[8], KEYS[k + 4], workKey)
     end
   end
 end

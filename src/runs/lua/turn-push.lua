@@ -30,7 +30,7 @@
 
   KEYS[1] run hash, KEYS[2] inbox list, KEYS[3] inflight list, KEYS[4] pending wakes (zset),
   KEYS[5] session entry (read only with ARGV[4]), KEYS[6] ready list (used only with ARGV[5]),
-  KEYS[7] the inbox's byte count (string)
+  KEYS[7] the inbox's byte count (string), KEYS[8] the sessions that may have work (zset, see push-turn.lua)
   ARGV[1] turn JSON, ARGV[2] record ttl seconds, ARGV[3] pending-wake member,
   ARGV[4] the entry JSON the turn was built from, or "" (no check),
   ARGV[5] "1": ready an idle session on the ready list instead of asking for a drain job,
@@ -77,4 +77,4 @@ local fields = {}
 for i = 9, #ARGV do fields[#fields + 1] = ARGV[i] end
 -- The inbox length read for the limits is still right: nothing was written since.
 return queue_new_turn(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], fields, ARGV[5] == "1" and KEYS[6],
-  KEYS[7], queued)
+  KEYS[7], KEYS[8], queued)
