@@ -1,18 +1,28 @@
 /**
  * Progress of an import for people: a cli-progress bar when stderr is a terminal, plain lines
  * (at most one every `intervalMs`, plus the last) when it is piped or logged, so a log file
- * does not fill with redraw sequences.
+ * does not fill with redraw sequences. Both move while the stores are read and with every batch
+ * of transcript lines, so one very long session does not look like a hang.
  */
 import cliProgress from "cli-progress";
 import type { ImportProgress, ImportReport } from "./runner.js";
 
 export interface ProgressReporter {
   update(p: ImportProgress): void;
+  /** Ends the bar and gives the terminal back (cursor shown, line wrap on). Safe to call twice. */
   stop(): void;
 }
 
 function countsLine(c: ImportProgress["counts"]): string {
   return `created ${c.created}, updated ${c.updated}, unchanged ${c.unchanged}`;
+}
+
+function scanLine(p: ImportProgress): string {
+  return `reading stores: ${p.found} sessions found`;
+}
+
+function linesOf(p: ImportProgress): string {
+  return `${p.lines} transcript lines`;
 }
 
 export function createProgressReporter(
@@ -21,41 +31,62 @@ export function createProgressReporter(
 ): ProgressReporter {
   const label = opts.label ?? "import";
   if (stream.isTTY) {
+    const barFormat = `${label} [{bar}] {percentage}% | {value}/{total} sessions | {lines} | {counts}`;
     const bar = new cliProgress.SingleBar(
       {
         stream,
-        format: `${label} [{bar}] {percentage}% | {value}/{total} sessions | {counts}`,
+        // While the stores are read there is no total yet: a line that says so, not an empty bar.
+        format: (options, params, payload: { phase?: string; scan?: string }) =>
+          payload.phase === "scan"
+            ? `${label}: ${payload.scan}`
+            : cliProgress.Format.Formatter({ ...options, format: barFormat }, params, payload),
         hideCursor: true,
         clearOnComplete: false,
       },
       cliProgress.Presets.shades_classic,
     );
     let started = false;
+    let stopped = false;
     return {
       update(p) {
+        if (stopped) return;
+        const payload = { phase: p.phase, scan: scanLine(p), lines: linesOf(p), counts: countsLine(p.counts) };
         if (!started) {
-          bar.start(p.total, p.done, { counts: countsLine(p.counts) });
+          bar.start(p.total, p.done, payload);
           started = true;
-        } else bar.update(p.done, { counts: countsLine(p.counts) });
+          return;
+        }
+        if (p.total !== bar.getTotal()) bar.setTotal(p.total);
+        bar.update(p.done, payload);
       },
       stop() {
-        if (started) bar.stop();
+        if (started && !stopped) bar.stop();
+        stopped = true;
       },
     };
   }
   const interval = opts.intervalMs ?? 2000;
   let last = -Infinity;
-  let lastDone = -1;
+  let lastLine = "";
+  let stopped = false;
   return {
     update(p) {
+      if (stopped) return;
+      const final = p.phase === "import" && p.done === p.total;
       const now = Date.now();
-      if (p.done !== p.total && now - last < interval) return;
-      if (p.done === lastDone) return;
+      if (!final && now - last < interval) return;
+      const line =
+        p.phase === "scan"
+          ? `${label}: ${scanLine(p)}`
+          : `${label}: ${p.done}/${p.total} sessions, ${linesOf(p)} (${countsLine(p.counts)})`;
+      if (line === lastLine) return;
       last = now;
-      lastDone = p.done;
-      stream.write(`${label}: ${p.done}/${p.total} sessions (${countsLine(p.counts)})\n`);
+      lastLine = line;
+      stream.write(`${line}\n`);
     },
-    stop() {},
+    stop() {
+      stopped = true;
+    },
   };
 }
 
@@ -75,11 +106,16 @@ export function formatImportSummary(r: ImportReport, examplesPerReason = 3): str
   out.push(
     `  transcripts: ${t.read} read, ${t.linesWritten} lines ${r.dryRun ? "to write" : "written"}, ` +
       `${t.linesPresent} already present, ` +
+      (t.linesNotImported ? `${t.linesNotImported} not imported (session newer in Switchboard), ` : "") +
       `${ls.unparseable + ls.not_an_entry + ls.unreadable} lines skipped (${ls.unparseable} unparseable, ` +
       `${ls.not_an_entry} not an entry, ${ls.unreadable} unreadable)`,
   );
   const byReason = new Map<string, typeof r.skipped>();
-  for (const k of r.skipped) byReason.set(k.reason, [...(byReason.get(k.reason) ?? []), k]);
+  for (const k of r.skipped) {
+    const list = byReason.get(k.reason);
+    if (list) list.push(k);
+    else byReason.set(k.reason, [k]);
+  }
   if (byReason.size > 0) out.push("  skipped:");
   for (const [reason, list] of [...byReason].sort((a, b) => b[1].length - a[1].length)) {
     out.push(`    ${reason}: ${list.length}`);

@@ -4,6 +4,10 @@
  * keeping the original line ids). Idempotent: a row whose stored copy already matches is not
  * written, and lines whose ids the transcript holds are not appended, so a second run over an
  * unchanged state dir changes nothing. What it leaves out is reported with the reason.
+ *
+ * A session Switchboard has moved on with since OpenClaw last did (its `updatedAt` is newer) is
+ * kept as it is, transcript included: OpenClaw's later lines would otherwise land after
+ * Switchboard's newer turns. Those lines are counted and named in the report instead.
  */
 import type { RedisClient } from "../storage/redis-client.js";
 import { defaultAgentId } from "../config/agents.js";
@@ -40,13 +44,25 @@ export interface ImportOptions {
   dryRun?: boolean;
   /** Sessions written at once (default 8). */
   concurrency?: number;
-  /** Called after each session (done of total) and once before the first one. */
+  /**
+   * Called while the stores are read (phase "scan"), once before the first session, after each
+   * batch of transcript lines and after each session (phase "import"). Often: throttle it.
+   */
   onProgress?: (p: ImportProgress) => void;
+  /** Stops the import between two batches of lines (Ctrl-C): it rejects with the signal's reason. */
+  signal?: AbortSignal;
 }
 
 export interface ImportProgress {
+  /** "scan": the stores are being read (`found` rows so far); "import": sessions are being written. */
+  phase: "scan" | "import";
+  /** Session rows read from the stores so far. */
+  found: number;
+  /** Sessions finished, of `total` (0 of 0 while scanning). */
   done: number;
   total: number;
+  /** Transcript lines handled so far (written, already present or skipped). */
+  lines: number;
   counts: ImportReport["sessions"];
 }
 
@@ -60,7 +76,10 @@ export interface ImportReport {
     created: number;
     updated: number;
     unchanged: number;
-    /** The Switchboard copy is newer than the import: its entry was left alone. */
+    /**
+     * The Switchboard copy is newer than the import: its entry and its transcript were left alone
+     * (`transcripts.linesNotImported` counts the OpenClaw lines it lacks).
+     */
     keptNewer: number;
     skipped: number;
   };
@@ -70,12 +89,14 @@ export interface ImportReport {
     linesWritten: number;
     /** Lines already in the Switchboard transcript (same id). */
     linesPresent: number;
+    /** Lines of kept sessions (`sessions.keptNewer`) their Switchboard transcript lacks: not appended. */
+    linesNotImported: number;
     /** Lines that could not be imported, per reason. */
     linesSkipped: Record<LineSkip, number>;
   };
   /** Every row, file or store left out, with the reason. */
   skipped: Skip[];
-  /** Things imported with a change (a label dropped for a conflict…). */
+  /** Things imported with a change (a label dropped for a conflict…) or not at all (lines of a kept session). */
   warnings: string[];
 }
 
@@ -93,12 +114,24 @@ const APPEND_BATCH = 1000;
 export async function importOpenClaw(targets: ImportTargets, opts: ImportOptions): Promise<ImportReport> {
   const { config } = targets;
   const dryRun = opts.dryRun ?? false;
+  const { signal } = opts;
   const scans: StoreScan[] = [];
+  const zero = { found: 0, created: 0, updated: 0, unchanged: 0, keptNewer: 0, skipped: 0 };
+  const scanning = (found: number) =>
+    opts.onProgress?.({ phase: "scan", found, done: 0, total: 0, lines: 0, counts: zero });
   try {
-    const json = await scanJsonStores(opts.stateDir, { defaultAgentId: defaultAgentId(config) });
+    const json = await scanJsonStores(opts.stateDir, {
+      defaultAgentId: defaultAgentId(config),
+      onProgress: scanning,
+      ...(signal ? { signal } : {}),
+    });
     scans.push(json);
-    const sqlite = await scanSqliteStores(opts.stateDir);
+    const sqlite = await scanSqliteStores(opts.stateDir, {
+      onProgress: (rows) => scanning(json.sessions.length + rows),
+      ...(signal ? { signal } : {}),
+    });
     scans.push(sqlite);
+    signal?.throwIfAborted();
 
     const report: ImportReport = {
       stateDir: opts.stateDir,
@@ -116,6 +149,7 @@ export async function importOpenClaw(targets: ImportTargets, opts: ImportOptions
         read: 0,
         linesWritten: 0,
         linesPresent: 0,
+        linesNotImported: 0,
         linesSkipped: { unparseable: 0, not_an_entry: 0, unreadable: 0 },
       },
       skipped: [...json.skips, ...sqlite.skips],
@@ -133,10 +167,27 @@ export async function importOpenClaw(targets: ImportTargets, opts: ImportOptions
 
     const total = kept.length;
     let done = 0;
-    const progress = () => opts.onProgress?.({ done, total, counts: report.sessions });
+    const t = report.transcripts;
+    const progress = () =>
+      opts.onProgress?.({
+        phase: "import",
+        found: report.sessions.found,
+        done,
+        total,
+        lines:
+          t.linesWritten +
+          t.linesPresent +
+          t.linesNotImported +
+          t.linesSkipped.unparseable +
+          t.linesSkipped.not_an_entry +
+          t.linesSkipped.unreadable,
+        counts: report.sessions,
+      });
     progress();
+    const run: Run = { targets, report, dryRun, progress, ...(signal ? { signal } : {}) };
     await runPool(kept, opts.concurrency ?? 8, async (m) => {
-      await importOne(targets, m, report, dryRun);
+      signal?.throwIfAborted();
+      await importOne(run, m);
       done++;
       progress();
     });
@@ -147,20 +198,42 @@ export async function importOpenClaw(targets: ImportTargets, opts: ImportOptions
   }
 }
 
-async function runPool<T>(items: T[], concurrency: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) await fn(items[next++]!);
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, items.length)) }, worker));
+/** What every session of one import shares. */
+interface Run {
+  targets: ImportTargets;
+  report: ImportReport;
+  dryRun: boolean;
+  progress: () => void;
+  signal?: AbortSignal;
 }
 
-async function importOne(
-  targets: ImportTargets,
-  m: MappedSession,
-  report: ImportReport,
-  dryRun: boolean,
-): Promise<void> {
+/**
+ * Runs `fn` over `items`, `concurrency` at a time. The first failure stops the others from
+ * taking more items, and is thrown only once every one of them has stopped: the caller closes
+ * the stores they read from, which must not happen under a session still being read.
+ */
+async function runPool<T>(items: T[], concurrency: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  let failed = false;
+  const worker = async () => {
+    while (!failed && next < items.length) {
+      try {
+        await fn(items[next++]!);
+      } catch (err) {
+        failed = true;
+        throw err;
+      }
+    }
+  };
+  const results = await Promise.allSettled(
+    Array.from({ length: Math.max(1, Math.min(concurrency, items.length)) }, worker),
+  );
+  const failure = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
+  if (failure) throw failure.reason;
+}
+
+async function importOne(run: Run, m: MappedSession): Promise<void> {
+  const { targets, report, dryRun } = run;
   const { sessions } = targets;
   const existing = await sessions.get(m.key);
   if (existing && existing.sessionId !== m.sessionId) {
@@ -183,18 +256,30 @@ async function importOne(
     return;
   }
 
-  if (!(await writeEntry(targets, m, existing, report, dryRun))) return;
-  if (m.source.transcript) await importTranscript(targets, m, report, dryRun);
+  const outcome = await writeEntry(targets, m, existing, report, dryRun);
+  if (outcome === "skipped" || !m.source.transcript) return;
+  if (outcome === "kept") {
+    // Switchboard's turns are newer than anything OpenClaw has for this session: appending its
+    // lines would put them after those turns. Count what stays out, and say so.
+    const missing = await importTranscript(run, m, "kept");
+    if (missing > 0)
+      report.warnings.push(
+        `${m.key}: ${missing} OpenClaw transcript line(s) not imported: the session is newer in ` +
+          "Switchboard, and they would come after its newer turns",
+      );
+    return;
+  }
+  await importTranscript(run, m, dryRun ? "count" : "write");
 }
 
-/** Creates or updates the entry. False when the session was skipped (nothing else to do). */
+/** Creates or updates the entry; "kept" when Switchboard's is newer, "skipped" for a conflict. */
 async function writeEntry(
   targets: ImportTargets,
   m: MappedSession,
   existing: SessionEntry | null,
   report: ImportReport,
   dryRun: boolean,
-): Promise<boolean> {
+): Promise<"written" | "kept" | "skipped"> {
   if (existing) {
     const changes = changedFields(existing as unknown as Record<string, unknown>, m.patch);
     // A label another session holds was dropped by an earlier run (labels are unique per agent):
@@ -205,18 +290,18 @@ async function writeEntry(
     }
     if (Object.keys(changes).length === 0) {
       report.sessions.unchanged++;
-      return true;
+      return "written";
     }
     if (existing.updatedAt > m.updatedAt) {
       report.sessions.keptNewer++;
-      return true;
+      return "kept";
     }
     if (!dryRun) {
       // `now` = the row's own activity time: an import is not activity in Switchboard.
       await upsertKeepingLabel(targets, m, changes, "update", report);
     }
     report.sessions.updated++;
-    return true;
+    return "written";
   }
   if (!dryRun) {
     try {
@@ -229,17 +314,17 @@ async function writeEntry(
           key: m.key,
           detail: "created in Switchboard while importing",
         });
-        return false;
+        return "skipped";
       }
       if (err instanceof SwitchboardError && err.code === "lineage_immutable") {
         report.skipped.push({ reason: "conflict", source: m.source.store, key: m.key, detail: err.message });
-        return false;
+        return "skipped";
       }
       throw err;
     }
   }
   report.sessions.created++;
-  return true;
+  return "written";
 }
 
 async function upsertKeepingLabel(
@@ -270,12 +355,14 @@ function stripUndefined<T extends Record<string, unknown>>(o: T): T {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 }
 
-async function importTranscript(
-  targets: ImportTargets,
-  m: MappedSession,
-  report: ImportReport,
-  dryRun: boolean,
-): Promise<void> {
+/**
+ * Reads the session's transcript and appends the lines Switchboard lacks ("write"), or only
+ * counts them: as lines to write (a dry run, "count") or as lines left out ("kept"). Returns how
+ * many it lacked.
+ */
+async function importTranscript(run: Run, m: MappedSession, mode: "write" | "count" | "kept"): Promise<number> {
+  const { targets, report, signal } = run;
+  let missing = 0;
   const source = m.source.transcript!;
   const { agentId } = m.ident;
   // The lines go to the file every live reader, writer and archiver derives from the session
@@ -285,7 +372,9 @@ async function importTranscript(
   let batch: TranscriptEntry[] = [];
   const flush = async () => {
     if (batch.length === 0) return;
-    if (dryRun) {
+    // Ctrl-C: stop between two batches, never inside an append.
+    signal?.throwIfAborted();
+    if (mode !== "write") {
       // Not the index alone: it expires 15 minutes after the last append (transcript-store.ts).
       const flags = await targets.transcripts.present(
         agentId,
@@ -294,16 +383,21 @@ async function importTranscript(
         topic,
       );
       const present = flags.filter(Boolean).length;
+      missing += flags.length - present;
       report.transcripts.linesPresent += present;
-      report.transcripts.linesWritten += flags.length - present;
+      if (mode === "kept") report.transcripts.linesNotImported += flags.length - present;
+      else report.transcripts.linesWritten += flags.length - present;
     } else {
       // Stored as a turn's lines are: credentials masked unless transcripts.redactSecrets is off.
       const lines = redactTranscriptEntries(batch, targets.config.transcripts.redactSecrets);
       const r = await targets.transcripts.append(agentId, m.sessionId, lines, topic);
       report.transcripts.linesWritten += r.written;
       report.transcripts.linesPresent += r.skipped;
+      missing += r.written;
     }
     batch = [];
+    // One session can hold a million lines: progress is per batch, not per session.
+    run.progress();
   };
   // Only failures to READ the source are a skip; a failing write (Redis, storage) stops the run.
   const lines = source.lines()[Symbol.asyncIterator]();
@@ -319,7 +413,7 @@ async function importTranscript(
         detail: (err as Error).message,
       });
       await flush();
-      return;
+      return missing;
     }
     if (next.done) break;
     const r = transcriptLineToEntry(m.sessionId, next.value);
@@ -330,4 +424,5 @@ async function importTranscript(
   }
   await flush();
   report.transcripts.read++;
+  return missing;
 }

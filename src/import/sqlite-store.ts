@@ -10,13 +10,20 @@
  * copied (with its `-wal`) to a temporary directory and opened there in exclusive locking
  * mode, where SQLite keeps the WAL index in its own memory. The live files are never opened,
  * so a running OpenClaw is neither locked nor changed; the import sees a snapshot.
+ *
+ * A copy can be as big as the database. Its directory is named after the importing process
+ * (`switchboard-import-p<pid>-…`, with an `owner.json` naming the host), so an import that was
+ * killed outright leaves nothing for ever: the next one removes the copies of processes that
+ * are gone.
  */
-import { copyFile, mkdtemp, readdir, rm, stat } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { rmSync } from "node:fs";
+import { copyFile, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import * as zlib from "node:zlib";
 import sqlite from "node-sqlite3-wasm";
 import { isValidAgentId } from "../session/agent-id.js";
+import { listAgentDirs } from "./agent-dirs.js";
 import type { RawTranscriptLine, Skip, SourceSession, StoreScan, TranscriptSource } from "./types.js";
 
 type Database = InstanceType<typeof sqlite.Database>;
@@ -40,10 +47,68 @@ interface OpenDb {
   tmp: string;
 }
 
+const SNAPSHOT_PREFIX = "switchboard-import-p";
+const SNAPSHOT_RE = /^switchboard-import-p(\d+)-/;
+const OWNER_FILE = "owner.json";
+
+/** Snapshot directories of this process not removed yet: what an interrupted import must remove. */
+const liveSnapshots = new Set<string>();
+
+/**
+ * Removes this process's snapshot copies at once, synchronously: for an import that has to stop
+ * now (a second Ctrl-C, or its stop taking too long) and for `process.on("exit")`.
+ */
+export function removeSnapshotsSync(): void {
+  for (const tmp of liveSnapshots) {
+    rmSync(tmp, { recursive: true, force: true });
+    liveSnapshots.delete(tmp);
+  }
+}
+
+function processGone(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (err) {
+    // EPERM: the process exists (another user's).
+    return (err as NodeJS.ErrnoException).code === "ESRCH";
+  }
+}
+
+/**
+ * Removes the snapshot directories of imports whose process is gone (killed before it could
+ * clean up). Only those of this host whose pid no longer runs: a live import's copy, or one a
+ * process of another host (a shared temp dir) may still be reading, is left alone. Returns the
+ * directories removed.
+ */
+export async function removeStaleSnapshots(dir: string = tmpdir()): Promise<string[]> {
+  const removed: string[] = [];
+  for (const name of await readdir(dir).catch(() => [])) {
+    const m = SNAPSHOT_RE.exec(name);
+    if (!m) continue;
+    const pid = Number(m[1]);
+    if (pid === process.pid || !processGone(pid)) continue;
+    const path = join(dir, name);
+    const owner = await readFile(join(path, OWNER_FILE), "utf8").then(
+      (t) => JSON.parse(t) as { host?: unknown },
+      () => undefined,
+    );
+    // Written first thing: a directory without it is mid-creation or not ours to judge.
+    if (owner === undefined || owner.host !== hostname()) continue;
+    await rm(path, { recursive: true, force: true }).then(
+      () => removed.push(path),
+      () => {},
+    );
+  }
+  return removed;
+}
+
 /** Copies the database (and its WAL) aside and opens the copy; see the module comment. */
 async function openSnapshot(file: string): Promise<OpenDb> {
-  const tmp = await mkdtemp(join(tmpdir(), "switchboard-import-"));
+  const tmp = await mkdtemp(join(tmpdir(), `${SNAPSHOT_PREFIX}${process.pid}-`));
+  liveSnapshots.add(tmp);
   try {
+    await writeFile(join(tmp, OWNER_FILE), JSON.stringify({ pid: process.pid, host: hostname(), source: file }));
     const copy = join(tmp, SQLITE_STORE_FILE);
     // The WAL first: a checkpoint racing the copy then at worst leaves frames already in the
     // main file, which SQLite ignores by their salt, rather than losing them.
@@ -60,6 +125,7 @@ async function openSnapshot(file: string): Promise<OpenDb> {
     return { db, tmp };
   } catch (err) {
     await rm(tmp, { recursive: true, force: true });
+    liveSnapshots.delete(tmp);
     throw err;
   }
 }
@@ -115,18 +181,47 @@ function sqliteTranscript(db: Database, dbFile: string, sessionId: string): Tran
   };
 }
 
+export interface SqliteScanOptions {
+  /** Called after each database, with the number of session rows read so far. */
+  onProgress?: (rows: number) => void;
+  /** Stops the scan between databases (Ctrl-C). */
+  signal?: AbortSignal;
+}
+
 /** Reads every agent database under `stateDir`. Unreadable databases are skipped and reported. */
-export async function scanSqliteStores(stateDir: string): Promise<StoreScan> {
+export async function scanSqliteStores(stateDir: string, opts: SqliteScanOptions = {}): Promise<StoreScan> {
   const skips: Skip[] = [];
   const sessions: SourceSession[] = [];
   const stores: string[] = [];
   const open: OpenDb[] = [];
-  const agentsDir = join(stateDir, "agents");
-  const dirs = await readdir(agentsDir, { withFileTypes: true }).catch(() => []);
+  const close = async () => {
+    for (const h of open.splice(0)) {
+      if (h.db.isOpen) h.db.close();
+      await rm(h.tmp, { recursive: true, force: true });
+      liveSnapshots.delete(h.tmp);
+    }
+  };
+  await removeStaleSnapshots();
+  try {
+    await readStores(stateDir, opts, { skips, sessions, stores, open });
+  } catch (err) {
+    // Interrupted between two databases: the copies made so far are not left behind.
+    await close();
+    throw err;
+  }
+  return { sessions, skips, stores, close };
+}
 
-  for (const d of dirs.sort((a, b) => a.name.localeCompare(b.name))) {
-    if (!d.isDirectory()) continue;
-    const file = join(agentsDir, d.name, "agent", SQLITE_STORE_FILE);
+async function readStores(
+  stateDir: string,
+  opts: SqliteScanOptions,
+  out: { skips: Skip[]; sessions: SourceSession[]; stores: string[]; open: OpenDb[] },
+): Promise<void> {
+  const { skips, sessions, stores, open } = out;
+  // Broken links under agents/ are reported by the JSON scan, which reads the same directories.
+  for (const d of (await listAgentDirs(stateDir)).dirs) {
+    opts.signal?.throwIfAborted();
+    const file = join(d.path, "agent", SQLITE_STORE_FILE);
     const fileSize = await size(file);
     if (fileSize === undefined) continue;
     const agentId = d.name.toLowerCase();
@@ -146,6 +241,8 @@ export async function scanSqliteStores(stateDir: string): Promise<StoreScan> {
       continue;
     }
     open.push(handle);
+    // Ctrl-C during the copy of a big database: stop before reading it.
+    opts.signal?.throwIfAborted();
     const { db } = handle;
     if (!hasTable(db, "session_nodes")) {
       skips.push({
@@ -189,17 +286,6 @@ export async function scanSqliteStores(stateDir: string): Promise<StoreScan> {
         ...(withTranscripts && sessionId ? { transcript: sqliteTranscript(db, file, sessionId) } : {}),
       });
     }
+    opts.onProgress?.(sessions.length);
   }
-
-  return {
-    sessions,
-    skips,
-    stores,
-    async close() {
-      for (const h of open.splice(0)) {
-        if (h.db.isOpen) h.db.close();
-        await rm(h.tmp, { recursive: true, force: true });
-      }
-    },
-  };
 }

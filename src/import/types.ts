@@ -52,6 +52,8 @@ export type SkipReason =
   | "duplicate_session_id"
   | "conflict"
   | "orphan_transcript"
+  /** The session's transcript is a symlink out of its sessions directory, or to nothing: session not imported. */
+  | "linked_transcript"
   | "unreadable_transcript";
 
 export interface Skip {

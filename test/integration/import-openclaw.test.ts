@@ -93,7 +93,8 @@ describe("import openclaw: generated state dir, both generations", () => {
     expect(first.transcripts.linesPresent).toBe(0);
     expect(first.transcripts.linesSkipped.unparseable).toBe(gen.unparseableLines);
     expect(await targets.sessions.count()).toBe(TOTAL);
-    expect(progress[0]).toMatchObject({ done: 0, total: TOTAL });
+    expect(progress[0]).toMatchObject({ phase: "scan", total: 0 });
+    expect(progress.find((p) => p.phase === "import")).toMatchObject({ done: 0, total: TOTAL });
     expect(progress.at(-1)).toMatchObject({ done: TOTAL, total: TOTAL });
 
     // A sample of sessions, line by line, and their entries.
