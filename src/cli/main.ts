@@ -1,11 +1,14 @@
 #!/usr/bin/env node
 /**
  * `switchboard`: one CLI for the all-in-one process, the gateway, workers and operator
- * commands (README "Processes"). Errors print as one line with their stable code; exit 1.
+ * commands (README "Processes"). Errors print as one line with their stable code on stderr (and,
+ * with --json, as `{"ok":false,"error":{…}}` on stdout); exit codes in output.ts `EXIT`.
  */
-import { Command } from "commander";
+import { Command, CommanderError } from "commander";
 import { SwitchboardError } from "../errors/index.js";
 import { ConfigError } from "../errors/index.js";
+import { UsageError } from "./flags.js";
+import { EXIT, jsonError, printJson } from "./output.js";
 import type { McpOptions } from "./commands/mcp.js";
 import type { GlobalOptions } from "./client.js";
 import { startProgress, stopProgress } from "./progress.js";
@@ -45,7 +48,10 @@ const program = new Command("switchboard")
     "--token <token>",
     "gateway bearer token (or $SWITCHBOARD_TOKEN): the one start/gateway ask for, the one other commands present",
   )
-  .showHelpAfterError();
+  .showHelpAfterError()
+  // Parse errors (unknown command or flag, missing argument) come to the handler at the end, to
+  // exit with the usage code and, with --json, answer in JSON; subcommands inherit this.
+  .exitOverride();
 
 // `switchboard sessions | head -3`: the reader has gone, so the output is over; not an error.
 process.stdout.on("error", (err: NodeJS.ErrnoException) => {
@@ -55,11 +61,18 @@ process.stdout.on("error", (err: NodeJS.ErrnoException) => {
 
 const g = (cmd: Command): GlobalOptions => cmd.optsWithGlobals() as GlobalOptions;
 let exitCode = 0;
+/**
+ * Whether errors are answered as JSON on stdout too: the running command's --json, or, for an
+ * error in the command line itself (no command runs), a --json anywhere in it.
+ */
+let jsonErrors = process.argv.slice(2).includes("--json");
 /** An action's exit code, when it returns one (actions that return nothing exit 0). */
 type Action = (...a: never[]) => Promise<unknown> | number;
 const run =
   (fn: Action) =>
   async (...args: unknown[]) => {
+    const cmd = args.at(-1);
+    if (cmd instanceof Command) jsonErrors = Boolean(cmd.opts().json);
     const code = await (fn as (...a: unknown[]) => Promise<unknown> | number)(...args);
     if (typeof code === "number") exitCode = code;
   };
@@ -99,17 +112,25 @@ program
   .action(op("asking the gateway and Redis…", async (_o: unknown, cmd: Command) => statusCommand(g(cmd))));
 program
   .command("sessions")
-  .description("list sessions (200 by default; --limit N, --all pages through every one)")
+  .summary("list sessions (200 by default; --limit N, --all pages through every one)")
+  .description(
+    "list sessions, newest first (200 by default; --limit N, --all pages through every one). " +
+      "Not a snapshot: a session updated during a long listing is shown once, as it was last read",
+  )
   .option("--json")
   .option("--active <minutes>")
   .option("--agent <id>")
-  .option("--limit <n>")
-  .option("--all")
+  .option("--limit <n>", "the N most recently updated sessions")
+  .option("--all", "every session (paged oldest first by a cursor, so none is missed; printed newest first)")
   .action(op("listing sessions…", async (_o: unknown, cmd: Command) => sessionsCommand(g(cmd))));
 program
   .command("send <sessionKey> <message>")
-  .description("enqueue a message into a session")
-  .option("--wait <seconds>")
+  .summary("enqueue a message into a session (--wait: and print its reply)")
+  .description(
+    "enqueue a message into a session; with --wait, print its reply (its runId first, on stderr: " +
+      "if the wait fails or is interrupted, the run goes on; exit 3 or 130, do not send again)",
+  )
+  .option("--wait <seconds>", "wait up to this long for the reply (0-600); retried on another gateway if one goes away")
   .option("--agent <id>")
   .option("--json")
   .action(
@@ -184,16 +205,32 @@ program.parseAsync(process.argv).then(
     if (exitCode) process.exitCode = exitCode;
   },
   (err: unknown) => {
+    if (err instanceof CommanderError) {
+      // --help and --version end this way too (exit 0); commander has printed its message already.
+      if (err.exitCode === 0) return;
+      const message =
+        err.code === "commander.help" ? "a command is needed (switchboard --help lists them)" : err.message;
+      if (jsonErrors) printJson(jsonError("invalid_request", message.replace(/^error: /, "")));
+      process.exitCode = EXIT.usage;
+      return;
+    }
     if (err instanceof ConfigError) {
       const where = err.source ? `config file ${err.source}` : "config (no file: defaults and environment variables)";
       process.stderr.write(
         `error [invalid_config]: ${where}:\n${err.issues.map((i) => `  ${i.path}: ${i.message}`).join("\n")}\n`,
       );
+      if (jsonErrors) {
+        const message = `${where}: ${err.issues.map((i) => `${i.path}: ${i.message}`).join("; ")}`;
+        printJson({ ok: false, error: { code: "invalid_config", message, issues: err.issues } });
+      }
     } else if (err instanceof SwitchboardError) {
       process.stderr.write(`error [${err.code}]: ${err.message}\n`);
+      if (jsonErrors) printJson(jsonError(err.code, err.message));
     } else {
-      process.stderr.write(`error: ${(err as Error)?.message ?? String(err)}\n`);
+      const message = (err as Error)?.message ?? String(err);
+      process.stderr.write(`error: ${message}\n`);
+      if (jsonErrors) printJson(jsonError("internal", message));
     }
-    process.exitCode = 1;
+    process.exitCode = err instanceof UsageError ? EXIT.usage : EXIT.error;
   },
 );

@@ -63,3 +63,26 @@ export function terminalSafe(text: string): string {
     ch === "\n" || ch === "\t" ? ch : `\\u{${ch.codePointAt(0)!.toString(16)}}`,
   );
 }
+
+/**
+ * The CLI's exit codes (README "Exit codes"). Scripts branch on them: a usage error is not worth
+ * retrying, a send whose outcome is unknown must not be sent again.
+ */
+export const EXIT = {
+  ok: 0,
+  /** Any error: Redis or the gateway does not answer, a refused request, an unhealthy doctor. */
+  error: 1,
+  /** `send --wait`: the run ended but not ok (error, aborted) or the wait timed out. */
+  notOk: 2,
+  /** `send --wait`: the message was queued (its runId printed), then the wait failed: outcome unknown. */
+  unknown: 3,
+  /** A command line the CLI refuses: unknown command or flag, bad flag value, missing argument. */
+  usage: 64,
+  /** Interrupted by Ctrl-C (SIGINT); 143 for SIGTERM. */
+  interrupted: 130,
+} as const;
+
+/** `{"ok":false,"error":{"code","message"}}`, what `--json` prints on stdout for any error. */
+export function jsonError(code: string, message: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { ok: false, ...extra, error: { code, message } };
+}

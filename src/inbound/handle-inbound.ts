@@ -12,7 +12,7 @@ import type { Config } from "../config/schema.js";
 import type { RunDeps } from "../runs/run-deps.js";
 import type { RedisClient } from "../storage/redis-client.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
-import { agentRuntime } from "../config/agents.js";
+import { agentRuntime, defaultAgentId } from "../config/agents.js";
 import { SwitchboardError, ValidationError } from "../errors/index.js";
 import { zodIssues } from "../config/parse.js";
 import { freshnessOf, policyFor, staleAtFor, withPatch } from "../session/entry-freshness.js";
@@ -72,15 +72,25 @@ export function parseInbound(body: unknown): InboundMessage {
 }
 
 /**
- * The key part a message id is remembered under: per channel, account and conversation. Message
- * ids are only unique within a chat on some channels (Telegram's `message_id` per chat, Slack's
- * `ts` per channel), so two chats sending the same id are two messages. The conversation is the
- * chat a reply goes to; the parts that come from the sender are escaped so none can end early.
+ * The key part a message id is remembered under: per channel, account, conversation and agent.
+ * Message ids are only unique within a chat on some channels (Telegram's `message_id` per chat,
+ * Slack's `ts` per channel), so two chats sending the same id are two messages. The conversation
+ * is the chat a reply goes to; the parts that come from the sender are escaped so none can end
+ * early (`encodeURIComponent` escapes `:` too, so the agent suffix cannot be forged by an id).
+ *
+ * One channel message handed to two agents (`agentId`) is two messages: each agent must get it.
+ * `agent` is the agent when it is not the default one, else undefined. The default agent's key
+ * is kept exactly as releases before the agent was part of it wrote it (they had no agent in
+ * it, and a message without `agentId` goes to the default agent): a webhook retried across a
+ * rolling upgrade finds the record an older gateway left, and the runId derived from the key is
+ * the same, so it is not run twice. Only a non-default agent's key is new; see
+ * `handledBeforeAgentKeys` for its retries across the upgrade.
  */
-export function inboundMessageKey(msg: InboundMessage, messageId: string): string {
+export function inboundMessageKey(msg: InboundMessage, messageId: string, agent?: string): string {
   const part = (s: string) => encodeURIComponent(s);
   const chat = `${msg.chatType}:${part(routeOf(msg).to)}`;
-  return `inmsg:${msg.channel}:${part(msg.accountId ?? "default")}:${chat}:${part(messageId)}`;
+  const key = `inmsg:${msg.channel}:${part(msg.accountId ?? "default")}:${chat}:${part(messageId)}`;
+  return agent === undefined ? key : `${key}:agent:${part(agent)}`;
 }
 
 function routeOf(msg: InboundMessage) {
@@ -110,8 +120,14 @@ export async function handleInbound(svc: InboundDeps, body: unknown): Promise<In
     const message = `threadId: ${topicProblem}`;
     throw new ValidationError(message, [{ path: "threadId", message }]);
   }
-  const dedupKey = msg.messageId ? `${svc.keys.base}:${inboundMessageKey(msg, msg.messageId)}` : undefined;
-  if (!dedupKey) return await handleResolved(svc, msg, agentId, sessionKey);
+  if (!msg.messageId) return await handleResolved(svc, msg, agentId, sessionKey);
+  // Remembered per agent, the default agent under the key earlier releases used (inboundMessageKey).
+  const keyAgent = agentId === defaultAgentId(svc.config) ? undefined : agentId;
+  const dedupKey = `${svc.keys.base}:${inboundMessageKey(msg, msg.messageId, keyAgent)}`;
+  if (keyAgent !== undefined) {
+    const earlier = await handledBeforeAgentKeys(svc, msg, msg.messageId, agentId);
+    if (earlier) return earlier;
+  }
 
   // The run of a message with an id is derived from that id: an earlier attempt that queued the
   // turn but failed afterwards (the drain wake-up, the answer) is completed, not run again.
@@ -172,6 +188,45 @@ export async function handleInbound(svc: InboundDeps, body: unknown): Promise<In
   }
   await svc.redis.set(dedupKey, JSON.stringify(result), "EX", MESSAGE_DEDUP_SECONDS);
   return result;
+}
+
+/**
+ * The answer to a message for a non-default agent that a gateway of an earlier release already
+ * took, or null. Those remembered a messageId without its agent, under the key the default agent
+ * still uses, and derived the runId from that key: the record there (or the run, once the record
+ * is gone or was never written) is this message's only when it names this agent, as it may be
+ * the default agent's own. One case is not covered: a retry arriving while the older gateway is
+ * still handling the first delivery (a pending claim, no run yet) names no agent, and is handled
+ * again; nor its mirror: the default agent's message finds an older gateway's record for another
+ * agent under its own key and is answered as that one's duplicate, as before the upgrade.
+ * Needed only while records written before the upgrade live (MESSAGE_DEDUP_SECONDS).
+ */
+async function handledBeforeAgentKeys(
+  svc: InboundDeps,
+  msg: InboundMessage,
+  messageId: string,
+  agentId: string,
+): Promise<InboundResult | null> {
+  const legacyKey = `${svc.keys.base}:${inboundMessageKey(msg, messageId)}`;
+  const prior = await svc.redis.get(legacyKey);
+  if (prior && !prior.startsWith(DEDUP_PENDING)) {
+    const answer = JSON.parse(prior) as InboundResult;
+    if (answer.agentId === agentId) return { ...answer, duplicate: true };
+  }
+  const runId = uuidFrom(legacyKey);
+  const run = await svc.runs.get(runId);
+  if (run?.agentId !== agentId) return null;
+  // The first attempt may have queued the turn and died before waking the drainer.
+  await requestDrain(svc, run.sessionKey);
+  const { sessionKey } = run;
+  return {
+    ok: true,
+    agentId,
+    sessionKey,
+    ...(run.sessionId ? { sessionId: run.sessionId } : {}),
+    runId,
+    duplicate: true,
+  };
 }
 
 const DEDUP_PENDING = "pending:";

@@ -21,7 +21,8 @@ const DeliveriesListParams = z.strictObject({
 
 export const RPC_CATALOG: Record<string, RpcMethodDoc> = {
   "sessions.list": {
-    summary: "List sessions, newest first (filters: agent, kinds, label, search, activity)",
+    summary:
+      "List sessions, newest first or oldest first (filters: agent, kinds, label, search, activity); pages by cursor",
     params: P.SessionsListParams,
   },
   "sessions.resolve": { summary: "Find one session by key, sessionId or label", params: P.SessionsResolveParams },

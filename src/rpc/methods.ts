@@ -66,7 +66,7 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
   const methods: Record<string, RpcHandler> = {
     "sessions.list": async (raw) => {
       const p = parseParams(P.SessionsListParams, raw, "sessions.list");
-      const rows = await svc.sessions.list({
+      const query = {
         ...(p.limit ? { limit: p.limit } : {}),
         ...(p.activeMinutes ? { activeMinutes: p.activeMinutes } : {}),
         ...(p.agentId ? { agentId: p.agentId } : {}),
@@ -75,11 +75,27 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
         ...(p.search ? { search: p.search } : {}),
         ...(p.spawnedBy ? { spawnedBy: canon(p.spawnedBy) } : {}),
         includeReserved: Boolean(p.includeGlobal || p.includeUnknown),
-        ...(p.offset ? { offset: p.offset } : {}),
-      });
-      const sessions = rows.filter(
-        (r) => (r.key !== "global" || p.includeGlobal) && (r.key !== "unknown" || p.includeUnknown),
-      );
+      };
+      const shown = (r: { key: string }) =>
+        (r.key !== "global" || p.includeGlobal) && (r.key !== "unknown" || p.includeUnknown);
+      // By position (order/cursor): stable under concurrent updates, O(limit) per page.
+      if (p.order !== undefined || p.cursor !== undefined) {
+        if (p.offset !== undefined) throw new ValidationError("offset does not combine with order or cursor");
+        const page = await svc.sessions.page({
+          ...query,
+          ...(p.order ? { order: p.order } : {}),
+          ...(p.cursor ? { cursor: p.cursor } : {}),
+        });
+        const sessions = page.sessions.filter(shown);
+        return {
+          ts: Date.now(),
+          count: sessions.length,
+          sessions,
+          ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
+        };
+      }
+      const rows = await svc.sessions.list({ ...query, ...(p.offset ? { offset: p.offset } : {}) });
+      const sessions = rows.filter(shown);
       // A full page may have more behind it: tell the caller where the next one starts.
       const full = rows.length === (p.limit ?? 1000);
       return {
@@ -173,6 +189,10 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
       // and the turn is decided again on that.
       let known = await knownEntry(svc, key);
       for (let attempt = 1; ; attempt++) {
+        // The policy is checked before the session is created, on null for one that does not
+        // exist yet (as an inbound message is): a refused call leaves nothing behind. Checked
+        // again on the entry created, which a concurrent caller may have written first.
+        if (!known && sessionSendPolicy(svc.config, key, null) === "deny") throw new SendBlockedError(key);
         let entry = known?.entry ?? (await ensureSession(svc, key));
         if (sessionSendPolicy(svc.config, key, entry) === "deny") throw new SendBlockedError(key);
         // A stale session rolls over and the turn counts as activity (at most one write a minute

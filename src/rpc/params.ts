@@ -25,8 +25,21 @@ export const SessionsListParams = z.strictObject({
   spawnedBy: key.optional(),
   includeGlobal: z.boolean().optional(),
   includeUnknown: z.boolean().optional(),
-  /** Rows to skip, newest first: the next page starts at the previous answer's `nextOffset`. */
+  /**
+   * Rows to skip, newest first: the next page starts at the previous answer's `nextOffset`. Kept
+   * for older clients: a session updated between pages shifts offsets (a row listed twice or
+   * never), and each page costs O(offset). Page with `order`/`cursor` instead.
+   */
   offset: z.number().int().min(0).max(1_000_000).optional(),
+  /** With it (or a cursor), one page by position and a `nextCursor`; "oldest" lists every session. */
+  order: z.enum(["newest", "oldest"]).optional(),
+  /** The previous answer's `nextCursor` (same filters and order): the page after it. */
+  cursor: z
+    .string()
+    .min(1)
+    .max(4096)
+    .regex(/^[A-Za-z0-9_-]+$/, "not a cursor a session listing returned (nextCursor)")
+    .optional(),
 });
 
 export const SessionsResolveParams = z

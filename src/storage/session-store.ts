@@ -8,7 +8,7 @@
  */
 import { luaSafeJson } from "../text/well-formed.js";
 import type { RedisClient } from "./redis-client.js";
-import { SessionNotFoundError, fromScriptError } from "../errors/index.js";
+import { SessionNotFoundError, ValidationError, fromScriptError } from "../errors/index.js";
 import { luaCommand } from "./lua-script.js";
 import { RedisKeys } from "./redis-keys.js";
 import type { SessionEntry, SessionEntryPatch, SessionKind } from "../session/session-entry.js";
@@ -58,9 +58,72 @@ export interface ListQuery {
    * the index is read, so `limit` counts rows the caller may see.
    */
   agentAllowed?: (agentId: string) => boolean;
-  /** Rows to skip (newest first) before `limit` rows are returned: paging for the CLI. */
+  /**
+   * Rows to skip (newest first) before `limit` rows are returned: `sessions.list`'s `offset`, kept
+   * for older clients. O(offset + limit), and shifted by updates between pages: `page` is stable.
+   */
   offset?: number;
   now?: number;
+}
+
+/**
+ * Where a cursor page stopped: the index position (score as Redis wrote it, member) of the last
+ * row it read. Positions only move forward in time for a session (updatedAt never goes back), so
+ * a listing oldest first by cursor meets every session that exists throughout it; a session
+ * updated after it was listed moves past the cursor and is met again (callers de-duplicate by key).
+ */
+interface ListCursor {
+  score: string;
+  key: string;
+}
+
+/** One page of `SessionStore.page`: `nextCursor` is absent once the index has no more rows. */
+export interface SessionPage {
+  sessions: SessionEntry[];
+  /** Opaque (`encodeListCursor`): pass it back as `cursor` for the next page. */
+  nextCursor?: string;
+}
+
+/** The order of a cursor listing, and where the next page starts. */
+export interface PageQuery extends ListQuery {
+  order?: "newest" | "oldest";
+  /** A `nextCursor` an earlier page (same filters, same order) returned. */
+  cursor?: string;
+}
+
+/** A cursor as callers carry it: opaque (base64url of the position), any key in any index fits. */
+function encodeListCursor(c: ListCursor): string {
+  return Buffer.from(JSON.stringify([c.score, c.key])).toString("base64url");
+}
+
+function decodeListCursor(text: string): ListCursor {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(text, "base64url").toString("utf8"));
+  } catch {
+    parsed = undefined;
+  }
+  if (
+    !Array.isArray(parsed) ||
+    parsed.length !== 2 ||
+    typeof parsed[0] !== "string" ||
+    typeof parsed[1] !== "string" ||
+    Number.isNaN(scoreNumber(parsed[0]))
+  )
+    throw new ValidationError("cursor: not a cursor a session listing returned (nextCursor)");
+  return { score: parsed[0], key: parsed[1] };
+}
+
+/** A score as Redis prints it ("inf" and "-inf" included) as a number. */
+function scoreNumber(score: string): number {
+  if (score === "inf" || score === "+inf") return Number.POSITIVE_INFINITY;
+  if (score === "-inf") return Number.NEGATIVE_INFINITY;
+  return score.trim() === "" ? Number.NaN : Number(score);
+}
+
+/** Redis orders members of equal score by their bytes. */
+function byteOrder(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a), Buffer.from(b));
 }
 
 /** How far a filtered list may page through an index before it stops (documented limit). */
@@ -297,6 +360,128 @@ export class SessionStore {
     // A page past the first: the first `offset + limit` rows minus the skipped ones, O(offset + limit).
     const offset = Math.max(0, Math.floor(q.offset ?? 0));
     return offset === 0 ? await this.listFirst(q, limit) : (await this.listFirst(q, offset + limit)).slice(offset);
+  }
+
+  /**
+   * One page after `cursor` (a `nextCursor` an earlier page returned), newest first or oldest
+   * first, by index position (score, then member as Redis orders them), so sessions updated,
+   * added or removed between pages shift nothing: offsets did (a session updated during a listing
+   * moved to the front and pushed a row back onto the next page, listed twice, or pulled one
+   * forward past the page boundary, never listed) and cost O(offset) each. Each call reads at most
+   * LIST_SCAN_LIMIT index rows: a filtered page may come back short with a `nextCursor`, to go on
+   * from there. Oldest first is the complete order: every session that exists during the whole
+   * listing is on some page (an update moves it forward, to a place still ahead of the cursor);
+   * one updated after it was listed comes again at its new place. Not a snapshot.
+   */
+  async page(q: PageQuery): Promise<SessionPage> {
+    const { sessions, next } = await this.pageAt(q, q.cursor === undefined ? undefined : decodeListCursor(q.cursor));
+    return { sessions, ...(next ? { nextCursor: encodeListCursor(next) } : {}) };
+  }
+
+  private async pageAt(
+    q: PageQuery,
+    cursor: ListCursor | undefined,
+  ): Promise<{ sessions: SessionEntry[]; next?: ListCursor }> {
+    const limit = Math.max(1, Math.min(q.limit ?? 1000, 10_000));
+    const order = q.order ?? "newest";
+    const now = q.now ?? Date.now();
+    const minScore = q.activeMinutes ? now - q.activeMinutes * 60_000 : Number.NEGATIVE_INFINITY;
+    if (q.spawnedBy || (q.label && q.agentId)) return await this.pageInMemory(q, cursor, order, limit, minScore);
+
+    const oneKind = !q.agentId && q.kinds?.length === 1 ? q.kinds[0] : undefined;
+    const index = q.agentId
+      ? this.keys.agentIndex(q.agentId)
+      : oneKind
+        ? this.keys.kindIndex(oneKind)
+        : this.keys.updatedIndex();
+    const filtered = Boolean(q.search || q.label || (q.kinds?.length && !oneKind) || q.agentAllowed);
+    const sessions: SessionEntry[] = [];
+    let at = cursor;
+    let scanned = 0;
+    while (scanned < LIST_SCAN_LIMIT) {
+      // Unfiltered: the rows still wanted (two more, for the reserved keys left out); else a chunk.
+      const count = filtered ? PAGE : limit - sessions.length + (q.includeReserved ? 0 : RESERVED_KEYS);
+      const { rows, end } = await this.rowsAfter(index, order, at, minScore, count);
+      const entries = await this.getMany(rows.map((r) => r.key));
+      for (let i = 0; i < rows.length; i++) {
+        at = rows[i]!;
+        scanned++;
+        const e = entries[i];
+        if (e && this.matches(e, q, Number.NEGATIVE_INFINITY)) sessions.push(e);
+        if (sessions.length < limit) continue;
+        return { sessions, ...(end && i === rows.length - 1 ? {} : { next: at }) };
+      }
+      if (end) return { sessions };
+    }
+    return { sessions, ...(at ? { next: at } : {}) };
+  }
+
+  /**
+   * Rows of `index` strictly after `after` in `order`, at least `count` read from Redis (fewer
+   * returned when some sat at the cursor's own score on its side); `end` when Redis had no more.
+   * Members of equal score are skipped past by reading on (ties are few: one millisecond each).
+   */
+  private async rowsAfter(
+    index: string,
+    order: "newest" | "oldest",
+    after: ListCursor | undefined,
+    minScore: number,
+    count: number,
+  ): Promise<{ rows: ListCursor[]; end: boolean }> {
+    const min = Number.isFinite(minScore) ? String(minScore) : "-inf";
+    const at = after ? scoreNumber(after.score) : undefined;
+    let from: string;
+    let to: string;
+    if (order === "oldest") {
+      // Below the activity window the cursor's own score holds no row to skip.
+      const inWindow = at !== undefined && at >= minScore;
+      from = inWindow ? after!.score : min;
+      to = "+inf";
+      if (!inWindow) after = undefined;
+    } else {
+      from = after ? after.score : "+inf";
+      to = min;
+      if (at !== undefined && at < minScore) return { rows: [], end: true };
+    }
+    for (let skip = 0; ; ) {
+      const flat =
+        order === "oldest"
+          ? await this.redis.zrangebyscore(index, from, to, "WITHSCORES", "LIMIT", skip, count)
+          : await this.redis.zrevrangebyscore(index, from, to, "WITHSCORES", "LIMIT", skip, count);
+      const rows: ListCursor[] = [];
+      for (let i = 0; i < flat.length; i += 2) rows.push({ key: flat[i]!, score: flat[i + 1]! });
+      const end = rows.length < count;
+      if (!after) return { rows, end };
+      // The rows at the cursor's score come first; those not past its member were on earlier pages.
+      let i = 0;
+      while (i < rows.length && scoreNumber(rows[i]!.score) === at) {
+        const cmp = byteOrder(rows[i]!.key, after.key);
+        if (order === "oldest" ? cmp > 0 : cmp < 0) break;
+        i++;
+      }
+      if (i < rows.length || end) return { rows: rows.slice(i), end };
+      skip += rows.length;
+    }
+  }
+
+  /** `page` for the listings that are not one index's range (children, a label): read, then ordered. */
+  private async pageInMemory(
+    q: ListQuery,
+    cursor: ListCursor | undefined,
+    order: "newest" | "oldest",
+    limit: number,
+    minScore: number,
+  ): Promise<{ sessions: SessionEntry[]; next?: ListCursor }> {
+    const all = await this.listFirst({ ...q, limit: LIST_SCAN_LIMIT }, LIST_SCAN_LIMIT);
+    const pos = (e: SessionEntry): ListCursor => ({ score: String(e.updatedAt), key: e.key });
+    const cmp = (a: ListCursor, b: ListCursor) =>
+      scoreNumber(a.score) - scoreNumber(b.score) || byteOrder(a.key, b.key);
+    const sign = order === "oldest" ? 1 : -1;
+    const rows = all
+      .filter((e) => e.updatedAt >= minScore && (!cursor || sign * cmp(pos(e), cursor) > 0))
+      .sort((a, b) => sign * cmp(pos(a), pos(b)));
+    const sessions = rows.slice(0, limit);
+    return { sessions, ...(rows.length > limit ? { next: pos(sessions.at(-1)!) } : {}) };
   }
 
   private async listFirst(q: ListQuery, limit: number): Promise<SessionEntry[]> {

@@ -100,10 +100,15 @@ export async function sessionsSend(
       { runId, sessionKey: displayKey },
     );
   }
-  // The entry resolving the key read a moment ago, else read (or created) now.
-  const stored = resolved ?? (await ensureSession(svc, targetKey));
-  // A denied target is an error, not a visibility matter: OpenClaw answers it as its agent RPC fails.
-  if (sessionSendPolicy(svc.config, targetKey, stored) === "deny")
+  // The entry resolving the key read a moment ago, else read now. A denied target is an error,
+  // not a visibility matter: OpenClaw answers it as its agent RPC fails. Checked before a
+  // missing session is created (on null, as an inbound message is), so a refused send leaves
+  // no entry behind; and again on the entry created, which a concurrent caller may have written.
+  const existing = resolved ?? (await svc.sessions.get(targetKey));
+  const blocked = (entry: SessionEntry | null) => sessionSendPolicy(svc.config, targetKey, entry) === "deny";
+  if (blocked(existing)) return toolError("send blocked by session policy", { runId, sessionKey: displayKey });
+  const stored = existing ?? (await ensureSession(svc, targetKey));
+  if (!existing && blocked(stored))
     return toolError("send blocked by session policy", { runId, sessionKey: displayKey });
   // Rolled over if stale, and the message counts as its activity, as an agent run does in OpenClaw.
   const target = await sessionForTurn(svc, stored);

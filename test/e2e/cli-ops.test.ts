@@ -322,7 +322,8 @@ describe("errors that say what to do", () => {
     expect(r.code, show(r)).toBe(2);
     expect(r.stderr).toMatch(
       new RegExp(
-        "^run [0-9a-f-]+: timeout: no worker is consuming the runs queue: " +
+        "^queued run ([0-9a-f-]+)\n" +
+          "run \\1: timeout: no worker is consuming the runs queue: " +
           String.raw`the run waits until one starts \(switchboard worker, or switchboard start\)\n$`,
       ),
     );
@@ -361,7 +362,7 @@ describe("errors that say what to do", () => {
   it("send --wait with a bad value is refused before anything is sent", async () => {
     for (const bad of ["-1", "abc", "601"]) {
       const r = await runCli(["send", "main", "never sent", "--wait", bad, "--url", "http://127.0.0.1:1"], d.env);
-      expect(r.code, show(r)).toBe(1);
+      expect(r.code, show(r)).toBe(64); // usage
       // Refused before connecting: the closed --url is never tried.
       expect(r.stderr).toBe(`error [invalid_request]: --wait must be a number of seconds from 0 to 600 (got ${bad})\n`);
     }
@@ -444,7 +445,7 @@ describe("progress on a terminal", () => {
     expect(tty.stdout).toMatch(/\r\x1b\[Krun [0-9a-f-]+: timeout: no worker is consuming the runs queue/);
     const piped = await pipedRun;
     expect(piped.stderr, show(piped)).not.toContain("\x1b[");
-    expect(piped.stderr).toMatch(/^run [0-9a-f-]+: timeout: /);
+    expect(piped.stderr).toMatch(/^queued run ([0-9a-f-]+)\nrun \1: timeout: /);
   }, 30_000);
 });
 

@@ -270,9 +270,11 @@ describe("Redis down", () => {
     ]);
     // The one error line, and nothing else: no JSON log lines about the reconnects before it.
     const lines = (r: CliResult) => r.stderr.split("\n").filter(Boolean);
+    // With --json the error is on stdout too, as JSON; without, stdout stays empty.
+    expect(JSON.parse(sessions.stdout)).toMatchObject({ ok: false, error: { code: "redis_unavailable" } });
+    expect(history.stdout).toBe("");
     for (const r of [sessions, history]) {
       expect(r.code, show(r)).toBe(1);
-      expect(r.stdout).toBe("");
       expect(lines(r), show(r)).toEqual([
         expect.stringMatching(/^error \[redis_unavailable\]: Redis does not answer at redis:\/\/127\.0\.0\.1:1 /),
       ]);
@@ -623,7 +625,8 @@ PORT=$("$NODE" -e 'console.log(new URL(require(process.argv[1]).redisUrl).port)'
     expect(log).toMatch(/, auth: none, local-only /);
     // Other commands found the embedded Redis (and the gateway) through the runtime file alone.
     expect(read("send.code").trim(), read("send.out")).toBe("0");
-    expect(read("send.out")).toBe("echo: hi-embedded\n");
+    // stdout and stderr together: the runId (stderr, once accepted), then the reply.
+    expect(read("send.out")).toMatch(/^queued run [0-9a-f-]{36}\necho: hi-embedded\n$/);
     expect(read("status.code").trim(), read("status.err")).toBe("0");
     const status = JSON.parse(read("status.json")) as {
       gateway: { reachable: boolean; url: string };

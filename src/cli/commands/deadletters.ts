@@ -1,8 +1,35 @@
 import type { DeadLetter } from "../../runs/dead-letters.js";
-import { ValidationError } from "../../errors/index.js";
-import { connect, type GlobalOptions } from "../client.js";
-import { printJson, terminalSafe } from "../output.js";
-import { positiveInt } from "../flags.js";
+import { type Client, connect, type GlobalOptions } from "../client.js";
+import { EXIT, printJson, terminalSafe } from "../output.js";
+import { positiveInt, UsageError } from "../flags.js";
+
+/** A letter `replay --all` left: its turn cannot be read, so only `discard` removes it. */
+interface NotReplayable {
+  runId: string;
+  kind: DeadLetter["kind"];
+  sessionKey: string;
+  reason: string;
+}
+
+/**
+ * The letters still there after `replay --all` that hold no readable turn (replay skips them):
+ * said by name, not left for the operator to find. Letters with a turn still there were given up
+ * while the replay ran; the next replay takes them.
+ */
+async function notReplayable(client: Client): Promise<NotReplayable[]> {
+  const out: NotReplayable[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = (await client.rpc("deadletters.list", { limit: 1000, ...(cursor ? { cursor } : {}) })) as {
+      deadLetters: DeadLetter[];
+      nextCursor?: string;
+    };
+    for (const l of page.deadLetters)
+      if (!l.turn) out.push({ runId: l.runId, kind: l.kind, sessionKey: l.sessionKey, reason: l.reason });
+    cursor = page.nextCursor;
+  } while (cursor);
+  return out;
+}
 
 /**
  * `switchboard deadletters [list [--limit n] [--cursor c]|replay <runId>|replay --all|discard <runId>]`: messages
@@ -13,11 +40,17 @@ export async function deadLettersCommand(
   runId: string | undefined,
   opts: GlobalOptions & { json?: boolean; all?: boolean; limit?: string; cursor?: string },
 ): Promise<number> {
+  // The command line is checked before Redis or a gateway is asked.
+  const act = action ?? "list";
+  if (act !== "list" && act !== "replay" && act !== "discard")
+    throw new UsageError(`unknown action ${action} (list, replay, discard)`);
+  if (act === "replay" && !runId && !opts.all) throw new UsageError("replay needs a runId or --all");
+  if (act === "discard" && !runId) throw new UsageError("discard needs a runId");
+  const limit = act === "list" ? positiveInt("--limit", opts.limit, 1000) : undefined;
   const client = await connect(opts, "direct");
   try {
-    switch (action ?? "list") {
+    switch (act) {
       case "list": {
-        const limit = positiveInt("--limit", opts.limit, 1000);
         const res = (await client.rpc("deadletters.list", {
           ...(limit ? { limit } : {}),
           ...(opts.cursor ? { cursor: opts.cursor } : {}),
@@ -41,23 +74,32 @@ export async function deadLettersCommand(
         return 0;
       }
       case "replay": {
-        if (!runId && !opts.all) throw new ValidationError("replay needs a runId or --all");
         const res = (await client.rpc("deadletters.replay", runId ? { runId } : { all: true })) as {
           count: number;
           replayed: { runId: string; replayedAs: string; sessionKey: string }[];
         };
+        const left = runId ? [] : await notReplayable(client);
         if (opts.json) {
-          printJson(res);
-          return 0;
+          printJson(runId ? res : { ...res, notReplayable: left });
+          return left.length ? EXIT.notOk : EXIT.ok;
         }
         for (const r of res.replayed)
           process.stdout.write(`replayed ${r.runId} as run ${r.replayedAs} on ${r.sessionKey}\n`);
         process.stdout.write(`${res.count} replayed\n`);
-        return 0;
+        if (left.length === 0) return EXIT.ok;
+        const lines = left.map((l) => `  ${l.runId}  ${l.kind}  ${l.sessionKey}: ${l.reason}`);
+        process.stdout.write(
+          terminalSafe(
+            `${left.length} not replayable (no readable turn):\n${lines.join("\n")}\n` +
+              `discard with: switchboard deadletters discard <runId>` +
+              (left.length === 1 ? ` (switchboard deadletters discard ${left[0]!.runId})` : "") +
+              "\n",
+          ),
+        );
+        return EXIT.notOk;
       }
       case "discard": {
-        if (!runId) throw new ValidationError("discard needs a runId");
-        const res = await client.rpc("deadletters.discard", { runId });
+        const res = await client.rpc("deadletters.discard", { runId: runId! });
         if (opts.json) {
           printJson(res);
           return 0;
@@ -65,8 +107,6 @@ export async function deadLettersCommand(
         process.stdout.write(`discarded ${runId}\n`);
         return 0;
       }
-      default:
-        throw new ValidationError(`unknown action ${action} (list, replay, discard)`);
     }
   } finally {
     await client.close();
