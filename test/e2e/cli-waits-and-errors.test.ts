@@ -105,7 +105,7 @@ async function runIds(d: Deployment): Promise<string[]> {
 }
 
 describe("send --wait when the gateway goes away mid-wait", () => {
-  it("killed (-9) or stopped (SIGTERM): the runId is printed at once and the reply still comes, sent once", async () => {
+  it("killed (-9) or stopped (SIGTERM): the runId is printed at once, the reply still comes, sent once", async () => {
     const d = await deployment();
     for (const how of ["kill -9", "SIGTERM"] as const) {
       const gw = await start("gateway", d);

@@ -169,9 +169,9 @@ describe("switchboard start + operator commands over HTTP", () => {
     expect(parsed.sessions.map((s) => s.key)).toContain("agent:main:main");
   });
 
-  it("call with --params that is not JSON exits 1 with a clear message", async () => {
+  it("call with --params that is not JSON exits 64 (usage) with a clear message", async () => {
     const r = await runCli(["call", "sessions.list", "--params", "not json", "--config", configFile], env);
-    expect(r.code, show(r)).toBe(1);
+    expect(r.code, show(r)).toBe(64);
     expect(r.stderr).toMatch(/^error \[invalid_request\]: --params is not valid JSON: .+\n$/);
     expect(r.stdout).toBe("");
   });
@@ -367,9 +367,9 @@ describe("switchboard worker --queues", () => {
     expect(r.stdout.replace(/\s+/g, " ")).toContain(`comma-separated: ${QUEUE_NAMES.join(",")} (default all)`);
   });
 
-  it("refuses an unknown queue with exit 1", async () => {
+  it("refuses an unknown queue with exit 64 (usage)", async () => {
     const r = await runCli(["worker", "--queues", "bogus", "--config", configFile], env);
-    expect(r.code, show(r)).toBe(1);
+    expect(r.code, show(r)).toBe(64);
     expect(r.stderr).toContain("unknown queue(s): bogus");
     expect(r.stdout).not.toContain("ready");
   });
@@ -377,7 +377,7 @@ describe("switchboard worker --queues", () => {
   it("reports the bad queue before (and without) trying Redis", async () => {
     const started = Date.now();
     const r = await runCli(["worker", "--queues", "runs,bogus"], { ...env, REDIS_URL: "redis://127.0.0.1:1" });
-    expect(r.code, show(r)).toBe(1);
+    expect(r.code, show(r)).toBe(64);
     expect(r.stderr).toContain("unknown queue(s): bogus");
     expect(r.stderr).not.toContain("Redis does not answer");
     expect(Date.now() - started).toBeLessThan(5000);

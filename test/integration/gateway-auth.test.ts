@@ -238,7 +238,7 @@ describe("--token of the long-running commands", () => {
     const file = tokenless({ host: "127.0.0.1" });
     // A bad --queues stops it right after the start-up notices, before Redis is asked.
     const r = await runCli(["worker", "--config", file, "--token", TOKEN, "--queues", "bogus"], cliEnv({}));
-    expect(r.code, show(r)).toBe(1);
+    expect(r.code, show(r)).toBe(64);
     expect(r.stderr).toContain("warning: --token has no effect on a worker: it serves no gateway");
     const bad = await runCli(["worker", "--config", file, "--token", "bad token 123"], cliEnv({}));
     expect(bad.stderr, show(bad)).toMatch(/--token: use only visible ASCII/);

@@ -95,7 +95,7 @@ describe("which agent runs, and which the answer names", () => {
     expect(bare.body.model).toBe("ops");
   });
 
-  it("no agent asked for: the key's agent runs and is named (an unconfigured one on agents.defaults.runtime)", async () => {
+  it("no agent asked for: the key's agent runs and is named (unconfigured: on agents.defaults.runtime)", async () => {
     const ops = await complete({ model: "openclaw/default" }, { "x-switchboard-session-key": "agent:ops:room4" });
     expect(ops.status).toBe(200);
     expect(ops.body.choices[0].message.content).toBe("ops-runtime|agent:ops:room4");

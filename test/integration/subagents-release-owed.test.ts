@@ -192,7 +192,7 @@ describe("an orchestrator's cut-off leaf ended without its release", () => {
     await reportsOnceOnItsAnswer(sys, orch);
   }, 120_000);
 
-  it("a drop whose release Redis fails: kept owed while it fails, the sweep releases the orchestrator once", async () => {
+  it("a drop whose release Redis fails: owed while it fails, the sweep releases the orchestrator once", async () => {
     const sys = await deployment(3_600_000);
     const { orch, lost } = await orchestratorWaitingForCutOff(sys);
     const orchKey = orch.childSessionKey;

@@ -36,7 +36,7 @@ function expectShape(r: { status: number; body: any }, status: number, type: str
 }
 
 describe("POST /tools/invoke errors", () => {
-  it("a message over the limit and a body over the body limit: both 413 payload_too_large, with the limits", async () => {
+  it("a message over the limit and a body over the body limit: both 413 payload_too_large, with limits", async () => {
     const overMessage = await invoke({
       tool: "sessions_send",
       args: { sessionKey: "main", message: "x".repeat(MESSAGE_BYTES + 1) },

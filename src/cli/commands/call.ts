@@ -1,4 +1,4 @@
-import { ValidationError } from "../../errors/index.js";
+import { UsageError } from "../flags.js";
 import { connect, type GlobalOptions } from "../client.js";
 import { printJson } from "../output.js";
 import { RPC_CATALOG } from "../../rpc/catalog.js";
@@ -30,7 +30,7 @@ export async function callCommand(
     try {
       params = JSON.parse(opts.params);
     } catch (err) {
-      throw new ValidationError(`--params is not valid JSON: ${(err as Error).message}`);
+      throw new UsageError(`--params is not valid JSON: ${(err as Error).message}`);
     }
   }
   const client = await connect(opts);

@@ -7,6 +7,7 @@
  */
 import { createLogger } from "../../app/logger.js";
 import { isRedisDown, redisFailure, ValidationError } from "../../errors/index.js";
+import { UsageError } from "../flags.js";
 import {
   createProgressReporter,
   formatImportSummary,
@@ -134,7 +135,7 @@ export async function importOpenClawCommand(
 ): Promise<number> {
   const concurrency = opts.concurrency === undefined ? 8 : Number(opts.concurrency);
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 256) {
-    throw new ValidationError(
+    throw new UsageError(
       `--concurrency must be a whole number from 1 to 256 (got ${JSON.stringify(opts.concurrency)})`,
     );
   }

@@ -58,7 +58,9 @@ export async function sendCommand(
       pending = { signal, code };
       return;
     }
-    const why = `interrupted (${signal})${waitSec ? " while waiting" : ""}: run ${accepted.runId} is queued and goes on; do not send it again`;
+    const why =
+      `interrupted (${signal})${waitSec ? " while waiting" : ""}: ` +
+      `run ${accepted.runId} is queued and goes on; do not send it again`;
     if (opts.json) printJson(jsonError("interrupted", why, { ...accepted, status: "interrupted" }));
     process.stderr.write(`${why}. Wait for it with: ${waitHint(accepted.runId)}\n`);
     process.exit(code);

@@ -15,7 +15,8 @@ import { createLogger } from "../../app/logger.js";
 import { formatBoundAddresses } from "../../gateway/bound-addresses.js";
 import { parseQueueList } from "../../queues/queue-names.js";
 import type { GlobalOptions } from "../client.js";
-import { ConfigError, ValidationError } from "../../errors/index.js";
+import { ConfigError } from "../../errors/index.js";
+import { UsageError } from "../flags.js";
 import { joinDeployment, sharingSummary, type Registration } from "../../deployment/index.js";
 import { redisUnavailable } from "../client.js";
 import { displayRedisUrl } from "../../config/redis-url.js";
@@ -178,7 +179,7 @@ export async function serveCommand(
     opts.concurrency !== undefined &&
     !(Number.isInteger(Number(opts.concurrency)) && Number(opts.concurrency) >= 1)
   ) {
-    throw new ValidationError(`--concurrency must be a whole number ≥ 1 (got ${JSON.stringify(opts.concurrency)})`);
+    throw new UsageError(`--concurrency must be a whole number ≥ 1 (got ${JSON.stringify(opts.concurrency)})`);
   }
   // --token is the gateway's token, as SWITCHBOARD_TOKEN sets it (a --token given and then ignored
   // left the gateway open while its operator believed it closed).
@@ -197,7 +198,12 @@ export async function serveCommand(
       "warning: --token has no effect on a worker: it serves no gateway (its metrics port has no auth)\n",
     );
   // Usage errors first: a bad --queues must not wait for (or be hidden behind) a Redis check.
-  const queues = parseQueueList(opts.queues);
+  let queues: ReturnType<typeof parseQueueList>;
+  try {
+    queues = parseQueueList(opts.queues);
+  } catch (err) {
+    throw new UsageError(`--queues: ${(err as Error).message}`);
+  }
   // Before anything starts or joins: a state dir that cannot be written would otherwise leave a
   // process that takes turns, parks every one of them and cannot record where it listens. A full
   // disk is not that: the process starts and its turns park until space returns.

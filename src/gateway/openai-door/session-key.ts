@@ -97,7 +97,8 @@ export function doorSessionKey(config: Config, opts: DoorSessionKeyOptions): str
       throw new DoorError(
         "invalid_request",
         `${header} ${key} is a session of agent '${owner}', but ${opts.agentFrom} asks for agent ` +
-          `'${opts.agentId}': send both for the same agent, or leave the agent to the key (no model, or "openclaw/default")`,
+          `'${opts.agentId}': send both for the same agent, ` +
+          `or leave the agent to the key (no model, or "openclaw/default")`,
         opts.agentFrom,
       );
     }
