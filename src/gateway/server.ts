@@ -4,6 +4,7 @@
  */
 import { clientGoneSignal } from "./client-gone.js";
 import type { ToolCallOptions } from "../tools/tool-runtime.js";
+import type { Socket } from "node:net";
 import Fastify, { type FastifyInstance } from "fastify";
 import type { GatewayDeps } from "./gateway-deps.js";
 import { SwitchboardError } from "../errors/index.js";
@@ -48,6 +49,17 @@ export async function createGateway(svc: GatewayDeps, opts: GatewayOptions = {})
     frameworkErrors: (err, req, reply) => httpErrorHandler(err, req, reply),
   });
   const rpc = createRpcMethods(svc);
+  // Connections that have not sent a request yet: an HTTP client's spare connection (undici opens
+  // one after a request is aborted), a load balancer's preconnect. Node counts them as busy, not
+  // idle, so closeIdleConnections leaves them and a close would wait until the client drops them
+  // (its idle timeout: 70 s for undici after a `Keep-Alive: timeout=72` answer) or Node's headers
+  // timeout (60 s) ends them. Nobody is waiting on them: a closing gateway ends them.
+  const unused = new Set<Socket>();
+  app.server.on("connection", (socket: Socket) => {
+    unused.add(socket);
+    socket.once("close", () => unused.delete(socket));
+  });
+  app.server.on("request", (req: { socket: Socket }) => unused.delete(req.socket));
 
   app.setErrorHandler(httpErrorHandler);
   app.setNotFoundHandler((req, reply) =>
@@ -144,9 +156,14 @@ export async function createGateway(svc: GatewayDeps, opts: GatewayOptions = {})
     async close() {
       const closed = app.close();
       await svc.existingWaiter()?.handOver(GATEWAY_SHUTTING_DOWN);
-      // Keep-alive connections of answered requests stay open otherwise, and the close waits on them.
-      const reap = setInterval(() => app.server.closeIdleConnections(), 50);
-      app.server.closeIdleConnections();
+      // Keep-alive connections of answered requests, and connections that never sent a request,
+      // stay open otherwise, and the close waits on them. Those with a request in flight stay.
+      const reapIdle = () => {
+        app.server.closeIdleConnections();
+        for (const socket of unused) socket.destroy();
+      };
+      const reap = setInterval(reapIdle, 50);
+      reapIdle();
       try {
         await closed;
       } finally {
