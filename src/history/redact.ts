@@ -397,9 +397,27 @@ function collectValueSpans(text: string, pattern: ValuePattern, spans: Span[]): 
   }
 }
 
-// What ends a URL's authority in text: its path, query or fragment, whitespace, a quote or bracket around the URL,
-// the backslash of a JSON-escaped quote.
-const AUTHORITY_END_RE = /[\s/?#"'`<>\\]/g;
+// What ends a URL's authority in text: its path, query or fragment, or whitespace. A quote, `<`, `>`, backtick or
+// backslash does not: a password may hold one (`mysql://root:it's-s3cret@db`, `pa"ss`, `hunter<2>x`), and ending the
+// user info there showed the rest of the password.
+const AUTHORITY_END_RE = /[\s/?#]/g;
+// After a node's `@host`, where no password can be, the same characters are punctuation around the URL: the quote or
+// bracket closing it, the backslash of a JSON-escaped quote (`{"url":"redis://:pw@h","other":"x@y"}`).
+const AFTER_HOST_END = "\"'`<>\\";
+
+/** Where the authority starting at `start` ends: its hard end, or a quote or bracket after a node's `@host`. */
+function authorityEnd(text: string, start: number): number {
+  AUTHORITY_END_RE.lastIndex = start;
+  const end = AUTHORITY_END_RE.exec(text)?.index ?? text.length;
+  let afterAt = false; // past an `@` of the current node: in its host, not its user info
+  for (let i = start; i < end; i++) {
+    const c = text[i];
+    if (c === "@") afterAt = true;
+    else if (c === ",") afterAt = false;
+    else if (afterAt && AFTER_HOST_END.includes(c as string)) return i;
+  }
+  return end;
+}
 
 /**
  * Passwords in URLs: `postgres://admin:PASS@db`, `redis://:PASS@cache`, and each node's in a URL that lists several
@@ -412,8 +430,7 @@ const AUTHORITY_END_RE = /[\s/?#"'`<>\\]/g;
 function collectUrlPasswordSpans(text: string, spans: Span[]): void {
   for (let i = text.indexOf("://"); i >= 0; i = text.indexOf("://", i + 3)) {
     const start = i + 3;
-    AUTHORITY_END_RE.lastIndex = start;
-    const end = AUTHORITY_END_RE.exec(text)?.index ?? text.length;
+    const end = authorityEnd(text, start);
     const authority = text.slice(start, end);
     if (!authority.includes("@")) continue;
     let from = 0; // where the user info of the next node with one starts

@@ -375,11 +375,17 @@ export class HolderWriter {
    * that were made for it once theirs are. Throws when one cannot be: the caller's lines do
    * not count as durable (`always`) or the failure is reported (group commit). Either way the
    * directory stays owed: a re-run (`always`) or the next group commit (`everysec`) tries again.
+   * Only the directories on this file's path are its business: another agent's owed directory
+   * (an `EIO` or `EACCES` there) failed every other agent's new sessions and re-runs under
+   * `always`. Those are left to their own file's re-run or next new file, or to the group commit.
    */
   private async syncName(file: string, f: OpenFile): Promise<void> {
     const own = dirname(file);
     try {
-      for (const [dir, n] of [...this.owedDirs]) if (dir !== own) await this.syncOwed(dir, n);
+      for (const dir of ancestors(own)) {
+        const n = this.owedDirs.get(dir);
+        if (n !== undefined) await this.syncOwed(dir, n);
+      }
       const n = this.owedDirs.get(own);
       await this.syncDirOf(own);
       if (n !== undefined) this.paid(own, n);
@@ -583,6 +589,13 @@ export class HolderWriter {
 }
 
 function noop(): void {}
+
+/** The directories above `dir`, outermost first (those made for a file in `dir` among them). */
+function ancestors(dir: string): string[] {
+  const above: string[] = [];
+  for (let d = dirname(dir); d !== dir; dir = d, d = dirname(d)) above.unshift(d);
+  return above;
+}
 
 /** The directories `mkdir -p` made: from `first` (its answer; undefined: none) down to `dir`. */
 function madeDirs(first: string | undefined, dir: string): string[] {

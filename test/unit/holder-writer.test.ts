@@ -17,6 +17,7 @@ import {
   readlinkSync,
   renameSync,
   rmSync,
+  statSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -220,6 +221,45 @@ describe("HolderWriter durability", () => {
     await tick();
     expect(synced.filter((t) => t === "dir")).toHaveLength(dirs);
     expect(ids(file)).toEqual(["a", "b"]);
+  });
+});
+
+describe("HolderWriter: one agent's failing directory", () => {
+  it("always: a directory that cannot be fsynced fails only its own files, not another agent's", async () => {
+    const { w, synced } = setup("always");
+    const aDir = join(w.path("a", "sa1"), "..");
+    mkdirSync(aDir, { recursive: true });
+    const bad = statSync(aDir).ino;
+    // Agent a's sessions directory refuses fsync (EIO: a bad disk under agents/a), every time.
+    const probe = await open(join(aDir, "..", "probe"), "w");
+    const proto = Object.getPrototypeOf(probe) as { sync: () => Promise<void> };
+    await probe.close();
+    const realSync = proto.sync;
+    proto.sync = async function (this: { fd: number }) {
+      const st = fstatSync(this.fd);
+      if (st.isDirectory() && st.ino === bad)
+        throw Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO", errno: -5, syscall: "fsync" });
+      return await realSync.call(this);
+    };
+    try {
+      // Its own new session is not durable: that turn fails (a storage fault, retried).
+      await expect(w.write("a", "sa1", [line("a1")])).rejects.toMatchObject({ code: "EIO" });
+      // Another agent's new sessions and re-runs go on: they used to fsync a's directory first
+      // and fail with it, parked until their deadline.
+      await w.write("b", "sb1", [line("b1")]);
+      const dirsBefore = synced.filter((t) => t === "dir").length;
+      expect(await w.linesOfRun("b", "sb1", "b1")).toHaveLength(1);
+      await w.write("b", "sb2", [line("b2")]);
+      expect(synced.filter((t) => t === "dir").length).toBeGreaterThan(dirsBefore);
+      // a's re-run still finds its directory failing: its lines do not count yet.
+      await expect(w.linesOfRun("a", "sa1", "a1")).rejects.toMatchObject({ code: "EIO" });
+    } finally {
+      proto.sync = realSync;
+    }
+    // Healed: a's re-run fsyncs its directory and its lines count.
+    const dirs = synced.filter((t) => t === "dir").length;
+    expect(await w.linesOfRun("a", "sa1", "a1")).toHaveLength(1);
+    expect(synced.filter((t) => t === "dir").length).toBeGreaterThan(dirs);
   });
 });
 

@@ -329,6 +329,8 @@ describe("redactSecrets: linear time on hostile input", () => {
     ["one scheme, then a userinfo that never ends", `x://u:${fill("p:")}`],
     ["one URL listing many nodes with user info", `x://${fill("u:p@h,")}`],
     ["one URL whose user info runs over many commas", `x://u:${fill("p,")}@h`],
+    ["one URL whose user info runs over many quotes", `x://u:${fill("p'<")}@h`],
+    ["many URLs, each closed by a quote after its host", fill('x://u:p@h",')],
     ["scheme-like words", fill("a+b.c-d")],
     ["query names without =", fill("?tokenX&key")],
     ["query values", fill("&token=v")],
@@ -684,6 +686,32 @@ describe("URL passwords, node by node", () => {
       "in a JSON string, other values stay",
       '{"url":"redis://:pw@h","other":"x@y"}',
       '{"url":"redis://:***@h","other":"x@y"}',
+    ],
+    // A quote, bracket, backtick or backslash in a password is part of it, as whitespace, `/`, `?` and `#` are not;
+    // after the `@host` it is the punctuation around the URL.
+    [
+      "an apostrophe in the password",
+      "connect with mysql://root:it's-s3cret@db.internal:3306/app",
+      "connect with mysql://root:***@db.internal:3306/app",
+    ],
+    [
+      "a double quote in the password",
+      'DATABASE_URL=postgres://admin:pa"ss123@db:5432/x',
+      "DATABASE_URL=postgres://admin:***@db:5432/x",
+    ],
+    ["angle brackets in the password", "use redis://:hunter<2>secret@cache:6379", "use redis://:***@cache:6379"],
+    ["a backtick in the password", "amqp://guest:pa`ss@rabbit/", "amqp://guest:***@rabbit/"],
+    ["a backslash in the password", String.raw`amqp://guest:pa\ss@rabbit/`, "amqp://guest:***@rabbit/"],
+    ["a quote in a later node's password", 'redis+cluster://:p1@h1,:p"2@h2', "redis+cluster://:***@h1,:***@h2"],
+    [
+      "quoted and bracketed URLs end at the quote or bracket",
+      "'redis://:pw1@h1' \"redis://:pw2@h2\" <redis://:pw3@h3>,`redis://:pw4@h4`,x@y",
+      "'redis://:***@h1' \"redis://:***@h2\" <redis://:***@h3>,`redis://:***@h4`,x@y",
+    ],
+    [
+      "in a JSON-escaped string, other values stay",
+      String.raw`{\"url\":\"redis://:pw@h\",\"other\":\"x@y\"}`,
+      String.raw`{\"url\":\"redis://:***@h\",\"other\":\"x@y\"}`,
     ],
   ])("%s", (_label, input, expected) => {
     expect(redactSecrets(input).text).toBe(expected);
