@@ -161,7 +161,7 @@ describe("history --limit", () => {
       ["1001", "a whole number from 1 to 1000"],
     ]) {
       const r = await runCli(["history", "main", "--limit", bad!, "--url", "http://127.0.0.1:1"], elsewhere);
-      expect(r.code, show(r)).toBe(1);
+      expect(r.code, show(r)).toBe(64);
       expect(r.stderr).toBe(`error [invalid_request]: --limit must be ${says} (got "${bad}")\n`);
     }
   });

@@ -121,8 +121,14 @@ describe.skipIf(!canMount())("a worker started on a full disk (root: tmpfs)", ()
       /^warning: storage: cannot create or write the state dir .*ENOSPC.*: starting anyway, turns are parked/m,
     );
     expect(worker.output()).not.toMatch(/invalid_config/);
-    // Not only in its output: the deployment's health says so.
-    const ready = await sys.get("/readyz");
+    // Not only in its output: the deployment's health says so (reported as the worker starts).
+    const ready = await settle(
+      async () => {
+        const r = await sys.get("/readyz");
+        return r.body.storage === "unhealthy" ? r : null;
+      },
+      { what: "/readyz saying storage is unhealthy", timeoutMs: 10_000 },
+    );
     expect(ready.body).toMatchObject({ ok: true, storage: "unhealthy", code: "ENOSPC" });
 
     const r = await inbound(sys, "full", "hello on a full disk");

@@ -177,9 +177,19 @@ describe("metrics", () => {
     // Workers in this process: the gateway's /metrics serves the turn series too (one registry
     // per process, shared with this file's other systems: compare before and after).
     const scrapeGateway = async () => parseExposition(String((await sys.get("/metrics")).body));
+    const okRuns = (e: Awaited<ReturnType<typeof scrapeGateway>>) =>
+      valueOf(e, "switchboard_runs_total", { status: "ok" });
+    const start = okRuns(await scrapeGateway());
     const first = await inbound(sys, "parker", "hello");
     expect((await timedWait(sys, first.runId, 10_000)).result).toMatchObject({ status: "ok" });
-    const before = await scrapeGateway();
+    // Counted just after the finish the wait saw: the baseline is taken once it is.
+    const before = await settle(
+      async () => {
+        const e = await scrapeGateway();
+        return okRuns(e) >= start + 1 ? e : null;
+      },
+      { what: "the first turn counted" },
+    );
     const deployment = { deployment: sys.config.redis.prefix };
     // The sessions directory replaced by a file: the next turn's transcript write fails (ENOTDIR).
     const dir = join(storage, "agents", "main", "sessions");

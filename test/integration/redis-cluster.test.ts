@@ -248,13 +248,13 @@ describe.skipIf(CLI_MISSING)("Switchboard on a Redis Cluster (3 masters)", () =>
       timeoutMs: 15_000,
       stepMs: 25,
     });
-    // Only A was up when the run started, so A holds it; B joins idle.
+    // Only A was up when the run started, so A holds it. Killed before B starts (a worker takes
+    // seconds to start on a loaded machine, which the slow turn may not last): B joins afterwards.
+    await a.kill9();
+    expect(a.child.signalCode).toBe("SIGKILL");
     const b = await spawnWorker(crashSys.config);
     cleanups.push(() => b.kill9());
     const next = await post("after");
-
-    await a.kill9();
-    expect(a.child.signalCode).toBe("SIGKILL");
     const { result } = await timedWait(crashSys, slow.runId, 25_000);
     expect(result).toMatchObject({ status: "ok", reply: "done: slow job" });
     expect(await getRun(crashSys, slow.runId)).toMatchObject({ status: "ok", attempts: 2 });
