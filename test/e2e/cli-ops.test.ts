@@ -220,8 +220,9 @@ describe("deployment identity", () => {
       expect(r.stdout).toMatch(
         new RegExp(`^ok {4}alive {2}start pid ${start.child.pid} on \\S+: heartbeat \\d+ s ago\\nhealthy\\n$`),
       );
+      // A usage error (64), not 1: a mistyped role must not read as a dead worker.
       const bad = await runCli(["doctor", "--alive", "bogus", "--config", a.file], a.env);
-      expect(bad.code).toBe(1);
+      expect(bad.code).toBe(64);
       expect(bad.stderr).toContain("--alive must be one of worker, gateway, start, any");
     }, 30_000);
 

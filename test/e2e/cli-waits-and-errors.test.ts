@@ -222,6 +222,8 @@ describe("--json errors and exit codes", () => {
       [["history", "main", "--limit", "x"], '--limit must be a whole number ≥ 1 (got "x")'],
       [["send", "main", "never sent", "--wait", "601"], "--wait must be a number of seconds from 0 to 600 (got 601)"],
       [["send", "main"], "missing required argument 'message'"],
+      // Not 1 (unhealthy): a mistyped role in a health check must not read as a dead process.
+      [["doctor", "--alive", "bogus"], '--alive must be one of worker, gateway, start, any (got "bogus")'],
     ] as const) {
       const r = await runCli([...args, "--json", "--config", d.file], d.env);
       expect(r.code, show(r)).toBe(64);
@@ -230,6 +232,16 @@ describe("--json errors and exit codes", () => {
       expect(plain.code, show(plain)).toBe(64);
       expect(plain.stdout).toBe("");
       expect(plain.stderr).toContain(message);
+    }
+    // mcp has no --json: its bad flag values exit 64 too, before Redis is asked.
+    for (const [args, message] of [
+      [["--http", "99999"], '--http must be a port number 0-65535 (got "99999")'],
+      [["--http", "0", "--host", "0.0.0.0"], "--host 0.0.0.0 is not loopback: set gateway.auth.token"],
+      [["--token", "short"], "--token: use at least 8 characters"],
+    ] as const) {
+      const r = await runCli(["mcp", "--session", "main", ...args, "--config", d.file], d.env);
+      expect(r.code, show(r)).toBe(64);
+      expect(r.stderr).toContain(`error [invalid_request]: ${message}`);
     }
   }, 90_000);
 });

@@ -1,9 +1,10 @@
 /**
  * `switchboard doctor [--json] [--alive <role>]`: is this deployment healthy, and if not, why and
- * what to do. Exit 0 when no check failed (warnings allowed), 1 otherwise, with the reasons.
+ * what to do. Exit 0 when no check failed (warnings allowed), 1 otherwise, with the reasons; 64
+ * for a bad flag value.
  */
 import { hostname } from "node:os";
-import { ConfigError, ValidationError } from "../../errors/index.js";
+import { ConfigError } from "../../errors/index.js";
 import { readRuntimeInfo } from "../../app/runtime-file.js";
 import { listProcesses, redisTimeMs } from "../../deployment/process-registry.js";
 import {
@@ -26,6 +27,7 @@ import {
   loadCliConfig,
   type GlobalOptions,
 } from "../client.js";
+import { UsageError } from "../flags.js";
 import { printJson } from "../output.js";
 import { updateProgress } from "../progress.js";
 import { displayRedisUrl } from "../../config/redis-url.js";
@@ -34,7 +36,8 @@ const ALIVE_ROLES = ["worker", "gateway", "start", "any"];
 
 export async function doctorCommand(opts: GlobalOptions & { json?: boolean; alive?: string }): Promise<number> {
   if (opts.alive !== undefined && !ALIVE_ROLES.includes(opts.alive)) {
-    throw new ValidationError(`--alive must be one of ${ALIVE_ROLES.join(", ")} (got ${JSON.stringify(opts.alive)})`);
+    // Usage (exit 64), not 1: a health check with a mistyped role must not read as an unhealthy process.
+    throw new UsageError(`--alive must be one of ${ALIVE_ROLES.join(", ")} (got ${JSON.stringify(opts.alive)})`);
   }
   const findings = await examine(opts);
   const v = verdict(findings);

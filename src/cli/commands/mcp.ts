@@ -17,6 +17,7 @@ import { canonicalSessionKey } from "../../session/key-canonical.js";
 import { createToolRuntime } from "../../tools/tool-runtime.js";
 import { resolveCaller } from "../../tools/session-caller.js";
 import { cliToken, loadCliConfig, RpcCallError, type GlobalOptions } from "../client.js";
+import { UsageError } from "../flags.js";
 import { displayRedisUrl } from "../../config/redis-url.js";
 
 export interface McpOptions extends GlobalOptions {
@@ -30,7 +31,7 @@ const LOOPBACK = new Set(["127.0.0.1", "localhost", "::1"]);
 function parsePort(raw: string): number {
   const port = Number(raw);
   if (!Number.isInteger(port) || port < 0 || port > 65535)
-    throw new ValidationError(`--http must be a port number 0-65535 (got ${JSON.stringify(raw)})`);
+    throw new UsageError(`--http must be a port number 0-65535 (got ${JSON.stringify(raw)})`);
   return port;
 }
 
@@ -43,11 +44,14 @@ export async function mcpCommand(opts: McpOptions): Promise<void> {
   const token = cliToken(opts, config);
   const tokenCheck = token === undefined ? undefined : GatewayTokenSchema.safeParse(token);
   if (tokenCheck && !tokenCheck.success) {
-    throw new ValidationError(`--token: ${tokenCheck.error.issues.map((i) => i.message).join("; ")}`);
+    const why = tokenCheck.error.issues.map((i) => i.message).join("; ");
+    // A bad --token is a bad flag value (usage); one from the environment or config is not.
+    if (opts.token !== undefined) throw new UsageError(`--token: ${why}`);
+    throw new ValidationError(`token: ${why}`);
   }
   // Over HTTP anyone who reaches the port acts as the session: off loopback, require the token.
   if (port !== undefined && !LOOPBACK.has(host) && !token) {
-    throw new ValidationError(`--host ${host} is not loopback: set gateway.auth.token so MCP clients must present it`);
+    throw new UsageError(`--host ${host} is not loopback: set gateway.auth.token so MCP clients must present it`);
   }
   canonicalSessionKey(config, opts.session); // a malformed key fails here, before Redis is asked
   if (!(await redisAnswers(config.redis.url))) {
