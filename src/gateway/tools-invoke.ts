@@ -21,6 +21,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { SwitchboardError } from "../errors/index.js";
 import { clientGoneSignal } from "./client-gone.js";
+import { gatewayErrorOf } from "./error-payload.js";
 import type { ToolCallOptions } from "../tools/tool-runtime.js";
 import { zodIssues } from "../config/parse.js";
 import type { GatewayDeps } from "./gateway-deps.js";
@@ -55,16 +56,10 @@ export async function reshapeInvokeError(
   reply: FastifyReply,
   payload: unknown,
 ): Promise<unknown> {
-  if (reply.statusCode < 400 || typeof payload !== "string") return payload;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(payload);
-  } catch {
-    return payload;
-  }
-  const body = parsed as { ok?: unknown; error?: Record<string, unknown> };
-  if (body.ok !== false || !body.error || body.error.type !== undefined) return payload;
-  const { code, message, issues: _issues, ...details } = body.error;
+  const error = gatewayErrorOf(reply, payload);
+  // Already in this door's shape (`type`): its own answers.
+  if (!error || error.type !== undefined) return payload;
+  const { code, message, ...details } = error;
   return JSON.stringify(fail(String(code ?? "error"), String(message ?? "error"), details));
 }
 

@@ -2,8 +2,9 @@
  * A client that goes away while a door waits for a run: the wait ends at once (its timer, its
  * place on the run-done subscription and its Redis reads are let go) instead of when the run
  * ends, and the run itself still finishes. For every door that waits: the OpenAI door (plain and
- * streaming), `POST /tools/invoke` sessions_send, and MCP over HTTP (the connection dropped, no
- * `notifications/cancelled`). A complete answer is not taken for a disconnect.
+ * streaming), `POST /tools/invoke` sessions_send, `POST /v1/tools/<name>` sessions_send, and MCP
+ * over HTTP (the connection dropped, no `notifications/cancelled`). A complete answer is not taken
+ * for a disconnect.
  */
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -141,6 +142,25 @@ describe("a client that goes away while a door waits", () => {
     expect(await request).toBeInstanceOf(Error);
     await settle(
       async () => (await history(sys, BOB, 50)).some((m) => JSON.stringify(m).includes("bob: slow invoke")),
+      { what: "bob's reply to the abandoned sessions_send" },
+    );
+  }, 30_000);
+
+  it("POST /v1/tools/sessions_send: the wait ends, the run finishes", async () => {
+    const stop = new AbortController();
+    const request = fetch(`${sys.url}/v1/tools/sessions_send`, {
+      method: "POST",
+      signal: stop.signal,
+      headers: auth,
+      body: JSON.stringify({
+        sessionKey: MAIN,
+        args: { sessionKey: BOB, message: "slow v1 tool", timeoutSeconds: 60 },
+      }),
+    }).catch((e: Error) => e);
+    await leaveWhileWaiting(stop, "/v1/tools");
+    expect(await request).toBeInstanceOf(Error);
+    await settle(
+      async () => (await history(sys, BOB, 50)).some((m) => JSON.stringify(m).includes("bob: slow v1 tool")),
       { what: "bob's reply to the abandoned sessions_send" },
     );
   }, 30_000);

@@ -8,95 +8,28 @@
 import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
 import type { TestSystem } from "../helpers/system.js";
-import { httpJson } from "../helpers/system.js";
-import { cleanUp, deploy, onCleanUp } from "../helpers/api.js";
-import { startTcpProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
-import { settle } from "../helpers/settle.js";
-import { spawnGateway, type GatewayProcess } from "../fixtures/runs-support.js";
-import { chat, queuesQuiet, scriptAgent, tool, toolsConfig, textOf, transcript } from "../fixtures/tools-support.js";
-import { announceDeliveries, announced, completionTurns, COMPLETION, registry } from "../fixtures/subagents-support.js";
+import { cleanUp } from "../helpers/api.js";
+import { queuesQuiet, tool, textOf } from "../fixtures/tools-support.js";
+import {
+  ageIt,
+  announced,
+  completionTurns,
+  cutOffSpawn,
+  MAIN,
+  oneSlotDeployment,
+  orchestratorDeployment,
+  orchestratorWaitingForCutOff,
+  registry,
+  reportsOnceOnItsAnswer,
+} from "../fixtures/subagents-support.js";
 import { sessionsSpawn } from "../../src/tools/sessions-spawn.js";
 import { toolCallIds } from "../../src/tools/call-ids.js";
 import type { ToolCaller } from "../../src/tools/tool-context.js";
 import { subagentSessionKey } from "../../src/session/key-build.js";
-import type { SubagentRun } from "../../src/subagents/registry.js";
-import { UNQUEUED_GRACE_MS } from "../../src/subagents/unqueued.js";
-import { isTerminal } from "../../src/runs/run-status.js";
 
-const MAIN = "agent:main:main";
 const LIMIT_ERROR = "sessions_spawn has reached max active children for this session (1/1)";
 
 afterEach(cleanUp);
-
-/** One child slot; a first child has run (so the registration script is in Redis's script cache). */
-async function deployment(): Promise<TestSystem> {
-  const sys = await deploy(
-    toolsConfig({
-      agents: {
-        defaults: { subagents: { archiveAfterMinutes: 0, maxChildrenPerAgent: 1 } },
-        list: [
-          scriptAgent("main", [{ when: { contains: COMPLETION }, reply: "NO_REPLY" }, { reply: "done: {{text}}" }], {
-            default: true,
-          }),
-        ],
-      },
-    }),
-  );
-  await chat(sys, "main", "1", "hello");
-  const warm = await tool(sys, "sessions_spawn", MAIN, { task: "warm up" });
-  expect(await announced(sys, warm.runId)).toMatchObject({ status: "ok", announce: "delivered" });
-  return sys;
-}
-
-/** A gateway process talking to the deployment's Redis through a TCP proxy (see cutOffSpawn). */
-interface DoomedGateway {
-  proxy: TcpProxy;
-  gateway: GatewayProcess;
-}
-
-async function doomedGateway(sys: TestSystem): Promise<DoomedGateway> {
-  const proxy = await startTcpProxy(sys.config.redis.url);
-  onCleanUp(() => proxy.close());
-  const gateway = await spawnGateway({ ...sys.config, redis: { ...sys.config.redis, url: proxy.url } });
-  onCleanUp(() => gateway.kill9());
-  return { proxy, gateway };
-}
-
-/**
- * A sessions_spawn by `requester` through a gateway process that is killed -9 right after its
- * registration reached Redis: the reply to the registration script is held back, then the
- * process dies before it could queue the child's turn. Returns the run it left registered.
- */
-async function cutOffSpawn(
-  sys: TestSystem,
-  label: string,
-  requester = MAIN,
-  doomed?: DoomedGateway,
-): Promise<SubagentRun> {
-  const { proxy, gateway } = doomed ?? (await doomedGateway(sys));
-  // The registration is the one command naming both the requester's active set and the child's run.
-  const held = proxy.holdRepliesWhen((sent) => sent.includes(":sa:active:") && sent.includes(":sa:child:"));
-  const args = { task: "lost job", label };
-  const answer = httpJson("POST", `${gateway.url}/v1/tools/sessions_spawn`, { sessionKey: requester, args }).then(
-    () => "answered",
-    () => "connection lost",
-  );
-  await held;
-  await gateway.kill9();
-  expect(await answer).toBe("connection lost");
-  const [run, ...more] = (await registry(sys).activeRuns(requester)).filter((r) => r.label === label);
-  expect(more).toEqual([]);
-  expect(run).toMatchObject({ label, status: "running" });
-  // Its turn was never queued: no run record.
-  expect(await sys.svc.runs.get(run!.runId)).toBeNull();
-  expect(await sys.svc.sessions.get(run!.childSessionKey)).not.toBeNull();
-  return run!;
-}
-
-/** The registration as it looks once older than the grace period (its createdAt moved back). */
-async function ageIt(sys: TestSystem, run: SubagentRun): Promise<void> {
-  await registry(sys).update(run.runId, { createdAt: Date.now() - UNQUEUED_GRACE_MS - 1000 });
-}
 
 /** A caller whose tool calls are numbered from 0 in the turn `runId` (as each attempt of it is). */
 function turnCaller(runId: string): ToolCaller {
@@ -112,7 +45,7 @@ async function spawnsAgain(sys: TestSystem): Promise<void> {
 
 describe("a spawn cut off between its registration and its child's turn", () => {
   it("subagents kill ends it (killed, announce suppressed) and frees its slot", async () => {
-    const sys = await deployment();
+    const sys = await oneSlotDeployment();
     const lost = await cutOffSpawn(sys, "lost");
     const list = await tool(sys, "subagents", MAIN, {});
     expect(list.active).toEqual([expect.objectContaining({ runId: lost.runId, status: "running" })]);
@@ -143,7 +76,7 @@ describe("a spawn cut off between its registration and its child's turn", () => 
   }, 60_000);
 
   it("with nobody acting, the next spawn at the limit drops it once it is older than the grace period", async () => {
-    const sys = await deployment();
+    const sys = await oneSlotDeployment();
     const lost = await cutOffSpawn(sys, "lost");
     await ageIt(sys, lost);
     await spawnsAgain(sys);
@@ -156,7 +89,7 @@ describe("a spawn cut off between its registration and its child's turn", () => 
   }, 60_000);
 
   it("with nobody acting, a subagents call drops it too: not listed as running, slot free", async () => {
-    const sys = await deployment();
+    const sys = await oneSlotDeployment();
     const lost = await cutOffSpawn(sys, "lost");
     await ageIt(sys, lost);
     const list = await tool(sys, "subagents", MAIN, {});
@@ -168,7 +101,7 @@ describe("a spawn cut off between its registration and its child's turn", () => 
 
 describe("a spawn whose push fails", () => {
   it("undoes its registration at once; the re-run of its turn spawns afresh", async () => {
-    const sys = await deployment();
+    const sys = await oneSlotDeployment();
     const R = randomUUID();
     const args = { task: "pushed job", label: "pushed" };
     const ids = toolCallIds(turnCaller(R), "sessions_spawn");
@@ -189,93 +122,6 @@ describe("a spawn whose push fails", () => {
     expect(await announced(sys, runId)).toMatchObject({ status: "ok", announce: "delivered", label: "pushed" });
   }, 60_000);
 });
-
-/**
- * `main` may spawn an orchestrator (maxSpawnDepth 2), which spawns leaf-a and yields; leaf-a
- * ends LEAF_A_MS later, long after the cut-off spawn of leaf-b (from the orchestrator's session)
- * has registered. A first child has run (the registration script is in Redis's script cache).
- */
-const LEAF_A_MS = 2000;
-
-async function orchestratorDeployment(): Promise<TestSystem> {
-  const sys = await deploy(
-    toolsConfig({
-      agents: {
-        defaults: { subagents: { archiveAfterMinutes: 0, maxChildrenPerAgent: 2 } },
-        list: [
-          scriptAgent(
-            "main",
-            [
-              { when: { regex: "Subagent completion event[\\s\\S]*leaf-a" }, reply: "ORCH: saw A" },
-              { when: { contains: COMPLETION }, reply: "NO_REPLY" },
-              {
-                when: { contains: "orchestrate" },
-                tools: [
-                  { name: "sessions_spawn", args: { task: "leaf a work", label: "leaf-a" } },
-                  { name: "sessions_yield", args: {} },
-                ],
-              },
-              { when: { contains: "leaf a work" }, delayMs: LEAF_A_MS, reply: "RESULT-A" },
-              { reply: "done: {{text}}" },
-            ],
-            { default: true, subagents: { maxSpawnDepth: 2 } },
-          ),
-        ],
-      },
-    }),
-  );
-  await chat(sys, "main", "1", "hello");
-  const warm = await tool(sys, "sessions_spawn", MAIN, { task: "warm up" });
-  expect(await announced(sys, warm.runId)).toMatchObject({ status: "ok", announce: "delivered" });
-  return sys;
-}
-
-/** The orchestrator's reports posted to main's chat. */
-async function reportsOf(sys: TestSystem, orchKey: string): Promise<string[]> {
-  return (await announceDeliveries(sys, MAIN)).filter((d) => d.message.includes(orchKey)).map((d) => d.message);
-}
-
-/**
- * An orchestrator that spawned leaf-a and the cut-off leaf-b and yielded, once it has answered
- * leaf-a's completion: its report waits (deferred) for leaf-b, which nothing will ever end.
- */
-async function orchestratorWaitingForCutOff(sys: TestSystem): Promise<{ orch: SubagentRun; lost: SubagentRun }> {
-  const doomed = await doomedGateway(sys);
-  const spawned = await tool(sys, "sessions_spawn", MAIN, { task: "orchestrate", label: "orch" });
-  expect(spawned.status).toBe("accepted");
-  const orchKey: string = spawned.childSessionKey;
-  const lost = await cutOffSpawn(sys, "leaf-b", orchKey, doomed);
-  const leafA = await settle(
-    async () => (await registry(sys).forRequester(orchKey)).find((r) => r.label === "leaf-a"),
-    { what: "leaf-a registered" },
-  );
-  // leaf-b was registered while leaf-a still ran: leaf-a's completion finds it pending.
-  expect(isTerminal((await sys.svc.runs.get(leafA.runId))?.status)).toBe(false);
-  expect(await announced(sys, leafA.runId)).toMatchObject({ status: "ok", announce: "delivered" });
-  await settle(
-    async () => (await transcript(sys, orchKey)).some((m) => m.role === "assistant" && textOf(m) === "ORCH: saw A"),
-    { what: "the orchestrator's answer to leaf-a's completion" },
-  );
-  await queuesQuiet(sys);
-  const orch = await registry(sys).get(spawned.runId);
-  expect(orch).toMatchObject({ announce: "deferred" });
-  expect(await reportsOf(sys, orchKey)).toEqual([]);
-  return { orch: orch!, lost };
-}
-
-/** The orchestrator reports once, on its answer to leaf-a, and nothing more comes. */
-async function reportsOnceOnItsAnswer(sys: TestSystem, orch: SubagentRun): Promise<void> {
-  expect(await announced(sys, orch.runId, 10_000)).toMatchObject({
-    announce: "delivered",
-    frozenResult: "ORCH: saw A",
-  });
-  await queuesQuiet(sys);
-  const reports = await reportsOf(sys, orch.childSessionKey);
-  expect(reports).toHaveLength(1);
-  expect(reports[0]).toContain("ORCH: saw A");
-  const turns = (await completionTurns(sys, MAIN)).filter((m) => textOf(m).includes(orch.childSessionKey));
-  expect(turns).toHaveLength(1);
-}
 
 describe("an orchestrator whose leaf's spawn was cut off", () => {
   it("reports once, on its latest answer, when it kills the cut-off leaf", async () => {

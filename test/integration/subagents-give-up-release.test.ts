@@ -9,14 +9,16 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { TestSystem } from "../helpers/system.js";
 import { cleanUp, deploy } from "../helpers/api.js";
 import { settle } from "../helpers/settle.js";
-import { chat, queuesQuiet, scriptAgent, textOf, tool, toolsConfig } from "../fixtures/tools-support.js";
-import { announceDeliveries, announced, completionTurns, COMPLETION, registry } from "../fixtures/subagents-support.js";
+import { chat, textOf, tool, toolsConfig } from "../fixtures/tools-support.js";
+import {
+  completionTurns,
+  MAIN,
+  orchestratorAgent,
+  registry,
+  reportsOnceOnItsAnswer,
+} from "../fixtures/subagents-support.js";
 import { announceJobId } from "../../src/subagents/announce.js";
 import { isTerminal } from "../../src/runs/run-status.js";
-
-const MAIN = "agent:main:main";
-/** How long leaf-a works: long enough for the test to break Redis's answers before it ends. */
-const LEAF_A_MS = 2000;
 
 afterEach(cleanUp);
 
@@ -26,25 +28,7 @@ async function deployment(): Promise<TestSystem> {
     toolsConfig({
       agents: {
         defaults: { subagents: { archiveAfterMinutes: 0, announceAttempts: 1, announceBackoffMs: 100 } },
-        list: [
-          scriptAgent(
-            "main",
-            [
-              { when: { regex: "Subagent completion event[\\s\\S]*leaf-a" }, reply: "ORCH: saw A" },
-              { when: { contains: COMPLETION }, reply: "NO_REPLY" },
-              {
-                when: { contains: "orchestrate" },
-                tools: [
-                  { name: "sessions_spawn", args: { task: "leaf a work", label: "leaf-a" } },
-                  { name: "sessions_yield", args: {} },
-                ],
-              },
-              { when: { contains: "leaf a work" }, delayMs: LEAF_A_MS, reply: "RESULT-A" },
-              { reply: "done: {{text}}" },
-            ],
-            { default: true, subagents: { maxSpawnDepth: 2 } },
-          ),
-        ],
+        list: [orchestratorAgent()],
       },
     }),
   );
@@ -91,15 +75,7 @@ describe("a leaf announce given up while Redis fails the release of its orchestr
 
     // Redis answers again: the job's next try gets through.
     await sys.svc.redis.multi().del(currentRunKey).set(currentRunKey, spawned.runId).exec();
-    expect(await announced(sys, spawned.runId, 15_000)).toMatchObject({
-      announce: "delivered",
-      frozenResult: "ORCH: saw A",
-    });
-    await queuesQuiet(sys);
-    const reports = (await announceDeliveries(sys, MAIN)).filter((d) => d.message.includes(orchKey));
-    expect(reports).toHaveLength(1);
-    expect(reports[0].message).toContain("ORCH: saw A");
-    expect((await completionTurns(sys, MAIN)).filter((m) => textOf(m).includes(orchKey))).toHaveLength(1);
+    await reportsOnceOnItsAnswer(sys, { runId: spawned.runId, childSessionKey: orchKey }, 15_000);
     // leaf-a's own completion reached the orchestrator once.
     expect((await completionTurns(sys, orchKey)).filter((m) => textOf(m).includes("RESULT-A"))).toHaveLength(1);
   }, 60_000);

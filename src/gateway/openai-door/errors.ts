@@ -11,6 +11,7 @@ import {
   httpStatusOf,
   type ErrorCode,
 } from "../../errors/index.js";
+import { gatewayErrorOf } from "../error-payload.js";
 import { errorBody, httpErrorHandler } from "../http-errors.js";
 import { bodyTooLargeError } from "../message-limit.js";
 
@@ -101,15 +102,6 @@ export async function reshapeErrorPayload(
   reply: FastifyReply,
   payload: unknown,
 ): Promise<unknown> {
-  if (reply.statusCode < 400 || typeof payload !== "string") return payload;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(payload);
-  } catch {
-    return payload;
-  }
-  const body = parsed as { ok?: unknown; error?: Record<string, unknown> };
-  if (body.ok !== false || !body.error) return payload;
-  const { issues: _issues, ...rest } = body.error;
-  return JSON.stringify(openAiError(reply.statusCode, rest));
+  const error = gatewayErrorOf(reply, payload);
+  return error ? JSON.stringify(openAiError(reply.statusCode, error)) : payload;
 }
