@@ -13,6 +13,7 @@ import { DeliveryLog, sendThroughChannel } from "./index.js";
 import { sessionSendPolicy } from "../session/stored-send-policy.js";
 import { deliveryCounted } from "../metrics/index.js";
 import { addJob, jobData, type DeliverData } from "../queues/jobs.js";
+import { jobIdPart } from "../queues/queue-names.js";
 import type { SessionEntry } from "../session/session-entry.js";
 
 export type { DeliverData } from "../queues/jobs.js";
@@ -124,4 +125,59 @@ export async function enqueueOrSettleDelivery(
 /** Queue an outbound message (reply, announce or explicit `send`) with retries. */
 export async function enqueueDelivery(svc: Pick<DeliveryDeps, "queues" | "config">, data: DeliverData): Promise<void> {
   await addJob(svc, "deliver", data);
+}
+
+/** What a `send` answers about its delivery (README "HTTP API"). */
+export interface SendOutcome {
+  /** `queued` (waiting or between retries), `active` (being sent now), or the recorded outcome. */
+  status: "queued" | "active" | "delivered" | "blocked" | "no_route";
+  /** The same send was made before: this is its delivery, not a new one. */
+  duplicate?: true;
+  /** The earlier delivery had failed for good: it is tried again, with all its attempts. */
+  retried?: true;
+}
+
+/**
+ * Queue a send whose id is fixed by its idempotency key, and say what became of it. BullMQ
+ * ignores an add whose job id it still holds, also in its failed set (kept 7 days), so a resend
+ * after the channel recovered would answer `queued` and never send: a failed delivery is retried
+ * instead (its record back to `pending`), and one queued, in flight or settled answers as it is.
+ */
+export async function enqueueOrResumeDelivery(
+  svc: Pick<DeliveryDeps, "queues" | "config" | "redis" | "keys">,
+  data: DeliverData,
+): Promise<SendOutcome> {
+  const log = new DeliveryLog(svc.redis, svc.keys);
+  // A concurrent resend may move the job between our read and our retry: look again.
+  for (let tries = 0; ; tries++) {
+    const job = await svc.queues.delivery.getJob(jobIdPart(data.id));
+    const rec = await log.get(data.id);
+    if (!job) {
+      // Completed jobs go after a day, failed ones after 7 (the record stays 30): a settled
+      // record is the answer; a failed one (or none) is queued again.
+      if (rec && rec.status !== "failed" && rec.status !== "pending") return { status: rec.status, duplicate: true };
+      if (rec?.status === "failed") await log.setStatus(data.id, "pending");
+      await addJob(svc, "deliver", data);
+      return rec?.status === "failed" ? { status: "queued", retried: true } : { status: "queued" };
+    }
+    const state = await job.getState();
+    if (state === "failed") {
+      // Pending before the retry: once retried, the worker may record `delivered` at once.
+      await log.setStatus(data.id, "pending");
+      try {
+        await job.retry("failed", { resetAttemptsMade: true, resetAttemptsStarted: true });
+        return { status: "queued", retried: true };
+      } catch (err) {
+        if (tries >= 2) {
+          if ((await job.getState()) === "failed") await log.setStatus(data.id, "failed");
+          throw err;
+        }
+        continue;
+      }
+    }
+    if (state === "completed" && rec && rec.status !== "pending" && rec.status !== "failed")
+      return { status: rec.status, duplicate: true };
+    if (state === "active") return { status: "active", duplicate: true };
+    return { status: "queued", duplicate: true };
+  }
 }

@@ -8,6 +8,7 @@
 import type { RedisClient } from "../storage/redis-client.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
 import type { DeliveryRoute } from "../session/stored-route.js";
+import { CHAT_HISTORY_MAX_BYTES, HISTORY_MESSAGE_MAX_BYTES } from "../history/sanitize-history.js";
 
 export type { DeliveryRoute };
 
@@ -24,7 +25,14 @@ export interface DeliveryRecord extends DeliveryRoute {
   attempts: number;
   ts: number;
   error?: string;
+  /** Listed without its message, over the per-message bound: `message` is a placeholder. */
+  truncated?: true;
+  /** The message's size in bytes, when it was left out. */
+  bytes?: number;
 }
+
+/** What a listed record's message reads when it is over the per-message bound. */
+export const DELIVERY_OMITTED_TEXT = "[deliveries omitted: message too large]";
 
 /** Records are kept for 30 days; the indexes are trimmed to the newest 100k. */
 const TTL_SECONDS = 30 * 24 * 3600;
@@ -99,6 +107,22 @@ export class DeliveryLog {
 
   /** Newest first, from the narrowest index; both filters may be combined. */
   async list(q: { sessionKey?: string; channel?: string; limit?: number }): Promise<DeliveryRecord[]> {
+    return (await this.listBounded(q)).records;
+  }
+
+  /**
+   * `list` within chat.history's bounds (its 128 KB per message and 6 MB per answer): a message
+   * over the first is not even read from Redis and comes back as a placeholder with
+   * `truncated: true` and its size; records past the second are left out (`more`: the caller
+   * may narrow the filter or the limit). Without them 50 replies of 1 MB answered 52 MB, and
+   * `limit=1000` failed at V8's string limit.
+   */
+  async listBounded(
+    q: { sessionKey?: string; channel?: string; limit?: number },
+    bounds: { messageBytes?: number; answerBytes?: number } = {},
+  ): Promise<{ records: DeliveryRecord[]; more: boolean }> {
+    const messageBytes = bounds.messageBytes ?? HISTORY_MESSAGE_MAX_BYTES;
+    const answerBytes = bounds.answerBytes ?? CHAT_HISTORY_MAX_BYTES;
     const limit = Math.max(1, Math.min(q.limit ?? 50, 1000));
     const index = q.sessionKey
       ? this.keys.deliveriesBySession(q.sessionKey)
@@ -106,24 +130,64 @@ export class DeliveryLog {
         ? this.keys.deliveriesByChannel(q.channel)
         : this.keys.deliveryIndex();
     const out: DeliveryRecord[] = [];
+    let total = 2; // the array's brackets
     let offset = 0;
     while (out.length < limit) {
       const ids = await this.redis.zrevrange(index, offset, offset + limit * 2 - 1);
       if (ids.length === 0) break;
       offset += ids.length;
+      // Every field but the message, and the message's size in bytes.
       const p = this.redis.pipeline();
-      for (const id of ids) p.hgetall(this.keys.delivery(id));
+      for (const id of ids) {
+        p.hmget(this.keys.delivery(id), ...RECORD_FIELDS);
+        p.hstrlen(this.keys.delivery(id), "message");
+      }
       const res = (await p.exec()) ?? [];
-      for (const [, h] of res) {
-        const rec = h && (h as Record<string, string>).id ? decode(h as Record<string, string>) : null;
-        if (rec && (!q.channel || rec.channel === q.channel) && (!q.sessionKey || rec.sessionKey === q.sessionKey))
-          out.push(rec);
-        if (out.length >= limit) break;
+      const found: { h: Record<string, string>; bytes: number }[] = [];
+      for (let i = 0; i < ids.length; i++) {
+        const values = (res[2 * i]?.[1] ?? []) as (string | null)[];
+        const h: Record<string, string> = {};
+        RECORD_FIELDS.forEach((f, j) => {
+          if (values[j] != null) h[f] = values[j]!;
+        });
+        if (!h.id) continue;
+        if ((q.channel && h.channel !== q.channel) || (q.sessionKey && h.sessionKey !== q.sessionKey)) continue;
+        found.push({ h, bytes: Number(res[2 * i + 1]?.[1] ?? 0) });
+        if (out.length + found.length >= limit) break;
+      }
+      const small = found.filter((f) => f.bytes <= messageBytes);
+      const m = this.redis.pipeline();
+      for (const f of small) m.hget(this.keys.delivery(f.h.id!), "message");
+      const messages = small.length ? ((await m.exec()) ?? []) : [];
+      small.forEach((f, i) => (f.h.message = (messages[i]?.[1] as string | null) ?? ""));
+      for (const f of found) {
+        const rec = decode(f.h);
+        if (f.bytes > messageBytes)
+          Object.assign(rec, { message: DELIVERY_OMITTED_TEXT, truncated: true, bytes: f.bytes });
+        const size = Buffer.byteLength(JSON.stringify(rec)) + 1;
+        if (total + size > answerBytes) return { records: out, more: true };
+        total += size;
+        out.push(rec);
       }
     }
-    return out;
+    return { records: out, more: false };
   }
 }
+
+/** Every stored field of a record but `message` (read only when it is within the bounds). */
+const RECORD_FIELDS = [
+  "id",
+  "channel",
+  "to",
+  "accountId",
+  "threadId",
+  "sessionKey",
+  "kind",
+  "status",
+  "attempts",
+  "ts",
+  "error",
+] as const;
 
 function decode(h: Record<string, string>): DeliveryRecord {
   return {

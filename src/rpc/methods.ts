@@ -32,7 +32,7 @@ import { storedRoute } from "../session/stored-route.js";
 import { isTerminal } from "../runs/turn.js";
 import { canonicalSessionKey } from "../session/key-canonical.js";
 import { sessionSendPolicy } from "../session/stored-send-policy.js";
-import { enqueueDelivery } from "../delivery/deliver.js";
+import { enqueueDelivery, enqueueOrResumeDelivery } from "../delivery/deliver.js";
 import * as P from "./params.js";
 import { writeSessionSettings } from "../rotation/session-settings.js";
 import { deploymentStatus } from "./status.js";
@@ -310,7 +310,7 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
       const id = p.idempotencyKey
         ? `send-${createHash("sha256").update(JSON.stringify(scope)).digest("hex").slice(0, 32)}`
         : `send-${randomUUID()}`;
-      await enqueueDelivery(svc, {
+      const data = {
         id,
         sessionKey: key,
         kind: "send",
@@ -321,8 +321,13 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
           ...(p.accountId ? { accountId: p.accountId } : {}),
           ...(p.threadId !== undefined ? { threadId: String(p.threadId) } : {}),
         },
-      });
-      return { id, status: "queued" };
+      };
+      if (!p.idempotencyKey) {
+        await enqueueDelivery(svc, data);
+        return { id, status: "queued" };
+      }
+      // A resend answers what became of the first one; one that failed for good is tried again.
+      return { id, ...(await enqueueOrResumeDelivery(svc, data)) };
     },
 
     "deadletters.list": async (raw) => {
@@ -361,8 +366,12 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
 
     "deliveries.list": async (raw) => {
       const q = parseParams(P.DeliveriesListParams, raw, "deliveries.list");
-      // A key as callers write it (`main`, any case) names the session it names everywhere else.
-      return { deliveries: await deliveries.list(q.sessionKey ? { ...q, sessionKey: canon(q.sessionKey) } : q) };
+      // A key as callers write it (`main`, any case) names the session it names everywhere else;
+      // `channel:<ch>` is what a `send` with no session is recorded under, and is kept as it is.
+      const sessionKey = q.sessionKey?.startsWith("channel:") ? q.sessionKey : q.sessionKey && canon(q.sessionKey);
+      // Bounded as chat.history is (src/delivery/delivery-log.ts): `truncated` when records were left out.
+      const page = await deliveries.listBounded(sessionKey ? { ...q, sessionKey } : q);
+      return { deliveries: page.records, ...(page.more ? { truncated: true } : {}) };
     },
 
     status: async (raw) => {

@@ -55,7 +55,7 @@ export const RunRecord = z.object({
   usage: z.object({ input: z.number(), output: z.number() }).optional(),
 });
 
-export const Deliveries = z.object({ deliveries: z.array(anyObject) });
+export const Deliveries = z.object({ deliveries: z.array(anyObject), truncated: z.literal(true).optional() });
 
 export const Readiness = z.object({
   ok: z.boolean(),
