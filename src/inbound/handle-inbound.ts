@@ -15,7 +15,7 @@ import type { RedisKeys } from "../storage/redis-keys.js";
 import { agentRuntime, defaultAgentId } from "../config/agents.js";
 import { SwitchboardError, ValidationError } from "../errors/index.js";
 import { zodIssues } from "../config/parse.js";
-import { freshnessOf, policyFor, staleAtFor, withPatch } from "../session/entry-freshness.js";
+import { freshnessOf, lastActivityOf, policyFor, staleAtFor, withPatch } from "../session/entry-freshness.js";
 import { enqueueArchive, resetPatch, rotateSession } from "../rotation/rotate.js";
 import { writeSessionSettings } from "../rotation/session-settings.js";
 import { identOf } from "../session/session-ident.js";
@@ -548,8 +548,15 @@ async function handleResolved(
           ? fresh.staleReason
           : undefined;
     let text = msg.text;
+    // The instant this message's activity counts at: never before the session's own last
+    // activity, its reset included. A message stamped before a rollover but arriving after it
+    // (a channel's delay) lands in the new session; counted at its own time it would clear
+    // resetAt and set that session's clock back before the boundary just passed, and the sweep
+    // would roll it over a second time for the same boundary. (Freshness at `now` is the same
+    // as at `at`: a session is always fresh at or before its last activity.)
+    const at = entry ? Math.max(now, lastActivityOf(entry)) : now;
     // A message is activity: it ends the "untouched since a sweep/sessions.reset" state.
-    const patch: SessionEntryPatch = { ...meta, updatedAt: now, resetAt: null };
+    const patch: SessionEntryPatch = { ...meta, updatedAt: at, resetAt: null };
     if (trigger.triggered && !systemEvent) {
       const hint = resolveModelChoice(trigger.remainder, modelCatalog(config));
       if (hint.choice) {
@@ -571,8 +578,8 @@ async function handleResolved(
       );
     try {
       const next = await svc.sessions.upsert(sessionKey, ident, patch, {
-        now,
-        staleAt: staleAtFor(config, sessionKey, Math.max(now, entry?.updatedAt ?? 0), msg.channel),
+        now: at,
+        staleAt: staleAtFor(config, sessionKey, at, msg.channel),
         ...(entry ? { expectSessionId: entry.sessionId } : { mode: "create" as const }),
         // The turn carries the archive; recorded too, in case it is never queued (a failed push).
         archiveRetired: rotate,

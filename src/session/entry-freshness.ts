@@ -57,7 +57,7 @@ function untouchedSinceReset(entry: SessionEntry): boolean {
  * Not the written updatedAt alone: a sweep's rollover leaves it (pruning and `sessions.list`
  * order read it, and nobody used the session), while `sessions.reset` moves it too.
  */
-function lastActivityOf(entry: SessionEntry): number {
+export function lastActivityOf(entry: SessionEntry): number {
   return Math.max(entry.updatedAt, entry.resetAt ?? entry.updatedAt);
 }
 

@@ -16,6 +16,9 @@ import { safeString, wholeNumberId } from "./safe-text-schema.js";
 /** `new Date(8.64e15)` is the latest valid JavaScript date (ECMAScript's time value range). */
 const MAX_DATE_MS = 8_640_000_000_000_000;
 
+/** The earliest `timestamp` accepted: 2001-09-09 in ms; every seconds timestamp until 33658 AD lies below it. */
+const MIN_TIMESTAMP_MS = 1_000_000_000_000;
+
 /** Inbound "channels" that are system events, not people: they never reset a session. */
 export const SYSTEM_EVENT_CHANNELS: ReadonlySet<string> = new Set(["heartbeat", "cron-event", "exec-event"]);
 
@@ -53,6 +56,13 @@ export const InboundMessageSchema = z
       .number()
       .int("must be an integer (ms since epoch)")
       .positive("must be a positive ms timestamp")
+      // Milliseconds, never seconds (Telegram's `date`, Slack's `ts`): a seconds value read as ms
+      // lies in January 1970, so every message would be judged stale (a new session each time).
+      // No channel sends a real message from before 2001-09-09 (1e12 ms).
+      .min(
+        MIN_TIMESTAMP_MS,
+        "must be milliseconds since the epoch (at least 1000000000000); a value in seconds must be multiplied by 1000",
+      )
       // The last instant a JavaScript Date can hold: beyond it every date computed from the
       // message (freshness, transcript times) is invalid and the turn could never run.
       .max(MAX_DATE_MS, "must be a ms timestamp a date can hold (at most 8640000000000000)")

@@ -34,6 +34,8 @@ import type { DeadLetter } from "../runs/dead-letters.js";
 import { enqueueArchiveOf } from "../rotation/rotate.js";
 import { archiveDone } from "../rotation/pending-archives.js";
 import { writeSessionSettings } from "../rotation/session-settings.js";
+import { activityEveryMs } from "../rotation/turn-session.js";
+import { entryStaleAt, lastActivityOf } from "../session/entry-freshness.js";
 import { entryCache, knownEntry } from "../runs/entry-cache.js";
 import { readyWake, requestDrain } from "../runs/enqueue.js";
 import { A2A_STEP, a2aStepOf, planA2AStep } from "../tools/a2a-flow.js";
@@ -480,7 +482,7 @@ export class TurnExecutor {
     const { finished, next } = await this.finishWithFlow(begun, lease, outcome, output, begin);
     // The next turn is begun (or the lease released): decode it first so a failure below cannot lose the release.
     const begunNext = begin ? await svc.inbox.fromRaw(next, lease, true) : undefined;
-    if (finished) await this.updateSessionAfterRun(turn, entry, outcome, output);
+    if (finished) await this.updateSessionAfterRun(turn, entry, outcome, output, resultAt);
     return begin ? { ...outcome, next: begunNext } : outcome;
   }
 
@@ -689,26 +691,44 @@ export class TurnExecutor {
   }
 
   /**
-   * Session bookkeeping after a run (aborted flag, model, token counters). Skipped when nothing
-   * would change, which is every plain turn after a session's first: no round trip.
+   * Session bookkeeping after a run (aborted flag, model, token counters, the activity of a long
+   * run). Skipped when nothing would change, which is every plain short turn after a session's
+   * first: no round trip.
    */
   private async updateSessionAfterRun(
     turn: Turn,
     entry: SessionEntry | null,
     outcome: TurnOutcome,
     output: RunOutput | undefined,
+    finishedAt: number,
   ): Promise<void> {
     if (!entry || entry.sessionId !== turn.sessionId) return; // rotated meanwhile: stats belong to the old one
     const aborted = outcome.status === "killed" || outcome.status === "timeout";
     const modelChanged = output?.model !== undefined && output.model !== entry.model;
-    if (entry.systemSent && Boolean(entry.abortedLastRun) === aborted && !modelChanged && !output?.usage) return;
-    // Run bookkeeping is not user activity: freshness stays driven by message times. But it is
-    // what a rollover clears, so a session untouched since its reset (an isolated run's) goes
-    // back on the stale clock with it (src/rotation/session-settings.ts).
+    // The run is activity until it ends (OpenClaw sets updatedAt when the run ends): otherwise a
+    // turn longer than the idle window leaves the user's follow-up to its reply in a new session.
+    // Its end counts on the clock of its message, as the message did: the message's time plus
+    // how long the turn took since it was queued (the run's end itself when the message is
+    // stamped now; a replayed or late message does not make the session active now). Written as
+    // a turn's activity is (src/rotation/turn-session.ts): only once updatedAt lags by the
+    // allowed lag, so a short turn adds no write.
+    const endedAt = turn.messageTs + Math.max(0, finishedAt - turn.enqueuedAt);
+    const touch = endedAt - lastActivityOf(entry) >= activityEveryMs(entry, entryStaleAt(this.svc.config, entry));
+    if (entry.systemSent && Boolean(entry.abortedLastRun) === aborted && !modelChanged && !output?.usage && !touch)
+      return;
+    // Run bookkeeping is written without moving activity, but it is what a rollover clears, so a
+    // session untouched since its reset (an isolated run's) goes back on the stale clock with it
+    // (src/rotation/session-settings.ts). A long run's end moves updatedAt, and with it the stale
+    // index, in the same write (updatedAt in the patch only ever moves forward).
     await writeSessionSettings(
       this.svc,
       turn.sessionKey,
-      { abortedLastRun: aborted, systemSent: true, ...(output?.model ? { model: output.model } : {}) },
+      {
+        abortedLastRun: aborted,
+        systemSent: true,
+        ...(output?.model ? { model: output.model } : {}),
+        ...(touch ? { updatedAt: endedAt } : {}),
+      },
       {
         before: entry,
         // Only into the session the turn ran in: a reset while it ran (`/new`, a stale rotation,

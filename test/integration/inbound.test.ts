@@ -174,6 +174,29 @@ describe("freshness at the message timestamp", () => {
     await waitRun(sys, c.runId);
   });
 
+  it("a message stamped before the rollover but arriving after it does not roll the session over again", async () => {
+    const D = Date.UTC(2021, 7, 10);
+    const a = await inbound(sys, dm("late-boundary", "before four", { timestamp: D + 3 * HOUR + 59 * MIN }));
+    await waitRun(sys, a.runId);
+    // The sweep rolls the session over just after the 04:00 boundary.
+    await sweepOnce(sys.svc, D + 4 * HOUR + 1000);
+    const rolled = await entryOf(sys, a.sessionKey);
+    expect(rolled.sessionId).not.toBe(a.sessionId);
+    // A message the channel delivers late, sent 5 s before the boundary: it joins the new session...
+    const b = await inbound(sys, dm("late-boundary", "late", { timestamp: D + 4 * HOUR - 5000 }));
+    expect(b).toMatchObject({ isNewSession: false, sessionId: rolled.sessionId });
+    await waitRun(sys, b.runId);
+    // ...and counts no earlier than that session's reset: the same boundary never rolls it again.
+    await sweepOnce(sys.svc, D + 4 * HOUR + 2 * MIN);
+    const entry = await entryOf(sys, a.sessionKey);
+    expect(entry.sessionId).toBe(rolled.sessionId);
+    expect(entry.updatedAt).toBeGreaterThanOrEqual(rolled.resetAt);
+    // The next day's boundary still does.
+    const c = await inbound(sys, dm("late-boundary", "tomorrow", { timestamp: D + DAY + 5 * HOUR }));
+    expect(c).toMatchObject({ isNewSession: true, resetReason: "daily" });
+    await waitRun(sys, c.runId);
+  });
+
   it("a message with an older timestamp never rewinds updatedAt", async () => {
     const T = Date.UTC(2021, 4, 1, 12);
     const a = await inbound(sys, dm("rewind", "one", { timestamp: T }));
@@ -585,6 +608,28 @@ describe("validation", () => {
       for (const i of res.body.error.issues) expect(typeof i.message).toBe("string");
     });
   }
+
+  it("a timestamp in seconds (Telegram's date, Slack's ts) → 400 saying it must be milliseconds", async () => {
+    const seconds = Math.floor(Date.now() / 1000);
+    const res = await sys.post("/v1/inbound", {
+      channel: "tg",
+      chatType: "dm",
+      from: "secs",
+      text: "hi",
+      timestamp: seconds,
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe("invalid_request");
+    const issue = res.body.error.issues.find((i: { path: string }) => i.path === "timestamp");
+    expect(issue?.message).toContain("milliseconds");
+    expect(res.body.error.message).toContain("timestamp");
+    // The same instant in milliseconds is accepted, in the session's first message: nothing was
+    // created for the refused one.
+    const ok = await inbound(sys, dm("secs", "hi", { timestamp: seconds * 1000 }));
+    expect(ok.isNewSession).toBe(true);
+    expect((await entryOf(sys, ok.sessionKey)).updatedAt).toBe(seconds * 1000);
+    await waitRun(sys, ok.runId);
+  });
 
   it("an unknown key → 400 naming the key", async () => {
     const res = await sys.post("/v1/inbound", { channel: "tg", chatType: "dm", from: "u", text: "hi", groupID: "g" });

@@ -362,6 +362,7 @@ describe("InboundMessageSchema", () => {
     ["zero timestamp", { ...base, timestamp: 0 }, "timestamp", "positive"],
     ["negative timestamp", { ...base, timestamp: -5 }, "timestamp", "positive"],
     ["fractional timestamp", { ...base, timestamp: 1.5 }, "timestamp", "integer"],
+    ["timestamp in seconds", { ...base, timestamp: 1_764_000_000 }, "timestamp", "must be milliseconds"],
     ["empty from", { ...base, from: " " }, "from", "must not be empty"],
     ["control char in from", { ...base, from: "a\nb" }, "from", "from contains U+000A LINE FEED at index 1"],
     [
