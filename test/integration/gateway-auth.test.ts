@@ -229,7 +229,7 @@ describe("--token of the long-running commands", () => {
       ["mcp", "--session", "agent:main:main", "--config", file, "--token", accented],
       cliEnv({}),
     );
-    expect(mcp.code, show(mcp)).toBe(1);
+    expect(mcp.code, show(mcp)).toBe(64); // mcp checks its flags itself: a usage error
     expect(mcp.stderr).toMatch(/--token: use only visible ASCII characters/);
     expect(mcp.stdout + mcp.stderr).not.toContain(accented);
   });
