@@ -159,7 +159,9 @@ export class DeliveryLog {
       const m = this.redis.pipeline();
       for (const f of small) m.hget(this.keys.delivery(f.h.id!), "message");
       const messages = small.length ? ((await m.exec()) ?? []) : [];
-      small.forEach((f, i) => (f.h.message = (messages[i]?.[1] as string | null) ?? ""));
+      small.forEach((f, i) => {
+        f.h.message = (messages[i]?.[1] as string | null) ?? "";
+      });
       for (const f of found) {
         const rec = decode(f.h);
         if (f.bytes > messageBytes)
