@@ -38,6 +38,14 @@ export const DELIVERY_OMITTED_TEXT = "[deliveries omitted: message too large]";
 const TTL_SECONDS = 30 * 24 * 3600;
 const INDEX_CAP = 100_000;
 
+/**
+ * Records read per round trip when listing: a page's pipeline (two commands a record, then the
+ * messages) stays far below the gateway's bound on commands waiting for Redis
+ * (`gateway.limits.maxPendingRedisCommands`, 1000), which a listing of 1000 records in one
+ * pipeline passed, refusing other requests meanwhile.
+ */
+const LIST_PAGE_IDS = 100;
+
 export class DeliveryLog {
   constructor(
     private readonly redis: RedisClient,
@@ -133,7 +141,7 @@ export class DeliveryLog {
     let total = 2; // the array's brackets
     let offset = 0;
     while (out.length < limit) {
-      const ids = await this.redis.zrevrange(index, offset, offset + limit * 2 - 1);
+      const ids = await this.redis.zrevrange(index, offset, offset + Math.min(limit * 2, LIST_PAGE_IDS) - 1);
       if (ids.length === 0) break;
       offset += ids.length;
       // Every field but the message, and the message's size in bytes.

@@ -79,11 +79,11 @@ export async function sendCommand(
       else process.stdout.write(`queued run ${answer.runId} in ${answer.sessionKey}\n`);
       return EXIT.ok;
     }
-    if (!opts.json) {
-      process.stderr.write(`queued run ${answer.runId}\n`);
-      // That line ended the spinner (any output does): the wait gets its own.
-      startProgress(`waiting up to ${Math.round(waitSec)} s for the reply to run ${answer.runId}…`);
-    }
+    // On stderr in --json mode too (stdout stays one JSON object): whatever happens to this process
+    // from here on, whoever runs it has the runId and need not send the message again.
+    process.stderr.write(`queued run ${answer.runId}\n`);
+    // That line ended the spinner (any output does): the wait gets its own.
+    if (!opts.json) startProgress(`waiting up to ${Math.round(waitSec)} s for the reply to run ${answer.runId}…`);
     const outcome = await waitForRun(answer.runId, Date.now() + Math.round(waitSec * 1000), opts, client, (c) => {
       client = c;
     });
