@@ -33,7 +33,8 @@ const MAX_RACES = 5;
 
 const staleAtOf = new WeakMap<SessionEntry, number | null>();
 
-function cachedStaleAt(config: RotationDeps["config"], entry: SessionEntry): number | null {
+/** `entryStaleAt` of `entry`, computed once per entry object (a turn's begin and finish see the same one). */
+export function cachedStaleAt(config: RotationDeps["config"], entry: SessionEntry): number | null {
   let at = staleAtOf.get(entry);
   if (at === undefined) {
     at = entryStaleAt(config, entry);

@@ -34,8 +34,8 @@ import type { DeadLetter } from "../runs/dead-letters.js";
 import { enqueueArchiveOf } from "../rotation/rotate.js";
 import { archiveDone } from "../rotation/pending-archives.js";
 import { writeSessionSettings } from "../rotation/session-settings.js";
-import { activityEveryMs } from "../rotation/turn-session.js";
-import { entryStaleAt, lastActivityOf } from "../session/entry-freshness.js";
+import { activityEveryMs, cachedStaleAt } from "../rotation/turn-session.js";
+import { lastActivityOf } from "../session/entry-freshness.js";
 import { entryCache, knownEntry } from "../runs/entry-cache.js";
 import { readyWake, requestDrain } from "../runs/enqueue.js";
 import { A2A_STEP, a2aStepOf, planA2AStep } from "../tools/a2a-flow.js";
@@ -713,7 +713,7 @@ export class TurnExecutor {
     // a turn's activity is (src/rotation/turn-session.ts): only once updatedAt lags by the
     // allowed lag, so a short turn adds no write.
     const endedAt = turn.messageTs + Math.max(0, finishedAt - turn.enqueuedAt);
-    const touch = endedAt - lastActivityOf(entry) >= activityEveryMs(entry, entryStaleAt(this.svc.config, entry));
+    const touch = endedAt - lastActivityOf(entry) >= activityEveryMs(entry, cachedStaleAt(this.svc.config, entry));
     if (entry.systemSent && Boolean(entry.abortedLastRun) === aborted && !modelChanged && !output?.usage && !touch)
       return;
     // Run bookkeeping is written without moving activity, but it is what a rollover clears, so a
