@@ -238,8 +238,9 @@ export class ReadyBoardAdapter extends BaseAdapter {
   async getMetrics(): Promise<QueueMetrics> {
     return { meta: { count: 0, prevTS: 0, prevCount: 0 }, data: [], count: 0 };
   }
+  /** Paused with the `runs` queue: workers then pop nothing from the ready list (src/workers/queue-pauses.ts). */
   async isPaused(): Promise<boolean> {
-    return false;
+    return (await this.svc.redis.hget(this.svc.keys.queueMeta("runs"), "paused")) !== null;
   }
   async getGlobalConcurrency(): Promise<number | null> {
     return null;

@@ -71,6 +71,19 @@ export interface DrainContext {
    * on an empty inbox clears it in the same step (otherwise the caller clears it).
    */
   keepWake?: string;
+  /**
+   * Whether its queue is paused (queue-pauses.ts): the drain then takes no further turn and hands
+   * the session back, as at shutdown, so a paused queue holds turns between two of them.
+   */
+  hold?: HoldCheck;
+}
+
+/** A queue's pause flag as a drain reads it: a copy read every second, and a fresh read. */
+export interface HoldCheck {
+  /** The copy (no I/O): may lag a pause or a resume by up to a second. */
+  cached(): boolean;
+  /** Read now: a drain confirms a hold before it hands back (a resume the copy missed costs no hand-back). */
+  confirm(): Promise<boolean>;
 }
 
 type TurnStep = { status: string; next?: NextTurn } | { parkMs: number } | { handedBack: true };
@@ -151,7 +164,19 @@ export function createSessionDrainer(
     }
   }
 
+  /**
+   * The worker is shutting down, or the drain's queue is paused (its copy of the flag says so and a
+   * fresh read confirms it). No I/O and no await on a turn's path unless the copy is set.
+   */
+  function halting(ctx: DrainContext): boolean | Promise<boolean> {
+    if (stopping.aborted) return true;
+    return ctx.hold?.cached() ? ctx.hold.confirm() : false;
+  }
+
   return async (sessionKey: string, ctx: DrainContext): Promise<DrainOutcome> => {
+    // Paused since this drain was woken: leave the session untouched (no turn begun for nothing).
+    const held = halting(ctx);
+    if (held === true || (held !== false && (await held))) return { kind: "handedBack" };
     // Lease and first turn in one round trip; an empty session gives the lease back in it too.
     const acquired = await svc.inbox.acquireAndBegin(
       svc.leases,
@@ -166,10 +191,17 @@ export function createSessionDrainer(
     let handedBack = false;
     // Nothing to run: the script gave the lease back already.
     let emptied = acquired.begun === null;
+    let halted = false;
     try {
       // The first turn came with the lease; later ones come with the previous finish, or from turn-begin.
       let next: NextTurn = acquired.begun;
-      while (runs.length < MAX_TURNS_PER_DRAIN && !stopping.aborted) {
+      while (runs.length < MAX_TURNS_PER_DRAIN) {
+        // The worker is shutting down or the queue was paused: no further turn is begun here.
+        const halt = halting(ctx);
+        if (halt === true || (halt !== false && (await halt))) {
+          halted = true;
+          break;
+        }
         if (lease.lost.aborted) throw new StaleFenceError(sessionKey, lease.token, null);
         // The previous turn's finish may have begun this one already (one round trip per turn);
         // finding the inbox empty also releases the lease (one round trip less per drain).
@@ -186,9 +218,9 @@ export function createSessionDrainer(
         }
         const timing = turnStarted(begun);
         // The last turn of this drain does not begin another: the next drain will. Nor does a
-        // turn that finishes after the worker began shutting down.
+        // turn that finishes after the worker began shutting down or the queue was paused.
         const last = runs.length + 1 >= MAX_TURNS_PER_DRAIN;
-        const step = await runTurn(lease, ctx, begun, () => !last && !stopping.aborted);
+        const step = await runTurn(lease, ctx, begun, () => !last && !stopping.aborted && !ctx.hold?.cached());
         if ("parkMs" in step) {
           parkMs = step.parkMs;
           break;
@@ -204,10 +236,9 @@ export function createSessionDrainer(
     } finally {
       await lease.release().catch(() => false);
     }
-    // Stopped with work left (a turn handed back, or not begun because the worker is shutting down):
-    // the turn stays in-flight (first in line) and the lease is free.
-    if (handedBack || (stopping.aborted && !emptied && parkMs === undefined && runs.length < MAX_TURNS_PER_DRAIN))
-      return { kind: "handedBack" };
+    // Stopped with work left (a turn handed back, or none begun because the worker is shutting
+    // down or the queue is paused): a begun turn stays in-flight (first in line), the lease is free.
+    if (handedBack || (halted && !emptied)) return { kind: "handedBack" };
     if (parkMs !== undefined) return { kind: "parked", parkMs };
     const more = runs.length >= MAX_TURNS_PER_DRAIN && (await svc.inbox.depth(sessionKey)) > 0;
     return { kind: "done", ran: runs.length, runs, more, emptied };
@@ -216,11 +247,23 @@ export function createSessionDrainer(
 
 export type SessionDrainer = ReturnType<typeof createSessionDrainer>;
 
-/** The `drain` job's processor: a drain of its session, with the job's retry state. */
-export function createDrainProcessor(svc: WorkerDeps, drainSession: SessionDrainer) {
+/**
+ * The `drain` job's processor: a drain of its session, with the job's retry state. `holdOf` gives
+ * a queue's pause flag: a drain of a paused queue's job stops between turns and goes back to
+ * wait, where BullMQ keeps it until the queue is resumed.
+ */
+export function createDrainProcessor(
+  svc: WorkerDeps,
+  drainSession: SessionDrainer,
+  holdOf?: (queue: string) => HoldCheck,
+) {
   return async (job: Job<DrainData>, token?: string): Promise<DrainResult> => {
     const { sessionKey } = jobData("drain", job);
-    const out = await drainSession(sessionKey, { data: job.data, log: (line) => job.log(line) });
+    const out = await drainSession(sessionKey, {
+      data: job.data,
+      log: (line) => job.log(line),
+      ...(holdOf ? { hold: holdOf(job.queueName) } : {}),
+    });
     switch (out.kind) {
       case "busy": {
         const waits = (job.data.leaseWaits ?? 0) + 1;
@@ -230,7 +273,8 @@ export function createDrainProcessor(svc: WorkerDeps, drainSession: SessionDrain
         return await retryLater(job, token, leasePollMs(out.retryInMs));
       }
       case "handedBack":
-        // Whichever worker takes this job next runs the turn now, not after the lease TTL or the stall check.
+        // Whichever worker takes this job next runs the turn now, not after the lease TTL or the
+        // stall check (in a paused queue: once it is resumed).
         await job.moveToWait(token);
         throw new WaitingError();
       case "parked":

@@ -10,15 +10,16 @@
  * overdue-wake check (overdue-wakes.ts), which each consumer runs every `workers.stalledIntervalMs`:
  * the lease of the dead drain expires, the wake is overdue, a drain job re-runs the in-flight turn.
  * Whatever a drain cannot finish here (the lease held elsewhere, a storage fault to wait out, a
- * turn handed back at shutdown, a failure to retry) is handed to a drain job, which has retries,
- * backoff and a place in Bull Board. A drain that yields with turns left (MAX_TURNS_PER_DRAIN)
- * puts its session back at the end of the ready list instead, so other sessions go first.
+ * turn handed back at shutdown or on a pause of `runs`, a failure to retry) is handed to a drain
+ * job, which has retries, backoff and a place in Bull Board. A drain that yields with turns left
+ * (MAX_TURNS_PER_DRAIN) puts its session back at the end of the ready list instead, so other
+ * sessions go first. While `runs` is paused (queue-pauses.ts) nothing is popped.
  */
 import { StaleFenceError } from "../errors/index.js";
 import { requestDrain } from "../runs/enqueue.js";
 import { readyConsumerName, wakeSession } from "../runs/pending-wakes.js";
 import type { RedisClient } from "../storage/redis-client.js";
-import { leasePollMs, type DrainOutcome, type SessionDrainer } from "./drain.js";
+import { leasePollMs, type DrainOutcome, type HoldCheck, type SessionDrainer } from "./drain.js";
 import { rearmLostPops, rearmOverdueWakes, wakeOverdueMs } from "./overdue-wakes.js";
 import type { Slots } from "./slots.js";
 import type { WorkerDeps } from "./worker-deps.js";
@@ -31,6 +32,8 @@ const RETRY_AS_JOB_MS = 1000;
 const EXTRA_POP_BACKOFF = 16;
 /** Pause after a failed pop (Redis away) before trying again. */
 const POP_ERROR_PAUSE_MS = 500;
+/** How often a consumer held by a paused `runs` queue looks whether it was resumed (a memory read). */
+const HOLD_CHECK_MS = 100;
 
 export class ReadyConsumer {
   private readonly conn: RedisClient;
@@ -47,6 +50,8 @@ export class ReadyConsumer {
     private readonly drainSession: SessionDrainer,
     private readonly slots: Slots,
     private readonly stopping: AbortSignal,
+    /** The `runs` queue's pause flag (queue-pauses.ts): pop nothing, and drains stop between turns. */
+    private readonly hold?: HoldCheck,
   ) {
     // Named, so Bull Board's ready-list view can tell who consumes it (src/gateway/ready-board.ts).
     this.conn = svc.connection("worker", readyConsumerName(svc.keys));
@@ -85,6 +90,11 @@ export class ReadyConsumer {
     this.conn.disconnect();
   }
 
+  /** Paused, as last read (a resume is seen within a second). */
+  private get held(): boolean {
+    return this.hold?.cached() ?? false;
+  }
+
   /** Drains running now that came from the ready list. */
   get active(): number {
     return this.drains.size;
@@ -93,6 +103,11 @@ export class ReadyConsumer {
   private async run(): Promise<void> {
     const { svc } = this;
     while (!this.stopping.aborted) {
+      if (this.held) {
+        // Sessions stay on the ready list, in order, until the queue is resumed.
+        await new Promise((r) => setTimeout(r, HOLD_CHECK_MS));
+        continue;
+      }
       // The slot comes first: a popped session always has one.
       await this.slots.acquire();
       let member: string | null = null;
@@ -122,6 +137,7 @@ export class ReadyConsumer {
    * wakes skip it, so a quiet deployment does not pay a wasted round trip per wake.
    */
   private async popMore(): Promise<void> {
+    if (this.held) return;
     if (this.skipExtraPops > 0) {
       this.skipExtraPops--;
       return;
@@ -148,7 +164,8 @@ export class ReadyConsumer {
   }
 
   private async checkOverdueWakes(): Promise<void> {
-    if (this.checking || this.stopping.aborted) return;
+    // While paused no wake is taken on purpose: re-arming them would only queue drain jobs.
+    if (this.checking || this.stopping.aborted || this.held) return;
     this.checking = true;
     const { svc } = this;
     await rearmOverdueWakes(svc, wakeOverdueMs(svc.config))
@@ -178,6 +195,7 @@ export class ReadyConsumer {
           data: {},
           keepWake: member,
           log: async (line) => svc.log.info({ sessionKey }, line),
+          ...(this.hold ? { hold: this.hold } : {}),
         });
         // A script that gave the lease back on an empty inbox cleared the wake with it.
         cleared = out.kind === "done" && out.emptied;

@@ -12,6 +12,7 @@ import type { QueueName } from "../queues/queue-names.js";
 import { createDeliverProcessor } from "../delivery/deliver.js";
 import { createDrainProcessor, createSessionDrainer } from "./drain.js";
 import { ReadyConsumer } from "./ready-consumer.js";
+import { QueuePauses } from "./queue-pauses.js";
 import { Slots } from "./slots.js";
 import { createMaintenanceProcessor, ensureSweepScheduler } from "./maintenance.js";
 import { ensurePruneScheduler } from "./session-prune.js";
@@ -118,12 +119,21 @@ export async function startWorkerHost(svc: WorkerDeps, opts: WorkerHostOptions):
   registerOutboundMetrics();
   const { workers: w } = svc.config;
   const drainSession = createSessionDrainer(svc, executor, stopping.signal);
-  const drainJob = createDrainProcessor(svc, drainSession) as Processor;
+  // An operator's pause of `runs` (or `subagents`) holds turns between two of them, ready-list drains included.
+  const pauses = new QueuePauses(svc.redis, svc.keys);
+  if (opts.queues.includes("runs") || opts.queues.includes("subagents")) await pauses.start();
+  const drainJob = createDrainProcessor(svc, drainSession, (queue) => pauses.holdOf(queue)) as Processor;
   // The ready list gets `concurrency` slots of its own, as each queue's BullMQ worker does: a slot
   // shared with the runs queue would leave drain jobs a saturated worker fetched waiting there
   // (crash recoveries among them) while other workers idle (docs/design/runs.md, "Wake-ups").
   const consumer = opts.queues.includes("runs")
-    ? new ReadyConsumer(svc, drainSession, new Slots(opts.concurrency ?? w.concurrency), stopping.signal)
+    ? new ReadyConsumer(
+        svc,
+        drainSession,
+        new Slots(opts.concurrency ?? w.concurrency),
+        stopping.signal,
+        pauses.holdOf("runs"),
+      )
     : null;
   const processors: Partial<Record<QueueName, Processor>> = {
     runs: drainJob,
@@ -265,6 +275,7 @@ export async function startWorkerHost(svc: WorkerDeps, opts: WorkerHostOptions):
         }
       }
       idle.cancel();
+      pauses.stop();
       if (!redisAway) await within(finished, CLOSE_SETTLE_MS);
       // Turns are done: fsync what group commit has not yet, close the transcript handles.
       await writer.close().catch((err: Error) => svc.log.warn({ err: err.message }, "closing transcripts failed"));

@@ -1,0 +1,96 @@
+/**
+ * Pausing the `runs` queue (Bull Board's pause button, or `Queue.pause()`) holds every session's
+ * turns: sessions woken from the ready list are not popped, and a drain under way stops between
+ * two turns and hands its session back (src/workers/queue-pauses.ts). Resuming runs them all, in
+ * order, once each. Both wake-ups: the ready list (default) and drain jobs.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { cleanUp, deploy, getRun, userTexts, waitRun, waitRunning } from "../helpers/api.js";
+import { FAST_WORKERS, type TestSystem } from "../helpers/system.js";
+import { inbound, scriptConfig } from "../fixtures/runs-support.js";
+import { PAUSE_POLL_MS } from "../../src/workers/queue-pauses.js";
+
+afterEach(cleanUp);
+
+const RULES = [{ when: { contains: "slow" }, delayMs: 2000, reply: "re: {{text}}" }, { reply: "re: {{text}}" }];
+
+/** Pause or resume `runs` through Bull Board's own API, as an operator's click does. */
+async function board(sys: TestSystem, action: "pause" | "resume"): Promise<void> {
+  const res = await fetch(`${sys.url}/admin/queues/api/queues/runs/${action}`, {
+    method: "PUT",
+    headers: sys.config.gateway.auth.token ? { authorization: `Bearer ${sys.config.gateway.auth.token}` } : {},
+  });
+  expect(res.status, `board ${action}`).toBe(200);
+}
+
+/** Long enough for every worker to have read the flag again (it reads it every PAUSE_POLL_MS). */
+const seen = () => new Promise((r) => setTimeout(r, PAUSE_POLL_MS * 2.5));
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Finished ok, in one attempt (begun once: a turn held back was never begun). */
+async function ranOnce(sys: TestSystem, runId: string): Promise<void> {
+  expect(await waitRun(sys, runId)).toMatchObject({ status: "ok" });
+  expect((await getRun(sys, runId)).attempts).toBe(1);
+}
+
+async function statuses(sys: TestSystem, runIds: string[]): Promise<string[]> {
+  return await Promise.all(runIds.map(async (id) => (await getRun(sys, id)).status));
+}
+
+describe.each([{ wake: "ready-list" as const }, { wake: "drain-job" as const }])(
+  "pausing the runs queue (workers.wake: $wake)",
+  ({ wake }) => {
+    const config = () => scriptConfig(RULES, { workers: { ...FAST_WORKERS, concurrency: 4, wake } });
+
+    it("holds turns queued while paused, then runs each once, in order, after resume", async () => {
+      const sys = await deploy(config());
+      await board(sys, "pause");
+      await seen();
+      const runs = [];
+      for (const from of ["ann", "ben", "cy"])
+        for (const text of ["one", "two"]) runs.push(await inbound(sys, from, text));
+      await sleep(1500);
+      expect(
+        await statuses(
+          sys,
+          runs.map((r) => r.runId),
+        ),
+      ).toEqual(runs.map(() => "queued"));
+      const boardPaused = await sys.get("/admin/queues/api/queues?activeQueue=ready&page=1&jobsPerPage=10");
+      const shown = (boardPaused.body.queues as { name: string; isPaused: boolean }[]).filter((q) =>
+        ["runs", "ready"].includes(q.name),
+      );
+      expect(shown.map((q) => [q.name, q.isPaused]).sort()).toEqual([
+        ["ready", true],
+        ["runs", true],
+      ]);
+
+      await board(sys, "resume");
+      for (const r of runs) await ranOnce(sys, r.runId);
+      for (const r of runs.filter((_, i) => i % 2 === 0))
+        expect(await userTexts(sys, r.sessionKey)).toEqual(["one", "two"]);
+    });
+
+    it("stops a session's drain between two turns, and goes on after resume", async () => {
+      const sys = await deploy(config());
+      const runs = [];
+      for (const text of ["slow 1", "two", "three", "four"]) runs.push(await inbound(sys, "dee", text));
+      await waitRunning(sys, runs[0]!.runId);
+      await board(sys, "pause");
+      // The slow first turn (2 s) outlasts the time the pause takes to be seen: it finishes, and
+      // no later turn begins.
+      expect(await waitRun(sys, runs[0]!.runId)).toMatchObject({ status: "ok" });
+      await sleep(PAUSE_POLL_MS * 1.5);
+      expect(
+        await statuses(
+          sys,
+          runs.slice(1).map((r) => r.runId),
+        ),
+      ).toEqual(["queued", "queued", "queued"]);
+
+      await board(sys, "resume");
+      for (const r of runs) await ranOnce(sys, r.runId);
+      expect(await userTexts(sys, runs[0]!.sessionKey)).toEqual(["slow 1", "two", "three", "four"]);
+    });
+  },
+);
