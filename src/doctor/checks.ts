@@ -234,6 +234,7 @@ const WAKE_STUCK_MS = 60_000;
 export async function checkQueues(svc: DoctorDeps, now = Date.now()): Promise<Finding[]> {
   const out: Finding[] = [];
   const parts: string[] = [];
+  let runsPaused = false;
   for (const name of QUEUE_NAMES) {
     const q = svc.queues[name];
     const c = await q.getJobCounts("waiting", "active", "failed");
@@ -241,6 +242,16 @@ export async function checkQueues(svc: DoctorDeps, now = Date.now()): Promise<Fi
     parts.push(
       `${name} ${workers} worker${workers === 1 ? "" : "s"}, ${c.waiting ?? 0} waiting, ${c.failed ?? 0} failed`,
     );
+    if (await q.isPaused()) {
+      if (name === "runs") runsPaused = true;
+      const held = name === "runs" || name === "subagents" ? "no turn of its sessions begins" : "none of its jobs runs";
+      out.push({
+        check: "queues",
+        level: "warn",
+        message: `${name} is paused: ${held} until resumed`,
+        fix: `resume it in Bull Board (/admin/queues/queue/${name})`,
+      });
+    }
     if ((c.failed ?? 0) > 0) {
       out.push({
         check: "queues",
@@ -269,6 +280,7 @@ export async function checkQueues(svc: DoctorDeps, now = Date.now()): Promise<Fi
       level: "warn",
       message: `${stuck} session${stuck === 1 ? "" : "s"} woken over a minute ago and not drained yet`,
       fix:
+        (runsPaused ? "the runs queue is paused (resume it), or " : "") +
         "every worker busy (add workers), or none pops the ready list: workers older than the " +
         "gateways (upgrade workers first), or none runs the runs queue; Bull Board's `ready` queue " +
         "lists them (/admin/queues/queue/ready)",

@@ -51,6 +51,8 @@ async function queueCounts(svc: StatusDeps): Promise<Record<string, Record<strin
     queues[name] = {
       ...(await q.getJobCounts("waiting", "active", "delayed", "failed", "completed")),
       workers: await q.getWorkersCount(),
+      // Only when paused (an older gateway's answer has no such field either).
+      ...((await q.isPaused()) ? { paused: 1 } : {}),
     };
   }
   return queues;

@@ -8,6 +8,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { cleanUp, deploy, getRun, userTexts, waitRun, waitRunning } from "../helpers/api.js";
 import { FAST_WORKERS, type TestSystem } from "../helpers/system.js";
 import { inbound, scriptConfig } from "../fixtures/runs-support.js";
+import { cliEnv, runCli, show } from "../helpers/cli-run.js";
+import { checkQueues } from "../../src/doctor/checks.js";
 import { PAUSE_POLL_MS } from "../../src/workers/queue-pauses.js";
 
 afterEach(cleanUp);
@@ -32,6 +34,8 @@ async function ranOnce(sys: TestSystem, runId: string): Promise<void> {
   expect(await waitRun(sys, runId)).toMatchObject({ status: "ok" });
   expect((await getRun(sys, runId)).attempts).toBe(1);
 }
+
+const pausedFinding = (f: { message: string }) => /^runs is paused/.test(f.message);
 
 async function statuses(sys: TestSystem, runIds: string[]): Promise<string[]> {
   return await Promise.all(runIds.map(async (id) => (await getRun(sys, id)).status));
@@ -64,11 +68,18 @@ describe.each([{ wake: "ready-list" as const }, { wake: "drain-job" as const }])
         ["ready", true],
         ["runs", true],
       ]);
+      // An operator who looks elsewhere is told too: `switchboard status` and `doctor`.
+      const token = sys.config.gateway.auth.token;
+      const status = await runCli(["status", "--url", sys.url, ...(token ? ["--token", token] : [])], cliEnv({}));
+      expect(status.code, show(status)).toBe(0);
+      expect(status.stdout).toContain("Paused:  runs (turns held until resumed in Bull Board, /admin/queues)\n");
+      expect((await checkQueues(sys.svc)).filter(pausedFinding)).toHaveLength(1);
 
       await board(sys, "resume");
       for (const r of runs) await ranOnce(sys, r.runId);
       for (const r of runs.filter((_, i) => i % 2 === 0))
         expect(await userTexts(sys, r.sessionKey)).toEqual(["one", "two"]);
+      expect((await checkQueues(sys.svc)).filter(pausedFinding)).toEqual([]);
     });
 
     it("stops a session's drain between two turns, and goes on after resume", async () => {

@@ -91,8 +91,13 @@ function countLines(out: Required<DeploymentStatus>): string[] {
   const st = out.storage;
   const dl = out.deadLetters;
   const ready = out.ready;
+  const paused = Object.entries(out.queues)
+    .filter(([, c]) => c.paused)
+    .map(([name]) => name);
+  const held = paused.some((q) => q === "runs" || q === "subagents") ? "turns held" : "jobs held";
   return [
     `Workers: ${out.workers}`,
+    ...(paused.length ? [`Paused:  ${paused.join(", ")} (${held} until resumed in Bull Board, /admin/queues)`] : []),
     `Ready:   ${ready.sessions} session${ready.sessions === 1 ? "" : "s"} waiting for a worker slot, ` +
       `${ready.pendingWakes} wake${ready.pendingWakes === 1 ? "" : "s"} pending`,
     st.healthy
