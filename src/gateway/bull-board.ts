@@ -17,7 +17,8 @@ const DESCRIPTIONS: Record<string, string> = {
   runs:
     "Session drains run as jobs: retries, lease waits, handed-back turns (ready-list drains: the ready queue). " +
     "Removing a drain job loses no turn: the maintenance sweep re-arms its session. " +
-    "Pausing this queue holds every session's turns, ready-list drains included (between two turns, within a second).",
+    "Pausing this queue holds the turns of every session but sub-agents' (subagents), ready-list drains included " +
+    "(between two turns, within a second).",
   announce: "Agent-to-agent steps: reply-back loop and announce",
   delivery: "Outbound messages to channels (retried with backoff)",
   maintenance: "Reset/idle sweeps and transcript archiving",

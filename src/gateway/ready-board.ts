@@ -33,6 +33,7 @@ import { pendingWakeSuffix, readyConsumerName, wakeRunId, wakeSession } from "..
 import type { RunRecords } from "../runs/run-records.js";
 import type { RedisClient } from "../storage/redis-client.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
+import type { Queues } from "../queues/queues.js";
 
 export const READY_BOARD_NAME = "ready";
 
@@ -46,6 +47,8 @@ const DESCRIPTION =
 export interface ReadyBoardDeps {
   redis: RedisClient;
   keys: RedisKeys;
+  /** The runs queue, whose pause holds the ready list too (src/workers/queue-pauses.ts). */
+  queues: Pick<Queues, "runs">;
   runs: RunRecords;
   deadLetters: DeadLetters;
 }
@@ -240,7 +243,7 @@ export class ReadyBoardAdapter extends BaseAdapter {
   }
   /** Paused with the `runs` queue: workers then pop nothing from the ready list (src/workers/queue-pauses.ts). */
   async isPaused(): Promise<boolean> {
-    return (await this.svc.redis.hget(this.svc.keys.queueMeta("runs"), "paused")) !== null;
+    return await this.svc.queues.runs.isPaused();
   }
   async getGlobalConcurrency(): Promise<number | null> {
     return null;

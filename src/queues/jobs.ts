@@ -127,11 +127,16 @@ export function subagentAnnounceJobId(childKey: string, runId: string): string {
   return `announce:${jobIdPart(childKey)}:${jobIdPart(runId)}`;
 }
 
+/** The queue of a session's drain jobs: sub-agent sessions drain on `subagents` (its own concurrency cap). */
+export function drainQueueOf(sessionKey: string): "runs" | "subagents" {
+  return isSubagentKey(sessionKey) ? "subagents" : "runs";
+}
+
 export const JOBS = {
   /** "Session S has turns waiting" (src/workers/drain.ts). */
   drain: defineJob({
     name: "drain",
-    queue: (d) => (isSubagentKey(d.sessionKey) ? "subagents" : "runs"),
+    queue: (d) => drainQueueOf(d.sessionKey),
     data: DrainDataSchema,
     options: (d) => ({
       // At most one active drain per session, plus one follow-up stored while it is active.

@@ -15,10 +15,6 @@ export class RedisKeys {
   get bullPrefix(): string {
     return `${this.base}:q`;
   }
-  /** BullMQ's meta hash of a queue; its `paused` field is the queue's pause flag (src/workers/queue-pauses.ts). */
-  queueMeta(queue: string): string {
-    return `${this.bullPrefix}:${queue}:meta`;
-  }
 
   session(sessionKey: string): string {
     return `${this.base}:s:${sessionKey}`;

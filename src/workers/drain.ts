@@ -57,7 +57,7 @@ export type DrainOutcome =
   | { kind: "done"; ran: number; runs: string[]; more: boolean; emptied: boolean }
   /** The in-flight turn hit a storage fault: it stays first in line, retry after `parkMs`. */
   | { kind: "parked"; parkMs: number }
-  /** Stopped with work left (a turn handed back, or the worker is shutting down); lease released. */
+  /** Stopped with work left (a turn handed back, the worker shutting down, its queue paused); lease released. */
   | { kind: "handedBack" };
 
 /** What a drain needs from whoever started it. */
@@ -164,19 +164,10 @@ export function createSessionDrainer(
     }
   }
 
-  /**
-   * The worker is shutting down, or the drain's queue is paused (its copy of the flag says so and a
-   * fresh read confirms it). No I/O and no await on a turn's path unless the copy is set.
-   */
-  function halting(ctx: DrainContext): boolean | Promise<boolean> {
-    if (stopping.aborted) return true;
-    return ctx.hold?.cached() ? ctx.hold.confirm() : false;
-  }
-
   return async (sessionKey: string, ctx: DrainContext): Promise<DrainOutcome> => {
-    // Paused since this drain was woken: leave the session untouched (no turn begun for nothing).
-    const held = halting(ctx);
-    if (held === true || (held !== false && (await held))) return { kind: "handedBack" };
+    // Stopping, or its queue paused since this drain was woken: the session is left untouched, no
+    // turn begun for nothing. A pause is the copy of the flag (no I/O) confirmed by a fresh read.
+    if (stopping.aborted || (ctx.hold?.cached() && (await ctx.hold.confirm()))) return { kind: "handedBack" };
     // Lease and first turn in one round trip; an empty session gives the lease back in it too.
     const acquired = await svc.inbox.acquireAndBegin(
       svc.leases,
@@ -196,9 +187,10 @@ export function createSessionDrainer(
       // The first turn came with the lease; later ones come with the previous finish, or from turn-begin.
       let next: NextTurn = acquired.begun;
       while (runs.length < MAX_TURNS_PER_DRAIN) {
-        // The worker is shutting down or the queue was paused: no further turn is begun here.
-        const halt = halting(ctx);
-        if (halt === true || (halt !== false && (await halt))) {
+        // The worker is shutting down (a turn begun already is handed back), or the queue was
+        // paused: then a turn begun already runs (it counts an attempt: holding it would make its
+        // run after the resume a re-run), and no further one is begun.
+        if (stopping.aborted || (next === undefined && ctx.hold?.cached() && (await ctx.hold.confirm()))) {
           halted = true;
           break;
         }

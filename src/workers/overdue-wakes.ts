@@ -18,7 +18,7 @@
  */
 import { Job } from "bullmq";
 import type { Config } from "../config/schema.js";
-import { JOBS } from "../queues/jobs.js";
+import { drainQueueOf, JOBS } from "../queues/jobs.js";
 import type { QueueName } from "../queues/queue-names.js";
 import { requestDrain } from "../runs/enqueue.js";
 import type { PendingWake } from "../runs/pending-wakes.js";
@@ -65,10 +65,19 @@ export async function rearmLostPops(svc: WorkerDeps): Promise<number> {
  * jobs a clock ahead of Redis's delayed too far (`promoteRunawayDrains`).
  */
 export async function rearmOverdueWakes(svc: WorkerDeps, overdueMs: number, now?: number): Promise<number> {
-  now ??= await svc.wakes.now();
-  const overdue = await svc.wakes.overdue(overdueMs, svc.config.maintenance.sweepBatch, now);
-  // A held lease is a drainer on the session (a long drain): its wake is marked as seen now.
-  const rearmed = await rearm(svc, overdue, (w) => svc.wakes.touch(w.member, now));
+  const seenAt = now ?? (await svc.wakes.now());
+  const overdue = await svc.wakes.overdue(overdueMs, svc.config.maintenance.sweepBatch, seenAt);
+  // A wake of a paused queue (queue-pauses.ts) waits on purpose: it is marked as seen now, so it
+  // is not re-armed into the paused queue, and after the resume its age counts from the last check.
+  const paused = await pausedDrainQueues(svc, overdue);
+  const held = overdue.filter((w) => paused.has(drainQueueOf(w.sessionKey)));
+  for (const w of held) await svc.wakes.touch(w.member, seenAt);
+  // A held lease is a drainer on the session (a long drain): its wake is marked as seen now too.
+  const rearmed = await rearm(
+    svc,
+    held.length ? overdue.filter((w) => !paused.has(drainQueueOf(w.sessionKey))) : overdue,
+    (w) => svc.wakes.touch(w.member, seenAt),
+  );
   if (rearmed)
     svc.log.warn(
       { sessions: rearmed, overdueMs },
@@ -76,7 +85,7 @@ export async function rearmOverdueWakes(svc: WorkerDeps, overdueMs: number, now?
     );
   // Here rather than in the sweep alone: this also runs on each worker's own timer, and the
   // sweep is a delayed job itself, which a worker with a clock ahead schedules just as late.
-  await promoteRunawayDrains(svc, now).catch((err: Error) =>
+  await promoteRunawayDrains(svc, seenAt).catch((err: Error) =>
     svc.log.warn({ err: err.message }, "check for drain jobs delayed by a clock ahead of Redis's failed"),
   );
   return rearmed;
@@ -168,6 +177,14 @@ export async function promoteRunawayDrains(svc: WorkerDeps, now?: number): Promi
         `has a clock at least ${Math.round(clockAheadMs / 1000)} s ahead of Redis's (switchboard doctor: clock)`,
     );
   return sessions.length;
+}
+
+/** The drain queues of `wakes` that are paused now (none read when there are no wakes). */
+async function pausedDrainQueues(svc: WorkerDeps, wakes: PendingWake[]): Promise<Set<QueueName>> {
+  const queues = new Set(wakes.map((w) => drainQueueOf(w.sessionKey)));
+  const paused = new Set<QueueName>();
+  for (const q of queues) if (await svc.queues[q].isPaused()) paused.add(q);
+  return paused;
 }
 
 /**

@@ -6,22 +6,22 @@
  * "Operator actions in Bull Board"). Pausing `runs` holds the sessions woken from the ready list
  * too; `subagents` holds its own drain jobs.
  *
- * Read from BullMQ's own flag (the `paused` field of the queue's meta hash, set and cleared by its
- * pause script) every POLL_MS, on the process's command connection: two HGETs a second per worker,
- * nothing on a turn's path. A pause takes effect within about that long. A drain that finds the
- * copy set reads the flag again before it stops (a resume is seen at once); a failed read keeps
- * the last answer (Redis away stops the turns anyway).
+ * Read from BullMQ's own flag (`Queue.isPaused()`: the `paused` field of the queue's meta hash,
+ * set and cleared by its pause script) every PAUSE_POLL_MS: two small commands a second per
+ * worker, nothing on a turn's path. A pause takes effect within about that long, between two
+ * turns: a turn already begun (the finish of the one before began it) still runs. A drain that
+ * finds the copy set reads the flag again, with a read of its own, before it stops, so a resume
+ * the copy has not seen yet costs no hand-back; a failed read keeps the last answer (Redis away
+ * stops the turns anyway).
  */
-import type { QueueName } from "../queues/queue-names.js";
-import type { RedisClient } from "../storage/redis-client.js";
-import type { RedisKeys } from "../storage/redis-keys.js";
+import type { Queues } from "../queues/queues.js";
 import type { HoldCheck } from "./drain.js";
 
 /** How often the flags are read: also about how long a pause or resume takes to be seen. */
 export const PAUSE_POLL_MS = 1000;
 
 /** The queues whose jobs run sessions' turns (drain jobs). */
-const TURN_QUEUES = ["runs", "subagents"] as const satisfies readonly QueueName[];
+const TURN_QUEUES = ["runs", "subagents"] as const;
 type TurnQueue = (typeof TURN_QUEUES)[number];
 
 export class QueuePauses {
@@ -30,8 +30,7 @@ export class QueuePauses {
   private reading: Promise<void> | undefined;
 
   constructor(
-    private readonly redis: RedisClient,
-    private readonly keys: RedisKeys,
+    private readonly queues: Pick<Queues, TurnQueue>,
     private readonly pollMs = PAUSE_POLL_MS,
   ) {}
 
@@ -56,8 +55,9 @@ export class QueuePauses {
   holdOf(queue: string): HoldCheck {
     return {
       cached: () => this.isPaused(queue),
+      // A read of its own, not one begun before a resume it would then miss.
       confirm: async () => {
-        await this.refresh();
+        await this.read();
         return this.isPaused(queue);
       },
     };
@@ -70,14 +70,12 @@ export class QueuePauses {
   }
 
   private async read(): Promise<void> {
-    const flags = await Promise.all(
-      TURN_QUEUES.map((q) => this.redis.hget(this.keys.queueMeta(q), "paused").catch(() => undefined)),
-    );
+    const flags = await Promise.all(TURN_QUEUES.map((q) => this.queues[q].isPaused().catch(() => undefined)));
     flags.forEach((flag, i) => {
       if (flag === undefined) return; // not read: keep what was known
       const q = TURN_QUEUES[i]!;
-      if (flag === null) this.paused.delete(q);
-      else this.paused.add(q);
+      if (flag) this.paused.add(q);
+      else this.paused.delete(q);
     });
   }
 }

@@ -164,8 +164,7 @@ export class ReadyConsumer {
   }
 
   private async checkOverdueWakes(): Promise<void> {
-    // While paused no wake is taken on purpose: re-arming them would only queue drain jobs.
-    if (this.checking || this.stopping.aborted || this.held) return;
+    if (this.checking || this.stopping.aborted) return;
     this.checking = true;
     const { svc } = this;
     await rearmOverdueWakes(svc, wakeOverdueMs(svc.config))

@@ -120,7 +120,7 @@ export async function startWorkerHost(svc: WorkerDeps, opts: WorkerHostOptions):
   const { workers: w } = svc.config;
   const drainSession = createSessionDrainer(svc, executor, stopping.signal);
   // An operator's pause of `runs` (or `subagents`) holds turns between two of them, ready-list drains included.
-  const pauses = new QueuePauses(svc.redis, svc.keys);
+  const pauses = new QueuePauses(svc.queues);
   if (opts.queues.includes("runs") || opts.queues.includes("subagents")) await pauses.start();
   const drainJob = createDrainProcessor(svc, drainSession, (queue) => pauses.holdOf(queue)) as Processor;
   // The ready list gets `concurrency` slots of its own, as each queue's BullMQ worker does: a slot

@@ -103,5 +103,52 @@ describe.each([{ wake: "ready-list" as const }, { wake: "drain-job" as const }])
       for (const r of runs) await ranOnce(sys, r.runId);
       expect(await userTexts(sys, runs[0]!.sessionKey)).toEqual(["slow 1", "two", "three", "four"]);
     });
+
+    it("a turn the finish began just as the pause was seen still runs; the next is held, never begun", async () => {
+      const sys = await deploy(config());
+      // The pause is read by the workers while the first turn's finish is on its way: the finish
+      // was asked (flag not yet seen) to begin the second turn in the same step.
+      const records = sys.svc.runs;
+      const finishStep = records.finishStep.bind(records);
+      let first = true;
+      records.finishStep = async (...args) => {
+        const res = await finishStep(...args);
+        if (first) {
+          first = false;
+          await sys.svc.queues.runs.pause();
+          await seen();
+        }
+        return res;
+      };
+      const runs = [];
+      for (const text of ["one", "two", "three"]) runs.push(await inbound(sys, "eve", text));
+      expect(await waitRun(sys, runs[1]!.runId)).toMatchObject({ status: "ok" });
+      await sleep(PAUSE_POLL_MS * 1.5);
+      expect(await getRun(sys, runs[2]!.runId)).toMatchObject({ status: "queued" });
+      await board(sys, "resume");
+      for (const r of runs) await ranOnce(sys, r.runId);
+    });
+
+    it("the overdue-wake checks leave a paused queue's wakes where they are", async () => {
+      // Wakes are overdue after 2 s here (FAST_WORKERS' lease), checked every second by each
+      // consumer and by a sweep every second: a check that re-armed them would move them into the
+      // paused queue as drain jobs, emptying the ready list the board shows.
+      const sys = await deploy({ ...config(), maintenance: { sweepEveryMs: 1000 } });
+      await board(sys, "pause");
+      await seen();
+      const runs = [];
+      for (const from of ["fay", "gus", "hal"]) runs.push(await inbound(sys, from, "hi"));
+      const wakes = async () => (await sys.svc.redis.zrange(sys.svc.keys.pendingWakes(), 0, -1)).sort();
+      const before = await wakes();
+      expect(before).toHaveLength(3);
+      await sleep(5000);
+      expect(await wakes()).toEqual(before);
+      if (wake === "ready-list") expect(await sys.svc.redis.llen(sys.svc.keys.readyList())).toBe(3);
+      // Only the drain jobs the pushes asked for (drain-job), none added by a re-arm.
+      const counts = await sys.svc.queues.runs.getJobCounts("waiting", "delayed");
+      expect((counts.waiting ?? 0) + (counts.delayed ?? 0)).toBe(wake === "ready-list" ? 0 : 3);
+      await board(sys, "resume");
+      for (const r of runs) await ranOnce(sys, r.runId);
+    });
   },
 );
