@@ -108,7 +108,7 @@ describe("a session whose drain job an operator removed", () => {
     }
   }, 90_000);
 
-  it('"drain-job", runs queue paused, waiting job removed: the wake is kept, the turns run after the resume', async () => {
+  it('"drain-job", runs queue paused, waiting job removed: the wake is kept, turns run after resume', async () => {
     const sys = await deploy(scriptConfig(RULES, { workers: { ...FAST_WORKERS, wake: "drain-job" }, ...SWEEPS }));
     const queue = sys.svc.queues.runs;
     await queue.pause();
