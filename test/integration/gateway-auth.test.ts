@@ -212,7 +212,7 @@ describe("--token of the long-running commands", () => {
     const file = tokenless({ host: "127.0.0.1" });
     for (const bad of ["has space 12345", "tökén-1234567", "tab\tseparated"]) {
       const flag = await runCli(["start", "--config", file, "--token", bad], cliEnv({}));
-      expect(flag.code, show(flag)).toBe(1);
+      expect(flag.code, show(flag)).toBe(64); // a bad flag value: usage, as for mcp
       expect(flag.stderr).toMatch(
         /--token: use only visible ASCII characters .*\(got \(hidden\); it sets gateway\.auth\.token\)/,
       );
@@ -222,6 +222,7 @@ describe("--token of the long-running commands", () => {
       for (const r of [flag, env]) expect(r.stdout + r.stderr).not.toContain(bad);
     }
     const short = await runCli(["gateway", "--config", file, "--token", "short"], cliEnv({}));
+    expect(short.code, show(short)).toBe(64);
     expect(short.stderr, show(short)).toMatch(/--token: use at least 8 characters/);
     // `mcp` serves with the token it is given too: the same rule, not only the length.
     const accented = "tökén-1234567";

@@ -9,7 +9,6 @@ import { packageVersion } from "../../deployment/package-version.js";
 import { redisAnswers } from "../../app/embedded-redis.js";
 import { createServices } from "../../app/services.js";
 import { ValidationError } from "../../errors/index.js";
-import { GatewayTokenSchema } from "../../config/schema.js";
 import { createSessionMcpServer } from "../../mcp/server.js";
 import { serveHttp, serveStdio, type RunningTransport } from "../../mcp/transports.js";
 import { requestBodyLimit } from "../../gateway/message-limit.js";
@@ -17,7 +16,7 @@ import { canonicalSessionKey } from "../../session/key-canonical.js";
 import { createToolRuntime } from "../../tools/tool-runtime.js";
 import { resolveCaller } from "../../tools/session-caller.js";
 import { cliToken, loadCliConfig, RpcCallError, type GlobalOptions } from "../client.js";
-import { UsageError } from "../flags.js";
+import { checkTokenFlag, tokenProblem, UsageError } from "../flags.js";
 import { displayRedisUrl } from "../../config/redis-url.js";
 
 export interface McpOptions extends GlobalOptions {
@@ -42,13 +41,10 @@ export async function mcpCommand(opts: McpOptions): Promise<void> {
   // The token the CLI would present is the one this server asks for: --token, then
   // SWITCHBOARD_TOKEN, then gateway.auth.token (a --token given and then ignored left it open).
   const token = cliToken(opts, config);
-  const tokenCheck = token === undefined ? undefined : GatewayTokenSchema.safeParse(token);
-  if (tokenCheck && !tokenCheck.success) {
-    const why = tokenCheck.error.issues.map((i) => i.message).join("; ");
-    // A bad --token is a bad flag value (usage); one from the environment or config is not.
-    if (opts.token !== undefined) throw new UsageError(`--token: ${why}`);
-    throw new ValidationError(`token: ${why}`);
-  }
+  // A bad --token is a bad flag value (usage); one from the environment or config is not.
+  checkTokenFlag(opts.token);
+  const why = token === undefined ? undefined : tokenProblem(token);
+  if (why) throw new ValidationError(`token: ${why}`);
   // Over HTTP anyone who reaches the port acts as the session: off loopback, require the token.
   if (port !== undefined && !LOOPBACK.has(host) && !token) {
     throw new UsageError(`--host ${host} is not loopback: set gateway.auth.token so MCP clients must present it`);

@@ -16,7 +16,7 @@ import { formatBoundAddresses } from "../../gateway/bound-addresses.js";
 import { parseQueueList } from "../../queues/queue-names.js";
 import type { GlobalOptions } from "../client.js";
 import { ConfigError } from "../../errors/index.js";
-import { UsageError } from "../flags.js";
+import { checkTokenFlag, UsageError } from "../flags.js";
 import { joinDeployment, sharingSummary, type Registration } from "../../deployment/index.js";
 import { redisUnavailable } from "../client.js";
 import { displayRedisUrl } from "../../config/redis-url.js";
@@ -182,7 +182,9 @@ export async function serveCommand(
     throw new UsageError(`--concurrency must be a whole number ≥ 1 (got ${JSON.stringify(opts.concurrency)})`);
   }
   // --token is the gateway's token, as SWITCHBOARD_TOKEN sets it (a --token given and then ignored
-  // left the gateway open while its operator believed it closed).
+  // left the gateway open while its operator believed it closed). One no gateway could ask for is
+  // a bad flag value, refused as usage (64) like any other; a worker serves no gateway (below).
+  if (mode !== "worker") checkTokenFlag(opts.token, "gateway.auth.token");
   const { config, redisExplicit, warnings, environmentWarnings, path } = loadConfig({
     ...(opts.config ? { file: opts.config } : {}),
     ...(opts.token !== undefined ? { token: opts.token } : {}),
