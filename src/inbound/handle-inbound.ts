@@ -215,8 +215,10 @@ async function handleResolved(
     if ("error" in command) throw new ValidationError(command.error);
     // A stale session is rolled over first, with the policy set in the same step, as the next
     // message or the sweep would roll it over (which clears per-session overrides): otherwise
-    // the policy would go on the retiring session and be lost with it. A rollover refused (turns
-    // queued or running, or the entry changed) leaves the policy on the session as it is.
+    // the policy would go on the retiring session and be lost with it. Also while a turn is
+    // queued or running, as a message rolls it over: the archive job waits for the retired
+    // sessionId's turns. A rollover lost to another one (the sessionId changed) leaves the
+    // policy on the session as it now is.
     const stale = entry ? freshnessOf(config, entry, now, msg.channel) : undefined;
     const rolled =
       entry && stale && !stale.fresh
@@ -225,7 +227,6 @@ async function handleResolved(
             now,
             archive: "job",
             activity: "preserve",
-            onlyIfUntouchedAndIdle: true,
             extra: { ...meta, sendPolicy: command.value },
           })
         : null;

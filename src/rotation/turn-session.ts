@@ -45,8 +45,9 @@ export function cachedStaleAt(config: RotationDeps["config"], entry: SessionEntr
 
 /**
  * `entry` itself when it is fresh and its activity recent (no I/O); otherwise the entry after
- * the rollover or the activity write. A session deleted meanwhile is returned as it was read (the
- * push decides then).
+ * the rollover or the activity write. A session deleted meanwhile is returned as it was read: the
+ * push, checked on its sessionId, then refuses it, and the door creates the session again
+ * (src/runs/enqueue.ts), so the turn never runs in the deleted sessionId.
  */
 export async function sessionForTurn(svc: RotationDeps, entry: SessionEntry, now = Date.now()): Promise<SessionEntry> {
   let current = entry;

@@ -9,6 +9,10 @@
  * `queue_full`), checked in the push itself. Every other push (continuations,
  * announce and agent-to-agent steps, replays, steers, re-pushes) passes none and is never refused:
  * refusing it would lose work that was already accepted.
+ *
+ * A door's turn is never queued into a session deleted between the caller's read and the push:
+ * the push refuses it and the session is created again, as the door does for one that does not
+ * exist (see `enqueueTurnOnce`).
  */
 import { randomUUID } from "node:crypto";
 import type { RunDeps } from "./run-deps.js";
@@ -16,6 +20,9 @@ import type { Turn } from "./turn.js";
 import { addJob } from "../queues/jobs.js";
 import type { Config } from "../config/schema.js";
 import { isSubagentKey } from "../session/key-classify.js";
+import { SendBlockedError, SessionNotFoundError, SwitchboardError } from "../errors/index.js";
+import { ensureSession } from "../storage/ensure-session.js";
+import { sessionSendPolicy } from "../session/stored-send-policy.js";
 
 /**
  * Whether a push into an idle session readies it on the ready list (workers pop it as the wake)
@@ -47,14 +54,24 @@ export interface PushLimit {
   maxQueued?: number;
   /** Refused when the inbox holds turns and this one would take their bytes past it; 0 or unset: no limit. */
   maxQueuedBytes?: number;
+  /**
+   * A door's push: a session deleted between the caller's read and the push is created again
+   * (as the door creates one that does not exist), and the turn queued in it; a sub-agent
+   * session is not (its entry carries its depth and role): the push fails.
+   */
+  recreateDeleted?: boolean;
 }
 
 /**
- * The limits of a door's push: `gateway.limits.maxQueuedTurns` and `maxQueuedBytes` (0: none).
- * Only doors pass them.
+ * The limits of a door's push: `gateway.limits.maxQueuedTurns` and `maxQueuedBytes` (0: none),
+ * and a session deleted meanwhile created again. Only doors pass them.
  */
 export function doorLimit(config: Pick<Config, "gateway">): PushLimit {
-  return { maxQueued: config.gateway.limits.maxQueuedTurns, maxQueuedBytes: config.gateway.limits.maxQueuedBytes };
+  return {
+    maxQueued: config.gateway.limits.maxQueuedTurns,
+    maxQueuedBytes: config.gateway.limits.maxQueuedBytes,
+    recreateDeleted: true,
+  };
 }
 
 /**
@@ -65,18 +82,24 @@ export function doorLimit(config: Pick<Config, "gateway">): PushLimit {
  * The turn runs in the session's current sessionId: a reset (on any gateway) between the
  * caller's read of the entry and the push moves it to the new one, checked in the push itself
  * (turn-push.lua), so it never lands in a transcript that is being archived.
+ *
+ * A session with no entry is refused by that check too: deleted in that window (sessions.delete,
+ * pruning, a sub-agent's clean-up), its transcript is archived as deleted or about to be, and a
+ * turn in its sessionId would write a live transcript that no entry names and nothing archives or
+ * prunes again. A door's turn (`limit.recreateDeleted`) then goes into the session created
+ * again. A sub-agent session has its entry before its first turn (its spawn writes it), so one
+ * with no entry was deleted:
+ * any push into it throws `session_not_found` (a steer of a child cleaned up; an announce then
+ * finds its requester gone). Any other turn is queued where it is, unchecked, as before: no entry
+ * cannot be told from never having had one (a turn queued by a test or a replay).
  */
-export async function enqueueTurn(
-  svc: Pick<RunDeps, "inbox" | "queues" | "config">,
-  req: TurnRequest,
-  limit: PushLimit = {},
-): Promise<Turn> {
+export async function enqueueTurn(svc: PushDeps, req: TurnRequest, limit: PushLimit = {}): Promise<Turn> {
   return (await enqueueTurnOnce(svc, req, limit)).turn;
 }
 
 /** `enqueueTurn`, also saying whether this call queued the turn (false: its runId existed). */
 export async function enqueueTurnOnce(
-  svc: Pick<RunDeps, "inbox" | "queues" | "config">,
+  svc: PushDeps,
   req: TurnRequest,
   limit: PushLimit = {},
 ): Promise<{ turn: Turn; queued: boolean }> {
@@ -85,7 +108,19 @@ export async function enqueueTurnOnce(
     const check = { ...limit, checkSessionId: attempt <= MAX_SESSION_FOLLOWS };
     const res = await pushTurn(svc, turn, check, req.runId === undefined);
     if (!("changed" in res)) return res;
-    const current = res.changed === null ? undefined : sessionIdOf(res.changed);
+    if (res.changed === null) {
+      // No entry: nothing was queued, so a retry with the same runId pushes it afresh.
+      if (!limit.recreateDeleted && !isSubagentKey(turn.sessionKey)) {
+        attempt = MAX_SESSION_FOLLOWS; // the next push is unchecked
+        continue;
+      }
+      // Still checked after a re-creation: a push right after it is never unchecked.
+      if (attempt >= MAX_SESSION_FOLLOWS)
+        throw new SwitchboardError("unavailable", "the session kept being deleted while the turn was queued");
+      turn = { ...turn, sessionId: (await recreateDeleted(svc, turn.sessionKey, limit)).sessionId };
+      continue;
+    }
+    const current = sessionIdOf(res.changed);
     // Reset meanwhile: the turn moves to the new sessionId. An entry the check could not read
     // (not written by session-upsert.lua) takes the turn where it is, unchecked.
     if (current !== undefined && current !== turn.sessionId) turn = { ...turn, sessionId: current };
@@ -100,7 +135,7 @@ export async function enqueueTurnOnce(
  * JSON (null: no session), for the caller to decide again. Without `expectEntry`, `enqueueTurnOnce`.
  */
 export async function enqueueTurnIfEntry(
-  svc: Pick<RunDeps, "inbox" | "queues" | "config">,
+  svc: PushDeps,
   req: TurnRequest,
   expectEntry: string | undefined,
   limit: PushLimit = {},
@@ -112,8 +147,8 @@ export async function enqueueTurnIfEntry(
 /**
  * `enqueueTurnOnce` for a turn that belongs to the session as the caller found it (an inbound
  * message, decided on that entry's freshness): queued only if the session still has the turn's
- * sessionId (or no entry). Otherwise nothing is queued and `changed` is the current entry JSON,
- * for the caller to decide again.
+ * sessionId. Otherwise nothing is queued and `changed` is the current entry JSON (null: deleted
+ * meanwhile), for the caller to decide again.
  */
 export async function enqueueTurnInSession(
   svc: Pick<RunDeps, "inbox" | "queues" | "config">,
@@ -123,8 +158,31 @@ export async function enqueueTurnInSession(
   return await pushTurn(svc, newTurn(req), { ...limit, checkSessionId: true }, req.runId === undefined);
 }
 
+/**
+ * What a push touches. The session store only to create a door's session again after a delete:
+ * a caller without it (a test of the push alone) gets `session_not_found` then.
+ */
+type PushDeps = Pick<RunDeps, "inbox" | "queues" | "config"> & Partial<Pick<RunDeps, "sessions">>;
+
 /** How many resets in a row a push follows to the new sessionId before it pushes unchecked. */
 const MAX_SESSION_FOLLOWS = 5;
+
+/**
+ * The session `sessionKey` created again after a delete that landed between the caller's read
+ * and its push: for a door's push only, under the same send-policy checks a door makes before
+ * creating a session (on none, then on the entry created, which a concurrent caller may have
+ * written). A sub-agent session is not: a bare entry would lose the depth and role its tools
+ * are decided on.
+ */
+async function recreateDeleted(svc: PushDeps, sessionKey: string, limit: PushLimit): Promise<{ sessionId: string }> {
+  const sessions = svc.sessions;
+  if (!limit.recreateDeleted || isSubagentKey(sessionKey) || !sessions)
+    throw new SessionNotFoundError(sessionKey, `Session ${sessionKey} was deleted before its turn was queued`);
+  if (sessionSendPolicy(svc.config, sessionKey, null) === "deny") throw new SendBlockedError(sessionKey);
+  const entry = await ensureSession({ config: svc.config, sessions }, sessionKey);
+  if (sessionSendPolicy(svc.config, sessionKey, entry) === "deny") throw new SendBlockedError(sessionKey);
+  return entry;
+}
 
 function newTurn(req: TurnRequest): Turn {
   const now = Date.now();
@@ -149,7 +207,7 @@ function sessionIdOf(entryJson: string): string | undefined {
 async function pushTurn(
   svc: Pick<RunDeps, "inbox" | "queues" | "config">,
   turn: Turn,
-  condition: PushLimit & { expectEntry?: string; checkSessionId?: boolean },
+  { recreateDeleted: _recreate, ...condition }: PushLimit & { expectEntry?: string; checkSessionId?: boolean },
   minted: boolean,
 ): Promise<{ turn: Turn; queued: boolean } | { changed: string | null }> {
   const ready = readyWake(svc.config, turn.sessionKey);

@@ -86,8 +86,9 @@ export class Inbox {
    * `{ changed }` carries the current entry JSON (null: the session is gone).
    *
    * With `checkSessionId` (and no `expectEntry`) the push happens only if the session still has
-   * the turn's sessionId (or no entry at all); otherwise `{ changed }` as above. A reset between
-   * the caller's read and the push would otherwise leave the turn in a retired transcript.
+   * the turn's sessionId; otherwise `{ changed }` as above (null: deleted meanwhile). A reset or
+   * a delete between the caller's read and the push would otherwise leave the turn in a retired
+   * transcript, or in a new one nothing names.
    *
    * With `maxQueued` (> 0; a door's push, gateway.limits.maxQueuedTurns) an inbox that already
    * holds that many turns refuses the turn, and with `maxQueuedBytes` (> 0,

@@ -19,7 +19,9 @@
   And optionally on the session still being the turn's sessionId: a reset (on any gateway)
   between the caller's read and this push retired that sessionId, whose transcript may be
   archived already; a turn pushed now must not run in it. The entry is returned as above. A
-  session with no entry passes (the turn runs as it would have).
+  session with no entry is refused too ({ -1, false }): deleted meanwhile (sessions.delete,
+  pruning, a sub-agent's clean-up), its transcript archived as deleted or about to be, so the
+  turn would write a live transcript no entry names and nothing archives or prunes again.
 
   And optionally on the inbox holding fewer than a limit of turns (gateway.limits.maxQueuedTurns),
   and on this turn not taking the bytes of a non-empty inbox past a limit
@@ -69,9 +71,8 @@ elseif ARGV[6] ~= "" then
   -- so the encoded pair occurs only as the entry's own field (a quote inside a string value is
   -- escaped, so no text can imitate it).
   local entry = redis.call("GET", KEYS[5])
-  if entry and not string.find(entry, '"sessionId":' .. cjson.encode(ARGV[6]), 1, true) then
-    return { -1, entry }
-  end
+  if not entry then return { -1, false } end
+  if not string.find(entry, '"sessionId":' .. cjson.encode(ARGV[6]), 1, true) then return { -1, entry } end
 end
 local fields = {}
 for i = 9, #ARGV do fields[#fields + 1] = ARGV[i] end
