@@ -162,34 +162,40 @@ async function giveUp(
 async function announceRun(
   svc: SubagentDeps,
   registry: SubagentRegistry,
-  run: Awaited<ReturnType<SubagentRegistry["get"]>> & object,
+  read: Awaited<ReturnType<SubagentRegistry["get"]>> & object,
   claimerRecord: Awaited<ReturnType<SubagentDeps["runs"]["get"]>>,
   lastAttempt: boolean,
   claimer: string,
 ): Promise<Record<string, unknown>> {
+  let run = read;
   let rec = claimerRecord;
   // Its own turns, for the report's stats: the run's own, and every turn that claimed it.
   let turns = [claimer];
   // An orchestrator reports after what it spawned: its own announce and the one each completion
   // turn in its session carries claim it, and the first to find nothing left pending announces
   // it, on its latest answer (OpenClaw defers likewise). A killed or steered run has nothing to wait for.
-  if (run.suppressAnnounce) {
-    // Killed or steered: it ends on its own outcome, whoever asks (its own announce job, or a
-    // claim a completion turn dropped by the kill still carried: the run's own job may have
-    // deferred already, and would not come again).
-    if (claimer !== run.runId) {
-      // A completion turn's claim: what it owed the session is settled all the same, or the run
-      // that replaced a steered one there would wait for it for ever.
-      await registry.settleCompletion(run.childSessionKey, claimer);
-      rec = await svc.runs.get(run.runId);
-      turns = [run.runId];
-    }
-  } else {
+  if (!run.suppressAnnounce) {
     // A completion turn's claim settles the completion it was (marked when its sub-agent ended).
     const claim = await registry.claimAnnounce(run, claimer, outcomeOrder(rec), claimer);
-    if (claim.result !== "claimed") return { done: claim.result };
-    if (claim.outcome !== claimer) rec = await svc.runs.get(claim.outcome);
-    turns = claim.turns;
+    // Killed (or steered) after the record was read above, before any claim won: the kill said
+    // "killed", so the run ends unannounced as below.
+    if (claim.result === "suppressed")
+      run = { ...run, ...(await registry.get(run.runId)), suppressAnnounce: claim.reason };
+    else if (claim.result !== "claimed") return { done: claim.result };
+    else {
+      if (claim.outcome !== claimer) rec = await svc.runs.get(claim.outcome);
+      turns = claim.turns;
+    }
+  }
+  // Killed or steered: it ends on its own outcome, whoever asks (its own announce job, or a
+  // claim a completion turn dropped by the kill still carried: the run's own job may have
+  // deferred already, and would not come again).
+  if (run.suppressAnnounce && claimer !== run.runId) {
+    // A completion turn's claim: what it owed the session is settled all the same, or the run
+    // that replaced a steered one there would wait for it for ever.
+    await registry.settleCompletion(run.childSessionKey, claimer);
+    rec = await svc.runs.get(run.runId);
+    turns = [run.runId];
   }
   // The outcome comes from the run record (the runtime), never from what the model wrote.
   const status = (rec && isTerminal(rec.status) ? rec.status : "error") as AnnounceFacts["status"];
@@ -206,6 +212,13 @@ async function announceRun(
   const completion = announceTurnRunId(run.childSessionKey, run.runId);
   await registry.markEnded(run, status, endedAt, error, parentRun ? completion : undefined);
   const done = await announceEnded(svc, registry, run, status, endedAt, error, span, parentRun, lastAttempt);
+  if (done.done === "restored") {
+    // No longer suppressed (see announceEnded): announced on the record as it is now (as if it
+    // never was suppressed, unless a kill has suppressed it since). Each pass here needs a drop.
+    const again = await registry.get(run.runId);
+    if (!again) return { done: "unknown-run" };
+    return await announceRun(svc, registry, again, claimerRecord, lastAttempt, claimer);
+  }
   // No completion turn carries the parent's claim (this one was silent, suppressed, or its
   // requester is gone): the completion is settled here instead, and a parent already waiting
   // is asked to claim again.
@@ -259,10 +272,17 @@ export async function releaseRequester(
   registry: SubagentRegistry,
   run: OwedRelease,
 ): Promise<void> {
-  if (!isSubagentKey(run.requesterSessionKey)) return;
-  const parentRun = await registry.currentRunOf(run.requesterSessionKey);
-  if (parentRun && !(await svc.runs.get(announceTurnRunId(run.childSessionKey, run.runId))))
-    await settleAndWake(svc, registry, run, parentRun);
+  // A steer's run dropped (cut off before its push) gave the run it replaced back its place, that
+  // run's announce already suppressed: it is announced by a new job (its id names the dropped
+  // run, so a release done again adds none). Owed for any requester (subagent-unqueued.lua).
+  const restored = await registry.reannounceOf(run.childSessionKey, run.runId);
+  if (restored)
+    await addJob(svc, "subagentAnnounce", { childKey: run.childSessionKey, runId: restored, via: run.runId });
+  if (isSubagentKey(run.requesterSessionKey)) {
+    const parentRun = await registry.currentRunOf(run.requesterSessionKey);
+    if (parentRun && !(await svc.runs.get(announceTurnRunId(run.childSessionKey, run.runId))))
+      await settleAndWake(svc, registry, run, parentRun);
+  }
   await registry.releaseDone(run);
 }
 
@@ -319,7 +339,9 @@ async function announceEnded(
   const frozen = (await registry.get(run.runId))?.frozenResult ?? "";
 
   if (run.suppressAnnounce) {
-    await registry.update(run.runId, { announce: "suppressed" });
+    // Only while still suppressed: a steer cut off before its push may have been undone meanwhile
+    // (its run dropped, this one given back its announce: subagent-unqueued.lua).
+    if (!(await registry.markSuppressed(run.runId))) return { done: "restored" };
     // A steered run's child session lives on in the run that replaced it.
     if (!run.replacedBy) await cleanup(svc, run);
     return { done: "suppressed", reason: run.suppressAnnounce };

@@ -66,6 +66,7 @@ export class SubagentRegistry {
   private readonly claimLua;
   private readonly endLua;
   private readonly unqueuedLua;
+  private readonly suppressedLua;
 
   constructor(
     private readonly redis: RedisClient,
@@ -79,6 +80,7 @@ export class SubagentRegistry {
     this.claimLua = luaCommand(redis, LUA_DIR, "subagent-claim");
     this.endLua = luaCommand(redis, LUA_DIR, "subagent-end");
     this.unqueuedLua = luaCommand(redis, LUA_DIR, "subagent-unqueued");
+    this.suppressedLua = luaCommand(redis, LUA_DIR, "subagent-suppressed");
   }
 
   recordKey(runId: string): string {
@@ -154,12 +156,36 @@ export class SubagentRegistry {
    * Undo the registration of a run whose turn was never queued (no run record), registered
    * before `registeredBefore` (subagent-unqueued.lua): `dropped-session` when the child session
    * held only this run (its spawn created it for it: the caller deletes it), `kept` when refused.
+   * A steer's run gives the run it replaced back its place; `dropped-reannounce` when that run's
+   * announce was already suppressed and must be done again (releaseRequester does it).
    */
-  async dropUnqueued(run: SubagentRun, registeredBefore: number): Promise<"kept" | "dropped" | "dropped-session"> {
+  async dropUnqueued(
+    run: SubagentRun,
+    registeredBefore: number,
+  ): Promise<"kept" | "dropped" | "dropped-session" | "dropped-reannounce"> {
     const code = Number(
       await this.unqueuedLua(this.unqueuedKeys(run), this.unqueuedArgs(run, "drop", registeredBefore)),
     );
+    if (code === 3) return "dropped-reannounce";
     return code === 2 ? "dropped-session" : code === 1 ? "dropped" : "kept";
+  }
+
+  /**
+   * The run of `childKey` a drop of `dropped` gave back its place with its announce to be done
+   * again (subagent-unqueued.lua `reannounce`), if it is still the child's current run.
+   */
+  async reannounceOf(childKey: string, dropped: string): Promise<string | undefined> {
+    const current = await this.currentRunOf(childKey);
+    if (!current) return undefined;
+    return (await this.redis.hget(this.recordKey(current), "reannounce")) === dropped ? current : undefined;
+  }
+
+  /**
+   * An announce job of a suppressed run marks it `suppressed`, only while it still is
+   * (subagent-suppressed.lua): false when a drop gave it back its announce meanwhile.
+   */
+  async markSuppressed(runId: string): Promise<boolean> {
+    return Number(await this.suppressedLua([this.recordKey(runId)], ["suppressed"])) === 1;
   }
 
   /**
@@ -189,12 +215,17 @@ export class SubagentRegistry {
       this.activeKey(run.requesterSessionKey),
       this.childKey(run.childSessionKey),
       this.keys.subagentReleaseOwed(),
+      // The run a steer's run replaced (given back its place by a drop); else a key never written.
+      this.recordKey(run.replaces ?? ""),
     ];
   }
 
-  /** ARGV of subagent-unqueued.lua: the release owed by what the step does, "" when none is. */
+  /**
+   * ARGV of subagent-unqueued.lua: the run's owed-release member, and whether a release is owed
+   * to its requester by whatever the step does ("" when its requester is not a sub-agent).
+   */
   private unqueuedArgs(run: SubagentRun, op: "drop" | "end" | "stop", at: number): (string | number)[] {
-    return [run.runId, op, at, isSubagentKey(run.requesterSessionKey) ? owedReleaseMember(run) : ""];
+    return [run.runId, op, at, owedReleaseMember(run), isSubagentKey(run.requesterSessionKey) ? "1" : ""];
   }
 
   /**
@@ -261,14 +292,19 @@ export class SubagentRegistry {
    * which settles `settles`, the completion it was), ordered by `order` (outcomeOrder in
    * src/subagents/announce.ts): `claimed` with the outcome to announce (the newest of every
    * claimer's, all of them in `turns`), `deferred` while what it spawned is still to be reported
-   * to it, or `taken` by another claimer (subagent-claim.lua).
+   * to it, `taken` by another claimer, or `suppressed` (with the reason) by a kill or steer that
+   * came before any claim won (subagent-claim.lua).
    */
   async claimAnnounce(
     run: SubagentRun,
     claimer: string,
     order: string,
     settles = "",
-  ): Promise<{ result: "claimed"; outcome: string; turns: string[] } | { result: "deferred" | "taken" }> {
+  ): Promise<
+    | { result: "claimed"; outcome: string; turns: string[] }
+    | { result: "suppressed"; reason: NonNullable<SubagentRun["suppressAnnounce"]> }
+    | { result: "deferred" | "taken" }
+  > {
     const [code, outcome, ...turns] = (await this.claimLua(
       [
         this.recordKey(run.runId),
@@ -280,6 +316,7 @@ export class SubagentRegistry {
       [claimer, order, settles],
     )) as [number, string?, ...string[]];
     if (code === 1) return { result: "claimed", outcome: outcome ?? claimer, turns };
+    if (code === -2) return { result: "suppressed", reason: outcome === "steer-restart" ? "steer-restart" : "killed" };
     return { result: code === 0 ? "deferred" : "taken" };
   }
 

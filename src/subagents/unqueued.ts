@@ -13,7 +13,9 @@
  *
  * The check that no turn was queued (no run record) is made in the same step as the release
  * (subagent-unqueued.lua). A spawn still alive past the grace period finds its run released
- * after its push, and stops the turn it queued (sessions-spawn.ts).
+ * after its push, and stops the turn it queued (sessions-spawn.ts). A steer registers its new
+ * run the same way (subagents-tool.ts); dropping one gives the run it replaced back its place
+ * and its announce, so a steer cut off after its swap does not lose the child's result.
  *
  * Each end or drop owes the requester a release (an orchestrator may wait for the run), done in
  * later steps (releaseRequester). The same Lua step records it as owed; the release forgets it

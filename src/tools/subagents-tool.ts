@@ -43,9 +43,11 @@ async function listRuns(
   now: number,
 ): Promise<Listed & { pending: Map<string, number> }> {
   const runs: SubagentRun[] = [];
-  const registered = await registry.forRequester(requester);
+  let registered = await registry.forRequester(requester);
   // Runs whose spawn was cut off before their turn was queued are released, not listed as running.
   const released = await releaseUnqueued(svc, registry, registered, now);
+  // A steer's run released gave the run it replaced back its place: read again to list that one.
+  if (released.size) registered = await registry.forRequester(requester);
   const kept = registered.filter((r) => !released.has(r.runId));
   runs.push(...(await Promise.all(kept.map((r) => withOutcome(svc, r)))));
   const pending = new Map<string, number>();
@@ -183,13 +185,16 @@ export async function subagentsTool(svc: ToolDeps, caller: ToolCaller, rawArgs: 
       const tree = await suppressTree(svc, registry, run);
       // Ended meanwhile, with nothing running below it: its announce is left alone.
       if (!tree) continue;
-      killed.push(run);
-      cascadeKilled += tree.length;
-      cascadeLabels.push(...tree.map((d) => d.label || d.childSessionKey));
+      // The run killed: the listed one, or the run a steer started in its place since the listing.
+      const current = tree.own ?? run;
+      killed.push(current);
+      cascadeKilled += tree.descendants.length;
+      cascadeLabels.push(...tree.descendants.map((d) => d.label || d.childSessionKey));
       await stopSession(svc, run.childSessionKey);
-      // A run whose turn was never queued (its spawn was cut off) has nothing to stop, and no
-      // announce job will end it: it ends here. Refused for a run whose turn is queued after all.
-      for (const r of [run, ...tree]) await endUnqueued(svc, registry, r, "killed");
+      // A run whose turn was never queued (its spawn was cut off, or a steer's turn not queued
+      // yet) has nothing to stop, and no announce job will end it: it ends here. Refused for a
+      // run whose turn is queued after all (a steer's push stops it itself: queueSteerUnlessKilled).
+      for (const r of [current, ...tree.descendants]) await endUnqueued(svc, registry, r, "killed");
     }
     if (!killed.length) {
       if (targets.length > 1 || t === "all" || t === "*")
@@ -257,13 +262,8 @@ export async function subagentsTool(svc: ToolDeps, caller: ToolCaller, rawArgs: 
     const child = await svc.sessions.get(begun.childSessionKey);
     if (child && !(await svc.runs.get(runId))) {
       if (begun.replaces) await stopRun(svc, begun.childSessionKey, begun.replaces);
-      await queueSteer(
-        svc,
-        caller,
-        begun,
-        child,
-        await steerText(svc, registry, caller, begun, begun.replaces, message),
-      );
+      const text = await steerText(svc, registry, caller, begun, begun.replaces, message);
+      if (!(await queueSteerUnlessKilled(svc, registry, caller, begun, child, text))) return finished;
     }
     return steered(child?.sessionId ?? "");
   }
@@ -290,7 +290,9 @@ export async function subagentsTool(svc: ToolDeps, caller: ToolCaller, rawArgs: 
   if ((await registry.replace(prev, next)) !== "replaced") return finished;
   // Only prev's turn: the child's other queued turns (a grandchild's completion) stay queued.
   await stopRun(svc, prev.childSessionKey, prev.runId);
-  await queueSteer(svc, caller, next, child, await steerText(svc, registry, caller, next, prev.runId, message));
+  const text = await steerText(svc, registry, caller, next, prev.runId, message);
+  // A kill between the replace and the push found the new run without its turn and ended it.
+  if (!(await queueSteerUnlessKilled(svc, registry, caller, next, child, text))) return finished;
   return steered(child.sessionId);
 }
 
@@ -344,22 +346,67 @@ async function queueSteer(
 }
 
 /**
+ * The steered run's turn, unless a kill has suppressed the run: false when it was killed (before
+ * the push: nothing is queued; after it: the turn just queued is stopped again). A kill that
+ * lands between the replace and the push finds the new run without a run record, ends it and
+ * frees its slot (endUnqueued), and stops nothing in it. The kill suppresses before it stops:
+ * a push that reads no suppression afterwards came before the suppression, so the kill's stop
+ * finds its turn (as for a spawn: src/tools/sessions-spawn.ts). A run gone from the registry
+ * (dropped as cut off) is not run either.
+ */
+async function queueSteerUnlessKilled(
+  svc: ToolDeps,
+  registry: SubagentRegistry,
+  caller: ToolCaller,
+  run: SubagentRun,
+  child: { agentId: string; sessionId: string },
+  message: string,
+): Promise<boolean> {
+  const alive = async () => {
+    const current = await registry.get(run.runId);
+    return current !== null && current.suppressAnnounce !== "killed";
+  };
+  if (!(await alive())) return false;
+  await queueSteer(svc, caller, run, child, message);
+  if (await alive()) return true;
+  await stopRun(svc, run.childSessionKey, run.runId);
+  return false;
+}
+
+/**
  * Mark the run and every running descendant run as killed-not-announced, each refused in the
- * same step if its run has ended meanwhile (that one keeps its announce). Returns the
- * descendants suppressed, or null when nothing was (the run and all below it have ended).
+ * same step if its run has ended meanwhile (that one keeps its announce). Returns the run
+ * suppressed (`own`: the listed run, or the run a steer started in its place since the listing)
+ * and the descendants suppressed, or null when nothing was (the run and all below it have ended).
  */
 async function suppressTree(
   svc: ToolDeps,
   registry: SubagentRegistry,
   run: SubagentRun,
-): Promise<SubagentRun[] | null> {
+): Promise<{ own?: SubagentRun; descendants: SubagentRun[] } | null> {
   // An orchestrator whose report waits for its sub-agents (announce deferred) is killed with them.
-  const own =
-    (run.status === "running" || reportWaits(run)) && (await registry.suppressKilled(run.runId)) === "suppressed";
-  const out: SubagentRun[] = [];
+  const own = run.status === "running" || reportWaits(run) ? await suppressCurrent(registry, run) : undefined;
+  const descendants: SubagentRun[] = [];
   for (const r of await runningDescendants(svc, registry, run.childSessionKey))
-    if ((await registry.suppressKilled(r.runId)) === "suppressed") out.push(r);
-  return own || out.length ? out : null;
+    if ((await registry.suppressKilled(r.runId)) === "suppressed") descendants.push(r);
+  return own || descendants.length ? { ...(own ? { own } : {}), descendants } : null;
+}
+
+/**
+ * Suppress `run` as killed; when a steer replaced it after the listing, the run that replaced it
+ * instead (along the steers): the child still runs (or is about to), so the kill is for that run,
+ * not "already finished". Returns the run suppressed, undefined when none was (it ended).
+ */
+async function suppressCurrent(registry: SubagentRegistry, run: SubagentRun): Promise<SubagentRun | undefined> {
+  let current: SubagentRun | null = run;
+  for (let hops = 0; current && hops < MAX_STEER_CHAIN; hops++) {
+    const result = await registry.suppressKilled(current.runId);
+    if (result === "suppressed") return current;
+    if (result !== "replaced") return undefined;
+    const next: string | undefined = (await registry.get(current.runId))?.replacedBy;
+    current = next ? await registry.get(next) : null;
+  }
+  return undefined;
 }
 
 /**

@@ -368,7 +368,9 @@ describe("a steer whose first attempt took the rate-limit window, then died", ()
     const sp = await tool(sys, "sessions_spawn", MAIN, { task: "hang please", label: "limited" });
     await running(sys, sp.runId);
     const R = randomUUID();
-    const message = "steer once";
+    // It hangs too: the second steer below must find it running (a steered turn that had already
+    // finished would answer "already finished", not the rate limit).
+    const message = "steer once, hang on";
     const prev = (await registry(sys).get(sp.runId))!;
     const runId = toolCallIds(turnCaller(R), "subagents.steer").id(prev.childSessionKey, message);
     // The first attempt of turn R took the window, then its worker died before anything else.

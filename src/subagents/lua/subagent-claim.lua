@@ -18,13 +18,18 @@
   ARGV[1] the claimer (a runId of the run's session, ended), ARGV[2] the claimer's order key
   (fixed width, compared as strings: newer is greater), ARGV[3] the completion it settles ("" none)
   Returns {1, outcome runId, claimer runIds...} when claimed (announce now on that outcome),
-  {0} when deferred, {-1} when another claimed it already.
+  {0} when deferred, {-1} when another claimed it already, {-2, reason} when a kill or steer
+  suppressed the run before any claim won (its announce job read the record before that): it
+  ends unannounced. A kill is refused once a claim has won (subagent-suppress.lua), so whichever
+  of the two comes first decides, and the kill's answer is true.
 ]]
 if ARGV[3] ~= "" then redis.call("SREM", KEYS[5], ARGV[3]) end
 local claimer = redis.call("HGET", KEYS[1], "announceClaim")
 if claimer then
   if claimer ~= ARGV[1] then return { -1 } end
 else
+  local suppressed = redis.call("HGET", KEYS[1], "suppressAnnounce")
+  if suppressed then return { -2, suppressed } end
   redis.call("HSET", KEYS[1], "claim:" .. ARGV[1], ARGV[2])
   local pending = redis.call("SCARD", KEYS[2]) > 0 or redis.call("SCARD", KEYS[5]) > 0
   if not pending then
