@@ -4,41 +4,30 @@
  * paused with it, and "Resume" runs it, once. src/workers/queue-pauses.ts is what makes the ready
  * list (no BullMQ job) obey the pause; test/integration/pause-turns.test.ts covers the drains.
  */
-import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getRun, waitRun } from "../helpers/api.js";
 import { ROOT, startTestSystem, type TestSystem } from "../helpers/system.js";
 import { settle } from "../helpers/settle.js";
+import { openBoardBrowser, type BoardBrowser } from "../helpers/board-browser.js";
 import { PAUSE_POLL_MS } from "../../src/workers/queue-pauses.js";
 
-const CHROMIUM = "/usr/bin/chromium";
 const TOKEN = "pause-board-token";
 const SCREENSHOT = join(ROOT, "test-results/bull-board-paused.png");
 
 let sys: TestSystem;
-let browser: Browser | undefined;
+let board: BoardBrowser | undefined;
 let page: Page;
-const pageErrors: string[] = [];
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`Chromium not found at ${CHROMIUM}: apt-get install -y chromium`);
   sys = await startTestSystem({ gateway: { auth: { token: TOKEN } } });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--no-first-run"],
-  });
-  const context = await browser.newContext({
-    httpCredentials: { username: "ops", password: TOKEN },
-    viewport: { width: 1400, height: 900 },
-  });
-  page = await context.newPage();
-  page.on("pageerror", (err) => pageErrors.push(err.message));
+  board = await openBoardBrowser(TOKEN);
+  page = board.page;
 }, 60_000);
 
 afterAll(async () => {
-  await browser?.close().catch(() => {});
+  await board?.close();
   await sys?.close();
 });
 
@@ -86,6 +75,6 @@ describe("pausing the runs queue from Bull Board", () => {
     expect(await waitRun(sys, held)).toMatchObject({ status: "ok" });
     expect((await getRun(sys, held)).attempts).toBe(1);
     expect(await sys.svc.queues.runs.isPaused()).toBe(false);
-    expect(pageErrors).toEqual([]);
+    expect(board?.pageErrors).toEqual([]);
   }, 60_000);
 });

@@ -5,16 +5,16 @@
  * ready-list consumers as its workers. The states are made for real: a gateway with no worker
  * readies sessions; a worker gives up a turn that can never run; a slow turn holds its session.
  */
-import { copyFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { enqueueTurn } from "../../src/runs/enqueue.js";
 import { waitRunning } from "../helpers/api.js";
 import { ROOT, startPeer, startTestSystem, type TestSystem } from "../helpers/system.js";
 import { settle } from "../helpers/settle.js";
+import { openBoardBrowser, type BoardBrowser } from "../helpers/board-browser.js";
 
-const CHROMIUM = "/usr/bin/chromium";
 const TOKEN = "ready-board-token";
 const SCREENSHOT = join(ROOT, "test-results/bull-board-ready.png");
 
@@ -35,10 +35,8 @@ interface BoardQueue {
 
 let gateway: TestSystem;
 let workers: TestSystem | undefined;
-let browser: Browser | undefined;
-let context: BrowserContext | undefined;
+let board: BoardBrowser | undefined;
 let page: Page;
-const pageErrors: string[] = [];
 let deadRunId = "";
 const waitingRunIds: string[] = [];
 
@@ -50,7 +48,6 @@ async function readyQueue(status: string): Promise<BoardQueue> {
 }
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`Chromium not found at ${CHROMIUM}: apt-get install -y chromium`);
   // A gateway alone: what it readies stays on the ready list until a worker starts.
   gateway = await startTestSystem(
     {
@@ -84,21 +81,12 @@ beforeAll(async () => {
   await workers.close();
   workers = undefined;
 
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--no-first-run", "--disable-sync"],
-  });
-  context = await browser.newContext({
-    httpCredentials: { username: "ops", password: TOKEN },
-    viewport: { width: 1400, height: 900 },
-  });
-  page = await context.newPage();
-  page.on("pageerror", (err) => pageErrors.push(err.message));
+  board = await openBoardBrowser(TOKEN);
+  page = board.page;
 }, 60_000);
 
 afterAll(async () => {
-  await context?.close().catch(() => {});
-  await browser?.close().catch(() => {});
+  await board?.close();
   await workers?.close();
   await gateway?.close();
 });
@@ -205,6 +193,6 @@ describe("the ready list in Bull Board (headless Chromium)", () => {
       { what: "no session waiting, the slow one active, a consumer listed", timeoutMs: 15_000 },
     );
     expect(ready.jobs.map((j) => [j.id, j.name])).toEqual([[slow.runId, "agent:main:slowpoke"]]);
-    expect(pageErrors).toEqual([]);
+    expect(board?.pageErrors).toEqual([]);
   });
 });
