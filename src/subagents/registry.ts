@@ -321,8 +321,8 @@ export class SubagentRegistry {
   }
 
   /**
-   * The requester's runs, newest first: the `limit` newest (runs replaced by a steer do not count
-   * against it), and every run still counted active whatever its age. An active run holds one of
+   * The requester's runs, newest first: the `limit` newest (runs replaced by a steer are left out
+   * and do not count against it), and every run still counted active whatever its age. An active run holds one of
    * the requester's child slots; a window of the newest alone would leave it out after many
    * quick runs, unlisted and unkillable while the spawn limit still counts it.
    */
@@ -342,7 +342,11 @@ export class SubagentRegistry {
     }
     const active = (await this.redis.smembers(this.activeKey(requester))).filter((id) => !seen.has(id));
     for (const r of await Promise.all(active.map((id) => this.get(id)))) take(r);
-    return out.sort((a, b) => b.createdAt - a.createdAt);
+    // These reads are not one step: a steer between them (subagent-replace.lua) lets a run read
+    // before it was replaced and the run that replaced it both in, one child listed twice (a kill
+    // by label then answered "ambiguous"). The run a listed run replaces is not current.
+    const replaced = new Set(out.map((r) => r.replaces).filter((id) => id !== undefined));
+    return out.filter((r) => !replaced.has(r.runId)).sort((a, b) => b.createdAt - a.createdAt);
   }
 
   async currentRunOf(childKey: string): Promise<string | null> {
