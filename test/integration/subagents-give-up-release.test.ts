@@ -27,7 +27,9 @@ async function deployment(): Promise<TestSystem> {
   const sys = await deploy(
     toolsConfig({
       agents: {
-        defaults: { subagents: { archiveAfterMinutes: 0, announceAttempts: 1, announceBackoffMs: 100 } },
+        // Tries of a last attempt that could not be given up come back after 1 s: the test repairs
+        // Redis while the job waits between two of them.
+        defaults: { subagents: { archiveAfterMinutes: 0, announceAttempts: 1, announceBackoffMs: 1000 } },
         // leaf-a must still run after the orchestrator has yielded and the test broke Redis's answers.
         list: [orchestratorAgent(5000)],
       },
@@ -74,7 +76,14 @@ describe("a leaf announce given up while Redis fails the release of its orchestr
     expect(await registry(sys).get(leafA.runId)).toMatchObject({ announce: "pending" });
     expect(await registry(sys).get(spawned.runId)).toMatchObject({ announce: "deferred" });
 
-    // Redis answers again: the job's next try gets through.
+    // Redis answers again, while the job waits for its next try: that try gets through whole. (Not
+    // in the middle of a try: its announce would fail and its give-up then succeed, leaf-a given up
+    // as failed and the orchestrator released to report on its own answer, which is right too, but
+    // not what this test is about.)
+    await settle(async () => (await sys.svc.queues.announce.getJob(jobId))?.getState().then((s) => s === "delayed"), {
+      what: "leaf-a's announce job waiting for its next try",
+      stepMs: 5,
+    });
     await sys.svc.redis.multi().del(currentRunKey).set(currentRunKey, spawned.runId).exec();
     await reportsOnceOnItsAnswer(sys, { runId: spawned.runId, childSessionKey: orchKey }, 15_000);
     // leaf-a's own completion reached the orchestrator once.
