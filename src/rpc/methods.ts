@@ -27,7 +27,7 @@ import { stopSessionAndSilence } from "../subagents/descendants.js";
 import { replayAllDeadLetters, replayDeadLetter } from "../runs/replay.js";
 import { uuidFrom } from "../runs/derived-id.js";
 import { sessionForTurn } from "../rotation/turn-session.js";
-import { ensureSession } from "../storage/ensure-session.js";
+import { ensureSessionForSend } from "../storage/ensure-session.js";
 import { storedRoute } from "../session/stored-route.js";
 import { isTerminal } from "../runs/turn.js";
 import { canonicalSessionKey } from "../session/key-canonical.js";
@@ -192,9 +192,7 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
         // The policy is checked before the session is created, on null for one that does not
         // exist yet (as an inbound message is): a refused call leaves nothing behind. Checked
         // again on the entry created, which a concurrent caller may have written first.
-        if (!known && sessionSendPolicy(svc.config, key, null) === "deny") throw new SendBlockedError(key);
-        let entry = known?.entry ?? (await ensureSession(svc, key));
-        if (sessionSendPolicy(svc.config, key, entry) === "deny") throw new SendBlockedError(key);
+        let entry = await ensureSessionForSend(svc, key, known?.entry ?? null);
         // A stale session rolls over and the turn counts as activity (at most one write a minute
         // per session); after a write the push cannot be conditional on the cached entry.
         const current = p.sessionTarget === "isolated" ? entry : await sessionForTurn(svc, entry);

@@ -20,9 +20,8 @@ import type { Turn } from "./turn.js";
 import { addJob } from "../queues/jobs.js";
 import type { Config } from "../config/schema.js";
 import { isSubagentKey } from "../session/key-classify.js";
-import { SendBlockedError, SessionNotFoundError, SwitchboardError } from "../errors/index.js";
-import { ensureSession } from "../storage/ensure-session.js";
-import { sessionSendPolicy } from "../session/stored-send-policy.js";
+import { SessionNotFoundError, SwitchboardError } from "../errors/index.js";
+import { ensureSessionForSend } from "../storage/ensure-session.js";
 
 /**
  * Whether a push into an idle session readies it on the ready list (workers pop it as the wake)
@@ -178,10 +177,7 @@ async function recreateDeleted(svc: PushDeps, sessionKey: string, limit: PushLim
   const sessions = svc.sessions;
   if (!limit.recreateDeleted || isSubagentKey(sessionKey) || !sessions)
     throw new SessionNotFoundError(sessionKey, `Session ${sessionKey} was deleted before its turn was queued`);
-  if (sessionSendPolicy(svc.config, sessionKey, null) === "deny") throw new SendBlockedError(sessionKey);
-  const entry = await ensureSession({ config: svc.config, sessions }, sessionKey);
-  if (sessionSendPolicy(svc.config, sessionKey, entry) === "deny") throw new SendBlockedError(sessionKey);
-  return entry;
+  return await ensureSessionForSend({ config: svc.config, sessions }, sessionKey, null);
 }
 
 function newTurn(req: TurnRequest): Turn {

@@ -4,6 +4,8 @@ import type { SessionEntry } from "../session/session-entry.js";
 import { staleAtFor } from "../session/entry-freshness.js";
 import { identOf } from "../session/session-ident.js";
 import type { SessionStore } from "./session-store.js";
+import { sessionSendPolicy } from "../session/stored-send-policy.js";
+import { SendBlockedError } from "../errors/index.js";
 
 /** The session's entry, created (once, even under concurrent callers) if it never existed. */
 export async function ensureSession(
@@ -27,4 +29,22 @@ export async function ensureSession(
     if ((err as { code?: string }).code === "session_exists") return (await svc.sessions.get(sessionKey))!;
     throw err;
   }
+}
+
+/**
+ * The session a door's send goes to, created if it does not exist yet, under its send policy:
+ * checked on `current` (null: none yet, the config's rules on the key alone) before anything is
+ * created, so a refused send leaves nothing behind, and again on an entry created meanwhile by a
+ * concurrent caller (perhaps with an override of its own). Throws SendBlockedError.
+ */
+export async function ensureSessionForSend(
+  svc: { config: Config; sessions: SessionStore },
+  sessionKey: string,
+  current: SessionEntry | null,
+): Promise<SessionEntry> {
+  if (sessionSendPolicy(svc.config, sessionKey, current) === "deny") throw new SendBlockedError(sessionKey);
+  if (current) return current;
+  const created = await ensureSession(svc, sessionKey);
+  if (sessionSendPolicy(svc.config, sessionKey, created) === "deny") throw new SendBlockedError(sessionKey);
+  return created;
 }

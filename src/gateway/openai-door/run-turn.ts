@@ -5,10 +5,8 @@
  * is awaited through the process's run waiter, answered from Redis by whichever worker runs it.
  */
 import type { GatewayDeps } from "../gateway-deps.js";
-import { SendBlockedError } from "../../errors/index.js";
-import { ensureSession } from "../../storage/ensure-session.js";
+import { ensureSessionForSend } from "../../storage/ensure-session.js";
 import { sessionForTurn } from "../../rotation/turn-session.js";
-import { sessionSendPolicy } from "../../session/stored-send-policy.js";
 import { doorLimit, enqueueTurnOnce, requestDrain } from "../../runs/enqueue.js";
 import type { RunRecord } from "../../runs/run-records.js";
 import { isTerminal } from "../../runs/turn.js";
@@ -33,11 +31,7 @@ export async function startTurn(
 ): Promise<StartedTurn> {
   // The policy first, on the entry as it stands (none yet: the config's rules on the key alone),
   // so a refused request leaves nothing behind: a stateless call names a new session each time.
-  const current = await svc.sessions.get(sessionKey);
-  if (sessionSendPolicy(svc.config, sessionKey, current) === "deny") throw new SendBlockedError(sessionKey);
-  const stored = current ?? (await ensureSession(svc, sessionKey));
-  // Created meanwhile by another door, perhaps with an override of its own: that entry decides.
-  if (!current && sessionSendPolicy(svc.config, sessionKey, stored) === "deny") throw new SendBlockedError(sessionKey);
+  const stored = await ensureSessionForSend(svc, sessionKey, await svc.sessions.get(sessionKey));
   const existing = runId ? await svc.runs.get(runId) : null;
   if (runId && existing) {
     // The first call may have queued the turn and then failed to wake the drainer (as the agent RPC).
