@@ -484,25 +484,43 @@ describe("sweep cost", () => {
 
 describe("scheduler", () => {
   it("the scheduled sweep rotates a session that went stale in real time", async () => {
-    const fast = await startTestSystem({ ...CONFIG, maintenance: { sweepEveryMs: 1000 } });
+    // The session is made stale and idle before sweeps come every second: a sweep that finds it
+    // with its turn queued or running leaves it for a minute (SWEEP_BUSY_RETRY_MS), longer than
+    // this test waits. So first a deployment that sweeps hourly, once its boot sweep is done.
+    const hourly = await startTestSystem({ ...CONFIG });
+    systems.push(hourly);
+    const maintenance = hourly.svc.queues.maintenance;
+    await settle(async () => (await maintenance.getJobs(["completed"])).some((j) => j.name === "sweep") || null, {
+      what: "the boot sweep done (the next one an hour away)",
+    });
+    const a = await inbound(hourly, idleMsg("realtime", Date.now() - 12 * MIN)); // idle 10 min: already stale
+    await runOk(hourly, a.runId);
+    // A worker joins with sweeps every second: it re-registers the deployment's one sweep schedule.
+    const fast = await startTestSystem(
+      {
+        ...CONFIG,
+        maintenance: { sweepEveryMs: 1000 },
+        redis: { prefix: hourly.config.redis.prefix },
+        storage: { dir: hourly.config.storage.dir },
+      },
+      { workers: {} },
+    );
     systems.push(fast);
-    const a = await inbound(fast, idleMsg("realtime", Date.now() - 12 * MIN)); // idle 10 min: already stale
-    await runOk(fast, a.runId);
     const e = await settle(
       async () => {
-        const cur = await entryOf(fast, a.sessionKey);
+        const cur = await entryOf(hourly, a.sessionKey);
         return cur.sessionId !== a.sessionId ? cur : undefined;
       },
       { what: "the scheduled sweep rotated the session", timeoutMs: 8000 },
     );
     expect(e).toMatchObject({ previousSessionId: a.sessionId, resetReason: "idle" });
-    await settle(() => sessionFiles(fast).some((f) => f.startsWith(`${a.sessionId}.jsonl.reset.`)), {
+    await settle(() => sessionFiles(hourly).some((f) => f.startsWith(`${a.sessionId}.jsonl.reset.`)), {
       what: "the rotated transcript archived",
       timeoutMs: 8000,
     });
     // and it stays put: later sweeps find nothing to do in an untouched session
     await quietPeriod(1500, "later sweeps (every 1 s) leave the untouched new session alone");
-    expect((await entryOf(fast, a.sessionKey)).sessionId).toBe(e!.sessionId);
+    expect((await entryOf(hourly, a.sessionKey)).sessionId).toBe(e!.sessionId);
   });
 
   it("the sweep Job Scheduler is registered in the maintenance queue once workers start", async () => {
