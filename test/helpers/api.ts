@@ -178,3 +178,15 @@ export async function userTexts(sys: TestSystem, sessionKey: string): Promise<st
       typeof m.content === "string" ? m.content : (m.content as { text?: string }[]).map((p) => p.text ?? "").join(""),
     );
 }
+
+/**
+ * Wait for the deployment's first scheduled sweep, which BullMQ runs as soon as the workers
+ * register its schedule: sessions stamped in the past are due by the wall clock, and a sweep
+ * landing in the middle of a test would rotate them (or, finding one busy, put it off a minute).
+ */
+export async function bootSweepDone(sys: TestSystem): Promise<void> {
+  const maintenance = sys.svc.queues.maintenance;
+  await settle(async () => (await maintenance.getJobs(["completed"])).some((j) => j.name === "sweep") || null, {
+    what: "the sweep run when the workers started",
+  });
+}

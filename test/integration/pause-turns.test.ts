@@ -44,7 +44,10 @@ async function statuses(sys: TestSystem, runIds: string[]): Promise<string[]> {
 describe.each([{ wake: "ready-list" as const }, { wake: "drain-job" as const }])(
   "pausing the runs queue (workers.wake: $wake)",
   ({ wake }) => {
-    const config = () => scriptConfig(RULES, { workers: { ...FAST_WORKERS, concurrency: 4, wake } });
+    // A 10 s lease unless a test needs FAST_WORKERS' 2 s one: ranOnce counts attempts, and a
+    // lease lost to a stalled event loop on a loaded machine would begin a turn a second time.
+    const config = (lease: { lockDurationMs: number } = { lockDurationMs: 10_000 }) =>
+      scriptConfig(RULES, { workers: { ...lease, concurrency: 4, wake } });
 
     it("holds turns queued while paused, then runs each once, in order, after resume", async () => {
       const sys = await deploy(config());
@@ -133,7 +136,7 @@ describe.each([{ wake: "ready-list" as const }, { wake: "drain-job" as const }])
       // Wakes are overdue after 2 s here (FAST_WORKERS' lease), checked every second by each
       // consumer and by a sweep every second: a check that re-armed them would move them into the
       // paused queue as drain jobs, emptying the ready list the board shows.
-      const sys = await deploy({ ...config(), maintenance: { sweepEveryMs: 1000 } });
+      const sys = await deploy({ ...config(FAST_WORKERS), maintenance: { sweepEveryMs: 1000 } });
       await board(sys, "pause");
       await seen();
       const runs = [];

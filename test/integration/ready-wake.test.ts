@@ -61,7 +61,9 @@ describe("ready-list wake-ups", () => {
   });
 
   it("a backlog of readied sessions is drained by a worker that starts later (batch pops), once each", async () => {
-    const sys = await deploy(scriptConfig(RULES, { workers: { ...FAST_WORKERS, concurrency: 8 } }), {
+    // The default lease (not FAST_WORKERS): the overdue-wake check re-arms a wake older than the
+    // lease time as a drain job, and queueing the backlog may take longer than 2 s under load.
+    const sys = await deploy(scriptConfig(RULES, { workers: { concurrency: 8 } }), {
       gateway: true,
       workers: false,
     });
@@ -79,7 +81,8 @@ describe("ready-list wake-ups", () => {
   });
 
   it("a session with more turns than one drain takes goes back on the ready list, not to a drain job", async () => {
-    const sys = await deploy(scriptConfig(RULES, { workers: { ...FAST_WORKERS } }), { gateway: true, workers: false });
+    // The default lease, as above: 45 turns queued before the worker starts may take over 2 s.
+    const sys = await deploy(scriptConfig(RULES), { gateway: true, workers: false });
     const runs = [];
     for (let i = 0; i < 45; i++) runs.push(await inbound(sys, "long", `n${i}`));
     const worker = await startPeer(sys.config, { gateway: false, workers: {} });

@@ -39,7 +39,9 @@ describe("a parked run resumed and then lost to a worker crash", () => {
           { delayMs: 5, reply: "re: {{text}}" },
         ],
         {
-          storage: { dir: storage, faultRetryMaxDelayMs: 300 },
+          // The first retry after a park comes 0.8-1.2 s later: time for the test to see the park
+          // and give the directory back before attempt 2 (a shorter one could park it again).
+          storage: { dir: storage, faultRetryMaxDelayMs: 2000 },
           workers: { ...FAST_WORKERS, metricsPort: 0 },
         },
       ),

@@ -121,8 +121,11 @@ describe("Redis full", () => {
   it("/readyz reads INFO at most about once a second, however often it is probed", async () => {
     const infoCalls = async () => Number(/cmdstat_info:calls=(\d+)/.exec(await admin.info("commandstats"))?.[1] ?? 0);
     const before = await infoCalls();
+    const started = Date.now();
     for (let i = 0; i < 20; i++) expect((await gw.get("/readyz")).status).toBe(200);
-    // The 20 probes plus this test's own two INFO commandstats reads.
-    expect((await infoCalls()) - before).toBeLessThanOrEqual(4);
+    const seconds = Math.ceil((Date.now() - started) / 1000);
+    // The 20 probes (one read per second they took, and one more at the start) plus this test's
+    // own two INFO commandstats reads; on a quiet machine the probes take well under a second.
+    expect((await infoCalls()) - before).toBeLessThanOrEqual(3 + seconds);
   });
 });

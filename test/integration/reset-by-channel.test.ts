@@ -4,11 +4,12 @@
  * Telegram (daily at 04:00) and Discord (idle, 7 days). The sweep, which has no message, keeps
  * using the channel stored on the entry.
  *
- * Times: fixed timestamps in 2031, so the running sweep (wall clock) never finds these due.
+ * Times: fixed timestamps in 2021 (the gateway does not believe one far ahead of its clock): due
+ * by the wall clock, so the tests begin once the workers' first sweep is done (the next is an hour away).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freshnessOf } from "../../src/session/entry-freshness.js";
-import { entryOf, inbound, waitRun } from "../helpers/api.js";
+import { bootSweepDone, entryOf, inbound, waitRun } from "../helpers/api.js";
 import { startTestSystem, type TestSystem } from "../helpers/system.js";
 
 const DAY = 86_400_000;
@@ -26,6 +27,7 @@ beforeAll(async () => {
       resetByChannel: { discord: { mode: "idle", idleMinutes: 10_080 } },
     },
   });
+  await bootSweepDone(sys);
 });
 
 afterAll(async () => {

@@ -528,6 +528,9 @@ describe("sessions_spawn and the durable announce", () => {
       sessionKey: res.childSessionKey,
       text: "steered steerable.",
     });
+    // The window is 2 s: stretched here, so a slow machine cannot let it lapse before the next steer.
+    const window = `${sys.svc.keys.base}:sa:steer:${key}:${res.childSessionKey}`;
+    expect(await sys.svc.redis.pexpire(window, 60_000)).toBe(1);
     const again = await tool(sys, "subagents", key, { action: "steer", target: "steerable", message: "and again" });
     expect(again).toMatchObject({
       status: "rate_limited",

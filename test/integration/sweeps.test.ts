@@ -4,8 +4,10 @@
  * the sweep reads only due sessions; it and the lazy check on the next message rotate a
  * session once; and the Job Scheduler is registered by the workers.
  *
- * Sessions get message timestamps in the future (2031+) and `sweepOnce` is called with an
- * explicit `now`, so the workers' own scheduled sweep (wall clock) never finds them due.
+ * Sessions get fixed message timestamps in the past (2021: the gateway does not believe one far
+ * ahead of its clock) and `sweepOnce` is called with an explicit `now`. They are due by the wall
+ * clock, so each test begins once the workers' first scheduled sweep is done; the next is an hour
+ * away.
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -13,7 +15,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SWEEP_BUSY_RETRY_MS, SWEEP_SCHEDULER_ID, sweepDue, sweepOnce } from "../../src/workers/maintenance.js";
 import { rotateSession } from "../../src/rotation/rotate.js";
 import { startTestSystem, type TestSystem } from "../helpers/system.js";
-import { entryOf, inbound, runOk, sessionFiles, tool, waitRunning } from "../helpers/api.js";
+import { bootSweepDone, entryOf, inbound, runOk, sessionFiles, tool, waitRunning } from "../helpers/api.js";
 import { staleAtFor } from "../../src/session/entry-freshness.js";
 import { quietPeriod, settle } from "../helpers/settle.js";
 
@@ -48,6 +50,7 @@ const systems: TestSystem[] = [];
 beforeEach(async () => {
   sys = await startTestSystem(CONFIG);
   systems.push(sys);
+  await bootSweepDone(sys);
 });
 
 afterEach(async () => {
@@ -486,41 +489,35 @@ describe("scheduler", () => {
   it("the scheduled sweep rotates a session that went stale in real time", async () => {
     // The session is made stale and idle before sweeps come every second: a sweep that finds it
     // with its turn queued or running leaves it for a minute (SWEEP_BUSY_RETRY_MS), longer than
-    // this test waits. So first a deployment that sweeps hourly, once its boot sweep is done.
-    const hourly = await startTestSystem({ ...CONFIG });
-    systems.push(hourly);
-    const maintenance = hourly.svc.queues.maintenance;
-    await settle(async () => (await maintenance.getJobs(["completed"])).some((j) => j.name === "sweep") || null, {
-      what: "the boot sweep done (the next one an hour away)",
-    });
-    const a = await inbound(hourly, idleMsg("realtime", Date.now() - 12 * MIN)); // idle 10 min: already stale
-    await runOk(hourly, a.runId);
+    // this test waits. So first in this test's deployment, which sweeps sys (its boot sweep done).
+    const a = await inbound(sys, idleMsg("realtime", Date.now() - 12 * MIN)); // idle 10 min: already stale
+    await runOk(sys, a.runId);
     // A worker joins with sweeps every second: it re-registers the deployment's one sweep schedule.
     const fast = await startTestSystem(
       {
         ...CONFIG,
         maintenance: { sweepEveryMs: 1000 },
-        redis: { prefix: hourly.config.redis.prefix },
-        storage: { dir: hourly.config.storage.dir },
+        redis: { prefix: sys.config.redis.prefix },
+        storage: { dir: sys.config.storage.dir },
       },
       { workers: {} },
     );
     systems.push(fast);
     const e = await settle(
       async () => {
-        const cur = await entryOf(hourly, a.sessionKey);
+        const cur = await entryOf(sys, a.sessionKey);
         return cur.sessionId !== a.sessionId ? cur : undefined;
       },
       { what: "the scheduled sweep rotated the session", timeoutMs: 8000 },
     );
     expect(e).toMatchObject({ previousSessionId: a.sessionId, resetReason: "idle" });
-    await settle(() => sessionFiles(hourly).some((f) => f.startsWith(`${a.sessionId}.jsonl.reset.`)), {
+    await settle(() => sessionFiles(sys).some((f) => f.startsWith(`${a.sessionId}.jsonl.reset.`)), {
       what: "the rotated transcript archived",
       timeoutMs: 8000,
     });
     // and it stays put: later sweeps find nothing to do in an untouched session
     await quietPeriod(1500, "later sweeps (every 1 s) leave the untouched new session alone");
-    expect((await entryOf(hourly, a.sessionKey)).sessionId).toBe(e!.sessionId);
+    expect((await entryOf(sys, a.sessionKey)).sessionId).toBe(e!.sessionId);
   });
 
   it("the sweep Job Scheduler is registered in the maintenance queue once workers start", async () => {
