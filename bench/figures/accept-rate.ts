@@ -51,9 +51,7 @@ export const acceptRate: Figure = {
         });
         return perSecond(count, Date.now() - t0);
       };
-      await sbRound(sessions); // warm-up; creates the sessions
-      await bareRound(Math.min(n, 300));
-      await alternatingRounds(ctx, row, n, cpu.wrap("measured", sbRound), cpu.wrap("baseline", bareRound), cpu.rows);
+      await alternatingRounds(ctx, row, n, sbRound, bareRound, cpu);
     } finally {
       sb.close();
       bc.close();

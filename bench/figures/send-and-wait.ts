@@ -54,7 +54,6 @@ export const sendAndWait: Figure = {
         }
         return percentile(lat, 50);
       };
-      await sbRound(10); // warm-up (creates the session)
       await bareRound(10);
       await alternatingRounds(ctx, row, samples, sbRound, bareRound);
     } finally {

@@ -60,10 +60,7 @@ export const turnsHttp: Figure = {
         await bare.waitForCompleted(count, 120_000);
         return perSecond(count, Date.now() - t0);
       };
-      // Warm-up; also creates every session, as their first message would.
-      await sbRound(sessions);
-      await bareRound(Math.min(n, 300));
-      await alternatingRounds(ctx, row, n, cpu.wrap("measured", sbRound), cpu.wrap("baseline", bareRound), cpu.rows);
+      await alternatingRounds(ctx, row, n, sbRound, bareRound, cpu);
     } finally {
       sb.close();
       bc.close();

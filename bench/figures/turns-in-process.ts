@@ -2,7 +2,7 @@
  * (1) Turns end to end in this process: `enqueueTurn` (inbox + drain wake-up) and the worker
  * host running them (lease, run records, transcript, echo runtime) over many sessions, until
  * every run-done notification arrived; against bare BullMQ add + no-op process with the same
- * worker concurrency on the same Redis. Both sides are warmed (scripts loaded, code hot) and
+ * worker concurrency on the same Redis. Both sides are warmed (one unmeasured round each) and
  * alternate which goes first from round to round. A second row runs with
  * `storage.fsync: "always"` when this build knows that setting.
  */
@@ -65,15 +65,7 @@ async function switchboardRows(
       await watcher.waitFor(count, 300_000, "turns");
       return perSecond(count, Date.now() - t0);
     };
-    await sbRound(Math.min(n, sessions * 2)); // warm-up
-    await alternatingRounds(
-      ctx,
-      row,
-      n,
-      cpu.wrap("measured", sbRound),
-      cpu.wrap("baseline", (count) => bareRound(bare, count, sessions)),
-      cpu.rows,
-    );
+    await alternatingRounds(ctx, row, n, sbRound, (count) => bareRound(bare, count, sessions), cpu);
   } finally {
     watcher.close();
     await sys.close();
@@ -92,7 +84,6 @@ export const turnsInProcess: Figure = {
     await bare.startWorker(CONCURRENCY);
     const rows: Row[] = [];
     try {
-      await bareRound(bare, Math.min(n, 500), sessions); // warm-up
       ctx.log("  default durability");
       rows.push(
         ...(await switchboardRows(ctx, "turns/s in-process, default durability", undefined, n, sessions, bare)),

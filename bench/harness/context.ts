@@ -1,5 +1,6 @@
 /** What every figure gets from the runner, and the shape of a figure module. */
 import type { Redis } from "ioredis";
+import type { CpuRows } from "./cpu.js";
 import { formatRound, type FigureResult, type Row } from "./report.js";
 
 export interface BenchContext {
@@ -34,18 +35,27 @@ export function units(ctx: BenchContext, full: number, quick: number): number {
 
 /**
  * One row's rounds, each measuring both sides with `n` units, alternating which side goes
- * first so that a machine warming up or slowing down does not favour one of them. `alsoPrint`:
- * rows the round functions fill on the side (e.g. CpuRows), printed with each round.
+ * first so that a machine warming up or slowing down does not favour one of them. `cpu`: the
+ * CPU per unit of each side's measured rounds, printed with each round.
+ *
+ * First both sides run one unmeasured round of `n` units each (the same work on each side), so
+ * every round compares code that is equally warm: what a long-running process is. A warm-up of
+ * a few hundred units leaves the side with more code to optimise (Switchboard's) half-compiled
+ * in its first measured round, and with rounds of a fraction of a second that weighs on the median.
  */
 export async function alternatingRounds(
   ctx: BenchContext,
   row: Row,
   n: number,
-  measured: (n: number) => Promise<number>,
-  baseline: (n: number) => Promise<number>,
-  alsoPrint: Row[] = [],
+  measuredRound: (n: number) => Promise<number>,
+  baselineRound: (n: number) => Promise<number>,
+  cpu?: CpuRows,
 ): Promise<void> {
-  await eachRound(ctx, [row, ...alsoPrint], async (i) => {
+  await baselineRound(n);
+  await measuredRound(n);
+  const measured = cpu ? cpu.wrap("measured", measuredRound) : measuredRound;
+  const baseline = cpu ? cpu.wrap("baseline", baselineRound) : baselineRound;
+  await eachRound(ctx, [row, ...(cpu?.rows ?? [])], async (i) => {
     if (i % 2 === 0) {
       row.baseline.push(await baseline(n));
       row.measured.push(await measured(n));
