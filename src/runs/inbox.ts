@@ -131,7 +131,8 @@ export class Inbox {
         opts.checkSessionId ? turn.sessionId : "",
         maxQueued,
         maxQueuedBytes,
-        ...queuedRecordFields(turn),
+        // One argument, not one per field: ioredis pays per argument (docs/design/runs.md).
+        luaSafeJson(queuedRecordFields(turn)),
       ],
     );
     if (Array.isArray(res) && res[0] === PUSH_FULL)

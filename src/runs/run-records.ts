@@ -220,13 +220,11 @@ export class RunRecords {
         this.keys.inboxBytes(p.turn.sessionKey),
         p.ifExists ?? runKey,
       );
-      const record = queuedRecordFields(p.turn);
       pushArgs.push(
         serializeTurn(p.turn),
         pendingWakeMember(p.turn),
         `${p.ifExists ? "c" : ""}${p.ready ? "r" : ""}`,
-        String(record.length),
-        ...record,
+        luaSafeJson(queuedRecordFields(p.turn)),
       );
     }
     // After the push keys: the dead letter's index, written with the letter, and the sessions that
@@ -250,7 +248,8 @@ export class RunRecords {
         opts.deadLetter ? String(opts.deadLetter.failedAt) : "",
         ...step.expectEntries.map((e) => e.raw ?? ""),
         ...pushArgs,
-        ...flat,
+        // The record's fields as one argument, not one per field: ioredis pays per argument.
+        luaSafeJson(flat),
       ]);
     } catch (err) {
       throw fromScriptError(err, lease);

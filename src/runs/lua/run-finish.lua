@@ -43,9 +43,10 @@
   ARGV[14] the dead letter's failedAt (ms), its score in the index ("" for none),
   then C expected entry JSONs ("": the session must not exist),
   then per push: turn JSON, pending-wake member, flags ("c": conditional, "r": ready the session
-  if idle, see push-turn.lua), N, then N record field/value items,
-  then field, value pairs of the finished record (must include status and endedAt, and may
-  include `finishedBy`, a nonce new per call: see below)
+  if idle, see push-turn.lua), its record's field, value pairs as a JSON list of strings,
+  then the finished record's field, value pairs as a JSON list of strings (must include status
+  and endedAt, and may include `finishedBy`, a nonce new per call: see below). Lists, not one
+  argument per field: the client pays per argument (docs/design/runs.md).
   The notification is `<runId>\n<the finished record as a JSON list of field, value pairs>`, read
   back here after the write, so waiters need not read it and the client sends the record once.
   `resultOutput` (the runtime output kept for a re-run, possibly large) is left out of it.
@@ -71,23 +72,19 @@ local workKey = KEYS[11 + checks + 5 * pushes]
 local a = 15 + checks
 local pushArgs = {}
 for p = 1, pushes do
-  local n = tonumber(ARGV[a + 3])
-  local fields = {}
-  for i = 1, n do fields[i] = ARGV[a + 3 + i] end
   local flags = ARGV[a + 2]
   pushArgs[p] = {
-    turn = ARGV[a], wake = ARGV[a + 1], fields = fields,
+    turn = ARGV[a], wake = ARGV[a + 1], fields = cjson.decode(ARGV[a + 3]),
     conditional = string.find(flags, "c", 1, true) ~= nil, ready = string.find(flags, "r", 1, true) ~= nil,
   }
-  a = a + 4 + n
+  a = a + 4
 end
 local finished = 0
 local pushed = {}
-local fields = {}
+local fields = cjson.decode(ARGV[a])
 local nonce = false
-for i = a, #ARGV do
-  fields[#fields + 1] = ARGV[i]
-  if ARGV[i] == "finishedBy" and (i - a) % 2 == 0 then nonce = ARGV[i + 1] end
+for i = 1, #fields, 2 do
+  if fields[i] == "finishedBy" then nonce = fields[i + 1] end
 end
 local function push_all()
   for p = 1, pushes do

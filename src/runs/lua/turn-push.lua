@@ -39,7 +39,7 @@
   ARGV[6] the sessionId the session must still have, or "" (no check),
   ARGV[7] the most turns the inbox may already hold for this push to be queued, or 0 (no check),
   ARGV[8] the most bytes a non-empty inbox may hold with this turn, or 0 (no check),
-  ARGV[9..] record field, value pairs
+  ARGV[9] the record's field, value pairs as a JSON list of strings
   Returns 3 when queued into an idle session and readied (nothing more to do), 2 when queued into
   an idle session (add a drain job), 1 when queued behind other
   turns (nothing more to do), 0 when the runId already existed, { -1, current entry JSON or
@@ -74,8 +74,7 @@ elseif ARGV[6] ~= "" then
   if not entry then return { -1, false } end
   if not string.find(entry, '"sessionId":' .. cjson.encode(ARGV[6]), 1, true) then return { -1, entry } end
 end
-local fields = {}
-for i = 9, #ARGV do fields[#fields + 1] = ARGV[i] end
+local fields = cjson.decode(ARGV[9])
 -- The inbox length read for the limits is still right: nothing was written since.
 return queue_new_turn(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], fields, ARGV[5] == "1" and KEYS[6],
   KEYS[7], KEYS[8], queued)
