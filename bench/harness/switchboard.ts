@@ -38,8 +38,10 @@ export interface BenchDeployment {
 }
 
 /**
- * A fresh deployment on the bench Redis: its own key prefix and storage dir, no automatic
- * resets (no 04:00 surprise mid-run), gateway on a free port.
+ * A fresh deployment on the bench Redis: its own key prefix and storage dir, gateway on a free
+ * port. Sessions reset daily in the host's zone, as with no reset configured, so each turn and
+ * message does the freshness work the default costs; but at the local hour twelve hours from
+ * now, so no run crosses a reset.
  */
 export function benchDeployment(
   redisUrl: string,
@@ -53,7 +55,7 @@ export function benchDeployment(
     storage: { dir, ...(opts.fsync ? { fsync: opts.fsync } : {}) },
     workers: { ...(extra.workers ?? {}), ...(opts.concurrency ? { concurrency: opts.concurrency } : {}) },
     gateway: { port: 0 },
-    session: { reset: { mode: "off" }, ...(extra.session ?? {}) },
+    session: { reset: { mode: "daily", atHour: (new Date().getHours() + 12) % 24 }, ...(extra.session ?? {}) },
   });
   return { config, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }

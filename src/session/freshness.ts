@@ -72,27 +72,56 @@ export function staleAt({ updatedAt, policy }: { updatedAt: number; policy: Rese
 
 /** The most recent daily boundary (atHour:00 local in `timeZone`) that is ≤ `now`. */
 export function mostRecentDailyBoundary(now: number, atHour: number, timeZone?: string): number {
-  const tz = timeZone ?? hostTimeZone();
-  const hour = normaliseHour(atHour);
-  let best: number | undefined;
-  for (const b of boundariesAround(now, hour, tz)) {
-    if (b <= now && (best === undefined || b > best)) best = b;
-  }
-  // boundariesAround covers local dates D-1..D+2 of `now`, and D-1's boundary is ≤ now.
-  if (best === undefined) throw new Error(`no daily boundary found before ${now} in ${tz}`);
-  return best;
+  return dailyInterval(now, atHour, timeZone).prev;
 }
 
 /** The first daily boundary (atHour:00 local in `timeZone`) strictly after `now`. */
 export function nextDailyBoundary(now: number, atHour: number, timeZone?: string): number {
+  return dailyInterval(now, atHour, timeZone).next;
+}
+
+/** Two consecutive daily boundaries: no other lies in between. */
+interface DailyInterval {
+  prev: number;
+  next: number;
+}
+
+/**
+ * The intervals found so far, per hour and zone, most recent first. Finding one asks Intl for
+ * the local time of a dozen instants (about 60 µs), and every freshness check needs one (a
+ * session's stale instant after each turn, each message's check, each swept session), nearly
+ * always the current day's: so each is found once and then looked up. A handful per zone covers
+ * the days sessions were last active in; older ones are found again.
+ */
+const intervals = new Map<string, DailyInterval[]>();
+const INTERVALS_KEPT = 8;
+
+/** Forget the intervals found (tests compare a found interval with one looked up). */
+export function forgetDailyIntervals(): void {
+  intervals.clear();
+}
+
+/** The boundaries `prev` ≤ `t` < `next` of the daily reset at `atHour` in `timeZone`. */
+function dailyInterval(t: number, atHour: number, timeZone?: string): DailyInterval {
   const tz = timeZone ?? hostTimeZone();
   const hour = normaliseHour(atHour);
-  let best: number | undefined;
-  for (const b of boundariesAround(now, hour, tz)) {
-    if (b > now && (best === undefined || b < best)) best = b;
+  const key = `${hour}|${tz}`;
+  let known = intervals.get(key);
+  if (known) for (const iv of known) if (iv.prev <= t && t < iv.next) return iv;
+  let prev: number | undefined;
+  let next: number | undefined;
+  for (const b of boundariesAround(t, hour, tz)) {
+    if (b <= t && (prev === undefined || b > prev)) prev = b;
+    if (b > t && (next === undefined || b < next)) next = b;
   }
-  if (best === undefined) throw new Error(`no daily boundary found after ${now} in ${tz}`);
-  return best;
+  // boundariesAround covers local dates D-1..D+2 of `t`: D-1's boundary is ≤ t, D+2's is > t.
+  if (prev === undefined) throw new Error(`no daily boundary found before ${t} in ${tz}`);
+  if (next === undefined) throw new Error(`no daily boundary found after ${t} in ${tz}`);
+  const found = { prev, next };
+  if (!known) intervals.set(key, (known = []));
+  known.unshift(found);
+  if (known.length > INTERVALS_KEPT) known.pop();
+  return found;
 }
 
 /**

@@ -45,9 +45,20 @@ export const DEFAULT_RESET_AT_HOUR = 4;
 /** OpenClaw B-APR: idle mode without idleMinutes never expires by inactivity. */
 export const DEFAULT_IDLE_MINUTES = 0;
 
-/** The host's IANA time zone (falls back to UTC when the runtime reports none). */
+/** The host zone as last resolved, and the `TZ` it was resolved under. */
+let hostZone: { tz: string | undefined; zone: string } | undefined;
+
+/**
+ * The host's IANA time zone (falls back to UTC when the runtime reports none). Resolved once and
+ * again only when `TZ` changes (Node applies a new `TZ` at once): asking Intl builds a
+ * DateTimeFormat, about 35 µs, and a daily policy with no `timezone` (the default) resolves the
+ * zone for every freshness check, several per turn.
+ */
 export function hostTimeZone(): string {
-  return Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
+  const tz = process.env.TZ;
+  if (hostZone === undefined || hostZone.tz !== tz)
+    hostZone = { tz, zone: Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC" };
+  return hostZone.zone;
 }
 
 /** Effective reset policy for the session in `ctx`. */
