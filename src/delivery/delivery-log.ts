@@ -9,6 +9,10 @@ import type { RedisClient } from "../storage/redis-client.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
 import type { DeliveryRoute } from "../session/stored-route.js";
 import { CHAT_HISTORY_MAX_BYTES, HISTORY_MESSAGE_MAX_BYTES } from "../history/sanitize-history.js";
+import { luaCommand } from "../storage/lua-script.js";
+import { luaSafeJson } from "../text/well-formed.js";
+
+const LUA_DIR = new URL("./lua/", import.meta.url);
 
 export type { DeliveryRoute };
 
@@ -47,28 +51,31 @@ const INDEX_CAP = 100_000;
 const LIST_PAGE_IDS = 100;
 
 export class DeliveryLog {
+  private readonly openLua;
+  private readonly attemptLua;
+
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
-  ) {}
+  ) {
+    this.openLua = luaCommand(redis, LUA_DIR, "delivery-open");
+    this.attemptLua = luaCommand(redis, LUA_DIR, "delivery-attempt");
+  }
 
-  /** Create the record once (a retried job keeps the original ts and attempts). */
   /**
-   * Create the record once, in one MULTI: every field is set only if absent (HSETNX) and the
-   * index entries only if absent (ZADD NX), so a retry after a crash completes a half-made
-   * record instead of leaving it without its fields and index entries, and never resets the
-   * status or attempts of one that exists.
+   * Create the record once (a retried job keeps the original ts and attempts), in one step
+   * (delivery-open.lua): a retry after a crash completes a half-made record and never resets
+   * the status or attempts of one that exists.
    */
   async open(
     rec: Omit<DeliveryRecord, "status" | "attempts" | "ts" | "to"> & { to?: string; ts?: number },
-    /** A delivery already settled without an attempt (no adapter, blocked): its outcome, in the same MULTI. */
+    /** A delivery already settled without an attempt (no adapter, blocked): its outcome, in the same step. */
     settled?: { status: DeliveryStatus; error: string },
   ): Promise<void> {
     const key = this.keys.delivery(rec.id);
     const ts = rec.ts ?? Date.now();
     const fields: Record<string, string> = {
       id: rec.id,
-      message: rec.message,
       sessionKey: rec.sessionKey,
       kind: rec.kind,
       channel: rec.channel,
@@ -79,29 +86,32 @@ export class DeliveryLog {
       attempts: "0",
       ts: String(ts),
     };
-    const m = this.redis.multi();
-    for (const [f, v] of Object.entries(fields)) m.hsetnx(key, f, v);
-    if (settled) m.hset(key, { status: settled.status, error: settled.error.slice(0, 500) });
-    m.expire(key, TTL_SECONDS);
-    m.zadd(this.keys.deliveryIndex(), "NX", ts, rec.id);
-    m.zremrangebyrank(this.keys.deliveryIndex(), 0, -INDEX_CAP - 1);
-    // The per-session and per-channel indexes drop what is older than a record lives, and go
-    // with their last record: a deleted session's index does not outlive its deliveries.
-    for (const index of [this.keys.deliveriesBySession(rec.sessionKey), this.keys.deliveriesByChannel(rec.channel)]) {
-      m.zadd(index, "NX", ts, rec.id);
-      m.zremrangebyscore(index, "-inf", `(${ts - TTL_SECONDS * 1000}`);
-      m.zremrangebyrank(index, 0, -INDEX_CAP - 1);
-      m.expire(index, TTL_SECONDS);
-    }
-    await m.exec();
+    const flat: string[] = [];
+    for (const f in fields) flat.push(f, fields[f]!);
+    await this.openLua(
+      [
+        key,
+        this.keys.deliveryIndex(),
+        this.keys.deliveriesBySession(rec.sessionKey),
+        this.keys.deliveriesByChannel(rec.channel),
+      ],
+      [
+        luaSafeJson(flat),
+        rec.id,
+        ts,
+        TTL_SECONDS,
+        INDEX_CAP,
+        ts - TTL_SECONDS * 1000,
+        settled?.status ?? "",
+        settled ? settled.error.slice(0, 500) : "",
+        // Apart from the list: the script does not decode it (it may be large).
+        rec.message,
+      ],
+    );
   }
 
   async attempt(id: string, status: DeliveryStatus, error?: string): Promise<void> {
-    const key = this.keys.delivery(id);
-    const m = this.redis.multi().hincrby(key, "attempts", 1).hset(key, "status", status);
-    if (error) m.hset(key, "error", error.slice(0, 500));
-    else m.hdel(key, "error");
-    await m.exec();
+    await this.attemptLua([this.keys.delivery(id)], [status, error ? error.slice(0, 500) : ""]);
   }
 
   async setStatus(id: string, status: DeliveryStatus, error?: string): Promise<void> {
