@@ -1,6 +1,7 @@
 /** The figures, in report order. */
 import type { Figure } from "../harness/context.js";
 import { acceptRate } from "./accept-rate.js";
+import { inboundTurns } from "./inbound-turns.js";
 import { roundTripsFigure } from "./round-trips.js";
 import { sendAndWait } from "./send-and-wait.js";
 import { turnsHttp } from "./turns-http.js";
@@ -16,4 +17,5 @@ export const FIGURES: Figure[] = [
   roundTripsFigure,
   workerScaling,
   workerRss,
+  inboundTurns,
 ];

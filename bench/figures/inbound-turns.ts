@@ -1,0 +1,106 @@
+/**
+ * (8) Chat turns end to end: `/v1/inbound` messages (the door chat channels use) into group
+ * sessions, each turn's reply delivered (a `log` channel: recorded as delivered, no network),
+ * gateway and workers in one process, until every run finished and every delivery job
+ * completed. Information only: the issue sets no target for it. It measures what figures 1-4
+ * leave out (the inbound door's session bookkeeping, a delivery job and record per reply), so a
+ * cost there shows up. Baseline as figure 2: a fastify route doing one `queue.add`, a bare
+ * Worker.
+ */
+import { BareBullmq } from "../harness/bare.js";
+import { CpuRows } from "../harness/cpu.js";
+import { alternatingRounds, units, type BenchContext, type Figure } from "../harness/context.js";
+import { JsonClient, runPool, startBareRoute } from "../harness/http.js";
+import type { FigureResult, Row } from "../harness/report.js";
+import { perSecond } from "../harness/stats.js";
+import { benchDeployment, RunDoneWatcher, startSwitchboard } from "../harness/switchboard.js";
+
+const CONCURRENCY = 16;
+const IN_FLIGHT = 32;
+/** Senders per group: a group's messages come from several people, as in a chat. */
+const SENDERS = 7;
+
+export const inboundTurns: Figure = {
+  id: "8",
+  title: "Chat turns end to end (inbound, reply delivered)",
+  async run(ctx: BenchContext): Promise<FigureResult> {
+    const n = units(ctx, 2000, 300);
+    const groups = units(ctx, 100, 30);
+    const row: Row = {
+      label: "inbound turns/s with their replies delivered",
+      unit: "turns/s",
+      baselineLabel: "fastify route + queue.add, bare Worker: jobs/s",
+      measured: [],
+      baseline: [],
+    };
+    const cpu = new CpuRows(ctx.admin, "inbound turn", "bare request");
+    const dep = benchDeployment(
+      ctx.redisUrl,
+      { channels: { telegram: { kind: "log" } } },
+      { concurrency: CONCURRENCY },
+    );
+    const sys = await startSwitchboard(dep.config, { gateway: true, workers: true });
+    const watcher = await RunDoneWatcher.start(dep.config);
+    const sb = new JsonClient(sys.url!, IN_FLIGHT);
+    const bare = new BareBullmq(ctx.redisUrl);
+    await bare.startWorker(CONCURRENCY);
+    const route = await startBareRoute(bare.queue);
+    const bc = new JsonClient(route.url, IN_FLIGHT);
+    const deliveries = sys.svc.queues.delivery;
+    try {
+      const sbRound = async (count: number) => {
+        watcher.reset();
+        const t0 = Date.now();
+        await runPool(count, IN_FLIGHT, async (i) => {
+          const r = await sb.post("/v1/inbound", {
+            channel: "telegram",
+            chatType: "group",
+            groupId: `g${i % groups}`,
+            from: `u${i % SENDERS}`,
+            text: `m${i}`,
+          });
+          if (r.status !== 202 && r.status !== 200) throw new Error(`inbound: HTTP ${r.status}`);
+        });
+        await watcher.waitFor(count, 300_000, "turns");
+        // The replies' delivery jobs, added by the turns' finishes, all done.
+        for (;;) {
+          const c = await deliveries.getJobCounts("waiting", "active", "delayed", "prioritized");
+          if (Object.values(c).every((v) => v === 0)) break;
+          await new Promise((r) => setTimeout(r, 10));
+        }
+        return perSecond(count, Date.now() - t0);
+      };
+      const bareRound = async (count: number) => {
+        bare.resetCompleted();
+        const t0 = Date.now();
+        await runPool(count, IN_FLIGHT, async (i) => {
+          const r = await bc.post("/add", { groupId: `g${i % groups}`, from: `u${i % SENDERS}`, text: `m${i}` });
+          if (r.status !== 200) throw new Error(`bare route: HTTP ${r.status}`);
+        });
+        await bare.waitForCompleted(count, 120_000);
+        return perSecond(count, Date.now() - t0);
+      };
+      await alternatingRounds(ctx, row, n, sbRound, bareRound, cpu);
+    } finally {
+      sb.close();
+      bc.close();
+      watcher.close();
+      await route.app.close();
+      await bare.close();
+      await sys.close();
+      dep.cleanup();
+    }
+    return {
+      id: this.id,
+      title: this.title,
+      setup:
+        `${n} \`/v1/inbound\` group messages over ${groups} groups (${SENDERS} senders each), ` +
+        `${IN_FLIGHT} requests in flight on keep-alive connections, gateway and workers (concurrency ` +
+        `${CONCURRENCY}, echo runtime) in one process, each reply delivered through a \`log\` channel, until ` +
+        `every run-done notification arrived and the delivery queue was empty. Baseline as figure 2: a ` +
+        `fastify route doing one \`queue.add\` and a bare Worker, until every job completed.`,
+      rows: [row, ...cpu.rows],
+      notes: [],
+    };
+  },
+};
