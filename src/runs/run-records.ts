@@ -5,6 +5,8 @@
  */
 import { randomBytes } from "node:crypto";
 
+/** A finished record's field longer than this goes as its own argument, not inside the JSON list. */
+const LONG_FIELD_CHARS = 200;
 /**
  * A finish call's nonce (run-finish.lua): unique per call, not secret, so a random prefix per
  * process and a counter serve (no random bytes drawn per turn).
@@ -192,8 +194,15 @@ export class RunRecords {
     beginNext: boolean,
     step: { pushes: FinishPush[]; expectEntries: ExpectedEntry[] } = { pushes: [], expectEntries: [] },
   ): Promise<unknown> {
+    // Short fields in one JSON list (one argument: ioredis pays per argument); long ones (a reply,
+    // a saved output) as field, value arguments of their own, which the script need not decode.
     const flat: string[] = [];
-    for (const k in fields) if (k !== "status" && k !== "endedAt") flat.push(k, String(fields[k]));
+    const long: string[] = [];
+    for (const k in fields) {
+      if (k === "status" || k === "endedAt") continue;
+      const v = String(fields[k]);
+      (v.length > LONG_FIELD_CHARS ? long : flat).push(k, v);
+    }
     flat.push("status", status, "endedAt", String(fields.endedAt ?? Date.now()));
     // New per call: the same finish sent again by the client is answered as it was (run-finish.lua).
     flat.push("finishedBy", `${FINISH_NONCE_PREFIX}${(++finishCalls).toString(36)}`);
@@ -248,8 +257,8 @@ export class RunRecords {
         opts.deadLetter ? String(opts.deadLetter.failedAt) : "",
         ...step.expectEntries.map((e) => e.raw ?? ""),
         ...pushArgs,
-        // The record's fields as one argument, not one per field: ioredis pays per argument.
         luaSafeJson(flat),
+        ...long,
       ]);
     } catch (err) {
       throw fromScriptError(err, lease);

@@ -44,9 +44,10 @@
   then C expected entry JSONs ("": the session must not exist),
   then per push: turn JSON, pending-wake member, flags ("c": conditional, "r": ready the session
   if idle, see push-turn.lua), its record's field, value pairs as a JSON list of strings,
-  then the finished record's field, value pairs as a JSON list of strings (must include status
-  and endedAt, and may include `finishedBy`, a nonce new per call: see below). Lists, not one
-  argument per field: the client pays per argument (docs/design/runs.md).
+  then the finished record's short field, value pairs as a JSON list of strings (must include
+  status and endedAt, and may include `finishedBy`, a nonce new per call: see below), then its
+  long ones (a reply, a saved output) as field, value pairs, which need no decoding. Lists, not
+  one argument per field: the client pays per argument (docs/design/runs.md).
   The notification is `<runId>\n<the finished record as a JSON list of field, value pairs>`, read
   back here after the write, so waiters need not read it and the client sends the record once.
   `resultOutput` (the runtime output kept for a re-run, possibly large) is left out of it.
@@ -82,6 +83,7 @@ end
 local finished = 0
 local pushed = {}
 local fields = cjson.decode(ARGV[a])
+for i = a + 1, #ARGV do fields[#fields + 1] = ARGV[i] end
 local nonce = false
 for i = 1, #fields, 2 do
   if fields[i] == "finishedBy" then nonce = fields[i + 1] end
