@@ -83,6 +83,25 @@ describe("finishStep", () => {
     expect(await inboxOf(b.key)).toHaveLength(1);
   });
 
+  it("short and long fields, any text, are stored exactly; a finish sent again is still recognised", async () => {
+    const a = await session("long");
+    const running = turn(a, "asked");
+    const lease = await begin(running);
+    // Over the 200 characters that go as their own argument, with what JSON escapes and UTF-8 pairs.
+    const reply = `"quoted" \\ back\nslash\u0000 \u{1F600} é 中文 ${"x".repeat(300)} \n end`;
+    const model = 'short "m" \\ é';
+    const opts = { beginNext: false, pushes: [], expectEntries: [] };
+    const fields = { reply, model, resultOutput: JSON.stringify({ big: "y".repeat(500) }) };
+    const first = await sys.svc.runs.finishStep(lease, running.runId, "ok", fields, opts);
+    expect(first).toMatchObject({ finished: true });
+    const rec = await sys.svc.runs.get(running.runId);
+    expect(rec).toMatchObject({ status: "ok", reply });
+    const raw = await sys.svc.redis.hgetall(sys.svc.keys.run(running.runId));
+    expect({ model: raw.model, reply: raw.reply, resultOutput: raw.resultOutput }).toEqual(fields);
+    // Sent again by the client (its nonce travels in the short list): answered as finished.
+    expect(await sys.svc.runs.finishStep(lease, running.runId, "ok", fields, opts)).toMatchObject({ finished: false });
+  });
+
   it("a turn into the finishing session itself is begun by the same finish", async () => {
     const a = await session("self");
     const running = turn(a, "reply-2");
