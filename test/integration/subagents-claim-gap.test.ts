@@ -91,10 +91,13 @@ describe("a leaf's completion on its way to its orchestrator", () => {
     const slowClaim = await settle(
       async () => {
         const job = await sys.svc.queues.announce.getJob(announceJobId(o.childSessionKey, `${slowTurn}.${o.runId}`));
-        return (await job?.getState()) === "completed" ? job : undefined;
+        // Finished as this copy was read (its return value is in the same copy). Not getState()
+        // after getJob: a job finishing between the two is "completed" with the copy's null value.
+        return job?.finishedOn !== undefined ? job : undefined;
       },
       { what: "the claim of the slow leaf's completion turn", timeoutMs: 15_000 },
     );
+    expect(slowClaim!.failedReason).toBeUndefined();
     expect(slowClaim!.returnvalue).toEqual({ done: "deferred" });
     expect(await registry(sys).get(o.runId)).toMatchObject({ announce: "deferred" });
 
