@@ -100,10 +100,13 @@ describe("an announce that exhausts its retries", () => {
     const job = await settle(
       async () => {
         const j = await sys.svc.queues.announce.getJob(jobId);
-        return j && (await j.getState()) === "failed" ? j : undefined;
+        // Finished as this copy was read (not getState() after getJob: a job failing between the
+        // two reads would be "failed" with the copy of its last attempt's start).
+        return j?.finishedOn !== undefined ? j : undefined;
       },
       { what: "the announce job failed after all its attempts", timeoutMs: 10_000 },
     );
+    expect(await job!.getState()).toBe("failed");
     expect(job!.attemptsMade).toBe(ATTEMPTS);
     expect(job!.failedReason).toContain("webhook answered 503");
 
