@@ -7,7 +7,7 @@
  * cost there shows up. Baseline as figure 2: a fastify route doing one `queue.add`, a bare
  * Worker.
  */
-import { BareBullmq } from "../harness/bare.js";
+import { BareBullmq, bareRouteRound } from "../harness/bare.js";
 import { CpuRows } from "../harness/cpu.js";
 import { alternatingRounds, units, type BenchContext, type Figure } from "../harness/context.js";
 import { JsonClient, runPool, startBareRoute } from "../harness/http.js";
@@ -70,16 +70,12 @@ export const inboundTurns: Figure = {
         }
         return perSecond(count, Date.now() - t0);
       };
-      const bareRound = async (count: number) => {
-        bare.resetCompleted();
-        const t0 = Date.now();
-        await runPool(count, IN_FLIGHT, async (i) => {
-          const r = await bc.post("/add", { groupId: `g${i % groups}`, from: `u${i % SENDERS}`, text: `m${i}` });
-          if (r.status !== 200) throw new Error(`bare route: HTTP ${r.status}`);
-        });
-        await bare.waitForCompleted(count, 120_000);
-        return perSecond(count, Date.now() - t0);
-      };
+      const bareRound = (count: number) =>
+        bareRouteRound(bare, bc, count, IN_FLIGHT, (i) => ({
+          groupId: `g${i % groups}`,
+          from: `u${i % SENDERS}`,
+          text: `m${i}`,
+        }));
       await alternatingRounds(ctx, row, n, sbRound, bareRound, cpu);
     } finally {
       sb.close();

@@ -5,7 +5,7 @@
  * Worker (no-op, same concurrency), until every job is processed. One keep-alive HTTP client
  * with the same number of requests in flight serves both sides.
  */
-import { BareBullmq } from "../harness/bare.js";
+import { BareBullmq, bareRouteRound } from "../harness/bare.js";
 import { CpuRows } from "../harness/cpu.js";
 import { alternatingRounds, units, type BenchContext, type Figure } from "../harness/context.js";
 import { JsonClient, runPool, startBareRoute } from "../harness/http.js";
@@ -50,16 +50,8 @@ export const turnsHttp: Figure = {
         await watcher.waitFor(count, 300_000, "turns");
         return perSecond(count, Date.now() - t0);
       };
-      const bareRound = async (count: number) => {
-        bare.resetCompleted();
-        const t0 = Date.now();
-        await runPool(count, IN_FLIGHT, async (i) => {
-          const r = await bc.post("/add", { sessionKey: `bench-${i % sessions}`, message: `m${i}` });
-          if (r.status !== 200) throw new Error(`bare route: HTTP ${r.status}`);
-        });
-        await bare.waitForCompleted(count, 120_000);
-        return perSecond(count, Date.now() - t0);
-      };
+      const bareRound = (count: number) =>
+        bareRouteRound(bare, bc, count, IN_FLIGHT, (i) => ({ sessionKey: `bench-${i % sessions}`, message: `m${i}` }));
       await alternatingRounds(ctx, row, n, sbRound, bareRound, cpu);
     } finally {
       sb.close();

@@ -6,6 +6,8 @@ import { randomUUID } from "node:crypto";
 import { Queue, QueueEvents, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import { benchClient } from "./redis.js";
+import { type JsonClient, runPool } from "./http.js";
+import { perSecond } from "./stats.js";
 
 export class BareBullmq {
   readonly name = `bare-${randomUUID().slice(0, 8)}`;
@@ -74,4 +76,25 @@ export class BareBullmq {
     await this.queue.close();
     for (const c of this.connections) c.disconnect();
   }
+}
+
+/**
+ * One round of the over-HTTP baseline: `count` posts of `body(i)` to the bare route (`inFlight`
+ * at a time, through `client`), until `bare`'s worker completed as many jobs; jobs per second.
+ */
+export async function bareRouteRound(
+  bare: BareBullmq,
+  client: JsonClient,
+  count: number,
+  inFlight: number,
+  body: (i: number) => Record<string, unknown>,
+): Promise<number> {
+  bare.resetCompleted();
+  const t0 = Date.now();
+  await runPool(count, inFlight, async (i) => {
+    const r = await client.post("/add", body(i));
+    if (r.status !== 200) throw new Error(`bare route: HTTP ${r.status}`);
+  });
+  await bare.waitForCompleted(count, 120_000);
+  return perSecond(count, Date.now() - t0);
 }

@@ -74,20 +74,12 @@ export class DeliveryLog {
   ): Promise<void> {
     const key = this.keys.delivery(rec.id);
     const ts = rec.ts ?? Date.now();
-    const fields: Record<string, string> = {
-      id: rec.id,
-      sessionKey: rec.sessionKey,
-      kind: rec.kind,
-      channel: rec.channel,
-      ...(rec.to ? { to: rec.to } : {}),
-      ...(rec.accountId ? { accountId: rec.accountId } : {}),
-      ...(rec.threadId ? { threadId: rec.threadId } : {}),
-      status: "pending",
-      attempts: "0",
-      ts: String(ts),
-    };
-    const flat: string[] = [];
-    for (const f in fields) flat.push(f, fields[f]!);
+    // Field, value pairs (the message apart: the script does not decode it, it may be large).
+    const fields = ["id", rec.id, "sessionKey", rec.sessionKey, "kind", rec.kind, "channel", rec.channel];
+    if (rec.to) fields.push("to", rec.to);
+    if (rec.accountId) fields.push("accountId", rec.accountId);
+    if (rec.threadId) fields.push("threadId", rec.threadId);
+    fields.push("status", "pending", "attempts", "0", "ts", String(ts));
     await this.openLua(
       [
         key,
@@ -96,7 +88,7 @@ export class DeliveryLog {
         this.keys.deliveriesByChannel(rec.channel),
       ],
       [
-        luaSafeJson(flat),
+        luaSafeJson(fields),
         rec.id,
         ts,
         TTL_SECONDS,
@@ -104,7 +96,6 @@ export class DeliveryLog {
         ts - TTL_SECONDS * 1000,
         settled?.status ?? "",
         settled ? settled.error.slice(0, 500) : "",
-        // Apart from the list: the script does not decode it (it may be large).
         rec.message,
       ],
     );
