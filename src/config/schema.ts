@@ -515,6 +515,10 @@ export const ConfigSchema = z
         stalledIntervalMs: z.number().int().min(1000).max(600_000).default(30_000),
         deliveryAttempts: z.number().int().min(1).max(50).default(5),
         deliveryBackoffMs: z.number().int().min(10).max(600_000).default(1000),
+        // A chat's first undelivered message holds the ones behind it (docs/concepts/reliability.md,
+        // "Replies reach a chat in order"); when its job has not been seen for this long, the ones
+        // behind look whether that job still exists, and pass it if not.
+        deliveryOrphanAfterMs: z.number().int().min(100).max(3_600_000).default(10_000),
         // On SIGTERM, how long running turns may finish before they are handed back to other workers.
         shutdownGraceMs: z.number().int().min(0).max(600_000).default(25_000),
         // A drain that ran out of retries (Redis away for long) is tried again this much later, so

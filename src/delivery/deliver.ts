@@ -10,6 +10,10 @@ import type { RedisClient } from "../storage/redis-client.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
 import type { SessionStore } from "../storage/session-store.js";
 import { DeliveryLog, sendThroughChannel } from "./index.js";
+import type { DeliveryOwner, NewDeliveryRecord } from "./delivery-log.js";
+import { deliveryLaneId } from "./lane-id.js";
+import { awaitLaneTurn, DeliveryLaneWait, laneRecheckMs, wakeLaneNext } from "./delivery-lane.js";
+import { retryLater } from "../queues/retry-later.js";
 import { sessionSendPolicy } from "../session/stored-send-policy.js";
 import { deliveryCounted } from "../metrics/index.js";
 import { addJob, jobData, type DeliverData } from "../queues/jobs.js";
@@ -30,38 +34,64 @@ export interface DeliveryDeps {
 }
 
 export function createDeliverProcessor(svc: DeliveryDeps) {
-  return async (job: Job): Promise<{ status: string }> =>
-    await deliverOnce(svc, jobData("deliver", job), job.attemptsMade + 1 >= (job.opts.attempts ?? 1));
+  return async (job: Job, token?: string): Promise<{ status: string }> => {
+    const owner = { queue: "delivery", jobId: job.id ?? "" };
+    try {
+      return await deliverOnce(svc, jobData("deliver", job), {
+        last: job.attemptsMade + 1 >= (job.opts.attempts ?? 1),
+        owner,
+      });
+    } catch (err) {
+      if (err instanceof DeliveryLaneWait) return await retryLater(job, token, laneRecheckMs(laneWaits(job)));
+      throw err;
+    }
+  };
+}
+
+/** One attempt of the job sending a delivery: whether it is its last, and which job it is. */
+export interface DeliveryAttempt {
+  last: boolean;
+  owner: DeliveryOwner;
+}
+
+/** How many times this job has waited in its lane: the starts that were neither attempts nor this one. */
+export function laneWaits(job: Job): number {
+  return Math.max(0, (job.attemptsStarted ?? 0) - job.attemptsMade - 1);
 }
 
 /**
  * One attempt at one outbound message, recorded in the delivery log, inside whatever job
- * retries it: the `deliver` job, or the sub-agent announce job (which posts itself, so that a
- * channel that keeps failing fails the announce). A message the log already shows delivered is
- * not sent again. Throws when the channel fails; the record turns `failed` on `lastAttempt`.
+ * retries it (`attempt.owner`): the `deliver` job, or the sub-agent announce job (which posts
+ * itself, so that a channel that keeps failing fails the announce). A message the log already
+ * shows delivered is not sent again. Throws when the channel fails; the record turns `failed` on
+ * `attempt.last`. Throws DeliveryLaneWait while an earlier message to the same chat is not
+ * settled: the caller's job comes back later (docs/concepts/reliability.md, "Replies reach a chat
+ * in order").
  */
 export async function deliverOnce(
   svc: DeliveryDeps,
   d: DeliverData,
-  lastAttempt: boolean,
+  attempt: DeliveryAttempt,
 ): Promise<{ status: string }> {
   const log = new DeliveryLog(svc.redis, svc.keys);
-  await log.open({ id: d.id, sessionKey: d.sessionKey, kind: d.kind, message: d.message, ...d.route });
-  if ((await log.get(d.id))?.status === "delivered") return { status: "delivered" };
+  const channel = svc.config.channels[d.route.channel];
+  const laneId = deliveryLaneId(channel, d.route);
+  const begun = await log.begin(newRecord(d), laneId ? { id: laneId, owner: attempt.owner } : undefined);
+  if (begun.status === "delivered") return { status: "delivered" };
   const entry = await svc.sessions.get(d.sessionKey);
   // Decided for where the message goes: a rule on a channel holds for any session sending there.
   const policy = sessionSendPolicy(svc.config, d.sessionKey, entry, policyPlace(d));
   if (policy === "deny") {
-    await log.setStatus(d.id, "blocked", "send blocked by session policy");
+    await wakeLaneNext(svc.queues, await log.settle(d.id, "blocked", "send blocked by session policy", laneId));
     deliveryCounted("blocked");
     return { status: "blocked" };
   }
-  const channel = svc.config.channels[d.route.channel];
   if (!channel) {
-    await log.setStatus(d.id, "no_route", `no adapter configured for channel ${d.route.channel}`);
+    await log.settle(d.id, "no_route", `no adapter configured for channel ${d.route.channel}`);
     deliveryCounted("no_route");
     return { status: "no_route" };
   }
+  if (laneId) await awaitLaneTurn(svc, log, laneId, d.id, begun.behind);
   try {
     await sendThroughChannel(channel, {
       id: d.id,
@@ -71,13 +101,18 @@ export async function deliverOnce(
       ...d.route,
     });
   } catch (err) {
-    await log.attempt(d.id, lastAttempt ? "failed" : "pending", (err as Error).message);
-    deliveryCounted(lastAttempt ? "failed" : "retry");
+    const next = await log.attempt(d.id, attempt.last ? "failed" : "pending", (err as Error).message, laneId);
+    await wakeLaneNext(svc.queues, next);
+    deliveryCounted(attempt.last ? "failed" : "retry");
     throw err;
   }
-  await log.attempt(d.id, "delivered");
+  await wakeLaneNext(svc.queues, await log.attempt(d.id, "delivered", undefined, laneId));
   deliveryCounted("delivered");
   return { status: "delivered" };
+}
+
+function newRecord(d: DeliverData): NewDeliveryRecord {
+  return { id: d.id, sessionKey: d.sessionKey, kind: d.kind, message: d.message, ...d.route };
 }
 
 /** Where a delivery goes, for sendPolicy rules: its channel, and its chat type when known. */
@@ -115,16 +150,29 @@ export async function enqueueOrSettleDelivery(
 ): Promise<void> {
   const settled = settledWithoutSending(svc.config, data, entry);
   if (!settled) return await enqueueDelivery(svc, data);
-  await new DeliveryLog(svc.redis, svc.keys).open(
-    { id: data.id, sessionKey: data.sessionKey, kind: data.kind, message: data.message, ...data.route },
-    settled,
-  );
+  await new DeliveryLog(svc.redis, svc.keys).open(newRecord(data), settled);
   deliveryCounted(settled.status);
 }
 
-/** Queue an outbound message (reply, announce or explicit `send`) with retries. */
-export async function enqueueDelivery(svc: Pick<DeliveryDeps, "queues" | "config">, data: DeliverData): Promise<void> {
-  await addJob(svc, "deliver", data);
+/**
+ * Queue an outbound message (reply, announce or explicit `send`) with retries. One to a chat
+ * (a channel that sends) joins the chat's lane as it is queued, so messages queued one after the
+ * other are sent in that order whatever their retries; the join and the add go out together.
+ */
+export async function enqueueDelivery(
+  svc: Pick<DeliveryDeps, "queues" | "config" | "redis" | "keys">,
+  data: DeliverData,
+): Promise<void> {
+  const laneId = deliveryLaneId(svc.config.channels[data.route.channel], data.route);
+  if (!laneId) {
+    await addJob(svc, "deliver", data);
+    return;
+  }
+  const owner = { queue: "delivery", jobId: jobIdPart(data.id) };
+  await Promise.all([
+    new DeliveryLog(svc.redis, svc.keys).open(newRecord(data), undefined, { id: laneId, owner }),
+    addJob(svc, "deliver", data),
+  ]);
 }
 
 /** What a `send` answers about its delivery (README "HTTP API"). */
@@ -157,13 +205,17 @@ export async function enqueueOrResumeDelivery(
       // record is the answer; a failed one (or none) is queued again.
       if (rec && rec.status !== "failed" && rec.status !== "pending") return { status: rec.status, duplicate: true };
       if (rec?.status === "failed") await log.setStatus(data.id, "pending");
-      await addJob(svc, "deliver", data);
+      await enqueueDelivery(svc, data);
       return rec?.status === "failed" ? { status: "queued", retried: true } : { status: "queued" };
     }
     const state = await job.getState();
     if (state === "failed") {
-      // Pending before the retry: once retried, the worker may record `delivered` at once.
+      // Pending before the retry: once retried, the worker may record `delivered` at once. And
+      // back in its chat's lane, behind what was queued for that chat meanwhile.
       await log.setStatus(data.id, "pending");
+      const laneId = deliveryLaneId(svc.config.channels[data.route.channel], data.route);
+      if (laneId)
+        await log.open(newRecord(data), undefined, { id: laneId, owner: { queue: "delivery", jobId: job.id ?? "" } });
       try {
         await job.retry("failed", { resetAttemptsMade: true, resetAttemptsStarted: true });
         return { status: "queued", retried: true };

@@ -35,6 +35,45 @@ export interface DeliveryRecord extends DeliveryRoute {
   bytes?: number;
 }
 
+/** What a delivery's record is created from. */
+export type NewDeliveryRecord = Omit<DeliveryRecord, "status" | "attempts" | "ts" | "to"> & {
+  to?: string;
+  ts?: number;
+};
+
+/** The job that sends a delivery: a delivery waiting behind it in its lane looks there whether it still lives. */
+export interface DeliveryOwner {
+  queue: string;
+  jobId: string;
+}
+
+/** A delivery joining its chat's lane, and the job that sends it. */
+export interface LaneJoin {
+  id: string;
+  owner: DeliveryOwner;
+}
+
+/** A lane's member as its record says: the job sending it, when that job was last seen on it. */
+export interface LaneMember {
+  id: string;
+  owner: DeliveryOwner;
+  /** ms; 0 when never noted. */
+  seenAt: number;
+  status: string;
+}
+
+/** lane_head's reply (delivery-lane.lua): {id, ownerQueue, ownerJob, seenAt, status}, or {} for none. */
+function laneMember(raw: string[]): LaneMember | null {
+  if (!raw.length) return null;
+  const [id, queue, jobId, seenAt, status] = raw;
+  return {
+    id: id!,
+    owner: { queue: queue ?? "", jobId: jobId ?? "" },
+    seenAt: Number(seenAt) || 0,
+    status: status ?? "",
+  };
+}
+
 /** What a listed record's message reads when it is over the per-message bound. */
 export const DELIVERY_OMITTED_TEXT = "[deliveries omitted: message too large]";
 
@@ -52,27 +91,123 @@ const LIST_PAGE_IDS = 100;
 
 export class DeliveryLog {
   private readonly openLua;
+  private readonly beginLua;
   private readonly attemptLua;
+  private readonly laneDropLua;
 
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
   ) {
     this.openLua = luaCommand(redis, LUA_DIR, "delivery-open");
+    this.beginLua = luaCommand(redis, LUA_DIR, "delivery-begin");
     this.attemptLua = luaCommand(redis, LUA_DIR, "delivery-attempt");
+    this.laneDropLua = luaCommand(redis, LUA_DIR, "delivery-lane-drop");
   }
 
   /**
    * Create the record once (a retried job keeps the original ts and attempts), in one step
    * (delivery-open.lua): a retry after a crash completes a half-made record and never resets
-   * the status or attempts of one that exists.
+   * the status or attempts of one that exists. With `lane`, a delivery still to be sent joins its
+   * chat's lane in the same step (docs/concepts/reliability.md, "Replies reach a chat in order").
    */
   async open(
-    rec: Omit<DeliveryRecord, "status" | "attempts" | "ts" | "to"> & { to?: string; ts?: number },
+    rec: NewDeliveryRecord,
     /** A delivery already settled without an attempt (no adapter, blocked): its outcome, in the same step. */
     settled?: { status: DeliveryStatus; error: string },
+    lane?: LaneJoin,
   ): Promise<void> {
-    const key = this.keys.delivery(rec.id);
+    await this.openLua(
+      [...this.recordKeys(rec), ...(lane ? this.laneKeys(lane.id) : [])],
+      [
+        ...this.recordArgs(rec),
+        settled?.status ?? "",
+        settled ? settled.error.slice(0, 500) : "",
+        rec.message,
+        ...(lane ? [lane.owner.queue, lane.owner.jobId, Date.now()] : []),
+      ],
+    );
+  }
+
+  /**
+   * An attempt begins (delivery-begin.lua): the record is made if it is missing, one already
+   * delivered answers `delivered` (not to be sent again), any other is pending from here. With
+   * `lane` it joins its chat's lane if it is not in it, and `behind` is the lane's first member
+   * when that is another delivery (this one must wait), else null (send it).
+   */
+  async begin(
+    rec: NewDeliveryRecord,
+    lane?: LaneJoin,
+  ): Promise<{ status: "delivered" } | { status: "pending"; behind: LaneMember | null }> {
+    const res = (await this.beginLua(
+      [...this.recordKeys(rec), ...(lane ? this.laneKeys(lane.id) : [])],
+      [
+        ...this.recordArgs(rec),
+        "",
+        "",
+        rec.message,
+        ...(lane ? [lane.owner.queue, lane.owner.jobId, Date.now(), this.keys.delivery("")] : []),
+      ],
+    )) as string[];
+    if (res[0] === "delivered") return { status: "delivered" };
+    return { status: "pending", behind: res[1] === "behind" ? laneMember(res.slice(2)) : null };
+  }
+
+  /**
+   * One attempt's outcome: `pending` (it failed and will be tried again) or the final status.
+   * A settled delivery leaves its lane (`laneId`); the lane's next member comes back, to be woken.
+   */
+  async attempt(id: string, status: DeliveryStatus, error?: string, laneId?: string): Promise<LaneMember | null> {
+    return await this.record(id, status, error, laneId, true);
+  }
+
+  /** A delivery settled without an attempt (blocked, no adapter): as `attempt`, counting none. */
+  async settle(id: string, status: DeliveryStatus, error: string, laneId?: string): Promise<LaneMember | null> {
+    return await this.record(id, status, error, laneId, false);
+  }
+
+  /**
+   * Take `member`, the first of lane `laneId`, out of it: its job is gone (delivery-lane-drop.lua).
+   * Only if its record is as the caller read it (`kept`: its job was seen working on it since);
+   * still pending, it is settled `failed` with `error`. Returns the lane's first member after it.
+   */
+  async dropFromLane(laneId: string, member: LaneMember, error: string): Promise<LaneMember | null | "kept"> {
+    const res = await this.laneDropLua(
+      [this.keys.deliveryLane(laneId), this.keys.delivery(member.id)],
+      [member.id, member.seenAt ? String(member.seenAt) : "", error.slice(0, 500), this.keys.delivery("")],
+    );
+    return res === 0 ? "kept" : laneMember(res as string[]);
+  }
+
+  private async record(
+    id: string,
+    status: DeliveryStatus,
+    error: string | undefined,
+    laneId: string | undefined,
+    countAttempt: boolean,
+  ): Promise<LaneMember | null> {
+    const res = await this.attemptLua(
+      [this.keys.delivery(id), ...(laneId ? [this.keys.deliveryLane(laneId)] : [])],
+      [status, error ? error.slice(0, 500) : "", id, this.keys.delivery(""), countAttempt ? "1" : "0"],
+    );
+    return laneMember(res as string[]);
+  }
+
+  private recordKeys(rec: NewDeliveryRecord): string[] {
+    return [
+      this.keys.delivery(rec.id),
+      this.keys.deliveryIndex(),
+      this.keys.deliveriesBySession(rec.sessionKey),
+      this.keys.deliveriesByChannel(rec.channel),
+    ];
+  }
+
+  private laneKeys(laneId: string): string[] {
+    return [this.keys.deliveryLane(laneId), this.keys.deliveryLaneSeq()];
+  }
+
+  /** delivery-record.lua's arguments but the settled outcome and the message (ARGV[1..6]). */
+  private recordArgs(rec: NewDeliveryRecord): (string | number)[] {
     const ts = rec.ts ?? Date.now();
     // Field, value pairs (the message apart: the script does not decode it, it may be large).
     const fields = ["id", rec.id, "sessionKey", rec.sessionKey, "kind", rec.kind, "channel", rec.channel];
@@ -80,29 +215,7 @@ export class DeliveryLog {
     if (rec.accountId) fields.push("accountId", rec.accountId);
     if (rec.threadId) fields.push("threadId", rec.threadId);
     fields.push("status", "pending", "attempts", "0", "ts", String(ts));
-    await this.openLua(
-      [
-        key,
-        this.keys.deliveryIndex(),
-        this.keys.deliveriesBySession(rec.sessionKey),
-        this.keys.deliveriesByChannel(rec.channel),
-      ],
-      [
-        luaSafeJson(fields),
-        rec.id,
-        ts,
-        TTL_SECONDS,
-        INDEX_CAP,
-        ts - TTL_SECONDS * 1000,
-        settled?.status ?? "",
-        settled ? settled.error.slice(0, 500) : "",
-        rec.message,
-      ],
-    );
-  }
-
-  async attempt(id: string, status: DeliveryStatus, error?: string): Promise<void> {
-    await this.attemptLua([this.keys.delivery(id)], [status, error ? error.slice(0, 500) : ""]);
+    return [luaSafeJson(fields), rec.id, ts, TTL_SECONDS, INDEX_CAP, ts - TTL_SECONDS * 1000];
   }
 
   async setStatus(id: string, status: DeliveryStatus, error?: string): Promise<void> {

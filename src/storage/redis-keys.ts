@@ -174,6 +174,14 @@ export class RedisKeys {
   deliveriesByChannel(channel: string): string {
     return `${this.base}:idx:dlv:c:${channel}`;
   }
+  /** A chat's deliveries not yet settled, in the order they were queued (zset id -> sequence). */
+  deliveryLane(laneId: string): string {
+    return `${this.base}:dlane:${laneId}`;
+  }
+  /** The sequence the delivery lanes are ordered by (one counter per deployment). */
+  deliveryLaneSeq(): string {
+    return `${this.base}:dlane-seq`;
+  }
   /** Set when a sessions_send caller stopped waiting: the reply must reach it by the flow. */
   a2aLate(runId: string): string {
     return `${this.base}:a2a:late:${runId}`;

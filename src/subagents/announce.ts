@@ -34,7 +34,8 @@ import { enqueueTurn } from "../runs/enqueue.js";
 import type { TurnContinuation } from "../runs/turn.js";
 import { isTerminal } from "../runs/turn.js";
 import { isSubagentKey, subagentDepthFromKey } from "../session/key-classify.js";
-import { deliverOnce } from "../delivery/deliver.js";
+import { deliverOnce, laneWaits, type DeliveryAttempt } from "../delivery/deliver.js";
+import { DeliveryLaneWait, laneRecheckMs } from "../delivery/delivery-lane.js";
 import { announceAttemptFailed } from "../metrics/index.js";
 import { announceBody, announceTurnText, type AnnounceFacts } from "./announce-format.js";
 import { SubagentRegistry, type OwedRelease, type SubagentRun } from "./registry.js";
@@ -97,9 +98,12 @@ export function createSubagentProcessors(svc: SubagentDeps) {
       return { done: "unknown-run" };
     }
     const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+    const attempt = { last: lastAttempt, owner: { queue: "announce", jobId: job.id ?? "" } };
     try {
-      return await announceRun(svc, registry, run, rec, lastAttempt, d.runId);
+      return await announceRun(svc, registry, run, rec, attempt, d.runId);
     } catch (err) {
+      // Its post waits behind an earlier message to the same chat: back later, no attempt counted.
+      if (err instanceof DeliveryLaneWait) return await retryLater(job, token, laneRecheckMs(laneWaits(job)));
       if (!lastAttempt) {
         announceAttemptFailed(false);
         throw err;
@@ -164,7 +168,7 @@ async function announceRun(
   registry: SubagentRegistry,
   read: Awaited<ReturnType<SubagentRegistry["get"]>> & object,
   claimerRecord: Awaited<ReturnType<SubagentDeps["runs"]["get"]>>,
-  lastAttempt: boolean,
+  attempt: DeliveryAttempt,
   claimer: string,
 ): Promise<Record<string, unknown>> {
   let run = read;
@@ -211,13 +215,13 @@ async function announceRun(
     : undefined;
   const completion = announceTurnRunId(run.childSessionKey, run.runId);
   await registry.markEnded(run, status, endedAt, error, parentRun ? completion : undefined);
-  const done = await announceEnded(svc, registry, run, status, endedAt, error, span, parentRun, lastAttempt);
+  const done = await announceEnded(svc, registry, run, status, endedAt, error, span, parentRun, attempt);
   if (done.done === "restored") {
     // No longer suppressed (see announceEnded): announced on the record as it is now (as if it
     // never was suppressed, unless a kill has suppressed it since). Each pass here needs a drop.
     const again = await registry.get(run.runId);
     if (!again) return { done: "unknown-run" };
-    return await announceRun(svc, registry, again, claimerRecord, lastAttempt, claimer);
+    return await announceRun(svc, registry, again, claimerRecord, attempt, claimer);
   }
   // No completion turn carries the parent's claim (this one was silent, suppressed, or its
   // requester is gone): the completion is settled here instead, and a parent already waiting
@@ -332,7 +336,7 @@ async function announceEnded(
   span: { startedAt?: number; usage?: { input: number; output: number } },
   /** The requester's own registry run (a sub-agent requester): the completion turn carries its claim. */
   parentRun: string | undefined,
-  lastAttempt: boolean,
+  attempt: DeliveryAttempt,
 ): Promise<Record<string, unknown>> {
   if (span.usage) await registry.update(run.runId, { usageInput: span.usage.input, usageOutput: span.usage.output });
   if (span.startedAt) await registry.update(run.runId, { startedAt: span.startedAt });
@@ -407,7 +411,7 @@ async function announceEnded(
         message,
         kind: "subagent_announce",
       },
-      lastAttempt,
+      attempt,
     );
   }
   await registry.update(run.runId, { announce: "delivered" });

@@ -1,9 +1,22 @@
 --[[
-  Record one attempt of a delivery and its outcome: attempts + 1, the status, and the error of a
-  failed attempt (a successful one clears it). One script, not a MULTI of four commands.
-  KEYS[1] record hash; ARGV[1] status, ARGV[2] error or "" (none). Returns the attempts so far.
+  Record a delivery's attempt or outcome: with ARGV[5] = "1" one attempt more (attempts + 1), then
+  the status and the error (an attempt without error clears it). A settled delivery (any status
+  but pending) leaves its lane (delivery-lane.lua), and the lane's next member is returned, for
+  its waiting job to be woken. One script, not a MULTI of four commands.
+
+  KEYS[1] record hash; with a lane: KEYS[2] the lane
+  ARGV[1] status, ARGV[2] error or "" (none), ARGV[3] the delivery id, ARGV[4] the record key
+  prefix, ARGV[5] "1" to count an attempt
+  Returns the lane's next member as lane_head does, or {} (none, no lane, or still pending).
 ]]
-local attempts = redis.call("HINCRBY", KEYS[1], "attempts", 1)
+--@include delivery-lane
+if ARGV[5] == "1" then redis.call("HINCRBY", KEYS[1], "attempts", 1) end
 redis.call("HSET", KEYS[1], "status", ARGV[1])
-if ARGV[2] ~= "" then redis.call("HSET", KEYS[1], "error", ARGV[2]) else redis.call("HDEL", KEYS[1], "error") end
-return attempts
+if ARGV[2] ~= "" then
+  redis.call("HSET", KEYS[1], "error", ARGV[2])
+elseif ARGV[5] == "1" then
+  redis.call("HDEL", KEYS[1], "error")
+end
+if not KEYS[2] or ARGV[1] == "pending" then return {} end
+redis.call("ZREM", KEYS[2], ARGV[3])
+return lane_head(KEYS[2], ARGV[4])

@@ -1,0 +1,83 @@
+/**
+ * Waiting in a chat's delivery lane (docs/concepts/reliability.md, "Replies reach a chat in
+ * order"). Only the lane's first member is sent; a delivery behind it waits (its job comes back
+ * later, without counting an attempt) and is woken when the one before it settles. A first
+ * member whose job is gone would hold the lane for ever, so one not seen for
+ * `workers.deliveryOrphanAfterMs` is looked up, and passed when its job no longer exists or
+ * ended without settling it.
+ */
+import { Job } from "bullmq";
+import type { Config } from "../config/schema.js";
+import type { Queues } from "../queues/queues.js";
+import type { QueueName } from "../queues/queue-names.js";
+import type { DeliveryLog, LaneMember } from "./delivery-log.js";
+
+/** Thrown by an attempt that must wait behind an earlier delivery to the same chat. */
+export class DeliveryLaneWait extends Error {
+  constructor(readonly behind: string) {
+    super(`waiting for delivery ${behind} to the same chat`);
+    this.name = "DeliveryLaneWait";
+  }
+}
+
+/**
+ * How long a waiting delivery's job stays away before it looks again, after `waits` earlier
+ * waits: 0.5 s doubling to 5 s. It is normally woken sooner, by the delivery before it settling;
+ * the delay only bounds a wake-up that was missed (the one before settled while this job was
+ * between its look and its move to delayed).
+ */
+export function laneRecheckMs(waits: number): number {
+  return Math.min(500 * 2 ** Math.max(0, Math.min(waits, 4)), 5000);
+}
+
+/** Lane members passed in one attempt at most (each a job read); past it the attempt waits. */
+const MAX_PASSED = 10;
+
+/**
+ * Returns when `self` may be sent: nothing before it in lane `laneId`, or what was before it had
+ * a job that is gone (passed, settled `failed`). Throws DeliveryLaneWait otherwise.
+ */
+export async function awaitLaneTurn(
+  svc: { config: Config; queues: Queues },
+  log: DeliveryLog,
+  laneId: string,
+  self: string,
+  behind: LaneMember | null,
+): Promise<void> {
+  for (let passed = 0; behind && behind.id !== self; passed++) {
+    const unseenFor = Date.now() - behind.seenAt;
+    if (passed >= MAX_PASSED || unseenFor < svc.config.workers.deliveryOrphanAfterMs)
+      throw new DeliveryLaneWait(behind.id);
+    if (await ownerAlive(svc.queues, behind)) throw new DeliveryLaneWait(behind.id);
+    const next = await log.dropFromLane(laneId, behind, "its job ended or was removed before it was delivered");
+    if (next === "kept") throw new DeliveryLaneWait(behind.id);
+    behind = next;
+  }
+}
+
+/** Wake the job of `next`, the lane's new first member, if it is waiting out a delay. */
+export async function wakeLaneNext(queues: Queues, next: LaneMember | null): Promise<void> {
+  if (!next) return;
+  const queue = queues[next.owner.queue as QueueName];
+  if (!queue || !next.owner.jobId) return;
+  try {
+    const job = await Job.fromId(queue, next.owner.jobId);
+    // Only a delayed job can be promoted; one waiting or running finds itself first anyway.
+    if (job && (await job.isDelayed())) await job.promote();
+  } catch {
+    // Promoted or started meanwhile, or Redis failed: its own delay brings it back.
+  }
+}
+
+/**
+ * Whether the job sending `member` may still settle it: it exists and has not ended. A job that
+ * completed or failed without settling its delivery (killed between the two) never will.
+ */
+async function ownerAlive(queues: Queues, member: LaneMember): Promise<boolean> {
+  const queue = queues[member.owner.queue as QueueName];
+  if (!queue || !member.owner.jobId) return false;
+  const job = await Job.fromId(queue, member.owner.jobId);
+  if (!job) return false;
+  const state = await job.getState();
+  return state !== "completed" && state !== "failed" && state !== "unknown";
+}
