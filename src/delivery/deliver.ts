@@ -17,7 +17,7 @@ import { retryLater } from "../queues/retry-later.js";
 import { sessionSendPolicy } from "../session/stored-send-policy.js";
 import { deliveryCounted } from "../metrics/index.js";
 import { addJob, jobData, type DeliverData } from "../queues/jobs.js";
-import { jobIdPart } from "../queues/queue-names.js";
+import { jobIdPart, type QueueName } from "../queues/queue-names.js";
 import type { SessionEntry } from "../session/session-entry.js";
 
 export type { DeliverData } from "../queues/jobs.js";
@@ -35,12 +35,8 @@ export interface DeliveryDeps {
 
 export function createDeliverProcessor(svc: DeliveryDeps) {
   return async (job: Job, token?: string): Promise<{ status: string }> => {
-    const owner = { queue: "delivery", jobId: job.id ?? "" };
     try {
-      return await deliverOnce(svc, jobData("deliver", job), {
-        last: job.attemptsMade + 1 >= (job.opts.attempts ?? 1),
-        owner,
-      });
+      return await deliverOnce(svc, jobData("deliver", job), deliveryAttemptOf(job, "delivery"));
     } catch (err) {
       if (err instanceof DeliveryLaneWait) return await retryLater(job, token, laneRecheckMs(laneWaits(job)));
       throw err;
@@ -52,6 +48,18 @@ export function createDeliverProcessor(svc: DeliveryDeps) {
 export interface DeliveryAttempt {
   last: boolean;
   owner: DeliveryOwner;
+  /** The job was retried after it failed for good (Bull Board's retry): a failed delivery is tried again. */
+  retried: boolean;
+}
+
+/** The attempt `job` (of queue `queue`) is making now. */
+export function deliveryAttemptOf(job: Job, queue: QueueName): DeliveryAttempt {
+  const attempts = job.opts.attempts ?? 1;
+  return {
+    last: job.attemptsMade + 1 >= attempts,
+    owner: { queue, jobId: job.id ?? "" },
+    retried: job.attemptsMade >= attempts,
+  };
 }
 
 /** How many times this job has waited in its lane: the starts that were neither attempts nor this one. */
@@ -76,8 +84,14 @@ export async function deliverOnce(
   const log = new DeliveryLog(svc.redis, svc.keys);
   const channel = svc.config.channels[d.route.channel];
   const laneId = deliveryLaneId(channel, d.route);
-  const begun = await log.begin(newRecord(d), laneId ? { id: laneId, owner: attempt.owner } : undefined);
+  const begun = await log.begin(
+    newRecord(d),
+    laneId ? { id: laneId, owner: attempt.owner } : undefined,
+    attempt.retried,
+  );
   if (begun.status === "delivered") return { status: "delivered" };
+  // Its last attempt was recorded and then its worker died: it failed for good, as recorded.
+  if (begun.status === "failed") throw new Error(`delivery failed for good: ${begun.error}`);
   const entry = await svc.sessions.get(d.sessionKey);
   // Decided for where the message goes: a rule on a channel holds for any session sending there.
   const policy = sessionSendPolicy(svc.config, d.sessionKey, entry, policyPlace(d));
@@ -157,7 +171,7 @@ export async function enqueueOrSettleDelivery(
 /**
  * Queue an outbound message (reply, announce or explicit `send`) with retries. One to a chat
  * (a channel that sends) joins the chat's lane as it is queued, so messages queued one after the
- * other are sent in that order whatever their retries; the join and the add go out together.
+ * other are sent in that order whatever their retries.
  */
 export async function enqueueDelivery(
   svc: Pick<DeliveryDeps, "queues" | "config" | "redis" | "keys">,
@@ -168,11 +182,12 @@ export async function enqueueDelivery(
     await addJob(svc, "deliver", data);
     return;
   }
+  // The job first: a lane member then always has a job, so one behind it never takes a job still
+  // being added for a lost one. A job that runs before the join joins at its first attempt, which
+  // is still before anything this producer queues next.
+  await addJob(svc, "deliver", data);
   const owner = { queue: "delivery", jobId: jobIdPart(data.id) };
-  await Promise.all([
-    new DeliveryLog(svc.redis, svc.keys).open(newRecord(data), undefined, { id: laneId, owner }),
-    addJob(svc, "deliver", data),
-  ]);
+  await new DeliveryLog(svc.redis, svc.keys).open(newRecord(data), undefined, { id: laneId, owner });
 }
 
 /** What a `send` answers about its delivery (README "HTTP API"). */

@@ -51,6 +51,8 @@ export async function awaitLaneTurn(
     if (await ownerAlive(svc.queues, behind)) throw new DeliveryLaneWait(behind.id);
     const next = await log.dropFromLane(laneId, behind, "its job ended or was removed before it was delivered");
     if (next === "kept") throw new DeliveryLaneWait(behind.id);
+    // Another first member now: wake it, in case it is waiting out a delay (then look at it).
+    if (next && next.id !== self) await wakeLaneNext(svc.queues, next);
     behind = next;
   }
 }

@@ -131,31 +131,37 @@ export class DeliveryLog {
 
   /**
    * An attempt begins (delivery-begin.lua): the record is made if it is missing, one already
-   * delivered answers `delivered` (not to be sent again), any other is pending from here. With
-   * `lane` it joins its chat's lane if it is not in it, and `behind` is the lane's first member
-   * when that is another delivery (this one must wait), else null (send it).
+   * delivered answers `delivered` (not to be sent again), one that failed for good answers
+   * `failed` unless `retried` (its job was retried after it failed), any other is pending from
+   * here. With `lane` it joins its chat's lane if it is not in it, and `behind` is the lane's
+   * first member when that is another delivery (this one must wait), else null (send it).
    */
   async begin(
     rec: NewDeliveryRecord,
-    lane?: LaneJoin,
-  ): Promise<{ status: "delivered" } | { status: "pending"; behind: LaneMember | null }> {
+    lane: LaneJoin | undefined,
+    retried: boolean,
+  ): Promise<
+    { status: "delivered" } | { status: "failed"; error: string } | { status: "pending"; behind: LaneMember | null }
+  > {
     const res = (await this.beginLua(
       [...this.recordKeys(rec), ...(lane ? this.laneKeys(lane.id) : [])],
       [
         ...this.recordArgs(rec),
-        "",
+        retried ? "1" : "",
         "",
         rec.message,
         ...(lane ? [lane.owner.queue, lane.owner.jobId, Date.now(), this.keys.delivery("")] : []),
       ],
     )) as string[];
     if (res[0] === "delivered") return { status: "delivered" };
+    if (res[0] === "failed") return { status: "failed", error: res[1] ?? "" };
     return { status: "pending", behind: res[1] === "behind" ? laneMember(res.slice(2)) : null };
   }
 
   /**
    * One attempt's outcome: `pending` (it failed and will be tried again) or the final status.
-   * A settled delivery leaves its lane (`laneId`); the lane's next member comes back, to be woken.
+   * A settled delivery leaves its lane (`laneId`); when it was first there, the new first member
+   * comes back, to be woken.
    */
   async attempt(id: string, status: DeliveryStatus, error?: string, laneId?: string): Promise<LaneMember | null> {
     return await this.record(id, status, error, laneId, true);

@@ -34,7 +34,7 @@ import { enqueueTurn } from "../runs/enqueue.js";
 import type { TurnContinuation } from "../runs/turn.js";
 import { isTerminal } from "../runs/turn.js";
 import { isSubagentKey, subagentDepthFromKey } from "../session/key-classify.js";
-import { deliverOnce, laneWaits, type DeliveryAttempt } from "../delivery/deliver.js";
+import { deliverOnce, deliveryAttemptOf, laneWaits, type DeliveryAttempt } from "../delivery/deliver.js";
 import { DeliveryLaneWait, laneRecheckMs } from "../delivery/delivery-lane.js";
 import { announceAttemptFailed } from "../metrics/index.js";
 import { announceBody, announceTurnText, type AnnounceFacts } from "./announce-format.js";
@@ -98,7 +98,7 @@ export function createSubagentProcessors(svc: SubagentDeps) {
       return { done: "unknown-run" };
     }
     const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-    const attempt = { last: lastAttempt, owner: { queue: "announce", jobId: job.id ?? "" } };
+    const attempt = deliveryAttemptOf(job, "announce");
     try {
       return await announceRun(svc, registry, run, rec, attempt, d.runId);
     } catch (err) {

@@ -1,13 +1,15 @@
 --[[
   Record a delivery's attempt or outcome: with ARGV[5] = "1" one attempt more (attempts + 1), then
   the status and the error (an attempt without error clears it). A settled delivery (any status
-  but pending) leaves its lane (delivery-lane.lua), and the lane's next member is returned, for
-  its waiting job to be woken. One script, not a MULTI of four commands.
+  but pending) leaves its lane (delivery-lane.lua); when it was the lane's first member, the new
+  first member is returned, for its waiting job to be woken (one settled behind it, e.g. blocked,
+  wakes nobody: the first member may be waiting out its own retry delay). One script, not a MULTI
+  of four commands.
 
   KEYS[1] record hash; with a lane: KEYS[2] the lane
   ARGV[1] status, ARGV[2] error or "" (none), ARGV[3] the delivery id, ARGV[4] the record key
   prefix, ARGV[5] "1" to count an attempt
-  Returns the lane's next member as lane_head does, or {} (none, no lane, or still pending).
+  Returns the lane's new first member as lane_head does, or {} (none to wake).
 ]]
 --@include delivery-lane
 if ARGV[5] == "1" then redis.call("HINCRBY", KEYS[1], "attempts", 1) end
@@ -18,5 +20,7 @@ elseif ARGV[5] == "1" then
   redis.call("HDEL", KEYS[1], "error")
 end
 if not KEYS[2] or ARGV[1] == "pending" then return {} end
+local rank = redis.call("ZRANK", KEYS[2], ARGV[3])
 redis.call("ZREM", KEYS[2], ARGV[3])
+if rank ~= 0 then return {} end
 return lane_head(KEYS[2], ARGV[4])

@@ -1,7 +1,8 @@
 --[[
-  Shared by delivery-open.lua and delivery-begin.lua (included with --@include; not a script
-  itself): create a delivery's record once. Every field is set only if absent (HSETNX) and the
-  index entries only if absent (ZADD NX), so a retry after a crash completes a half-made record
+  Shared by delivery-open.lua and delivery-begin.lua
+  (included with --@include; not a script itself): create a delivery's record once. Every field
+  is set only if absent (HSETNX) and the index entries only if absent (ZADD NX), so a retry after
+  a crash completes a half-made record
   instead of leaving it without its fields and index entries, and never resets the status or
   attempts of one that exists.
 
