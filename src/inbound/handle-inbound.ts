@@ -33,6 +33,8 @@ import {
   type SessionEntryPatch,
 } from "../session/session-entry.js";
 import { transcriptTopicProblem } from "../session/transcript-topic.js";
+import { patchChangesNothing } from "../session/entry-patch.js";
+import { activityEveryMs, cachedStaleAt } from "../rotation/turn-session.js";
 import { enqueueDelivery } from "../delivery/deliver.js";
 import { isCommandOwner, OWNER_ONLY_REPLY } from "./command-owner.js";
 import { effectiveTools } from "../subagents/tool-policy.js";
@@ -341,13 +343,18 @@ async function handleResolved(
           : { sessionId: newSessionId },
       );
     try {
-      const next = await svc.sessions.upsert(sessionKey, ident, patch, {
-        now: at,
-        staleAt: staleAtFor(config, sessionKey, at, msg.channel),
-        ...(entry ? { expectSessionId: entry.sessionId } : { mode: "create" as const }),
-        // The turn carries the archive; recorded too, in case it is never queued (a failed push).
-        archiveRetired: rotate,
-      });
+      // A message that would change nothing but the session's activity, and that recently
+      // (a DM's next message, mostly), writes nothing: its push still checks the sessionId.
+      const next =
+        entry && !rotate && !trigger.triggered && onlyRecentActivity(config, entry, patch, at)
+          ? entry
+          : await svc.sessions.upsert(sessionKey, ident, patch, {
+              now: at,
+              staleAt: staleAtFor(config, sessionKey, at, msg.channel),
+              ...(entry ? { expectSessionId: entry.sessionId } : { mode: "create" as const }),
+              // The turn carries the archive; recorded too, in case it is never queued (a failed push).
+              archiveRetired: rotate,
+            });
       // Queued only if the session is still the one just written: a reset from another gateway
       // in between retired it (and may be archiving it), so the message is decided again. And only
       // if its inbox is not full (gateway.limits.maxQueuedTurns): else 429 queue_full.
@@ -392,6 +399,20 @@ async function handleResolved(
       throw err;
     }
   }
+}
+
+/**
+ * Whether writing `patch` (the message's metadata, its activity at `at`) would change nothing but
+ * updatedAt, by less than the activity lag a turn may leave (activityEveryMs, as for the `agent`
+ * RPC, src/rotation/turn-session.ts): the entry is then left as it is, and its updatedAt and stale
+ * instant lag this message by at most that much. Not for a session reset since its last message
+ * (`resetAt` set: the message must clear it) nor one whose metadata moved (another sender, route,
+ * account or thread).
+ */
+function onlyRecentActivity(config: Config, entry: SessionEntry, patch: SessionEntryPatch, at: number): boolean {
+  const { updatedAt: _activity, ...rest } = patch;
+  if (at - entry.updatedAt >= activityEveryMs(entry, cachedStaleAt(config, entry))) return false;
+  return patchChangesNothing(entry, rest);
 }
 
 async function reply(

@@ -700,9 +700,13 @@ describe("sanitizeHistory: purity and speed", () => {
       assistant([text(oneMegabyte), { type: "thinking", thinking: oneMegabyte }]),
       ...Array.from({ length: 500 }, (_, i) => user(`m${i} ${line}`)),
     ];
-    const started = performance.now();
+    // This process's CPU time, not the wall clock: on a loaded machine (the suite runs two files
+    // at once on two cores) waiting for a core is not the sanitiser's time. A pattern that
+    // backtracks catastrophically would take minutes of CPU, not two seconds.
+    const started = process.cpuUsage();
     const result = sanitizeHistory(messages);
-    const elapsed = performance.now() - started;
+    const used = process.cpuUsage(started);
+    const elapsed = (used.user + used.system) / 1000;
     expect(result.bytes).toBeLessThanOrEqual(HISTORY_MAX_BYTES);
     expect(result.contentRedacted).toBe(true);
     expect(result.contentTruncated).toBe(true);
