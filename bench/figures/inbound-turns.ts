@@ -26,17 +26,21 @@ export const inboundTurns: Figure = {
   async run(ctx: BenchContext): Promise<FigureResult> {
     const n = units(ctx, 2000, 300);
     const groups = units(ctx, 100, 30);
-    const row: Row = {
-      label: "inbound turns/s with their replies delivered",
+    const row = (label: string): Row => ({
+      label,
       unit: "turns/s",
       baselineLabel: "fastify route + queue.add, bare Worker: jobs/s",
       measured: [],
       baseline: [],
-    };
-    const cpu = new CpuRows(ctx.admin, "inbound turn", "bare request");
+    });
+    const groupRow = row("inbound turns/s with their replies delivered");
+    const groupCpu = new CpuRows(ctx.admin, "inbound turn", "bare request");
+    const dmRow = row("inbound DM turns/s with their replies delivered");
+    const dmCpu = new CpuRows(ctx.admin, "inbound DM turn", "bare request");
     const dep = benchDeployment(
       ctx.redisUrl,
-      { channels: { telegram: { kind: "log" } } },
+      // A session per DM (the default "main" puts every DM in one session).
+      { channels: { telegram: { kind: "log" } }, session: { dmScope: "per-channel-peer" } },
       { concurrency: CONCURRENCY },
     );
     const sys = await startSwitchboard(dep.config, { gateway: true, workers: true });
@@ -48,17 +52,12 @@ export const inboundTurns: Figure = {
     const bc = new JsonClient(route.url, IN_FLIGHT);
     const deliveries = sys.svc.queues.delivery;
     try {
-      const sbRound = async (count: number) => {
+      /** `count` messages (`body(i)`), until their turns finished and their replies were delivered. */
+      const sbRound = (body: (i: number) => Record<string, unknown>) => async (count: number) => {
         watcher.reset();
         const t0 = Date.now();
         await runPool(count, IN_FLIGHT, async (i) => {
-          const r = await sb.post("/v1/inbound", {
-            channel: "telegram",
-            chatType: "group",
-            groupId: `g${i % groups}`,
-            from: `u${i % SENDERS}`,
-            text: `m${i}`,
-          });
+          const r = await sb.post("/v1/inbound", { channel: "telegram", ...body(i) });
           if (r.status !== 202 && r.status !== 200) throw new Error(`inbound: HTTP ${r.status}`);
         });
         await watcher.waitFor(count, 300_000, "turns");
@@ -70,13 +69,22 @@ export const inboundTurns: Figure = {
         }
         return perSecond(count, Date.now() - t0);
       };
+      const group = (i: number) => ({
+        chatType: "group",
+        groupId: `g${i % groups}`,
+        from: `u${i % SENDERS}`,
+        text: `m${i}`,
+      });
+      // A DM is one person's: every message of one from the same sender, the same route.
+      const dm = (i: number) => ({ chatType: "dm", from: `d${i % groups}`, text: `m${i}` });
       const bareRound = (count: number) =>
         bareRouteRound(bare, bc, count, IN_FLIGHT, (i) => ({
           groupId: `g${i % groups}`,
           from: `u${i % SENDERS}`,
           text: `m${i}`,
         }));
-      await alternatingRounds(ctx, row, n, sbRound, bareRound, cpu);
+      await alternatingRounds(ctx, groupRow, n, sbRound(group), bareRound, groupCpu);
+      await alternatingRounds(ctx, dmRow, n, sbRound(dm), bareRound, dmCpu);
     } finally {
       sb.close();
       bc.close();
@@ -90,12 +98,13 @@ export const inboundTurns: Figure = {
       id: this.id,
       title: this.title,
       setup:
-        `${n} \`/v1/inbound\` group messages over ${groups} groups (${SENDERS} senders each), ` +
+        `${n} \`/v1/inbound\` group messages over ${groups} groups (${SENDERS} senders each), and ` +
+        `${n} DM messages over ${groups} DMs (one sender each), ` +
         `${IN_FLIGHT} requests in flight on keep-alive connections, gateway and workers (concurrency ` +
         `${CONCURRENCY}, echo runtime) in one process, each reply delivered through a \`log\` channel, until ` +
         `every run-done notification arrived and the delivery queue was empty. Baseline as figure 2: a ` +
         `fastify route doing one \`queue.add\` and a bare Worker, until every job completed.`,
-      rows: [row, ...cpu.rows],
+      rows: [groupRow, ...groupCpu.rows, dmRow, ...dmCpu.rows],
       notes: [],
     };
   },
