@@ -12,8 +12,7 @@ import type { SessionStore } from "../storage/session-store.js";
 import { DeliveryLog, sendThroughChannel } from "./index.js";
 import type { DeliveryOwner, NewDeliveryRecord } from "./delivery-log.js";
 import { deliveryLaneId } from "./lane-id.js";
-import { awaitLaneTurn, DeliveryLaneWait, laneRecheckMs, wakeLaneNext } from "./delivery-lane.js";
-import { retryLater } from "../queues/retry-later.js";
+import { awaitLaneTurn, DeliveryLaneWait, waitInLane, wakeLaneNext } from "./delivery-lane.js";
 import { sessionSendPolicy } from "../session/stored-send-policy.js";
 import { deliveryCounted } from "../metrics/index.js";
 import { addJob, jobData, type DeliverData } from "../queues/jobs.js";
@@ -38,7 +37,7 @@ export function createDeliverProcessor(svc: DeliveryDeps) {
     try {
       return await deliverOnce(svc, jobData("deliver", job), deliveryAttemptOf(job, "delivery"));
     } catch (err) {
-      if (err instanceof DeliveryLaneWait) return await retryLater(job, token, laneRecheckMs(laneWaits(job)));
+      if (err instanceof DeliveryLaneWait) return await waitInLane(job, token, err);
       throw err;
     }
   };
@@ -60,11 +59,6 @@ export function deliveryAttemptOf(job: Job, queue: QueueName): DeliveryAttempt {
     owner: { queue, jobId: job.id ?? "" },
     retried: job.attemptsMade >= attempts,
   };
-}
-
-/** How many times this job has waited in its lane: the starts that were neither attempts nor this one. */
-export function laneWaits(job: Job): number {
-  return Math.max(0, (job.attemptsStarted ?? 0) - job.attemptsMade - 1);
 }
 
 /**

@@ -7,6 +7,7 @@
  * ended without settling it.
  */
 import { Job } from "bullmq";
+import { retryLater } from "../queues/retry-later.js";
 import type { Config } from "../config/schema.js";
 import type { Queues } from "../queues/queues.js";
 import type { QueueName } from "../queues/queue-names.js";
@@ -28,6 +29,22 @@ export class DeliveryLaneWait extends Error {
  */
 export function laneRecheckMs(waits: number): number {
   return Math.min(500 * 2 ** Math.max(0, Math.min(waits, 4)), 5000);
+}
+
+/** How many times `job` has waited in its lane: the starts that were neither attempts nor this one. */
+function laneWaits(job: Job): number {
+  return Math.max(0, (job.attemptsStarted ?? 0) - job.attemptsMade - 1);
+}
+
+/**
+ * `job` waits behind `wait.behind`: back later (laneRecheckMs), no attempt counted. Its first wait
+ * is written to the job's log, so an operator in Bull Board sees why a delayed delivery waits.
+ */
+export async function waitInLane(job: Job, token: string | undefined, wait: DeliveryLaneWait): Promise<never> {
+  const waits = laneWaits(job);
+  if (waits === 0)
+    await job.log(`waiting for delivery ${wait.behind}, queued before it to the same chat, to be settled`);
+  return await retryLater(job, token, laneRecheckMs(waits));
 }
 
 /** Lane members passed in one attempt at most (each a job read); past it the attempt waits. */

@@ -34,8 +34,8 @@ import { enqueueTurn } from "../runs/enqueue.js";
 import type { TurnContinuation } from "../runs/turn.js";
 import { isTerminal } from "../runs/turn.js";
 import { isSubagentKey, subagentDepthFromKey } from "../session/key-classify.js";
-import { deliverOnce, deliveryAttemptOf, laneWaits, type DeliveryAttempt } from "../delivery/deliver.js";
-import { DeliveryLaneWait, laneRecheckMs } from "../delivery/delivery-lane.js";
+import { deliverOnce, deliveryAttemptOf, type DeliveryAttempt } from "../delivery/deliver.js";
+import { DeliveryLaneWait, waitInLane } from "../delivery/delivery-lane.js";
 import { announceAttemptFailed } from "../metrics/index.js";
 import { announceBody, announceTurnText, type AnnounceFacts } from "./announce-format.js";
 import { SubagentRegistry, type OwedRelease, type SubagentRun } from "./registry.js";
@@ -103,7 +103,7 @@ export function createSubagentProcessors(svc: SubagentDeps) {
       return await announceRun(svc, registry, run, rec, attempt, d.runId);
     } catch (err) {
       // Its post waits behind an earlier message to the same chat: back later, no attempt counted.
-      if (err instanceof DeliveryLaneWait) return await retryLater(job, token, laneRecheckMs(laneWaits(job)));
+      if (err instanceof DeliveryLaneWait) return await waitInLane(job, token, err);
       if (!lastAttempt) {
         announceAttemptFailed(false);
         throw err;

@@ -126,9 +126,15 @@ describe("one chat, in order", () => {
 describe("what a chat's first message holds, and what it does not", () => {
   it("another chat is not held while a chat's first message is retried; that chat goes on once it failed", async () => {
     const [held, other] = ["held-chat", "other-chat"];
-    await send(held, "h1 [fail:99]");
-    await send(held, "h2");
+    const h1 = await send(held, "h1 [fail:99]");
+    const h2 = await send(held, "h2");
     await send(other, "o1");
+    // Bull Board shows why h2's job waits: its log names the delivery it waits for.
+    const why = await settle(
+      async () => (await sys.svc.queues.delivery.getJobLogs(h2)).logs.find((l) => l.includes(h1)),
+      { what: "h2's job log says what it waits for", timeoutMs: 10_000 },
+    );
+    expect(why).toMatch(/queued before it to the same chat/);
     const recs = await settled(`agent:main:hook:dm:${held}`, 2);
     expect(recs.get("h1 [fail:99]")).toMatchObject({ status: "failed", attempts: ATTEMPTS });
     expect(recs.get("h2")).toMatchObject({ status: "delivered", attempts: 1 });
