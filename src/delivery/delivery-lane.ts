@@ -8,6 +8,7 @@
  */
 import { Job } from "bullmq";
 import { retryLater } from "../queues/retry-later.js";
+import { deliveryCounted } from "../metrics/index.js";
 import type { Config } from "../config/schema.js";
 import type { Queues } from "../queues/queues.js";
 import type { QueueName } from "../queues/queue-names.js";
@@ -42,6 +43,7 @@ function laneWaits(job: Job): number {
  */
 export async function waitInLane(job: Job, token: string | undefined, wait: DeliveryLaneWait): Promise<never> {
   const waits = laneWaits(job);
+  deliveryCounted("waiting");
   if (waits === 0)
     await job.log(`waiting for delivery ${wait.behind}, queued before it to the same chat, to be settled`);
   return await retryLater(job, token, laneRecheckMs(waits));
@@ -68,6 +70,7 @@ export async function awaitLaneTurn(
     if (await ownerAlive(svc.queues, behind)) throw new DeliveryLaneWait(behind.id);
     const next = await log.dropFromLane(laneId, behind, "its job ended or was removed before it was delivered");
     if (next === "kept") throw new DeliveryLaneWait(behind.id);
+    deliveryCounted("orphaned");
     // Another first member now: wake it, in case it is waiting out a delay (then look at it).
     if (next && next.id !== self) await wakeLaneNext(svc.queues, next);
     behind = next;

@@ -13,7 +13,9 @@ function outboundInstruments() {
   instruments = {
     deliveries: new Counter({
       name: "switchboard_deliveries_total",
-      help: "Delivery attempts by outcome (delivered, retry, failed, blocked, no_route)",
+      help:
+        "Delivery attempts by outcome (delivered, retry, failed, blocked, no_route; waiting: behind an earlier " +
+        "message to the same chat; orphaned: a chat's first message passed, its job gone)",
       labelNames: ["status"],
       registers,
     }),

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestSystem, type TestSystem } from "../helpers/system.js";
 import { deliveries, inbound, type Delivery } from "../helpers/api.js";
 import { settle } from "../helpers/settle.js";
+import { parseExposition, valueOf } from "../helpers/prometheus.js";
 import { DeliveryLog } from "../../src/delivery/delivery-log.js";
 import { laneIdOf } from "../../src/delivery/lane-id.js";
 
@@ -185,6 +186,15 @@ describe("what a chat's first message holds, and what it does not", () => {
     expect(recs.get("never queued")).toMatchObject({ id: "ghost-1", status: "failed", attempts: 0 });
     expect(recs.get("after the ghost")).toMatchObject({ status: "delivered" });
     expect(taken.get(to)).toEqual(["after the ghost"]);
+  });
+});
+
+describe("metrics", () => {
+  it("switchboard_deliveries_total counts the waits and the first messages passed (the tests above)", async () => {
+    const m = parseExposition(String((await sys.get("/metrics")).body));
+    // Every test above had messages wait; two passed a first message whose job was gone.
+    expect(valueOf(m, "switchboard_deliveries_total", { status: "waiting" })).toBeGreaterThanOrEqual(4);
+    expect(valueOf(m, "switchboard_deliveries_total", { status: "orphaned" })).toBe(2);
   });
 });
 
