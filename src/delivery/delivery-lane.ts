@@ -16,8 +16,14 @@ import type { DeliveryLog, LaneMember } from "./delivery-log.js";
 
 /** Thrown by an attempt that must wait behind an earlier delivery to the same chat. */
 export class DeliveryLaneWait extends Error {
-  constructor(readonly behind: string) {
-    super(`waiting for delivery ${behind} to the same chat`);
+  constructor(
+    /** The delivery waiting (in lane `laneId`). */
+    readonly self: string,
+    readonly laneId: string,
+    /** The one it waits for. */
+    readonly behind: string,
+  ) {
+    super(`delivery ${self} waits for delivery ${behind} to the same chat`);
     this.name = "DeliveryLaneWait";
   }
 }
@@ -66,15 +72,32 @@ export async function awaitLaneTurn(
   for (let passed = 0; behind && behind.id !== self; passed++) {
     const unseenFor = Date.now() - behind.seenAt;
     if (passed >= MAX_PASSED || unseenFor < svc.config.workers.deliveryOrphanAfterMs)
-      throw new DeliveryLaneWait(behind.id);
-    if (await ownerAlive(svc.queues, behind)) throw new DeliveryLaneWait(behind.id);
+      throw new DeliveryLaneWait(self, laneId, behind.id);
+    if (await ownerAlive(svc.queues, behind)) throw new DeliveryLaneWait(self, laneId, behind.id);
     const next = await log.dropFromLane(laneId, behind, "its job ended or was removed before it was delivered");
-    if (next === "kept") throw new DeliveryLaneWait(behind.id);
+    if (next === "kept") throw new DeliveryLaneWait(self, laneId, behind.id);
     deliveryCounted("orphaned");
     // Another first member now: wake it, in case it is waiting out a delay (then look at it).
     if (next && next.id !== self) await wakeLaneNext(svc.queues, next);
     behind = next;
   }
+}
+
+/**
+ * A job that joined a lane with delivery `wait.id` ends without posting it (an announce whose
+ * requester went away meanwhile): the delivery, if still pending, is settled with `status` and
+ * `reason` and leaves the lane, waking the one after it, instead of holding the chat until the
+ * orphan rule passes it.
+ */
+export async function abandonLaneDelivery(
+  svc: { queues: Queues },
+  log: DeliveryLog,
+  wait: { id: string; laneId: string },
+  status: "failed" | "no_route",
+  reason: string,
+): Promise<void> {
+  if ((await log.get(wait.id))?.status !== "pending") return;
+  await wakeLaneNext(svc.queues, await log.settle(wait.id, status, reason, wait.laneId));
 }
 
 /** Wake the job of `next`, the lane's new first member, if it is waiting out a delay. */

@@ -35,7 +35,8 @@ import type { TurnContinuation } from "../runs/turn.js";
 import { isTerminal } from "../runs/turn.js";
 import { isSubagentKey, subagentDepthFromKey } from "../session/key-classify.js";
 import { deliverOnce, deliveryAttemptOf, type DeliveryAttempt } from "../delivery/deliver.js";
-import { DeliveryLaneWait, waitInLane } from "../delivery/delivery-lane.js";
+import { abandonLaneDelivery, DeliveryLaneWait, waitInLane } from "../delivery/delivery-lane.js";
+import { DeliveryLog } from "../delivery/delivery-log.js";
 import { announceAttemptFailed } from "../metrics/index.js";
 import { announceBody, announceTurnText, type AnnounceFacts } from "./announce-format.js";
 import { SubagentRegistry, type OwedRelease, type SubagentRun } from "./registry.js";
@@ -76,11 +77,20 @@ export function announceContinuation(
 
 const MAX_TERMINAL_WAITS = 200;
 
+const deliveryLog = (svc: SubagentDeps) => new DeliveryLog(svc.redis, svc.keys);
+
 export function createSubagentProcessors(svc: SubagentDeps) {
   const registry = new SubagentRegistry(svc.redis, svc.keys);
 
   const announce = async (job: Job, token?: string): Promise<Record<string, unknown>> => {
     const d = jobData("subagentAnnounce", job);
+    // This job waited in a chat's lane and ends without having posted there (its requester went
+    // away meanwhile, or it gives up for another reason): its delivery, still pending, is settled
+    // so the chat is not held. Failing that (Redis), the lane's orphan rule passes it later.
+    const leaveLane = async (status: "failed" | "no_route", reason: string) => {
+      if (d.laneWait)
+        await abandonLaneDelivery(svc, deliveryLog(svc), d.laneWait, status, reason).catch(() => undefined);
+    };
     const rec = await svc.runs.get(d.runId);
     if (rec && !isTerminal(rec.status)) {
       // Added just before the run's finish: normally terminal within milliseconds.
@@ -95,19 +105,26 @@ export function createSubagentProcessors(svc: SubagentDeps) {
     if (!run) {
       // A completion turn's claim for a report nobody waits for any more: what it owed is settled.
       if (d.registryRunId) await registry.settleCompletion(d.childKey, d.runId);
+      await leaveLane("no_route", "the announce ended without posting");
       return { done: "unknown-run" };
     }
     const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
     const attempt = deliveryAttemptOf(job, "announce");
     try {
-      return await announceRun(svc, registry, run, rec, attempt, d.runId);
+      const done = await announceRun(svc, registry, run, rec, attempt, d.runId);
+      await leaveLane("no_route", "the announce ended without posting");
+      return done;
     } catch (err) {
       // Its post waits behind an earlier message to the same chat: back later, no attempt counted.
-      if (err instanceof DeliveryLaneWait) return await waitInLane(job, token, err);
+      if (err instanceof DeliveryLaneWait) {
+        if (d.laneWait?.id !== err.self) await job.updateData({ ...d, laneWait: { id: err.self, laneId: err.laneId } });
+        return await waitInLane(job, token, err);
+      }
       if (!lastAttempt) {
         announceAttemptFailed(false);
         throw err;
       }
+      await leaveLane("failed", (err as Error).message);
       return await giveUp(svc, registry, run, job, token, err as Error);
     }
   };
