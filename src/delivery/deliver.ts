@@ -12,7 +12,7 @@ import type { SessionStore } from "../storage/session-store.js";
 import { DeliveryLog, sendThroughChannel } from "./index.js";
 import type { DeliveryOwner, NewDeliveryRecord } from "./delivery-log.js";
 import { deliveryLaneId } from "./lane-id.js";
-import { awaitLaneTurn, DeliveryLaneWait, waitInLane, wakeLaneNext } from "./delivery-lane.js";
+import { awaitLaneTurn, DeliveryLaneWait, laneWaits, waitInLane, wakeLaneNext } from "./delivery-lane.js";
 import { sessionSendPolicy } from "../session/stored-send-policy.js";
 import { deliveryCounted } from "../metrics/index.js";
 import { addJob, jobData, type DeliverData } from "../queues/jobs.js";
@@ -37,7 +37,7 @@ export function createDeliverProcessor(svc: DeliveryDeps) {
     try {
       return await deliverOnce(svc, jobData("deliver", job), deliveryAttemptOf(job, "delivery"));
     } catch (err) {
-      if (err instanceof DeliveryLaneWait) return await waitInLane(job, token, err);
+      if (err instanceof DeliveryLaneWait) return await waitInLane(job, token, err, laneWaits(job));
       throw err;
     }
   };

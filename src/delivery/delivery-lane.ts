@@ -17,13 +17,10 @@ import type { DeliveryLog, LaneMember } from "./delivery-log.js";
 /** Thrown by an attempt that must wait behind an earlier delivery to the same chat. */
 export class DeliveryLaneWait extends Error {
   constructor(
-    /** The delivery waiting (in lane `laneId`). */
-    readonly self: string,
-    readonly laneId: string,
-    /** The one it waits for. */
+    /** The delivery it waits for. */
     readonly behind: string,
   ) {
-    super(`delivery ${self} waits for delivery ${behind} to the same chat`);
+    super(`waiting for delivery ${behind} to the same chat`);
     this.name = "DeliveryLaneWait";
   }
 }
@@ -38,20 +35,26 @@ export function laneRecheckMs(waits: number): number {
   return Math.min(500 * 2 ** Math.max(0, Math.min(waits, 4)), 5000);
 }
 
-/** How many times `job` has waited in its lane: the starts that were neither attempts nor this one. */
-function laneWaits(job: Job): number {
+/** How many times a `deliver` job has waited in its lane: the starts that were neither attempts nor this one. */
+export function laneWaits(job: Job): number {
   return Math.max(0, (job.attemptsStarted ?? 0) - job.attemptsMade - 1);
 }
 
 /**
- * `job` waits behind `wait.behind`: back later (laneRecheckMs), no attempt counted. Its first wait
- * is written to the job's log, so an operator in Bull Board sees why a delayed delivery waits.
+ * `job` waits behind `wait.behind` for the `waits`-th time (0: the first): back later
+ * (laneRecheckMs), no attempt counted. The first wait is counted (`waiting`) and written to the
+ * job's log, so an operator in Bull Board sees why a delayed delivery waits.
  */
-export async function waitInLane(job: Job, token: string | undefined, wait: DeliveryLaneWait): Promise<never> {
-  const waits = laneWaits(job);
-  deliveryCounted("waiting");
-  if (waits === 0)
+export async function waitInLane(
+  job: Job,
+  token: string | undefined,
+  wait: DeliveryLaneWait,
+  waits: number,
+): Promise<never> {
+  if (waits === 0) {
+    deliveryCounted("waiting");
     await job.log(`waiting for delivery ${wait.behind}, queued before it to the same chat, to be settled`);
+  }
   return await retryLater(job, token, laneRecheckMs(waits));
 }
 
@@ -72,32 +75,36 @@ export async function awaitLaneTurn(
   for (let passed = 0; behind && behind.id !== self; passed++) {
     const unseenFor = Date.now() - behind.seenAt;
     if (passed >= MAX_PASSED || unseenFor < svc.config.workers.deliveryOrphanAfterMs)
-      throw new DeliveryLaneWait(self, laneId, behind.id);
-    if (await ownerAlive(svc.queues, behind)) throw new DeliveryLaneWait(self, laneId, behind.id);
-    const next = await log.dropFromLane(laneId, behind, "its job ended or was removed before it was delivered");
-    if (next === "kept") throw new DeliveryLaneWait(self, laneId, behind.id);
-    deliveryCounted("orphaned");
+      throw new DeliveryLaneWait(behind.id);
+    if (await ownerAlive(svc.queues, behind)) throw new DeliveryLaneWait(behind.id);
+    const res = await log.dropFromLane(laneId, behind, "its job ended or was removed before it was delivered");
+    if (res === "kept") throw new DeliveryLaneWait(behind.id);
+    // Counted by the one delivery that took it out (others behind it may try the same).
+    if (res.dropped) deliveryCounted("orphaned");
     // Another first member now: wake it, in case it is waiting out a delay (then look at it).
-    if (next && next.id !== self) await wakeLaneNext(svc.queues, next);
-    behind = next;
+    if (res.next && res.next.id !== self) await wakeLaneNext(svc.queues, res.next);
+    behind = res.next;
   }
 }
 
 /**
- * A job that joined a lane with delivery `wait.id` ends without posting it (an announce whose
- * requester went away meanwhile): the delivery, if still pending, is settled with `status` and
- * `reason` and leaves the lane, waking the one after it, instead of holding the chat until the
- * orphan rule passes it.
+ * A job that may have put delivery `id` in a chat's lane ends without posting it (an announce
+ * whose requester went away meanwhile, or that gives up): the delivery, if still pending, is
+ * settled with `status` and `reason` and leaves whatever lane its record names, waking the one
+ * after it, instead of holding the chat until the orphan rule passes it. Nothing when it was
+ * delivered or settled already.
  */
-export async function abandonLaneDelivery(
+export async function abandonDelivery(
   svc: { queues: Queues },
   log: DeliveryLog,
-  wait: { id: string; laneId: string },
+  id: string,
   status: "failed" | "no_route",
   reason: string,
 ): Promise<void> {
-  if ((await log.get(wait.id))?.status !== "pending") return;
-  await wakeLaneNext(svc.queues, await log.settle(wait.id, status, reason, wait.laneId));
+  const { settled, next } = await log.settleIfPending(id, status, reason);
+  if (!settled) return;
+  deliveryCounted(status);
+  await wakeLaneNext(svc.queues, next);
 }
 
 /** Wake the job of `next`, the lane's new first member, if it is waiting out a delay. */

@@ -164,39 +164,71 @@ export class DeliveryLog {
    * comes back, to be woken.
    */
   async attempt(id: string, status: DeliveryStatus, error?: string, laneId?: string): Promise<LaneMember | null> {
-    return await this.record(id, status, error, laneId, true);
+    return (await this.record(id, status, error, laneId && this.keys.deliveryLane(laneId), true, false)) ?? null;
   }
 
   /** A delivery settled without an attempt (blocked, no adapter): as `attempt`, counting none. */
   async settle(id: string, status: DeliveryStatus, error: string, laneId?: string): Promise<LaneMember | null> {
-    return await this.record(id, status, error, laneId, false);
+    return (await this.record(id, status, error, laneId && this.keys.deliveryLane(laneId), false, false)) ?? null;
+  }
+
+  /**
+   * Settle `id` with `status` and `error` only if it is still pending, out of whatever lane its
+   * record names (a job ending without posting it). `settled: false` when it was settled already;
+   * `next` is the lane's new first member to wake.
+   */
+  async settleIfPending(
+    id: string,
+    status: DeliveryStatus,
+    error: string,
+  ): Promise<{ settled: boolean; next: LaneMember | null }> {
+    const [current, lane] = await this.redis.hmget(this.keys.delivery(id), "status", "lane");
+    if (current !== "pending") return { settled: false, next: null };
+    const res = await this.record(id, status, error, lane ?? undefined, false, true);
+    return res === undefined ? { settled: false, next: null } : { settled: true, next: res };
   }
 
   /**
    * Take `member`, the first of lane `laneId`, out of it: its job is gone (delivery-lane-drop.lua).
    * Only if its record is as the caller read it (`kept`: its job was seen working on it since);
-   * still pending, it is settled `failed` with `error`. Returns the lane's first member after it.
+   * still pending, it is settled `failed` with `error`. `dropped`: this call took it out (false:
+   * it was out already). `next`: the lane's first member after it.
    */
-  async dropFromLane(laneId: string, member: LaneMember, error: string): Promise<LaneMember | null | "kept"> {
+  async dropFromLane(
+    laneId: string,
+    member: LaneMember,
+    error: string,
+  ): Promise<"kept" | { dropped: boolean; next: LaneMember | null }> {
     const res = await this.laneDropLua(
       [this.keys.deliveryLane(laneId), this.keys.delivery(member.id)],
       [member.id, member.seenAt ? String(member.seenAt) : "", error.slice(0, 500), this.keys.delivery("")],
     );
-    return res === 0 ? "kept" : laneMember(res as string[]);
+    if (res === 0) return "kept";
+    const [what, ...head] = res as string[];
+    return { dropped: what === "dropped", next: laneMember(head) };
   }
 
+  /** delivery-attempt.lua; undefined when `onlyIfPending` found it settled already. */
   private async record(
     id: string,
     status: DeliveryStatus,
     error: string | undefined,
-    laneId: string | undefined,
+    laneKey: string | undefined,
     countAttempt: boolean,
-  ): Promise<LaneMember | null> {
+    onlyIfPending: boolean,
+  ): Promise<LaneMember | null | undefined> {
     const res = await this.attemptLua(
-      [this.keys.delivery(id), ...(laneId ? [this.keys.deliveryLane(laneId)] : [])],
-      [status, error ? error.slice(0, 500) : "", id, this.keys.delivery(""), countAttempt ? "1" : "0"],
+      [this.keys.delivery(id), ...(laneKey ? [laneKey] : [])],
+      [
+        status,
+        error ? error.slice(0, 500) : "",
+        id,
+        this.keys.delivery(""),
+        countAttempt ? "1" : "0",
+        onlyIfPending ? "1" : "0",
+      ],
     );
-    return laneMember(res as string[]);
+    return res === 0 ? undefined : laneMember(res as string[]);
   }
 
   private recordKeys(rec: NewDeliveryRecord): string[] {

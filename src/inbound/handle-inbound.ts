@@ -16,7 +16,7 @@ import { enqueueArchive, resetPatch, rotateSession } from "../rotation/rotate.js
 import { writeSessionSettings } from "../rotation/session-settings.js";
 import { identOf } from "../session/session-ident.js";
 import { statusCard } from "../session/status-card.js";
-import { doorLimit, enqueueTurnInSession } from "../runs/enqueue.js";
+import { doorLimit, enqueueTurnIfEntry, enqueueTurnInSession, type TurnRequest } from "../runs/enqueue.js";
 import { stopSessionAndSilence } from "../subagents/descendants.js";
 import { parseChatCommand } from "../session/chat-commands.js";
 import { InboundMessageSchema, type InboundMessage } from "../session/inbound-message.js";
@@ -160,7 +160,9 @@ async function handleResolved(
   const commandText = commandTextOf(msg.text, msg.chatType);
   const command = parseChatCommand(commandText);
 
-  let entry = await svc.sessions.get(sessionKey);
+  // The entry's stored text too: a message that writes nothing is queued only if it is unchanged.
+  let raw = await svc.sessions.getRaw(sessionKey);
+  let entry = raw === null ? null : (JSON.parse(raw) as SessionEntry);
   // A system event (heartbeat, cron or exec event) is not where the session is reached: on a
   // session that has a route it records none, and its reply goes where the session's last
   // person-sent message came from (OpenClaw keeps internal traffic off lastChannel/lastTo).
@@ -344,10 +346,14 @@ async function handleResolved(
       );
     try {
       // A message that would change nothing but the session's activity, and that recently
-      // (a DM's next message, mostly), writes nothing: its push still checks the sessionId.
+      // (a DM's next message, mostly), writes nothing: it is queued only if the entry is still
+      // exactly the one it was decided on (another message's new route meanwhile, a reset: decided
+      // again on the current entry).
+      const quiet = entry !== null && raw !== null && !rotate && !trigger.triggered;
+      const unwritten = quiet && onlyRecentActivity(config, entry!, patch, at) ? raw : null;
       const next =
-        entry && !rotate && !trigger.triggered && onlyRecentActivity(config, entry, patch, at)
-          ? entry
+        unwritten !== null
+          ? entry!
           : await svc.sessions.upsert(sessionKey, ident, patch, {
               now: at,
               staleAt: staleAtFor(config, sessionKey, at, msg.channel),
@@ -355,32 +361,33 @@ async function handleResolved(
               // The turn carries the archive; recorded too, in case it is never queued (a failed push).
               archiveRetired: rotate,
             });
+      const turn: TurnRequest = {
+        ...(runId ? { runId } : {}),
+        sessionKey,
+        agentId,
+        sessionId: next.sessionId,
+        text,
+        step: "turn",
+        provenance: "user",
+        messageTs: now,
+        deliver: route,
+        ...(rotate && entry ? { archive: { sessionId: entry.sessionId, kind: "reset" as const } } : {}),
+      };
       // Queued only if the session is still the one just written: a reset from another gateway
       // in between retired it (and may be archiving it), so the message is decided again. And only
       // if its inbox is not full (gateway.limits.maxQueuedTurns): else 429 queue_full.
-      const pushed = await enqueueTurnInSession(
-        svc,
-        {
-          ...(runId ? { runId } : {}),
-          sessionKey,
-          agentId,
-          sessionId: next.sessionId,
-          text,
-          step: "turn",
-          provenance: "user",
-          messageTs: now,
-          deliver: route,
-          ...(rotate && entry ? { archive: { sessionId: entry.sessionId, kind: "reset" as const } } : {}),
-        },
-        doorLimit(svc.config),
-      );
+      const pushed =
+        unwritten !== null
+          ? await enqueueTurnIfEntry(svc, turn, unwritten, doorLimit(svc.config))
+          : await enqueueTurnInSession(svc, turn, doorLimit(svc.config));
       if ("changed" in pushed) {
         // This attempt's own rotation retired the old sessionId: its archive goes by job now.
         if (rotate && entry)
           await enqueueArchive(svc, { sessionKey, agentId, sessionId: entry.sessionId, kind: "reset" });
         if (attempt >= MAX_ROTATION_RACES)
           throw new SwitchboardError("unavailable", "the session kept being reset while the message was queued");
-        entry = pushed.changed === null ? null : (JSON.parse(pushed.changed) as SessionEntry);
+        raw = pushed.changed;
+        entry = raw === null ? null : (JSON.parse(raw) as SessionEntry);
         continue;
       }
       return {
@@ -393,7 +400,9 @@ async function handleResolved(
     } catch (err) {
       const code = (err as { code?: string }).code;
       if ((code === "session_conflict" || code === "session_exists") && attempt < MAX_ROTATION_RACES) {
-        entry = await svc.sessions.get(sessionKey); // someone else rotated or created it first: re-evaluate
+        // Someone else rotated or created it first: re-evaluate.
+        raw = await svc.sessions.getRaw(sessionKey);
+        entry = raw === null ? null : (JSON.parse(raw) as SessionEntry);
         continue;
       }
       throw err;

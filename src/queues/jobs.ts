@@ -114,11 +114,8 @@ export const SubagentAnnounceDataSchema = z.object({
   registryRunId: z.string().min(1).optional(),
   /** The sub-agent whose end asked for this claim, when no completion turn carried it. */
   via: z.string().min(1).optional(),
-  /**
-   * The delivery this job waited for its turn to post, in its chat's lane: settled by the job if
-   * it ends without posting it, so the chat is not held (src/delivery/delivery-lane.ts).
-   */
-  laneWait: z.object({ id: z.string().min(1), laneId: z.string().min(1) }).optional(),
+  /** How many times this job waited for its post's turn in its chat's lane (src/delivery/delivery-lane.ts). */
+  laneWaits: z.number().int().min(0).optional(),
   ...RunOutcomeFields,
 });
 

@@ -10,13 +10,16 @@ type Json = Record<string, unknown>;
 
 const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
 
-/** `entry` with `patch` applied as the store applies it (updatedAt, rev and key aside). */
+/**
+ * `entry` with `patch` applied as the store applies it (updatedAt, rev and key aside). Fields and
+ * inner fields that are undefined are not in the patch's JSON, as for the store.
+ */
 export function mergePatch(entry: SessionEntry, patch: SessionEntryPatch): SessionEntry {
   const out: Json = { ...entry };
   for (const [field, value] of Object.entries(patch)) {
     if (value === undefined) continue; // not in the patch's JSON
     if (value === null) delete out[field];
-    else if (isObject(value) && Object.keys(value).length > 0) {
+    else if (isObject(value) && Object.values(value).some((v) => v !== undefined)) {
       const merged: Json = isObject(out[field]) ? { ...(out[field] as Json) } : {};
       for (const [inner, v] of Object.entries(value)) {
         if (v === null) delete merged[inner];

@@ -153,8 +153,13 @@ export class SessionStore {
   }
 
   async get(sessionKey: string): Promise<SessionEntry | null> {
-    const raw = await this.redis.get(this.keys.session(sessionKey));
+    const raw = await this.getRaw(sessionKey);
     return raw ? (JSON.parse(raw) as SessionEntry) : null;
+  }
+
+  /** The entry's JSON exactly as stored (what a push can check it against), or null. */
+  async getRaw(sessionKey: string): Promise<string | null> {
+    return await this.redis.get(this.keys.session(sessionKey));
   }
 
   async require(sessionKey: string): Promise<SessionEntry> {

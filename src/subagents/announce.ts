@@ -35,7 +35,7 @@ import type { TurnContinuation } from "../runs/turn.js";
 import { isTerminal } from "../runs/turn.js";
 import { isSubagentKey, subagentDepthFromKey } from "../session/key-classify.js";
 import { deliverOnce, deliveryAttemptOf, type DeliveryAttempt } from "../delivery/deliver.js";
-import { abandonLaneDelivery, DeliveryLaneWait, waitInLane } from "../delivery/delivery-lane.js";
+import { abandonDelivery, DeliveryLaneWait, waitInLane } from "../delivery/delivery-lane.js";
 import { DeliveryLog } from "../delivery/delivery-log.js";
 import { announceAttemptFailed } from "../metrics/index.js";
 import { announceBody, announceTurnText, type AnnounceFacts } from "./announce-format.js";
@@ -79,17 +79,23 @@ const MAX_TERMINAL_WAITS = 200;
 
 const deliveryLog = (svc: SubagentDeps) => new DeliveryLog(svc.redis, svc.keys);
 
+/** The delivery of the announce of registry run `runId` to its requester's chat. */
+export function announceDeliveryId(runId: string): string {
+  return `subagent-announce-${runId}`;
+}
+
 export function createSubagentProcessors(svc: SubagentDeps) {
   const registry = new SubagentRegistry(svc.redis, svc.keys);
 
   const announce = async (job: Job, token?: string): Promise<Record<string, unknown>> => {
     const d = jobData("subagentAnnounce", job);
-    // This job waited in a chat's lane and ends without having posted there (its requester went
-    // away meanwhile, or it gives up for another reason): its delivery, still pending, is settled
-    // so the chat is not held. Failing that (Redis), the lane's orphan rule passes it later.
+    // The job ends without having posted its announce (its requester went away meanwhile, or it
+    // gives up for another reason) after an attempt put it in its chat's lane: its delivery, still
+    // pending, is settled so the chat is not held. Nothing when it was posted or never tried.
+    // Failing that (Redis), the lane's orphan rule passes it later.
     const leaveLane = async (status: "failed" | "no_route", reason: string) => {
-      if (d.laneWait)
-        await abandonLaneDelivery(svc, deliveryLog(svc), d.laneWait, status, reason).catch(() => undefined);
+      const id = announceDeliveryId(d.registryRunId ?? d.runId);
+      await abandonDelivery(svc, deliveryLog(svc), id, status, reason).catch(() => undefined);
     };
     const rec = await svc.runs.get(d.runId);
     if (rec && !isTerminal(rec.status)) {
@@ -117,8 +123,9 @@ export function createSubagentProcessors(svc: SubagentDeps) {
     } catch (err) {
       // Its post waits behind an earlier message to the same chat: back later, no attempt counted.
       if (err instanceof DeliveryLaneWait) {
-        if (d.laneWait?.id !== err.self) await job.updateData({ ...d, laneWait: { id: err.self, laneId: err.laneId } });
-        return await waitInLane(job, token, err);
+        const waits = d.laneWaits ?? 0;
+        await job.updateData({ ...d, laneWaits: waits + 1 });
+        return await waitInLane(job, token, err, waits);
       }
       if (!lastAttempt) {
         announceAttemptFailed(false);
@@ -422,7 +429,7 @@ async function announceEnded(
     await deliverOnce(
       svc,
       {
-        id: `subagent-announce-${run.runId}`,
+        id: announceDeliveryId(run.runId),
         sessionKey: run.requesterSessionKey,
         route,
         message,

@@ -215,6 +215,25 @@ describe("the lane steps themselves (DeliveryLog on Redis)", () => {
     expect(await sys.svc.redis.exists(sys.svc.keys.deliveryLane(laneIdOf(route)))).toBe(0);
   });
 
+  it("a delivery whose chat changed between attempts leaves the lane it was in", async () => {
+    const log = new DeliveryLog(sys.svc.redis, sys.svc.keys);
+    const other = { channel: "hook", to: "steps-moved" };
+    await log.open(rec("st-m"), undefined, lane("st-m"));
+    // Its next attempt goes to another chat (an announce whose requester's route moved).
+    const moved = { id: laneIdOf(other), owner: { queue: "delivery", jobId: "st-m" } };
+    expect(await log.begin({ ...rec("st-m"), ...other }, moved, false)).toEqual({ status: "pending", behind: null });
+    expect(await sys.svc.redis.zscore(sys.svc.keys.deliveryLane(laneIdOf(route)), "st-m")).toBeNull();
+    expect(await sys.svc.redis.zscore(sys.svc.keys.deliveryLane(laneIdOf(other)), "st-m")).not.toBeNull();
+    // Settled by a job that ends without posting it: out of the lane its record names, once.
+    expect(await log.settleIfPending("st-m", "no_route", "ended without posting")).toEqual({
+      settled: true,
+      next: null,
+    });
+    expect(await log.settleIfPending("st-m", "failed", "again")).toEqual({ settled: false, next: null });
+    expect(await log.get("st-m")).toMatchObject({ status: "no_route", error: "ended without posting" });
+    expect(await sys.svc.redis.exists(sys.svc.keys.deliveryLane(laneIdOf(other)))).toBe(0);
+  });
+
   it("a re-run after its recorded last failure does not post again; a retry on purpose does", async () => {
     const log = new DeliveryLog(sys.svc.redis, sys.svc.keys);
     await log.open(rec("st-f"), undefined, lane("st-f"));

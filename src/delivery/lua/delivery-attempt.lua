@@ -8,10 +8,12 @@
 
   KEYS[1] record hash; with a lane: KEYS[2] the lane
   ARGV[1] status, ARGV[2] error or "" (none), ARGV[3] the delivery id, ARGV[4] the record key
-  prefix, ARGV[5] "1" to count an attempt
-  Returns the lane's new first member as lane_head does, or {} (none to wake).
+  prefix, ARGV[5] "1" to count an attempt, ARGV[6] "1": only a delivery still pending is settled
+  Returns the lane's new first member as lane_head does, or {} (none to wake); 0 when ARGV[6]
+  found it settled already (nothing changed).
 ]]
 --@include delivery-lane
+if ARGV[6] == "1" and redis.call("HGET", KEYS[1], "status") ~= "pending" then return 0 end
 if ARGV[5] == "1" then redis.call("HINCRBY", KEYS[1], "attempts", 1) end
 redis.call("HSET", KEYS[1], "status", ARGV[1])
 if ARGV[2] ~= "" then

@@ -24,7 +24,15 @@ local status = redis.call("HGET", KEYS[1], "status")
 if status == "delivered" then return { "delivered" } end
 if status == "failed" and ARGV[7] ~= "1" then return { "failed", redis.call("HGET", KEYS[1], "error") or "" } end
 if status ~= "pending" then redis.call("HSET", KEYS[1], "status", "pending") end
-if not KEYS[5] then return { "pending", "first" } end
+if not KEYS[5] then
+  -- No lane now (its channel became a log one, or lost its adapter): out of the one it was in.
+  local was = redis.call("HGET", KEYS[1], "lane")
+  if was then
+    redis.call("ZREM", was, ARGV[2])
+    redis.call("HDEL", KEYS[1], "lane")
+  end
+  return { "pending", "first" }
+end
 lane_join(KEYS[5], KEYS[6], KEYS[1], ARGV[2], ARGV[10], ARGV[11], ARGV[12], ARGV[4])
 local head = lane_head(KEYS[5], ARGV[13])
 if head[1] == ARGV[2] then return { "pending", "first" } end

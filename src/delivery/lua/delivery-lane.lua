@@ -6,16 +6,19 @@
   wait their turn.
 
   lane_join(lane, seq, rec, id, ownerQueue, ownerJob, now, ttl): the delivery `id` (record `rec`)
-  joins `lane` once, taking the next number of the counter `seq`; its record notes the job that
-  sends it (queue, job id) and when that job was last seen working on it (ms), which is how a
-  delivery behind it tells a slow first member from one whose job is gone. A lane nobody joined
-  for `ttl` seconds expires.
+  joins `lane` once, taking the next number of the counter `seq`; its record notes the lane (a
+  delivery whose chat changed between attempts, a sub-agent announce whose requester moved, leaves
+  the lane it was in), the job that sends it (queue, job id) and when that job was last seen
+  working on it (ms), which is how a delivery behind it tells a slow first member from one whose
+  job is gone. A lane nobody joined for `ttl` seconds expires.
 
   lane_head(lane, recPrefix): the lane's first member as {id, ownerQueue, ownerJob, seenAt,
   status} (read from its record, `recPrefix` .. id), or {} for an empty lane.
 ]]
 local function lane_join(lane, seq, rec, id, ownerQueue, ownerJob, now, ttl)
-  redis.call("HSET", rec, "ownerQueue", ownerQueue, "ownerJob", ownerJob, "laneSeenAt", now)
+  local was = redis.call("HGET", rec, "lane")
+  if was and was ~= lane then redis.call("ZREM", was, id) end
+  redis.call("HSET", rec, "lane", lane, "ownerQueue", ownerQueue, "ownerJob", ownerJob, "laneSeenAt", now)
   if not redis.call("ZSCORE", lane, id) then redis.call("ZADD", lane, redis.call("INCR", seq), id) end
   redis.call("EXPIRE", lane, ttl)
 end
