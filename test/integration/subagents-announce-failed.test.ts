@@ -11,8 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { announceJobId } from "../../src/subagents/announce.js";
 import { startTestSystem, type TestSystem } from "../helpers/system.js";
 import { parseExposition, valueOf } from "../helpers/prometheus.js";
-import { scriptAgent, queuesQuiet, tool, toolsConfig, textOf } from "../fixtures/tools-support.js";
-import { announced, completionTurns, COMPLETION } from "../fixtures/subagents-support.js";
+import { queuesQuiet, tool, toolsConfig, textOf } from "../fixtures/tools-support.js";
+import { announced, completionTurns, groupRequester, tidesAgent } from "../fixtures/subagents-support.js";
 import { settle } from "../helpers/settle.js";
 
 const ATTEMPTS = 3;
@@ -51,17 +51,7 @@ describe("an announce that exhausts its retries", () => {
         channels: { hook: { kind: "webhook", url: `http://127.0.0.1:${hook.port}/post`, timeoutMs: 2000 } },
         agents: {
           defaults: { subagents: { announceAttempts: ATTEMPTS, announceBackoffMs: 50, archiveAfterMinutes: 0 } },
-          list: [
-            scriptAgent(
-              "main",
-              [
-                { when: { contains: COMPLETION }, reply: "NO_REPLY" },
-                { when: { contains: "Subagent Task" }, delayMs: 100, reply: "the tide is low at noon" },
-                { reply: "NO_REPLY" },
-              ],
-              { default: true },
-            ),
-          ],
+          list: [tidesAgent()],
         },
       }),
     );
@@ -72,18 +62,8 @@ describe("an announce that exhausts its retries", () => {
   });
 
   it("lands in the failed set (Bull Board), shows `announce failed` in subagents list, and nothing twice", async () => {
-    // A requester whose route is the failing webhook (its first reply is NO_REPLY: nothing posted).
-    const r = await sys.post("/v1/inbound", {
-      channel: "hook",
-      chatType: "group",
-      from: "9",
-      groupId: "g9",
-      text: "hello",
-      agentId: "main",
-    });
-    expect(r.status).toBe(202);
-    const requester = r.body.sessionKey as string;
-    await sys.rpc("agent.wait", { runId: r.body.runId, timeoutMs: 10_000 });
+    // A requester whose route is the webhook (its first reply is NO_REPLY: nothing posted).
+    const requester = await groupRequester(sys, "hook", "g9");
 
     const spawn = await tool(sys, "sessions_spawn", requester, {
       task: "look up the tides",

@@ -12,8 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { announceJobId } from "../../src/subagents/announce.js";
 import { startTestSystem, type TestSystem } from "../helpers/system.js";
 import { parseExposition, valueOf } from "../helpers/prometheus.js";
-import { scriptAgent, tool, toolsConfig } from "../fixtures/tools-support.js";
-import { COMPLETION } from "../fixtures/subagents-support.js";
+import { tool, toolsConfig } from "../fixtures/tools-support.js";
+import { groupRequester, tidesAgent } from "../fixtures/subagents-support.js";
 import { deliveries, entryOf } from "../helpers/api.js";
 import { settle } from "../helpers/settle.js";
 
@@ -42,17 +42,7 @@ beforeAll(async () => {
       channels: { hook: { kind: "webhook", url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/` } },
       agents: {
         defaults: { subagents: { archiveAfterMinutes: 0 } },
-        list: [
-          scriptAgent(
-            "main",
-            [
-              { when: { contains: COMPLETION }, reply: "NO_REPLY" },
-              { when: { contains: "Subagent Task" }, delayMs: 100, reply: "the tide is low at noon" },
-              { reply: "NO_REPLY" },
-            ],
-            { default: true },
-          ),
-        ],
+        list: [tidesAgent()],
       },
     }),
   );
@@ -66,16 +56,8 @@ afterAll(async () => {
 
 describe("an announce waiting in its chat's lane", () => {
   it("whose requester is deleted meanwhile settles its delivery itself and holds the chat no longer", async () => {
-    const r = await sys.post("/v1/inbound", {
-      channel: "hook",
-      chatType: "group",
-      from: "7",
-      groupId: "g7",
-      text: "hi",
-    });
-    expect(r.status).toBe(202);
-    const requester = r.body.sessionKey as string;
-    await sys.rpc("agent.wait", { runId: r.body.runId, timeoutMs: 10_000 });
+    // A requester whose route is the webhook (its first reply is NO_REPLY: nothing posted).
+    const requester = await groupRequester(sys, "hook", "g7");
     const route = (await entryOf(sys, requester)).deliveryContext as { channel: string; to: string };
 
     // A message to the same chat that the webhook refuses: first in the chat's lane for 6 s.
