@@ -113,11 +113,11 @@ export async function wakeLaneNext(queues: Queues, next: LaneMember | null): Pro
   const queue = queues[next.owner.queue as QueueName];
   if (!queue || !next.owner.jobId) return;
   try {
-    const job = await Job.fromId(queue, next.owner.jobId);
-    // Only a delayed job can be promoted; one waiting or running finds itself first anyway.
-    if (job && (await job.isDelayed())) await job.promote();
+    // Only a delayed job can be promoted (BullMQ refuses any other): one waiting or running
+    // finds itself first anyway.
+    await (await Job.fromId(queue, next.owner.jobId))?.promote();
   } catch {
-    // Promoted or started meanwhile, or Redis failed: its own delay brings it back.
+    // Not delayed, promoted or started meanwhile, or Redis failed: its own delay brings it back.
   }
 }
 
@@ -128,8 +128,7 @@ export async function wakeLaneNext(queues: Queues, next: LaneMember | null): Pro
 async function ownerAlive(queues: Queues, member: LaneMember): Promise<boolean> {
   const queue = queues[member.owner.queue as QueueName];
   if (!queue || !member.owner.jobId) return false;
-  const job = await Job.fromId(queue, member.owner.jobId);
-  if (!job) return false;
-  const state = await job.getState();
+  // The state alone (one round trip; "unknown": no such job), not the job and its message.
+  const state = await queue.getJobState(member.owner.jobId);
   return state !== "completed" && state !== "failed" && state !== "unknown";
 }

@@ -182,9 +182,8 @@ export class DeliveryLog {
     status: DeliveryStatus,
     error: string,
   ): Promise<{ settled: boolean; next: LaneMember | null }> {
-    const [current, lane] = await this.redis.hmget(this.keys.delivery(id), "status", "lane");
-    if (current !== "pending") return { settled: false, next: null };
-    const res = await this.record(id, status, error, lane ?? undefined, false, true);
+    // One script: the status checked and the lane its record names read inside it.
+    const res = await this.record(id, status, error, undefined, false, true);
     return res === undefined ? { settled: false, next: null } : { settled: true, next: res };
   }
 

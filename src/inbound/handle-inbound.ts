@@ -162,7 +162,7 @@ async function handleResolved(
 
   // The entry's stored text too: a message that writes nothing is queued only if it is unchanged.
   let raw = await svc.sessions.getRaw(sessionKey);
-  let entry = raw === null ? null : (JSON.parse(raw) as SessionEntry);
+  let entry = entryOf(raw);
   // A system event (heartbeat, cron or exec event) is not where the session is reached: on a
   // session that has a route it records none, and its reply goes where the session's last
   // person-sent message came from (OpenClaw keeps internal traffic off lastChannel/lastTo).
@@ -387,7 +387,7 @@ async function handleResolved(
         if (attempt >= MAX_ROTATION_RACES)
           throw new SwitchboardError("unavailable", "the session kept being reset while the message was queued");
         raw = pushed.changed;
-        entry = raw === null ? null : (JSON.parse(raw) as SessionEntry);
+        entry = entryOf(raw);
         continue;
       }
       return {
@@ -402,13 +402,16 @@ async function handleResolved(
       if ((code === "session_conflict" || code === "session_exists") && attempt < MAX_ROTATION_RACES) {
         // Someone else rotated or created it first: re-evaluate.
         raw = await svc.sessions.getRaw(sessionKey);
-        entry = raw === null ? null : (JSON.parse(raw) as SessionEntry);
+        entry = entryOf(raw);
         continue;
       }
       throw err;
     }
   }
 }
+
+/** The entry stored as `raw` (null: no session). */
+const entryOf = (raw: string | null): SessionEntry | null => (raw === null ? null : (JSON.parse(raw) as SessionEntry));
 
 /**
  * Whether writing `patch` (the message's metadata, its activity at `at`) would change nothing but

@@ -6,7 +6,8 @@
   wakes nobody: the first member may be waiting out its own retry delay). One script, not a MULTI
   of four commands.
 
-  KEYS[1] record hash; with a lane: KEYS[2] the lane
+  KEYS[1] record hash; with a lane: KEYS[2] the lane (without it, and with ARGV[6], the lane the
+  record names, a key of the same `{prefix}` hash tag: delivery-lane.lua)
   ARGV[1] status, ARGV[2] error or "" (none), ARGV[3] the delivery id, ARGV[4] the record key
   prefix, ARGV[5] "1" to count an attempt, ARGV[6] "1": only a delivery still pending is settled
   Returns the lane's new first member as lane_head does, or {} (none to wake); 0 when ARGV[6]
@@ -21,8 +22,9 @@ if ARGV[2] ~= "" then
 elseif ARGV[5] == "1" then
   redis.call("HDEL", KEYS[1], "error")
 end
-if not KEYS[2] or ARGV[1] == "pending" then return {} end
-local rank = redis.call("ZRANK", KEYS[2], ARGV[3])
-redis.call("ZREM", KEYS[2], ARGV[3])
+local lane = KEYS[2] or (ARGV[6] == "1" and redis.call("HGET", KEYS[1], "lane"))
+if not lane or ARGV[1] == "pending" then return {} end
+local rank = redis.call("ZRANK", lane, ARGV[3])
+redis.call("ZREM", lane, ARGV[3])
 if rank ~= 0 then return {} end
-return lane_head(KEYS[2], ARGV[4])
+return lane_head(lane, ARGV[4])
