@@ -657,8 +657,9 @@ PORT=$("$NODE" -e 'console.log(new URL(require(process.argv[1]).redisUrl).port)'
     const stateDir = join(dir.dir, "state");
     const out = join(dir.dir, "out");
     const cfg = join(dir.dir, "switchboard.json5");
-    // A turn of 2 s: still running when the signal comes, well within the default grace (25 s).
-    const runtime = { kind: "script", rules: [{ delayMs: 2000, reply: "slow-done" }] };
+    // A turn of 6 s: still running when the signal comes (each poll below starts a node process,
+    // a second or more on a loaded machine), well within the default grace (25 s).
+    const runtime = { kind: "script", rules: [{ delayMs: 6000, reply: "slow-done" }] };
     writeFileSync(
       cfg,
       JSON.stringify({ redis: { prefix: "emb" }, gateway: { port: 0 }, agents: { list: [{ id: "main", runtime }] } }),

@@ -65,3 +65,22 @@ export function metricsUrlOf(proc: { output(): string }): string {
   if (!m) throw new Error(`no metrics URL in the process output:\n${proc.output()}`);
   return m[1]!;
 }
+
+/**
+ * The in-process gateway's metrics, read to count from. prom-client's registry is the process's,
+ * and test files may share a process (vitest's `isolate: false`): a test asserts on the change
+ * since a snapshot it took itself (`since`), never on a total.
+ */
+export async function gatewayMetrics(sys: { get(path: string): Promise<{ body: unknown }> }): Promise<Exposition> {
+  return parseExposition(String((await sys.get("/metrics")).body));
+}
+
+/** How much the matching samples grew from `before` to `after`. */
+export function since(
+  before: Exposition,
+  after: Exposition,
+  name: string,
+  labels: Record<string, string> = {},
+): number {
+  return valueOf(after, name, labels) - valueOf(before, name, labels);
+}

@@ -10,7 +10,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { announceJobId } from "../../src/subagents/announce.js";
 import { startTestSystem, type TestSystem } from "../helpers/system.js";
-import { parseExposition, valueOf } from "../helpers/prometheus.js";
+import { gatewayMetrics, since } from "../helpers/prometheus.js";
 import { queuesQuiet, tool, toolsConfig, textOf } from "../fixtures/tools-support.js";
 import { announced, completionTurns, groupRequester, tidesAgent } from "../fixtures/subagents-support.js";
 import { settle } from "../helpers/settle.js";
@@ -63,6 +63,7 @@ describe("an announce that exhausts its retries", () => {
 
   it("lands in the failed set (Bull Board), shows `announce failed` in subagents list, and nothing twice", async () => {
     // A requester whose route is the webhook (its first reply is NO_REPLY: nothing posted).
+    const m0 = await gatewayMetrics(sys);
     const requester = await groupRequester(sys, "hook", "g9");
 
     const spawn = await tool(sys, "sessions_spawn", requester, {
@@ -143,10 +144,10 @@ describe("an announce that exhausts its retries", () => {
     expect(await sys.svc.sessions.get(spawn.childSessionKey)).not.toBeNull();
 
     // Metrics (workers share this process): each failed attempt but the last is a retry, the last a failure.
-    const m = parseExposition(String((await sys.get("/metrics")).body));
-    expect(valueOf(m, "switchboard_announce_retries_total")).toBe(ATTEMPTS - 1);
-    expect(valueOf(m, "switchboard_announce_failures_total")).toBe(1);
-    expect(valueOf(m, "switchboard_deliveries_total", { status: "retry" })).toBeGreaterThanOrEqual(ATTEMPTS - 1);
-    expect(valueOf(m, "switchboard_deliveries_total", { status: "failed" })).toBeGreaterThanOrEqual(1);
+    const m = await gatewayMetrics(sys);
+    expect(since(m0, m, "switchboard_announce_retries_total")).toBe(ATTEMPTS - 1);
+    expect(since(m0, m, "switchboard_announce_failures_total")).toBe(1);
+    expect(since(m0, m, "switchboard_deliveries_total", { status: "retry" })).toBeGreaterThanOrEqual(ATTEMPTS - 1);
+    expect(since(m0, m, "switchboard_deliveries_total", { status: "failed" })).toBeGreaterThanOrEqual(1);
   });
 });

@@ -11,7 +11,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { announceJobId } from "../../src/subagents/announce.js";
 import { startTestSystem, type TestSystem } from "../helpers/system.js";
-import { parseExposition, valueOf } from "../helpers/prometheus.js";
+import { gatewayMetrics, since } from "../helpers/prometheus.js";
 import { tool, toolsConfig } from "../fixtures/tools-support.js";
 import { groupRequester, tidesAgent } from "../fixtures/subagents-support.js";
 import { deliveries, entryOf } from "../helpers/api.js";
@@ -57,6 +57,7 @@ afterAll(async () => {
 describe("an announce waiting in its chat's lane", () => {
   it("whose requester is deleted meanwhile settles its delivery itself and holds the chat no longer", async () => {
     // A requester whose route is the webhook (its first reply is NO_REPLY: nothing posted).
+    const m0 = await gatewayMetrics(sys);
     const requester = await groupRequester(sys, "hook", "g7");
     const route = (await entryOf(sys, requester)).deliveryContext as { channel: string; to: string };
 
@@ -98,7 +99,6 @@ describe("an announce waiting in its chat's lane", () => {
       timeoutMs: 20_000,
     });
     expect(posts.filter((p) => p.id === held.id)).toHaveLength(ATTEMPTS);
-    const m = parseExposition(String((await sys.get("/metrics")).body));
-    expect(valueOf(m, "switchboard_deliveries_total", { status: "orphaned" })).toBe(0);
+    expect(since(m0, await gatewayMetrics(sys), "switchboard_deliveries_total", { status: "orphaned" })).toBe(0);
   }, 60_000);
 });
