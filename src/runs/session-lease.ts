@@ -44,7 +44,7 @@ export class SessionLeases {
   private readonly releaseLua;
 
   constructor(
-    redis: RedisClient,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
     private readonly ttlMs: number,
   ) {
@@ -99,6 +99,9 @@ export class SessionLeases {
           () => {
             // A failed renewal is not yet a lost lease: the next tick retries; if Redis stays
             // away past the TTL the token no longer matches and every fenced write refuses.
+            // A client closed for good (the process shutting down) renews nothing again: a
+            // timer left behind would tick for the rest of the process's life.
+            if (this.redis.status === "end") clearInterval(timer);
           },
         );
       },

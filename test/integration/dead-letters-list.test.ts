@@ -8,19 +8,24 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestSystem, writeConfigFile, type TestSystem } from "../helpers/system.js";
+import { startPrivateRedis, type PrivateRedis } from "../helpers/redis-server.js";
 import { cliEnv, runCli, show } from "../helpers/cli-run.js";
 import type { DeadLetter } from "../../src/runs/dead-letters.js";
 import { deadLetter, writeIndexed as writeLetter } from "../fixtures/dead-letter-support.js";
 
 let sys: TestSystem;
+let redis: PrivateRedis;
 
 beforeAll(async () => {
-  // No workers: nothing else reads Redis while a listing's traffic is measured.
-  sys = await startTestSystem({}, { gateway: true, workers: false });
+  // Its own Redis and no workers: nothing else reads it while a listing's traffic is measured
+  // (the server's count of bytes sent counts every client's).
+  redis = await startPrivateRedis();
+  sys = await startTestSystem({ redis: { url: redis.url } }, { gateway: true, workers: false });
 });
 
 afterAll(async () => {
   await sys?.close();
+  await redis?.cleanup();
 });
 
 const hash = () => sys.svc.keys.deadLetters();

@@ -81,6 +81,7 @@ describe("finishStep", () => {
     const again = await sys.svc.runs.finishStep(lease, running.runId, "ok", { reply: "hi" }, opts);
     expect(again).toEqual({ finished: false, next: null, pushed: ["skipped"] });
     expect(await inboxOf(b.key)).toHaveLength(1);
+    await lease.release();
   });
 
   it("short and long fields, any text, are stored exactly; a finish sent again is still recognised", async () => {
@@ -100,6 +101,7 @@ describe("finishStep", () => {
     expect({ model: raw.model, reply: raw.reply, resultOutput: raw.resultOutput }).toEqual(fields);
     // Sent again by the client (its nonce travels in the short list): answered as finished.
     expect(await sys.svc.runs.finishStep(lease, running.runId, "ok", fields, opts)).toMatchObject({ finished: false });
+    await lease.release();
   });
 
   it("a turn into the finishing session itself is begun by the same finish", async () => {
@@ -124,6 +126,7 @@ describe("finishStep", () => {
     expect(await sys.svc.runs.get(announce.runId)).toMatchObject({ status: "running" });
     // Taken by this holder at once: no wake left pending for it.
     expect((await sys.svc.wakes.overdue(0, 100)).map((w) => w.member)).not.toContain(`${announce.runId}|${a.key}`);
+    await lease.release();
   });
 
   it("a conditional push follows the late flag as it stands at the finish", async () => {

@@ -37,5 +37,26 @@ it("a wall clock stepped back does not stretch how long a lease counts as surely
     expect(surelyHeld(got.lease)).toBe(false);
   } finally {
     vi.useRealTimers();
+    got.lease.released(); // its renewals stop (they would tick under later files of this process)
   }
+});
+
+it("a lease whose client was closed for good stops trying to renew it", async () => {
+  const redis = new Redis(url);
+  const ttlMs = 600; // renewed every 200 ms
+  const leases = new SessionLeases(redis, new RedisKeys(`leaseclosed${process.pid}`), ttlMs);
+  const got = await leases.tryAcquire("agent:main:closed");
+  if (!got.acquired) throw new Error("the lease was not taken");
+  // Never released (a holder cut short as its process shut down), its client closed.
+  await redis.quit();
+  const tries: string[] = [];
+  const send = redis.sendCommand.bind(redis);
+  redis.sendCommand = (cmd, stream) => {
+    tries.push(cmd.name);
+    return send(cmd, stream);
+  };
+  await sleep(1500); // seven renewal periods
+  // The first renewal after the close failed and was the last: no timer left ticking.
+  expect(tries.length).toBeLessThanOrEqual(1);
+  expect(redis.status).toBe("end");
 });

@@ -56,8 +56,11 @@ afterAll(async () => {
       redis.start().catch(() => {}),
       10_000,
     );
-  await within(Promise.allSettled([peer?.close(), sys?.close()]), 15_000);
+  const closed = await within(Promise.allSettled([peer?.close(), sys?.close()]), 15_000);
   await redis?.cleanup();
+  // Said, not skipped over: a system left running would go on under the next files of this
+  // process (their in-process metrics, their Redis).
+  if (!closed) throw new Error("the gateways and workers did not close within 15 s");
 }, 40_000);
 
 describe("runs on BullMQ: Redis restart", () => {

@@ -11,6 +11,7 @@ import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import { startTestSystem, type TestSystem } from "../helpers/system.js";
 import { newRedis } from "../helpers/context.js";
+import { startPrivateRedis, type PrivateRedis } from "../helpers/redis-server.js";
 import { settle, quietPeriod } from "../helpers/settle.js";
 import { requeueStopped, stopSession, STOPPED_TURN_ORPHANED_MS } from "../../src/runs/stop.js";
 import { STOP_CUT_TTL_MS, STOP_STEP_BYTES, STOP_STEP_TURNS } from "../../src/runs/inbox.js";
@@ -19,14 +20,17 @@ import { subagentAnnounceJobId } from "../../src/queues/jobs.js";
 import { serializeTurn, type Turn } from "../../src/runs/turn.js";
 
 let sys: TestSystem;
+/** Its own Redis: one test turns the slow log on for every command, which is the server's. */
+let redis: PrivateRedis;
 let sub: Redis;
 /** run-done notifications seen, per runId. */
 const published = new Map<string, number>();
 
 beforeAll(async () => {
   // No workers: queued turns stay queued until a stop drops them.
-  sys = await startTestSystem({}, { gateway: false, workers: false });
-  sub = newRedis();
+  redis = await startPrivateRedis();
+  sys = await startTestSystem({ redis: { url: redis.url } }, { gateway: false, workers: false });
+  sub = newRedis(redis.url);
   await sub.subscribe(sys.svc.keys.runDoneChannel());
   sub.on("message", (_channel: string, message: string) => {
     const runId = message.split("\n")[0]!;
@@ -37,6 +41,7 @@ beforeAll(async () => {
 afterAll(async () => {
   sub?.disconnect();
   await sys?.close();
+  await redis?.cleanup();
 });
 
 /** Queue `n` turns into `key` (every fifth carries a sub-agent announce), as a door would. */
@@ -201,7 +206,7 @@ describe("/stop of a long inbox, in steps", () => {
     const key = "agent:main:huge";
     const MiB = 1024 * 1024;
     const turns = await queue(key, 64, (i) => `${i} ${"x".repeat(MiB)}`);
-    const admin = newRedis();
+    const admin = newRedis(redis.url);
     const saved = (await admin.config("GET", "slowlog-*")) as string[];
     try {
       await admin.config("SET", "slowlog-log-slower-than", "0");
