@@ -36,7 +36,8 @@ export interface NetnsRun {
 /**
  * Run a bash `script` in a private network namespace with $NODE, $CLI, $CFG, $OUT and $STATE set
  * (HOME `home`, SWITCHBOARD_STATE_DIR `stateDir`, LOG_LEVEL info, no REDIS_URL); then kill any
- * redis-server of `stateDir` it left (same pid space inside and out) and report it.
+ * redis-server of `stateDir` it left (same pid space inside and out) and report it, and any
+ * process still running with `cfg` (a script cut off by the timeout).
  */
 export function runInPrivateNetns(
   script: string,
@@ -64,15 +65,22 @@ export function runInPrivateNetns(
   const diag =
     `unshare ${netns.join(" ")}: exit ${res.status} ${res.error?.message ?? ""}\n${res.stderr}\n` +
     `start.log:\n${read("start.log")}`;
-  const leaked = readdirSync("/proc")
+  const leaked = processesWith(join(stateDir, "redis"));
+  // A script cut off by the timeout leaves its `switchboard start` running (only unshare is
+  // killed): not a finding of the test, but it must not run on under the rest of the suite.
+  for (const pid of [...leaked, ...processesWith(cfg)]) process.kill(Number(pid), "SIGKILL");
+  return { res, read, diag, leaked };
+}
+
+/** Pids of the processes whose command line contains `text`. */
+function processesWith(text: string): string[] {
+  return readdirSync("/proc")
     .filter((p) => /^\d+$/.test(p))
     .filter((p) => {
       try {
-        return readFileSync(`/proc/${p}/cmdline`, "utf8").includes(join(stateDir, "redis"));
+        return readFileSync(`/proc/${p}/cmdline`, "utf8").includes(text);
       } catch {
         return false;
       }
     });
-  for (const pid of leaked) process.kill(Number(pid), "SIGKILL");
-  return { res, read, diag, leaked };
 }
