@@ -3,13 +3,12 @@
  * (no workers in the process: only the accept path is measured); against a bare fastify route
  * doing one `queue.add` (no worker). Same HTTP client, same requests in flight.
  */
-import { BareBullmq } from "../harness/bare.js";
 import { CpuRows } from "../harness/cpu.js";
 import { alternatingRounds, units, type BenchContext, type Figure } from "../harness/context.js";
-import { JsonClient, runPool, startBareRoute } from "../harness/http.js";
+import { runPool } from "../harness/http.js";
+import { agentRpcs, startHttpPair } from "../harness/http-pair.js";
 import type { FigureResult, Row } from "../harness/report.js";
 import { perSecond } from "../harness/stats.js";
-import { benchDeployment, startSwitchboard } from "../harness/switchboard.js";
 
 const IN_FLIGHT = 32;
 
@@ -29,36 +28,25 @@ export const acceptRate: Figure = {
     };
 
     const cpu = new CpuRows(ctx.admin, "accepted request", "bare request");
-    const dep = benchDeployment(ctx.redisUrl);
-    const sys = await startSwitchboard(dep.config, { gateway: true, workers: false });
-    const sb = new JsonClient(sys.url!, IN_FLIGHT);
-    const bare = new BareBullmq(ctx.redisUrl);
-    const route = await startBareRoute(bare.queue);
-    const bc = new JsonClient(route.url, IN_FLIGHT);
+    // No workers on either side: only the accept path runs.
+    const pair = await startHttpPair(ctx, { concurrency: 0, inFlight: IN_FLIGHT });
     try {
       const sbRound = async (count: number) => {
         const t0 = Date.now();
-        await runPool(count, IN_FLIGHT, async (i) => {
-          await sb.rpc("agent", { sessionKey: `bench-${i % sessions}`, message: `m${i}` });
-        });
+        await agentRpcs(pair.sb, count, IN_FLIGHT, sessions);
         return perSecond(count, Date.now() - t0);
       };
       const bareRound = async (count: number) => {
         const t0 = Date.now();
         await runPool(count, IN_FLIGHT, async (i) => {
-          const r = await bc.post("/add", { sessionKey: `bench-${i % sessions}`, message: `m${i}` });
+          const r = await pair.bc.post("/add", { sessionKey: `bench-${i % sessions}`, message: `m${i}` });
           if (r.status !== 200) throw new Error(`bare route: HTTP ${r.status}`);
         });
         return perSecond(count, Date.now() - t0);
       };
       await alternatingRounds(ctx, row, n, sbRound, bareRound, cpu);
     } finally {
-      sb.close();
-      bc.close();
-      await route.app.close();
-      await bare.close();
-      await sys.close();
-      dep.cleanup();
+      await pair.close();
     }
     return {
       id: this.id,

@@ -7,13 +7,13 @@
  * cost there shows up. Baseline as figure 2: a fastify route doing one `queue.add`, a bare
  * Worker.
  */
-import { BareBullmq, bareRouteRound } from "../harness/bare.js";
+import { bareRouteRound } from "../harness/bare.js";
 import { CpuRows } from "../harness/cpu.js";
 import { alternatingRounds, units, type BenchContext, type Figure } from "../harness/context.js";
-import { JsonClient, runPool, startBareRoute } from "../harness/http.js";
+import { runPool } from "../harness/http.js";
+import { startHttpPair } from "../harness/http-pair.js";
 import type { FigureResult, Row } from "../harness/report.js";
 import { perSecond } from "../harness/stats.js";
-import { benchDeployment, RunDoneWatcher, startSwitchboard } from "../harness/switchboard.js";
 
 const CONCURRENCY = 16;
 const IN_FLIGHT = 32;
@@ -37,20 +37,15 @@ export const inboundTurns: Figure = {
     const groupCpu = new CpuRows(ctx.admin, "inbound turn", "bare request");
     const dmRow = row("inbound DM turns/s with their replies delivered");
     const dmCpu = new CpuRows(ctx.admin, "inbound DM turn", "bare request");
-    const dep = benchDeployment(
-      ctx.redisUrl,
+    const pair = await startHttpPair(ctx, {
+      concurrency: CONCURRENCY,
+      inFlight: IN_FLIGHT,
       // A session per DM (the default "main" puts every DM in one session).
-      { channels: { telegram: { kind: "log" } }, session: { dmScope: "per-channel-peer" } },
-      { concurrency: CONCURRENCY },
-    );
-    const sys = await startSwitchboard(dep.config, { gateway: true, workers: true });
-    const watcher = await RunDoneWatcher.start(dep.config);
-    const sb = new JsonClient(sys.url!, IN_FLIGHT);
-    const bare = new BareBullmq(ctx.redisUrl);
-    await bare.startWorker(CONCURRENCY);
-    const route = await startBareRoute(bare.queue);
-    const bc = new JsonClient(route.url, IN_FLIGHT);
-    const deliveries = sys.svc.queues.delivery;
+      config: { channels: { telegram: { kind: "log" } }, session: { dmScope: "per-channel-peer" } },
+    });
+    const { sb, bare, bc } = pair;
+    const watcher = pair.watcher!;
+    const deliveries = pair.sys.svc.queues.delivery;
     try {
       /** `count` messages (`body(i)`), until their turns finished and their replies were delivered. */
       const sbRound = (body: (i: number) => Record<string, unknown>) => async (count: number) => {
@@ -86,13 +81,7 @@ export const inboundTurns: Figure = {
       await alternatingRounds(ctx, groupRow, n, sbRound(group), bareRound, groupCpu);
       await alternatingRounds(ctx, dmRow, n, sbRound(dm), bareRound, dmCpu);
     } finally {
-      sb.close();
-      bc.close();
-      watcher.close();
-      await route.app.close();
-      await bare.close();
-      await sys.close();
-      dep.cleanup();
+      await pair.close();
     }
     return {
       id: this.id,

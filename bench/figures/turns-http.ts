@@ -5,13 +5,12 @@
  * Worker (no-op, same concurrency), until every job is processed. One keep-alive HTTP client
  * with the same number of requests in flight serves both sides.
  */
-import { BareBullmq, bareRouteRound } from "../harness/bare.js";
+import { bareRouteRound } from "../harness/bare.js";
 import { CpuRows } from "../harness/cpu.js";
 import { alternatingRounds, units, type BenchContext, type Figure } from "../harness/context.js";
-import { JsonClient, runPool, startBareRoute } from "../harness/http.js";
+import { agentRpcs, startHttpPair } from "../harness/http-pair.js";
 import type { FigureResult, Row } from "../harness/report.js";
 import { perSecond } from "../harness/stats.js";
-import { benchDeployment, RunDoneWatcher, startSwitchboard } from "../harness/switchboard.js";
 
 const CONCURRENCY = 16;
 const IN_FLIGHT = 32;
@@ -32,35 +31,24 @@ export const turnsHttp: Figure = {
     };
 
     const cpu = new CpuRows(ctx.admin, "turn", "bare request");
-    const dep = benchDeployment(ctx.redisUrl, {}, { concurrency: CONCURRENCY });
-    const sys = await startSwitchboard(dep.config, { gateway: true, workers: true });
-    const watcher = await RunDoneWatcher.start(dep.config);
-    const sb = new JsonClient(sys.url!, IN_FLIGHT);
-    const bare = new BareBullmq(ctx.redisUrl);
-    await bare.startWorker(CONCURRENCY);
-    const route = await startBareRoute(bare.queue);
-    const bc = new JsonClient(route.url, IN_FLIGHT);
+    const pair = await startHttpPair(ctx, { concurrency: CONCURRENCY, inFlight: IN_FLIGHT });
+    const watcher = pair.watcher!;
     try {
       const sbRound = async (count: number) => {
         watcher.reset();
         const t0 = Date.now();
-        await runPool(count, IN_FLIGHT, async (i) => {
-          await sb.rpc("agent", { sessionKey: `bench-${i % sessions}`, message: `m${i}` });
-        });
+        await agentRpcs(pair.sb, count, IN_FLIGHT, sessions);
         await watcher.waitFor(count, 300_000, "turns");
         return perSecond(count, Date.now() - t0);
       };
       const bareRound = (count: number) =>
-        bareRouteRound(bare, bc, count, IN_FLIGHT, (i) => ({ sessionKey: `bench-${i % sessions}`, message: `m${i}` }));
+        bareRouteRound(pair.bare, pair.bc, count, IN_FLIGHT, (i) => ({
+          sessionKey: `bench-${i % sessions}`,
+          message: `m${i}`,
+        }));
       await alternatingRounds(ctx, row, n, sbRound, bareRound, cpu);
     } finally {
-      sb.close();
-      bc.close();
-      watcher.close();
-      await route.app.close();
-      await bare.close();
-      await sys.close();
-      dep.cleanup();
+      await pair.close();
     }
     return {
       id: this.id,

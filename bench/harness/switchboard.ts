@@ -16,7 +16,7 @@ import { RedisKeys } from "../../src/storage/redis-keys.js";
 import { benchClient } from "./redis.js";
 import { roundTrips } from "./round-trips.js";
 
-export type { SwitchboardSystem, Services, Config };
+export type { SwitchboardSystem, Services, Config, ConfigInput };
 
 /** `storage.fsync: "always"` is accepted by this version's config (it is a newer setting). */
 export function fsyncAlwaysSupport(): { ok: true } | { ok: false; why: string } {
