@@ -59,6 +59,13 @@ export interface PushLimit {
    * session is not (its entry carries its depth and role): the push fails.
    */
   recreateDeleted?: boolean;
+  /**
+   * The caller built the turn from the session's entry, read just before (an announce into its
+   * requester, an agent-to-agent step, a replay): no entry at the push means the session was
+   * deleted since, and the turn is refused (`session_not_found`) instead of being queued
+   * unchecked into the retired sessionId, whose transcript is archived as deleted.
+   */
+  existed?: boolean;
 }
 
 /**
@@ -89,8 +96,10 @@ export function doorLimit(config: Pick<Config, "gateway">): PushLimit {
  * again. A sub-agent session has its entry before its first turn (its spawn writes it), so one
  * with no entry was deleted:
  * any push into it throws `session_not_found` (a steer of a child cleaned up; an announce then
- * finds its requester gone). Any other turn is queued where it is, unchecked, as before: no entry
- * cannot be told from never having had one (a turn queued by a test or a replay).
+ * finds its requester gone), and so does a push whose caller read the entry first
+ * (`limit.existed`). Any other turn is queued where it is, unchecked, as before: no entry cannot
+ * be told from never having had one (a turn queued by a test, or a replay of a letter whose
+ * session is gone).
  */
 export async function enqueueTurn(svc: PushDeps, req: TurnRequest, limit: PushLimit = {}): Promise<Turn> {
   return (await enqueueTurnOnce(svc, req, limit)).turn;
@@ -109,7 +118,7 @@ export async function enqueueTurnOnce(
     if (!("changed" in res)) return res;
     if (res.changed === null) {
       // No entry: nothing was queued, so a retry with the same runId pushes it afresh.
-      if (!limit.recreateDeleted && !isSubagentKey(turn.sessionKey)) {
+      if (!limit.recreateDeleted && !limit.existed && !isSubagentKey(turn.sessionKey)) {
         attempt = MAX_SESSION_FOLLOWS; // the next push is unchecked
         continue;
       }
@@ -203,7 +212,14 @@ function sessionIdOf(entryJson: string): string | undefined {
 async function pushTurn(
   svc: Pick<RunDeps, "inbox" | "queues" | "config">,
   turn: Turn,
-  { recreateDeleted: _recreate, ...condition }: PushLimit & { expectEntry?: string; checkSessionId?: boolean },
+  {
+    recreateDeleted: _recreate,
+    existed: _existed,
+    ...condition
+  }: PushLimit & {
+    expectEntry?: string;
+    checkSessionId?: boolean;
+  },
   minted: boolean,
 ): Promise<{ turn: Turn; queued: boolean } | { changed: string | null }> {
   const ready = readyWake(svc.config, turn.sessionKey);

@@ -54,13 +54,18 @@ async function replayLetter(svc: ReplayDeps, letter: DeadLetter): Promise<Replay
   // Saved by the run given up, or carried by its turn (a replay with a saved outcome, given up again).
   const result = letter.result ?? carried;
   const entry = await svc.sessions.get(turn.sessionKey);
-  const queued = await enqueueTurn(svc, {
-    ...turn,
-    runId: replayRunId(letter),
-    sessionId: entry?.sessionId ?? turn.sessionId,
-    replays: letter.replays + 1,
-    ...(result ? { result } : {}),
-  });
+  const queued = await enqueueTurn(
+    svc,
+    {
+      ...turn,
+      runId: replayRunId(letter),
+      sessionId: entry?.sessionId ?? turn.sessionId,
+      replays: letter.replays + 1,
+      ...(result ? { result } : {}),
+    },
+    // A session deleted between that read and the push is refused (the letter is kept).
+    entry ? { existed: true } : {},
+  );
   // Removed only after the new run is queued: a crash in between leaves the letter, and a
   // second replay lands on the same derived runId (queued once).
   await svc.deadLetters.discard(letter.runId);

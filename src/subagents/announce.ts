@@ -408,21 +408,26 @@ async function announceEnded(
   // When it is the last sub-agent a deferred orchestrator waited for, that turn's outcome is the
   // orchestrator's own report to its requester.
   const turnRunId = announceTurnRunId(run.childSessionKey, run.runId);
-  await enqueueTurn(svc, {
-    runId: turnRunId,
-    sessionKey: run.requesterSessionKey,
-    agentId: requester.agentId,
-    sessionId: requester.sessionId,
-    text: announceTurnText(facts),
-    // An announce step, as a sessions_send's is: what the script runtime's `step` matches.
-    step: "announce",
-    provenance: "inter_session",
-    source: { sessionKey: run.childSessionKey, tool: "subagent_announce", runId: run.runId },
-    // One hop after the child's turn (records of the previous release have none: 0, as before).
-    ...(run.hop !== undefined ? { hop: run.hop + 1 } : {}),
-    ...(route ? { deliver: { ...route, channel: route.channel } } : {}),
-    ...(parentRun ? { continuation: announceContinuation(svc, run.requesterSessionKey, turnRunId, parentRun) } : {}),
-  });
+  await enqueueTurn(
+    svc,
+    {
+      runId: turnRunId,
+      sessionKey: run.requesterSessionKey,
+      agentId: requester.agentId,
+      sessionId: requester.sessionId,
+      text: announceTurnText(facts),
+      // An announce step, as a sessions_send's is: what the script runtime's `step` matches.
+      step: "announce",
+      provenance: "inter_session",
+      source: { sessionKey: run.childSessionKey, tool: "subagent_announce", runId: run.runId },
+      // One hop after the child's turn (records of the previous release have none: 0, as before).
+      ...(run.hop !== undefined ? { hop: run.hop + 1 } : {}),
+      ...(route ? { deliver: { ...route, channel: route.channel } } : {}),
+      ...(parentRun ? { continuation: announceContinuation(svc, run.requesterSessionKey, turnRunId, parentRun) } : {}),
+    },
+    // Deleted since the read above: refused, and the job's next attempt finds the requester gone.
+    { existed: true },
+  );
   if (route) {
     // Throws while the channel fails: this job is retried with backoff (announceAttempts).
     const message = announceBody(facts);

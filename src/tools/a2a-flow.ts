@@ -352,7 +352,10 @@ export function createA2AProcessor(svc: ToolDeps) {
     for (const e of plan.effects) {
       if ("deliver" in e) await enqueueOrSettleDelivery(svc, e.deliver, e.entry);
       // The run is terminal: whether its caller stopped waiting is settled, so the flag is read.
-      else if (!e.ifExists || (await svc.redis.exists(e.ifExists)) === 1) await enqueueTurn(svc, e.push);
+      // Each push was planned on the entry just read: a session deleted since is refused, and the
+      // job's retry plans again without it.
+      else if (!e.ifExists || (await svc.redis.exists(e.ifExists)) === 1)
+        await enqueueTurn(svc, e.push, { existed: true });
     }
     return plan.result;
   };

@@ -167,6 +167,33 @@ describe("a push into a session with no entry", () => {
     expect(await sys.svc.inbox.depth(key)).toBe(0);
   });
 
+  it("a push planned on an entry it read (announce, a2a step, replay) is refused once deleted", async () => {
+    const sys = await deploy(scriptConfig([{ reply: "echo: {{text}}" }]));
+    const key = "agent:main:gone";
+    const first = await sys.rpc("agent", { sessionKey: key, message: "hello" });
+    await runOk(sys, first.runId);
+    const entry = (await sys.svc.sessions.get(key))!;
+    expect(entry).not.toBeNull();
+    expect((await sys.rpc("sessions.delete", { key })).deleted).toBe(true);
+    await archiveDone(sys, entry.sessionId);
+    const runId = randomUUID();
+    const turn = {
+      runId,
+      sessionKey: key,
+      agentId: entry.agentId,
+      sessionId: entry.sessionId,
+      text: "announce",
+      step: "announce" as const,
+      provenance: "inter_session" as const,
+    };
+    await expect(enqueueTurn(sys.svc, turn, { existed: true })).rejects.toMatchObject({ code: "session_not_found" });
+    expect(await sys.svc.runs.get(runId)).toBeNull();
+    expect(await sys.svc.inbox.depth(key)).toBe(0);
+    // Nothing wrote the retired sessionId's transcript again, and the session stays deleted.
+    expect(existsSync(join(sessionsDir(sys), `${entry.sessionId}.jsonl`))).toBe(false);
+    expect(await sys.svc.sessions.get(key)).toBeNull();
+  });
+
   it("any other internal push is queued where it is (no entry cannot be told from never having one)", async () => {
     const sys = await deploy(scriptConfig([{ reply: "echo: {{text}}" }]));
     const key = "agent:main:never-had-one";
