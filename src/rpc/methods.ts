@@ -341,11 +341,12 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
 
     "deadletters.replay": async (raw) => {
       const p = parseParams(P.DeadLettersReplayParams, raw, "deadletters.replay");
-      const replayed =
-        "runId" in p
-          ? [{ runId: p.runId, ...(await replayDeadLetter(svc, p.runId)) }]
-          : await replayAllDeadLetters(svc);
-      return { count: replayed.length, replayed };
+      if ("runId" in p) {
+        const replayed = [{ runId: p.runId, ...(await replayDeadLetter(svc, p.runId)) }];
+        return { count: 1, replayed };
+      }
+      const { replayed, refused } = await replayAllDeadLetters(svc);
+      return { count: replayed.length, replayed, ...(refused.length ? { refused } : {}) };
     },
 
     "deadletters.get": async (raw) => {

@@ -54,9 +54,9 @@ export interface PushLimit {
   /** Refused when the inbox holds turns and this one would take their bytes past it; 0 or unset: no limit. */
   maxQueuedBytes?: number;
   /**
-   * A door's push: a session deleted between the caller's read and the push is created again
-   * (as the door creates one that does not exist), and the turn queued in it; a sub-agent
-   * session is not (its entry carries its depth and role): the push fails.
+   * A door's push (or a replay's): a session deleted between the caller's read and the push is
+   * created again (as the door creates one that does not exist), and the turn queued in it; a
+   * sub-agent session is not (its entry carries its depth and role): the push fails.
    */
   recreateDeleted?: boolean;
   /**

@@ -1,7 +1,8 @@
 /**
  * Replaying a dead letter: its message is queued again on its session as a new run (see
  * dead-letters.ts for the runId rule). When the session was reset meanwhile, the message goes
- * to the session's current transcript, as a message arriving now would.
+ * to the session's current transcript, as a message arriving now would; when it was deleted, to
+ * the session created again.
  *
  * A letter whose run had saved its outcome before it was given up (it ran, but storage refused its
  * transcript lines until the deadline) carries that outcome (`result`, added by run-finish.lua), and
@@ -10,7 +11,7 @@
  * running the runtime and its tools a second time (src/workers/turn-executor.ts).
  */
 import type { RunDeps } from "./run-deps.js";
-import { SwitchboardError } from "../errors/index.js";
+import { SessionNotFoundError, SwitchboardError } from "../errors/index.js";
 import { replayRunId, type DeadLetter } from "./dead-letters.js";
 import { enqueueTurn } from "./enqueue.js";
 
@@ -29,19 +30,36 @@ export async function replayDeadLetter(svc: ReplayDeps, runId: string): Promise<
   return await replayLetter(svc, letter);
 }
 
+/** A letter `replayAllDeadLetters` left where it is: its session is gone for good. */
+export interface Refused {
+  runId: string;
+  sessionKey: string;
+  reason: string;
+}
+
 /**
  * Replay every dead letter that holds a readable turn, oldest first: the ones there are when it
  * starts (a letter given up again meanwhile waits for the next call). Only their runIds are read
- * up front (the index), each letter when its turn comes.
+ * up front (the index), each letter when its turn comes. A letter whose session cannot be had
+ * again (a sub-agent's, deleted) is left and named in `refused`: one such letter does not hold
+ * back the others.
  */
-export async function replayAllDeadLetters(svc: ReplayDeps): Promise<({ runId: string } & Replayed)[]> {
+export async function replayAllDeadLetters(
+  svc: ReplayDeps,
+): Promise<{ replayed: ({ runId: string } & Replayed)[]; refused: Refused[] }> {
   const replayed = [];
+  const refused: Refused[] = [];
   for (const id of await svc.deadLetters.runIds()) {
     const letter = await svc.deadLetters.get(id);
     if (!letter?.turn) continue; // replayed or discarded meanwhile, or unreadable (discard it)
-    replayed.push({ runId: id, ...(await replayLetter(svc, letter)) });
+    try {
+      replayed.push({ runId: id, ...(await replayLetter(svc, letter)) });
+    } catch (err) {
+      if (!(err instanceof SessionNotFoundError)) throw err;
+      refused.push({ runId: id, sessionKey: letter.turn.sessionKey, reason: err.message });
+    }
   }
-  return replayed;
+  return { replayed, refused };
 }
 
 async function replayLetter(svc: ReplayDeps, letter: DeadLetter): Promise<Replayed> {
@@ -63,8 +81,11 @@ async function replayLetter(svc: ReplayDeps, letter: DeadLetter): Promise<Replay
       replays: letter.replays + 1,
       ...(result ? { result } : {}),
     },
-    // A session deleted between that read and the push is refused (the letter is kept).
-    entry ? { existed: true } : {},
+    // A session deleted between that read and the push is refused (the letter is kept). One that
+    // is gone already is created again, as a message arriving for it now would create it: the
+    // turn must not run in the retired sessionId, whose transcript was archived as deleted. A
+    // sub-agent session is not (its spawn wrote its depth and role): the replay fails.
+    entry ? { existed: true } : { recreateDeleted: true },
   );
   // Removed only after the new run is queued: a crash in between leaves the letter, and a
   // second replay lands on the same derived runId (queued once).

@@ -287,15 +287,44 @@ describe("deadletters replay --all", () => {
       bad.failedAt,
       bad.runId,
     );
+    // A sub-agent's letter whose session was deleted: it cannot be made again (its spawn wrote its
+    // depth and role), so the replay leaves it, names it, and goes on with the others.
+    const orphanKey = "agent:main:subagent:deleted-child";
+    const orphan = {
+      runId: "00000000-0000-4000-8000-00000000000f",
+      sessionKey: orphanKey,
+      reason: "storage unavailable past its deadline",
+      kind: "storage",
+      failedAt: t0 - 2,
+      replays: 0,
+      turn: {
+        runId: "00000000-0000-4000-8000-00000000000f",
+        sessionKey: orphanKey,
+        agentId: "main",
+        sessionId: "dl-orphan",
+        text: "task of a child cleaned up",
+        step: "turn",
+        provenance: "inter_session",
+        messageTs: t0 - 2,
+        enqueuedAt: t0 - 2,
+      },
+    };
+    m.hset(d.keys.deadLetters(), orphan.runId, JSON.stringify(orphan)).zadd(
+      d.keys.deadLetterIndex(),
+      orphan.failedAt,
+      orphan.runId,
+    );
     await m.exec();
 
     const r = await runCli(["deadletters", "replay", "--all", "--config", d.file], d.env);
     expect(r.code, show(r)).toBe(2);
     expect(r.stdout).toContain("3 replayed\n");
+    const gone = `Session ${orphanKey} was deleted before its turn was queued`;
     expect(r.stdout).toContain(
-      "1 not replayable (no readable turn):\n" +
+      "2 not replayable (no readable turn, or a session that cannot be made again):\n" +
         "  corrupt-1  corrupt  agent:main:main: unreadable turn data\n" +
-        "discard with: switchboard deadletters discard <runId> (switchboard deadletters discard corrupt-1)\n",
+        `  ${orphan.runId}  session gone  ${orphanKey}: ${gone}\n` +
+        "discard with: switchboard deadletters discard <runId>\n",
     );
 
     const json = await runCli(["deadletters", "replay", "--all", "--json", "--config", d.file], d.env);
@@ -305,10 +334,12 @@ describe("deadletters replay --all", () => {
       replayed: [],
       notReplayable: [
         { runId: "corrupt-1", kind: "corrupt", sessionKey: "agent:main:main", reason: "unreadable turn data" },
+        { runId: orphan.runId, sessionKey: orphanKey, reason: gone },
       ],
     });
 
-    expect((await runCli(["deadletters", "discard", "corrupt-1", "--config", d.file], d.env)).code).toBe(0);
+    for (const id of ["corrupt-1", orphan.runId])
+      expect((await runCli(["deadletters", "discard", id, "--config", d.file], d.env)).code).toBe(0);
     const clean = await runCli(["deadletters", "replay", "--all", "--config", d.file], d.env);
     expect(clean.code, show(clean)).toBe(0);
     expect(clean.stdout).toBe("0 replayed\n");

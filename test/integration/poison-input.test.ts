@@ -7,6 +7,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { enqueueTurn, requestDrain } from "../../src/runs/enqueue.js";
 import type { Turn } from "../../src/runs/turn.js";
 import { announceContinuation } from "../../src/subagents/announce.js";
@@ -183,6 +185,33 @@ describe("no poison loops behind the edge", () => {
     expect(((await sys.rpc("deadletters.list")).deadLetters as any[]).some((l) => l.runId === bad.runId)).toBe(false);
     const texts = readTranscript(sys.config, first.sessionId).map((l) => textOf(l.message));
     expect(texts.filter((t) => t === "please keep me")).toHaveLength(1);
+  });
+
+  it("a letter replayed after its session was deleted runs in the session created again", async () => {
+    const first = await inboundRaw(JSON.stringify({ channel: "web", chatType: "dm", from: "deleted", text: "setup" }));
+    await waitDone(first.runId);
+    const bad = await pushUnchecked({
+      sessionKey: first.sessionKey,
+      agentId: "main",
+      sessionId: "../../escape",
+      text: "keep me too",
+      step: "turn",
+      provenance: "user",
+    });
+    expect((await waitDone(bad.runId)).status).toBe("error");
+    expect((await sys.rpc("sessions.delete", { key: first.sessionKey })).deleted).toBe(true);
+    const old = join(sys.config.storage.dir, "agents", "main", "sessions", `${first.sessionId}.jsonl`);
+    await settle(() => !existsSync(old), { what: "the deleted session's transcript archived" });
+
+    const replay = await sys.rpc("deadletters.replay", { runId: bad.runId });
+    const again = await waitDone(replay.replayed[0].replayedAs);
+    expect(again).toMatchObject({ status: "ok", reply: "echo: keep me too" });
+    // Not in the retired sessionId (a live transcript no entry names), but in the session made again.
+    expect(existsSync(old)).toBe(false);
+    const now = (await sys.svc.sessions.get(first.sessionKey))!;
+    expect(now.sessionId).not.toBe(first.sessionId);
+    const texts = readTranscript(sys.config, now.sessionId).map((l) => textOf(l.message));
+    expect(texts).toContain("keep me too");
   });
 
   it("a turn given up still leads where a failed run leads: its sub-agent announce, its reset's archive", async () => {

@@ -3,10 +3,13 @@ import { type Client, connect, type GlobalOptions } from "../client.js";
 import { EXIT, printJson, terminalSafe } from "../output.js";
 import { positiveInt, UsageError } from "../flags.js";
 
-/** A letter `replay --all` left: its turn cannot be read, so only `discard` removes it. */
+/**
+ * A letter `replay --all` left: its turn cannot be read, or its session cannot be had again (a
+ * sub-agent's, deleted), so only `discard` removes it.
+ */
 interface NotReplayable {
   runId: string;
-  kind: DeadLetter["kind"];
+  kind?: DeadLetter["kind"];
   sessionKey: string;
   reason: string;
 }
@@ -77,20 +80,23 @@ export async function deadLettersCommand(
         const res = (await client.rpc("deadletters.replay", runId ? { runId } : { all: true })) as {
           count: number;
           replayed: { runId: string; replayedAs: string; sessionKey: string }[];
+          refused?: NotReplayable[];
         };
-        const left = runId ? [] : await notReplayable(client);
+        const left = runId ? [] : [...(await notReplayable(client)), ...(res.refused ?? [])];
         if (opts.json) {
-          printJson(runId ? res : { ...res, notReplayable: left });
+          const { refused: _inLeft, ...replayed } = res;
+          printJson(runId ? res : { ...replayed, notReplayable: left });
           return left.length ? EXIT.notOk : EXIT.ok;
         }
         for (const r of res.replayed)
           process.stdout.write(`replayed ${r.runId} as run ${r.replayedAs} on ${r.sessionKey}\n`);
         process.stdout.write(`${res.count} replayed\n`);
         if (left.length === 0) return EXIT.ok;
-        const lines = left.map((l) => `  ${l.runId}  ${l.kind}  ${l.sessionKey}: ${l.reason}`);
+        const lines = left.map((l) => `  ${l.runId}  ${l.kind ?? "session gone"}  ${l.sessionKey}: ${l.reason}`);
         process.stdout.write(
           terminalSafe(
-            `${left.length} not replayable (no readable turn):\n${lines.join("\n")}\n` +
+            `${left.length} not replayable (no readable turn, or a session that cannot be made again):\n` +
+              `${lines.join("\n")}\n` +
               `discard with: switchboard deadletters discard <runId>` +
               (left.length === 1 ? ` (switchboard deadletters discard ${left[0]!.runId})` : "") +
               "\n",
