@@ -154,19 +154,24 @@ describe("no poison loops behind the edge", () => {
     expect(letter.raw).toBe('{"runId": "half a turn');
   });
 
-  it("a turn that can never run errors at once, is dead-lettered, and replays into the current session", async () => {
-    const first = await inboundRaw(JSON.stringify({ channel: "web", chatType: "dm", from: "doomed", text: "setup" }));
+  /** A DM session of `from`, and a turn `text` in it that can never run (given up at once). */
+  async function unrunnableTurn(from: string, text: string) {
+    const first = await inboundRaw(JSON.stringify({ channel: "web", chatType: "dm", from, text: "setup" }));
     await waitDone(first.runId);
     // A sessionId that is not a safe file name: no retry can ever write its transcript.
     const bad = await pushUnchecked({
       sessionKey: first.sessionKey,
       agentId: "main",
       sessionId: "../../escape",
-      text: "please keep me",
+      text,
       step: "turn",
       provenance: "user",
     });
-    const res = await waitDone(bad.runId);
+    return { first, bad, res: await waitDone(bad.runId) };
+  }
+
+  it("a turn that can never run errors at once, is dead-lettered, and replays into the current session", async () => {
+    const { first, bad, res } = await unrunnableTurn("doomed", "please keep me");
     expect(res.status).toBe("error");
     expect(res.error).toMatch(/cannot run this turn/);
     const record = await sys.svc.runs.get(bad.runId);
@@ -188,17 +193,8 @@ describe("no poison loops behind the edge", () => {
   });
 
   it("a letter replayed after its session was deleted runs in the session created again", async () => {
-    const first = await inboundRaw(JSON.stringify({ channel: "web", chatType: "dm", from: "deleted", text: "setup" }));
-    await waitDone(first.runId);
-    const bad = await pushUnchecked({
-      sessionKey: first.sessionKey,
-      agentId: "main",
-      sessionId: "../../escape",
-      text: "keep me too",
-      step: "turn",
-      provenance: "user",
-    });
-    expect((await waitDone(bad.runId)).status).toBe("error");
+    const { first, bad, res } = await unrunnableTurn("deleted", "keep me too");
+    expect(res.status).toBe("error");
     expect((await sys.rpc("sessions.delete", { key: first.sessionKey })).deleted).toBe(true);
     const old = join(sys.config.storage.dir, "agents", "main", "sessions", `${first.sessionId}.jsonl`);
     await settle(() => !existsSync(old), { what: "the deleted session's transcript archived" });
