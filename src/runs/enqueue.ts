@@ -98,8 +98,7 @@ export function doorLimit(config: Pick<Config, "gateway">): PushLimit {
  * any push into it throws `session_not_found` (a steer of a child cleaned up; an announce then
  * finds its requester gone), and so does a push whose caller read the entry first
  * (`limit.existed`). Any other turn is queued where it is, unchecked, as before: no entry cannot
- * be told from never having had one (a turn queued by a test, or a replay of a letter whose
- * session is gone).
+ * be told from never having had one (a turn queued by a test).
  */
 export async function enqueueTurn(svc: PushDeps, req: TurnRequest, limit: PushLimit = {}): Promise<Turn> {
   return (await enqueueTurnOnce(svc, req, limit)).turn;
