@@ -61,7 +61,7 @@ export interface PushLimit {
   recreateDeleted?: boolean;
   /**
    * The caller built the turn from the session's entry, read just before (an announce into its
-   * requester, an agent-to-agent step, a replay): no entry at the push means the session was
+   * requester, an agent-to-agent step): no entry at the push means the session was
    * deleted since, and the turn is refused (`session_not_found`) instead of being queued
    * unchecked into the retired sessionId, whose transcript is archived as deleted.
    */

@@ -11,7 +11,7 @@
  * running the runtime and its tools a second time (src/workers/turn-executor.ts).
  */
 import type { RunDeps } from "./run-deps.js";
-import { SessionNotFoundError, SwitchboardError } from "../errors/index.js";
+import { SendBlockedError, SessionNotFoundError, SwitchboardError } from "../errors/index.js";
 import { replayRunId, type DeadLetter } from "./dead-letters.js";
 import { enqueueTurn } from "./enqueue.js";
 
@@ -30,7 +30,10 @@ export async function replayDeadLetter(svc: ReplayDeps, runId: string): Promise<
   return await replayLetter(svc, letter);
 }
 
-/** A letter `replayAllDeadLetters` left where it is: its session is gone for good. */
+/**
+ * A letter `replayAllDeadLetters` left where it is: its session is gone for good (a sub-agent's,
+ * deleted) or may not be created again (a send policy denies it).
+ */
 export interface Refused {
   runId: string;
   sessionKey: string;
@@ -41,8 +44,8 @@ export interface Refused {
  * Replay every dead letter that holds a readable turn, oldest first: the ones there are when it
  * starts (a letter given up again meanwhile waits for the next call). Only their runIds are read
  * up front (the index), each letter when its turn comes. A letter whose session cannot be had
- * again (a sub-agent's, deleted) is left and named in `refused`: one such letter does not hold
- * back the others.
+ * again (a sub-agent's, deleted; one a send policy denies) is left and named in `refused`: one
+ * such letter does not hold back the others.
  */
 export async function replayAllDeadLetters(
   svc: ReplayDeps,
@@ -55,7 +58,7 @@ export async function replayAllDeadLetters(
     try {
       replayed.push({ runId: id, ...(await replayLetter(svc, letter)) });
     } catch (err) {
-      if (!(err instanceof SessionNotFoundError)) throw err;
+      if (!(err instanceof SessionNotFoundError || err instanceof SendBlockedError)) throw err;
       refused.push({ runId: id, sessionKey: letter.turn.sessionKey, reason: err.message });
     }
   }
@@ -81,11 +84,11 @@ async function replayLetter(svc: ReplayDeps, letter: DeadLetter): Promise<Replay
       replays: letter.replays + 1,
       ...(result ? { result } : {}),
     },
-    // A session deleted between that read and the push is refused (the letter is kept). One that
-    // is gone already is created again, as a message arriving for it now would create it: the
-    // turn must not run in the retired sessionId, whose transcript was archived as deleted. A
-    // sub-agent session is not (its spawn wrote its depth and role): the replay fails.
-    entry ? { existed: true } : { recreateDeleted: true },
+    // A session that is gone (before that read or since) is created again, as a message arriving
+    // for it now would create it: the turn must not run in the retired sessionId, whose
+    // transcript was archived as deleted. A sub-agent session is not (its spawn wrote its depth
+    // and role), and a send policy may refuse the session: the replay fails.
+    { recreateDeleted: true },
   );
   // Removed only after the new run is queued: a crash in between leaves the letter, and a
   // second replay lands on the same derived runId (queued once).

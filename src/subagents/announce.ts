@@ -31,6 +31,7 @@ import { identOf } from "../session/session-ident.js";
 import { JOBS, addJob, continuationOf, jobData, subagentAnnounceJobId } from "../queues/jobs.js";
 import { uuidFrom } from "../runs/derived-id.js";
 import { enqueueTurn } from "../runs/enqueue.js";
+import { SessionNotFoundError } from "../errors/index.js";
 import type { TurnContinuation } from "../runs/turn.js";
 import { isTerminal } from "../runs/turn.js";
 import { isSubagentKey, subagentDepthFromKey } from "../session/key-classify.js";
@@ -380,12 +381,13 @@ async function announceEnded(
     return { done: "silent" };
   }
 
-  const requester = await svc.sessions.get(run.requesterSessionKey);
-  if (!requester) {
+  const requesterGone = async (): Promise<Record<string, unknown>> => {
     await registry.update(run.runId, { announce: "failed", announceError: "requester session no longer exists" });
     await cleanup(svc, run);
     return { done: "requester-missing" };
-  }
+  };
+  const requester = await svc.sessions.get(run.requesterSessionKey);
+  if (!requester) return await requesterGone();
   const child = await svc.sessions.get(run.childSessionKey);
   const requesterIsSubagent = (requester.spawnDepth ?? subagentDepthFromKey(run.requesterSessionKey)) > 0;
   const facts: AnnounceFacts = {
@@ -408,7 +410,7 @@ async function announceEnded(
   // When it is the last sub-agent a deferred orchestrator waited for, that turn's outcome is the
   // orchestrator's own report to its requester.
   const turnRunId = announceTurnRunId(run.childSessionKey, run.runId);
-  await enqueueTurn(
+  const pushed = await enqueueTurn(
     svc,
     {
       runId: turnRunId,
@@ -425,9 +427,17 @@ async function announceEnded(
       ...(route ? { deliver: { ...route, channel: route.channel } } : {}),
       ...(parentRun ? { continuation: announceContinuation(svc, run.requesterSessionKey, turnRunId, parentRun) } : {}),
     },
-    // Deleted since the read above: refused, and the job's next attempt finds the requester gone.
+    // Deleted since the read above: refused, and the requester is gone as if not found above
+    // (on any attempt, the last one too: not an announce failure to retry).
     { existed: true },
+  ).then(
+    () => true,
+    (err: unknown) => {
+      if (err instanceof SessionNotFoundError) return false;
+      throw err;
+    },
   );
+  if (!pushed) return await requesterGone();
   if (route) {
     // Throws while the channel fails: this job is retried with backoff (announceAttempts).
     const message = announceBody(facts);

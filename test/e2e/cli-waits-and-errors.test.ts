@@ -323,7 +323,7 @@ describe("deadletters replay --all", () => {
     expect(r.stdout).toContain(
       "2 not replayable (no readable turn, or a session that cannot be made again):\n" +
         "  corrupt-1  corrupt  agent:main:main: unreadable turn data\n" +
-        `  ${orphan.runId}  session gone  ${orphanKey}: ${gone}\n` +
+        `  ${orphan.runId}  refused  ${orphanKey}: ${gone}\n` +
         "discard with: switchboard deadletters discard <runId>\n",
     );
 

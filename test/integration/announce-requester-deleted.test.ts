@@ -4,7 +4,7 @@
  * the turn anyway, queued unchecked into its retired sessionId: the turn ran in a session that no
  * longer existed and wrote a live transcript under the deleted sessionId, which no entry named
  * and nothing archived again. The push now says it was planned on an entry it read
- * (`existed`), so it is refused, and the announce's next attempt finds the requester gone. The
+ * (`existed`), so it is refused, and the announce ends as if the requester had not been found. The
  * window is widened by holding the announce's push until the delete and its archive ran.
  */
 import { existsSync } from "node:fs";

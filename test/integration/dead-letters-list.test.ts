@@ -20,7 +20,14 @@ beforeAll(async () => {
   // Its own Redis and no workers: nothing else reads it while a listing's traffic is measured
   // (the server's count of bytes sent counts every client's).
   redis = await startPrivateRedis();
-  sys = await startTestSystem({ redis: { url: redis.url } }, { gateway: true, workers: false });
+  sys = await startTestSystem(
+    {
+      redis: { url: redis.url },
+      // Sessions under `quiet` may not be created by a send (the replay test below).
+      session: { sendPolicy: { rules: [{ action: "deny", match: { keyPrefix: "quiet" } }] } },
+    },
+    { gateway: true, workers: false },
+  );
 });
 
 afterAll(async () => {
@@ -159,6 +166,23 @@ describe("deadletters.list pages through the index by failure time", () => {
     expect((replayed.replayed as { runId: string }[]).map((r) => r.runId)).toEqual(["up-b", "up-c"]);
     expect(await sys.svc.deadLetters.count()).toBe(0);
     expect(await sys.svc.redis.zcard(index())).toBe(0);
+  });
+
+  it("replay --all leaves a letter whose session may not be made again, and replays the others", async () => {
+    await clear();
+    // Neither session exists: `quiet:` may not be created (send policy), `loud:` may.
+    await writeIndexed(deadLetter("q-1", 3_000, "agent:main:quiet:one"));
+    await writeIndexed(deadLetter("l-1", 3_001, "agent:main:loud:one"));
+    const res = await sys.rpc("deadletters.replay", { all: true });
+    expect((res.replayed as { runId: string }[]).map((r) => r.runId)).toEqual(["l-1"]);
+    expect(res.refused).toEqual([
+      { runId: "q-1", sessionKey: "agent:main:quiet:one", reason: expect.stringMatching(/blocked|denied|policy/i) },
+    ]);
+    // The refused letter stays (discard it); the other ran in the session made for it.
+    expect(await sys.svc.deadLetters.runIds()).toEqual(["q-1"]);
+    expect(await sys.svc.sessions.get("agent:main:quiet:one")).toBeNull();
+    expect(await sys.svc.sessions.get("agent:main:loud:one")).not.toBeNull();
+    await clear();
   });
 
   it("a page reads only its own letters, not the whole hash", async () => {

@@ -167,7 +167,7 @@ describe("a push into a session with no entry", () => {
     expect(await sys.svc.inbox.depth(key)).toBe(0);
   });
 
-  it("a push planned on an entry it read (announce, a2a step, replay) is refused once deleted", async () => {
+  it("a push planned on an entry it read (an announce, an a2a step) is refused once deleted", async () => {
     const sys = await deploy(scriptConfig([{ reply: "echo: {{text}}" }]));
     const key = "agent:main:gone";
     const first = await sys.rpc("agent", { sessionKey: key, message: "hello" });

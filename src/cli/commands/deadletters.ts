@@ -92,7 +92,7 @@ export async function deadLettersCommand(
           process.stdout.write(`replayed ${r.runId} as run ${r.replayedAs} on ${r.sessionKey}\n`);
         process.stdout.write(`${res.count} replayed\n`);
         if (left.length === 0) return EXIT.ok;
-        const lines = left.map((l) => `  ${l.runId}  ${l.kind ?? "session gone"}  ${l.sessionKey}: ${l.reason}`);
+        const lines = left.map((l) => `  ${l.runId}  ${l.kind ?? "refused"}  ${l.sessionKey}: ${l.reason}`);
         process.stdout.write(
           terminalSafe(
             `${left.length} not replayable (no readable turn, or a session that cannot be made again):\n` +
