@@ -66,14 +66,19 @@ export function createServices(
   let waiter: RunWaiter | undefined;
   const queueConn = createRedis(config.redis.url, cli ? "cli" : "producer", log);
   let lastQueueError = 0;
-  const queues = createQueues(queueConn, keys, (queue, err) => {
-    if (Date.now() - lastQueueError > 5000) {
-      lastQueueError = Date.now();
-      // A CLI command reports the cause in its own message; the retries are debug detail there.
-      if (cli) log.debug({ queue, err: err.message }, "queue connection error (will retry)");
-      else log.warn({ queue, err: err.message }, "queue connection error (will retry)");
-    }
-  });
+  const queues = createQueues(
+    queueConn,
+    keys,
+    (queue, err) => {
+      if (Date.now() - lastQueueError > 5000) {
+        lastQueueError = Date.now();
+        // A CLI command reports the cause in its own message; the retries are debug detail there.
+        if (cli) log.debug({ queue, err: err.message }, "queue connection error (will retry)");
+        else log.warn({ queue, err: err.message }, "queue connection error (will retry)");
+      }
+    },
+    cli,
+  );
   const runs = new RunRecords(redis, keys, runRecordTtlSeconds(config));
   return {
     config,

@@ -14,10 +14,21 @@ export function createQueues(
   connection: ConnectionOptions,
   keys: RedisKeys,
   onError?: (queue: string, err: Error) => void,
+  /**
+   * Leave each queue's meta hash alone (a CLI command): BullMQ writes it when a Queue object is
+   * made, so a read-only command would otherwise leave keys behind on the Redis it only read.
+   * Workers and gateways write it; a job added without it gets BullMQ's default event-stream cap.
+   */
+  skipMetasUpdate = false,
 ): Queues {
   const out = {} as Queues;
   for (const name of QUEUE_NAMES) {
-    const q = new Queue(name, { connection, prefix: keys.bullPrefix, defaultJobOptions: DEFAULT_JOB_RETENTION });
+    const q = new Queue(name, {
+      connection,
+      prefix: keys.bullPrefix,
+      defaultJobOptions: DEFAULT_JOB_RETENTION,
+      ...(skipMetasUpdate ? { skipMetasUpdate } : {}),
+    });
     // Without a listener, connection errors during a Redis outage would be unhandled events.
     q.on("error", (err) => onError?.(name, err));
     out[name] = q;

@@ -256,6 +256,25 @@ describe("without a gateway: directly against Redis", () => {
   });
 });
 
+describe("read-only commands", () => {
+  it("leave nothing behind on the Redis they read (no queue meta keys of a deployment never started)", async () => {
+    const fresh = uniquePrefix("cli-ro");
+    const file = join(cfgDir.dir, "read-only.json5");
+    writeFileSync(file, JSON.stringify({ redis: { url: testRedisUrl(), prefix: fresh }, gateway: { port: 0 } }));
+    for (const args of [["sessions", "--json"], ["history", "main"], ["status"], ["deadletters", "list"]]) {
+      const r = await runCli([...args, "--config", file], env);
+      expect(r.code, show(r)).toBeLessThanOrEqual(1); // status: 1 with no gateway running
+      expect(r.stderr, show(r)).not.toMatch(/Error|at .*\.js:/);
+    }
+    const admin = new Redis(testRedisUrl(), { maxRetriesPerRequest: 1 });
+    try {
+      expect(await admin.keys(`*${fresh}*`)).toEqual([]);
+    } finally {
+      admin.disconnect();
+    }
+  });
+});
+
 describe("Redis down", () => {
   it("sessions and history exit 1 with one clear error line, status says DOWN; no stack dumps", async () => {
     const dead = cliEnv({
