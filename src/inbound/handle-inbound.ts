@@ -27,6 +27,7 @@ import { SYSTEM_EVENT_CHANNELS } from "../session/inbound-message.js";
 import { sessionSendPolicy } from "../session/stored-send-policy.js";
 import { storedRoute, type DeliveryRoute } from "../session/stored-route.js";
 import {
+  knownFrom,
   replacingFields,
   type DeliveryContext,
   type SessionEntry,
@@ -161,8 +162,8 @@ async function handleResolved(
   const command = parseChatCommand(commandText);
 
   // The entry's stored text too: a message that writes nothing is queued only if it is unchanged.
-  let raw = await svc.sessions.getRaw(sessionKey);
-  let entry = entryOf(raw);
+  let known = await svc.sessions.getKnown(sessionKey);
+  let entry = known?.entry ?? null;
   // A system event (heartbeat, cron or exec event) is not where the session is reached: on a
   // session that has a route it records none, and its reply goes where the session's last
   // person-sent message came from (OpenClaw keeps internal traffic off lastChannel/lastTo).
@@ -349,18 +350,17 @@ async function handleResolved(
       // (a DM's next message, mostly), writes nothing: it is queued only if the entry is still
       // exactly the one it was decided on (another message's new route meanwhile, a reset: decided
       // again on the current entry).
-      const quiet = entry !== null && raw !== null && !rotate && !trigger.triggered;
-      const unwritten = quiet && onlyRecentActivity(config, entry!, patch, at) ? raw : null;
-      const next =
-        unwritten !== null
-          ? entry!
-          : await svc.sessions.upsert(sessionKey, ident, patch, {
-              now: at,
-              staleAt: staleAtFor(config, sessionKey, at, msg.channel),
-              ...(entry ? { expectSessionId: entry.sessionId } : { mode: "create" as const }),
-              // The turn carries the archive; recorded too, in case it is never queued (a failed push).
-              archiveRetired: rotate,
-            });
+      const unwritten =
+        known && !rotate && !trigger.triggered && onlyRecentActivity(config, known.entry, patch, at) ? known : null;
+      const next = unwritten
+        ? unwritten.entry
+        : await svc.sessions.upsert(sessionKey, ident, patch, {
+            now: at,
+            staleAt: staleAtFor(config, sessionKey, at, msg.channel),
+            ...(entry ? { expectSessionId: entry.sessionId } : { mode: "create" as const }),
+            // The turn carries the archive; recorded too, in case it is never queued (a failed push).
+            archiveRetired: rotate,
+          });
       const turn: TurnRequest = {
         ...(runId ? { runId } : {}),
         sessionKey,
@@ -376,18 +376,17 @@ async function handleResolved(
       // Queued only if the session is still the one just written: a reset from another gateway
       // in between retired it (and may be archiving it), so the message is decided again. And only
       // if its inbox is not full (gateway.limits.maxQueuedTurns): else 429 queue_full.
-      const pushed =
-        unwritten !== null
-          ? await enqueueTurnIfEntry(svc, turn, unwritten, doorLimit(svc.config))
-          : await enqueueTurnInSession(svc, turn, doorLimit(svc.config));
+      const pushed = unwritten
+        ? await enqueueTurnIfEntry(svc, turn, unwritten.raw, doorLimit(svc.config))
+        : await enqueueTurnInSession(svc, turn, doorLimit(svc.config));
       if ("changed" in pushed) {
         // This attempt's own rotation retired the old sessionId: its archive goes by job now.
         if (rotate && entry)
           await enqueueArchive(svc, { sessionKey, agentId, sessionId: entry.sessionId, kind: "reset" });
         if (attempt >= MAX_ROTATION_RACES)
           throw new SwitchboardError("unavailable", "the session kept being reset while the message was queued");
-        raw = pushed.changed;
-        entry = entryOf(raw);
+        known = knownFrom(pushed.changed);
+        entry = known?.entry ?? null;
         continue;
       }
       return {
@@ -401,17 +400,14 @@ async function handleResolved(
       const code = (err as { code?: string }).code;
       if ((code === "session_conflict" || code === "session_exists") && attempt < MAX_ROTATION_RACES) {
         // Someone else rotated or created it first: re-evaluate.
-        raw = await svc.sessions.getRaw(sessionKey);
-        entry = entryOf(raw);
+        known = await svc.sessions.getKnown(sessionKey);
+        entry = known?.entry ?? null;
         continue;
       }
       throw err;
     }
   }
 }
-
-/** The entry stored as `raw` (null: no session). */
-const entryOf = (raw: string | null): SessionEntry | null => (raw === null ? null : (JSON.parse(raw) as SessionEntry));
 
 /**
  * Whether writing `patch` (the message's metadata, its activity at `at`) would change nothing but

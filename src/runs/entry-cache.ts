@@ -7,7 +7,7 @@
  *
  * One cache per process's dependency set (per process), bounded; oldest-used entries go first.
  */
-import type { SessionEntry } from "../session/session-entry.js";
+import { type KnownEntry, knownFrom } from "../session/session-entry.js";
 import type { RedisClient } from "../storage/redis-client.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
 
@@ -19,11 +19,7 @@ export interface EntryCacheDeps {
 
 const MAX_ENTRIES = 10_000;
 
-export interface KnownEntry {
-  /** The entry's JSON exactly as stored. */
-  raw: string;
-  entry: SessionEntry;
-}
+export type { KnownEntry };
 
 export class SessionEntryCache {
   private readonly map = new Map<string, KnownEntry>();
@@ -43,8 +39,8 @@ export class SessionEntryCache {
   /** Remember `raw` (null forgets the session). Returns the decoded entry. */
   set(sessionKey: string, raw: string | null): KnownEntry | null {
     this.map.delete(sessionKey);
-    if (raw === null) return null;
-    const known = { raw, entry: JSON.parse(raw) as SessionEntry };
+    const known = knownFrom(raw);
+    if (known === null) return null;
     this.map.set(sessionKey, known);
     if (this.map.size > this.max) this.map.delete(this.map.keys().next().value as string);
     return known;

@@ -116,3 +116,14 @@ export const SessionPatchSchema = z.strictObject({
   thinkingLevel: z.string().max(32).nullable().optional(),
   verboseLevel: z.string().max(32).nullable().optional(),
 });
+
+/** An entry with its JSON exactly as stored: what a push can check it is still (turn-push.lua). */
+export interface KnownEntry {
+  raw: string;
+  entry: SessionEntry;
+}
+
+/** The entry stored as `raw` (null: no session). */
+export function knownFrom(raw: string | null): KnownEntry | null {
+  return raw === null ? null : { raw, entry: JSON.parse(raw) as SessionEntry };
+}

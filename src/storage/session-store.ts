@@ -11,7 +11,13 @@ import type { RedisClient } from "./redis-client.js";
 import { SessionNotFoundError, ValidationError, fromScriptError } from "../errors/index.js";
 import { luaCommand } from "./lua-script.js";
 import { RedisKeys } from "./redis-keys.js";
-import type { SessionEntry, SessionEntryPatch, SessionKind } from "../session/session-entry.js";
+import {
+  type KnownEntry,
+  knownFrom,
+  type SessionEntry,
+  type SessionEntryPatch,
+  type SessionKind,
+} from "../session/session-entry.js";
 
 const LUA_DIR = new URL("./lua/", import.meta.url);
 
@@ -153,13 +159,12 @@ export class SessionStore {
   }
 
   async get(sessionKey: string): Promise<SessionEntry | null> {
-    const raw = await this.getRaw(sessionKey);
-    return raw ? (JSON.parse(raw) as SessionEntry) : null;
+    return (await this.getKnown(sessionKey))?.entry ?? null;
   }
 
-  /** The entry's JSON exactly as stored (what a push can check it against), or null. */
-  async getRaw(sessionKey: string): Promise<string | null> {
-    return await this.redis.get(this.keys.session(sessionKey));
+  /** The entry with its JSON exactly as stored (what a push can check it against), or null. */
+  async getKnown(sessionKey: string): Promise<KnownEntry | null> {
+    return knownFrom(await this.redis.get(this.keys.session(sessionKey)));
   }
 
   async require(sessionKey: string): Promise<SessionEntry> {

@@ -345,10 +345,7 @@ export function createA2AProcessor(svc: ToolDeps) {
       await job.updateData({ ...job.data, terminalWaits: waits });
       return await retryLater(job, token, Math.min(100 * waits, 5000));
     }
-    const plan = await planA2AStep(svc, d, async (key) => {
-      const raw = await svc.redis.get(svc.keys.session(key));
-      return raw ? { raw, entry: JSON.parse(raw) as SessionEntry } : null;
-    });
+    const plan = await planA2AStep(svc, d, (key) => svc.sessions.getKnown(key));
     for (const e of plan.effects) {
       if ("deliver" in e) await enqueueOrSettleDelivery(svc, e.deliver, e.entry);
       // The run is terminal: whether its caller stopped waiting is settled, so the flag is read.
