@@ -11,18 +11,27 @@ import type { DeadLetter } from "../../src/runs/dead-letters.js";
 import { deadLetter, writeIndexed as writeLetter } from "../fixtures/dead-letter-support.js";
 import { startTestSystem, type TestSystem } from "../helpers/system.js";
 import { settle } from "../helpers/settle.js";
+import { startPrivateRedis, type PrivateRedis } from "../helpers/redis-server.js";
 
 let sys: TestSystem;
 let board: ReadyBoardAdapter;
+/**
+ * Its own Redis: MONITOR streams every client's commands, and on the shared test Redis the other
+ * files' traffic could reach ioredis's monitor connection before its MONITOR was answered
+ * ("Command queue state error").
+ */
+let redis: PrivateRedis;
 
 beforeAll(async () => {
+  redis = await startPrivateRedis();
   // No workers: nothing else reads the dead letters while their reads are counted.
-  sys = await startTestSystem({}, { gateway: true, workers: false });
+  sys = await startTestSystem({ redis: { url: redis.url } }, { gateway: true, workers: false });
   board = new ReadyBoardAdapter(sys.svc);
 });
 
 afterAll(async () => {
   await sys?.close();
+  await redis?.cleanup();
 });
 
 const hash = () => sys.svc.keys.deadLetters();
@@ -38,7 +47,8 @@ const writeIndexed = (l: DeadLetter) => writeLetter(sys.svc, l);
  * as Infinity), seen by MONITOR on a connection of its own.
  */
 async function lettersRead<T>(fn: () => Promise<T>): Promise<{ result: T; read: number }> {
-  const mon = await new Redis(sys.config.redis.url).monitor();
+  const conn = new Redis(sys.config.redis.url);
+  const mon = await conn.monitor();
   const marker = `ready-board-failed-${Date.now()}`;
   let read = 0;
   let done = false;
@@ -57,6 +67,7 @@ async function lettersRead<T>(fn: () => Promise<T>): Promise<{ result: T; read: 
     return { result, read };
   } finally {
     mon.disconnect();
+    conn.disconnect();
   }
 }
 
