@@ -1,6 +1,7 @@
 /**
- * Everything a Switchboard process talks to, built once from the config: RedisClient clients by role,
- * the session store, transcripts, run machinery and queues. Gateway, workers, CLI and tests all
+ * Everything a Switchboard process talks to, built once from the config: the core services
+ * (core-services.ts: the command connection, session store, transcripts, run records, dead
+ * letters), then the run machinery and queues. Gateway, workers, CLI and tests all
  * start from here, so there is one place that decides how the pieces are wired.
  *
  * This is the composition root: the layers below declare the narrow dependencies they use
@@ -11,38 +12,17 @@ import type { RedisClient } from "../storage/redis-client.js";
 import type { Logger } from "pino";
 import type { Config } from "../config/schema.js";
 import { createQueues, closeQueues, createRedis, type Queues } from "../queues/index.js";
-import {
-  CancelBus,
-  DeadLetters,
-  Inbox,
-  PendingWakes,
-  RunRecords,
-  RunWaiter,
-  SessionLeases,
-  StorageFaults,
-} from "../runs/index.js";
-import { runRecordTtlSeconds } from "../runs/run-records.js";
-import { RedisKeys, SessionStore } from "../storage/index.js";
-import { TranscriptStore } from "../transcript/index.js";
+import { CancelBus, Inbox, PendingWakes, RunWaiter, SessionLeases, StorageFaults } from "../runs/index.js";
 import type { DoctorDeps } from "../doctor/checks.js";
 import type { GatewayDeps } from "../gateway/gateway-deps.js";
 import type { WorkerDeps } from "../workers/worker-deps.js";
-import { createLogger } from "./logger.js";
+import { createCoreServices, quitConnections, type CoreServices, type ProcessRole } from "./core-services.js";
 
-export interface Services extends GatewayDeps, WorkerDeps, DoctorDeps {
-  config: Config;
-  log: Logger;
-  keys: RedisKeys;
-  /** Commands (not blocking, not subscribed). */
-  redis: RedisClient;
-  sessions: SessionStore;
-  transcripts: TranscriptStore;
+export interface Services extends CoreServices, GatewayDeps, WorkerDeps, DoctorDeps {
   leases: SessionLeases;
   inbox: Inbox;
-  runs: RunRecords;
   queues: Queues;
   cancels: CancelBus;
-  deadLetters: DeadLetters;
   storageFaults: StorageFaults;
   /** The process's one run-done subscriber (agent.wait, sessions_send), made on first use. */
   waiter(): RunWaiter;
@@ -50,18 +30,14 @@ export interface Services extends GatewayDeps, WorkerDeps, DoctorDeps {
   existingWaiter(): RunWaiter | undefined;
   /** A new dedicated connection (subscribers, BullMQ workers); closed by `close()`. */
   connection(role: "worker" | "subscriber", name?: string): RedisClient;
+  /** Closes the queues, the run waiter and every connection. */
   close(): Promise<void>;
 }
 
-export function createServices(
-  config: Config,
-  opts: { role: "gateway" | "worker" | "cli" | "all"; log?: Logger },
-): Services {
-  const log = opts.log ?? createLogger(`switchboard-${opts.role}`);
-  const keys = new RedisKeys(config.redis.prefix);
-  // A CLI command's connections give up on an unanswered command (queues/redis-connections.ts).
+export function createServices(config: Config, opts: { role: ProcessRole; log?: Logger }): Services {
+  const core = createCoreServices(config, opts);
+  const { log, keys, redis, runs } = core;
   const cli = opts.role === "cli";
-  const redis = createRedis(config.redis.url, cli ? "cli" : opts.role === "gateway" ? "producer" : "worker", log);
   const extra: RedisClient[] = [];
   let waiter: RunWaiter | undefined;
   const queueConn = createRedis(config.redis.url, cli ? "cli" : "producer", log);
@@ -79,22 +55,13 @@ export function createServices(
     },
     cli,
   );
-  const runs = new RunRecords(redis, keys, runRecordTtlSeconds(config));
   return {
-    config,
-    log,
-    keys,
-    redis,
-    sessions: new SessionStore(redis, config.redis.prefix),
-    // Transcript keys come from the same layout: one hash tag with the session lease (the fence).
-    transcripts: new TranscriptStore({ redis, keys, storageDir: config.storage.dir }),
+    ...core,
     leases: new SessionLeases(redis, keys, config.workers.lockDurationMs),
     inbox: new Inbox(redis, keys, runs),
     wakes: new PendingWakes(redis, keys),
-    runs,
     queues,
     cancels: new CancelBus(redis, keys),
-    deadLetters: new DeadLetters(redis, keys),
     storageFaults: new StorageFaults(redis, keys, log, config.storage.faultDeadlineMinutes * 60_000),
     // Lazy: a short CLI command that never waits must not open (and race closing) a subscriber.
     waiter() {
@@ -111,13 +78,7 @@ export function createServices(
     async close() {
       await waiter?.close();
       await closeQueues(queues);
-      // QUIT only where Redis answers: on a connection never ready (Redis down or hung) it would
-      // wait in the offline queue for a reply that does not come.
-      await Promise.allSettled(
-        [redis, queueConn, ...extra].map((c) =>
-          c.status === "ready" ? c.quit().catch(() => c.disconnect()) : c.disconnect(),
-        ),
-      );
+      await quitConnections([redis, queueConn, ...extra]);
     },
   };
 }

@@ -5,45 +5,16 @@
  */
 import type { Config } from "../config/schema.js";
 import { loadConfig, type LoadedConfig } from "../config/load.js";
-import { createServices, type Services } from "../app/services.js";
 import { readRuntimeInfo } from "../app/runtime-file.js";
-import { createRpcMethods } from "../rpc/methods.js";
-import { SwitchboardError, isRedisDown, redisFailure, type ErrorCode } from "../errors/index.js";
-import { displayRedisUrl } from "../config/redis-url.js";
-import { CLI_COMMAND_TIMEOUT_MS, NO_REPLY } from "../queues/redis-connections.js";
+import type { ErrorCode } from "../errors/index.js";
+import { type Client, RpcCallError } from "./client-base.js";
+
+export { type Client, RpcCallError, redisUnavailable } from "./client-base.js";
 
 export interface GlobalOptions {
   config?: string;
   url?: string;
   token?: string;
-}
-
-export interface Client {
-  mode: "http" | "direct";
-  describe: string;
-  rpc(method: string, params?: unknown): Promise<unknown>;
-  get(path: string): Promise<unknown>;
-  close(): Promise<void>;
-  /** Direct mode only: the services (doctor reads queues with them). */
-  svc?: Services;
-  /**
-   * Direct mode only: why `err`, thrown by a Redis command, means Redis does not answer (the
-   * connection's own error, e.g. ECONNREFUSED, or a command timeout), or undefined when it does not.
-   */
-  redisDownCause?(err: unknown): string | undefined;
-}
-
-export class RpcCallError extends SwitchboardError {}
-
-/** What to do when Redis does not answer: said wherever the CLI finds out. */
-export function redisUnavailable(url: string, cause: string): RpcCallError {
-  return new RpcCallError(
-    "redis_unavailable",
-    `Redis does not answer at ${displayRedisUrl(url)} (${cause}). ` +
-      "Start Redis (`redis-server`, or `docker compose up -d redis`), " +
-      "or point Switchboard at yours with REDIS_URL or redis.url in the config file (--config); " +
-      "`switchboard doctor` checks the setup.",
-  );
 }
 
 /** What to do when the gateway does not answer at an explicit --url / $SWITCHBOARD_URL. */
@@ -107,64 +78,6 @@ export function httpClient(base: string, token: string | undefined): Client {
   };
 }
 
-/** ioredis's error for a command not answered within `commandTimeout` (the CLI's connections). */
-function isCommandTimeout(err: unknown): boolean {
-  return err instanceof Error && err.message === "Command timed out";
-}
-
-export function directClient(config: Config): Client {
-  const svc = createServices(config, { role: "cli" });
-  // The connection's own error (ECONNREFUSED…) says more than "max retries per request".
-  let lastConnectionError: string | undefined;
-  svc.redis.on("error", (err: Error) => (lastConnectionError = err.message));
-  const redisDownCause = (err: unknown): string | undefined => {
-    if (isCommandTimeout(err)) return lastConnectionError ?? `${NO_REPLY} within ${CLI_COMMAND_TIMEOUT_MS / 1000} s`;
-    return isRedisDown(err) ? (lastConnectionError ?? (err as Error).message) : undefined;
-  };
-  let rpc: ReturnType<typeof createRpcMethods> | undefined;
-  const methods = () => {
-    if (!rpc) rpc = createRpcMethods(svc);
-    return rpc;
-  };
-  return {
-    mode: "direct",
-    describe: displayRedisUrl(config.redis.url),
-    svc,
-    redisDownCause,
-    async rpc(method, params) {
-      const h = methods()[method];
-      if (!h) throw new RpcCallError("not_found", `unknown method ${method}`);
-      try {
-        return await h(params ?? {});
-      } catch (err) {
-        const cause = redisDownCause(err);
-        if (cause !== undefined) throw redisUnavailable(config.redis.url, cause);
-        // Redis at its maxmemory: what to do, not its raw reply (script hashes and lines).
-        const failure = redisFailure(err);
-        if (failure?.code === "redis_full") throw new RpcCallError("redis_full", failure.message);
-        throw err;
-      }
-    },
-    async get(path) {
-      const m = /^\/v1\/runs\/(.+)$/.exec(path);
-      if (m) return await svc.runs.get(decodeURIComponent(m[1]!));
-      throw new RpcCallError("not_found", `not available without a gateway: ${path}`);
-    },
-    async close() {
-      // BullMQ's Queue checks the Redis version (INFO) once connected, used or not; quitting before
-      // that made it write to a closed socket (a "write EPIPE" warning on stderr). Let it finish.
-      // Not when Redis does not answer: there is no check to finish, and nothing to write to.
-      if (svc.redis.status === "ready") {
-        let timer: NodeJS.Timeout | undefined;
-        const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, 1000)));
-        await Promise.race([Promise.allSettled(Object.values(svc.queues).map((q) => q.waitUntilReady())), bound]);
-        clearTimeout(timer);
-      }
-      await svc.close();
-    },
-  };
-}
-
 /** Whether a gateway answers GET /healthz at `base` within a short timeout. */
 export async function reachable(base: string, timeoutMs = 1000): Promise<boolean> {
   try {
@@ -205,7 +118,23 @@ export function gatewayCandidates(config: Config): string[] {
   ].filter((u): u is string => Boolean(u));
 }
 
-export async function connect(opts: GlobalOptions, prefer: "http" | "direct" = "http"): Promise<Client> {
+/**
+ * What a command asks of a direct client: `read`, only the read methods (rpc/read-methods.ts),
+ * which start without loading BullMQ; `all`, every method.
+ */
+export type DirectScope = "read" | "all";
+
+/** A direct client, its modules loaded only now: a command that reaches a gateway never loads them. */
+export async function directClientFor(config: Config, scope: DirectScope = "all"): Promise<Client> {
+  const direct = await import("./direct-client.js");
+  return scope === "read" ? direct.readClient(config) : direct.directClient(config);
+}
+
+export async function connect(
+  opts: GlobalOptions,
+  prefer: "http" | "direct" = "http",
+  scope: DirectScope = "all",
+): Promise<Client> {
   const { config } = loadCliConfig(opts);
   const token = cliToken(opts, config);
   const explicitUrl = explicitGatewayUrl(opts);
@@ -213,5 +142,5 @@ export async function connect(opts: GlobalOptions, prefer: "http" | "direct" = "
   if (prefer === "http") {
     for (const base of gatewayCandidates(config)) if (await reachable(base)) return httpClient(base, token);
   }
-  return directClient(config);
+  return await directClientFor(config, scope);
 }

@@ -1,16 +1,15 @@
 /**
  * The gateway RPC methods (README "HTTP API"). Pure service functions over `RpcDeps`, so the HTTP
- * gateway and the CLI's direct-to-Redis mode run the very same code.
+ * gateway and the CLI's direct-to-Redis mode run the very same code. The methods that only read
+ * are in read-methods.ts (they need no queues); this table includes them.
  */
+export type { RpcHandler } from "./read-methods.js";
 import { createHash, randomUUID } from "node:crypto";
-import { topicOpt } from "../session/transcript-topic.js";
 import { freshRunSession } from "../rotation/isolated-run.js";
 import { pruneOnce } from "../workers/session-prune.js";
-import type { z } from "zod";
 import type { Logger } from "pino";
 import type { ToolDeps } from "../tools/tool-deps.js";
 import { defaultAgentId } from "../config/agents.js";
-import { zodIssues } from "../config/parse.js";
 import {
   RunNotFoundError,
   SendBlockedError,
@@ -18,7 +17,6 @@ import {
   SwitchboardError,
   ValidationError,
 } from "../errors/index.js";
-import { DeliveryLog } from "../delivery/index.js";
 import { deleteSession, rotateSession } from "../rotation/rotate.js";
 import { identOf } from "../session/session-ident.js";
 import { doorLimit, enqueueTurnIfEntry, requestDrain } from "../runs/enqueue.js";
@@ -36,21 +34,10 @@ import { enqueueDelivery, enqueueOrResumeDelivery } from "../delivery/deliver.js
 import * as P from "./params.js";
 import { writeSessionSettings } from "../rotation/session-settings.js";
 import { deploymentStatus } from "./status.js";
-import { capChatHistory } from "../history/sanitize-history.js";
-
-export type RpcHandler = (params: unknown) => Promise<unknown>;
-
-export function parseParams<T extends z.ZodType>(schema: T, params: unknown, method: string): z.output<T> {
-  const r = schema.safeParse(params ?? {});
-  if (!r.success) throw ValidationError.fromIssues(`invalid params for ${method}`, zodIssues(r.error));
-  return r.data;
-}
+import { createReadRpcMethods, parseParams, type RpcHandler } from "./read-methods.js";
 
 /** Pushes conditional on a cached session entry tried before pushing on a freshly read one. */
 const MAX_ENTRY_RACES = 3;
-
-/** chat.history bounds (OpenClaw's): default 200 messages, at most 1000. */
-export const CHAT_HISTORY_DEFAULT = 200;
 
 /** The RPC methods act on everything the tools do (sessions, runs, transcripts, waits), and log. */
 export interface RpcDeps extends ToolDeps {
@@ -59,68 +46,11 @@ export interface RpcDeps extends ToolDeps {
 
 export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
   const canon = (key: string, agentId?: string) => canonicalSessionKey(svc.config, key, agentId ? { agentId } : {});
-  const deliveries = new DeliveryLog(svc.redis, svc.keys);
 
   // No prototype: the gateway looks methods up by a name from the URL, and `hasOwnProperty`,
   // `constructor` or `__proto__` must be unknown methods (404), not Object.prototype members.
   const methods: Record<string, RpcHandler> = {
-    "sessions.list": async (raw) => {
-      const p = parseParams(P.SessionsListParams, raw, "sessions.list");
-      const query = {
-        ...(p.limit ? { limit: p.limit } : {}),
-        ...(p.activeMinutes ? { activeMinutes: p.activeMinutes } : {}),
-        ...(p.agentId ? { agentId: p.agentId } : {}),
-        ...(p.kinds ? { kinds: p.kinds } : {}),
-        ...(p.label ? { label: p.label } : {}),
-        ...(p.search ? { search: p.search } : {}),
-        ...(p.spawnedBy ? { spawnedBy: canon(p.spawnedBy) } : {}),
-        includeReserved: Boolean(p.includeGlobal || p.includeUnknown),
-      };
-      const shown = (r: { key: string }) =>
-        (r.key !== "global" || p.includeGlobal) && (r.key !== "unknown" || p.includeUnknown);
-      // By position (order/cursor): stable under concurrent updates, O(limit) per page.
-      if (p.order !== undefined || p.cursor !== undefined) {
-        if (p.offset !== undefined) throw new ValidationError("offset does not combine with order or cursor");
-        const page = await svc.sessions.page({
-          ...query,
-          ...(p.order ? { order: p.order } : {}),
-          ...(p.cursor ? { cursor: p.cursor } : {}),
-        });
-        const sessions = page.sessions.filter(shown);
-        return {
-          ts: Date.now(),
-          count: sessions.length,
-          sessions,
-          ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
-        };
-      }
-      const rows = await svc.sessions.list({ ...query, ...(p.offset ? { offset: p.offset } : {}) });
-      const sessions = rows.filter(shown);
-      // A full page may have more behind it: tell the caller where the next one starts.
-      const full = rows.length === (p.limit ?? 1000);
-      return {
-        ts: Date.now(),
-        count: sessions.length,
-        sessions,
-        ...(full ? { nextOffset: (p.offset ?? 0) + rows.length } : {}),
-      };
-    },
-
-    "sessions.resolve": async (raw) => {
-      const p = parseParams(P.SessionsResolveParams, raw, "sessions.resolve");
-      let key: string | null = null;
-      if (p.key !== undefined) key = canon(p.key, p.agentId);
-      else if (p.sessionId !== undefined) key = await svc.sessions.keyForSessionId(p.sessionId);
-      else if (p.label !== undefined)
-        key = await svc.sessions.keyForLabel(p.agentId ?? defaultAgentId(svc.config), p.label);
-      const entry = key ? await svc.sessions.get(key) : null;
-      if (!entry || (p.spawnedBy && entry.spawnedBy !== canon(p.spawnedBy))) {
-        if (p.label !== undefined) throw SessionNotFoundError.forLabel(p.label);
-        throw new SessionNotFoundError(`${p.key ?? p.sessionId}`);
-      }
-      return { key: entry.key, entry };
-    },
-
+    ...createReadRpcMethods(svc),
     "sessions.patch": async (raw) => {
       const p = parseParams(P.SessionsPatchParams, raw, "sessions.patch");
       const key = canon(p.key);
@@ -161,23 +91,6 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
       const old = await deleteSession(svc, key, { agentId, kind }, { archive: p.deleteTranscript !== false });
       if (!old) throw new SessionNotFoundError(key);
       return { key, deleted: true, stopped };
-    },
-
-    "chat.history": async (raw) => {
-      const p = parseParams(P.ChatHistoryParams, raw, "chat.history");
-      const key = canon(p.sessionKey);
-      const entry = await svc.sessions.get(key);
-      if (!entry) return { sessionKey: key, messages: [] };
-      const stored = await svc.transcripts.messages(
-        entry.agentId,
-        entry.sessionId,
-        p.limit ?? CHAT_HISTORY_DEFAULT,
-        topicOpt(entry.key),
-      );
-      // OpenClaw's bounds (128 KB per message, 6 MB per answer): a session of big tool outputs would
-      // otherwise answer hundreds of MB, or fail at V8's string limit.
-      const messages = capChatHistory(stored);
-      return { sessionKey: key, sessionId: entry.sessionId, messages };
     },
 
     agent: async (raw) => {
@@ -328,17 +241,6 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
       return { id, ...(await enqueueOrResumeDelivery(svc, data)) };
     },
 
-    "deadletters.list": async (raw) => {
-      const p = parseParams(P.DeadLettersListParams, raw, "deadletters.list");
-      const page = await svc.deadLetters.page(p);
-      // `count`: every dead letter there is, also when this is one page of them.
-      return {
-        count: p.limit === undefined ? page.letters.length : page.total,
-        deadLetters: page.letters,
-        ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
-      };
-    },
-
     "deadletters.replay": async (raw) => {
       const p = parseParams(P.DeadLettersReplayParams, raw, "deadletters.replay");
       if ("runId" in p) {
@@ -349,28 +251,11 @@ export function createRpcMethods(svc: RpcDeps): Record<string, RpcHandler> {
       return { count: replayed.length, replayed, ...(refused.length ? { refused } : {}) };
     },
 
-    "deadletters.get": async (raw) => {
-      const p = parseParams(P.DeadLetterRunParams, raw, "deadletters.get");
-      const letter = await svc.deadLetters.get(p.runId);
-      if (!letter) throw new SwitchboardError("not_found", `No dead letter for run ${p.runId}`);
-      return letter;
-    },
-
     "deadletters.discard": async (raw) => {
       const p = parseParams(P.DeadLetterRunParams, raw, "deadletters.discard");
       if (!(await svc.deadLetters.discard(p.runId)))
         throw new SwitchboardError("not_found", `No dead letter for run ${p.runId}`);
       return { runId: p.runId, discarded: true };
-    },
-
-    "deliveries.list": async (raw) => {
-      const q = parseParams(P.DeliveriesListParams, raw, "deliveries.list");
-      // A key as callers write it (`main`, any case) names the session it names everywhere else;
-      // `channel:<ch>` is what a `send` with no session is recorded under, and is kept as it is.
-      const sessionKey = q.sessionKey?.startsWith("channel:") ? q.sessionKey : q.sessionKey && canon(q.sessionKey);
-      // Bounded as chat.history is (src/delivery/delivery-log.ts): `truncated` when records were left out.
-      const page = await deliveries.listBounded(sessionKey ? { ...q, sessionKey } : q);
-      return { deliveries: page.records, ...(page.more ? { truncated: true } : {}) };
     },
 
     status: async (raw) => {

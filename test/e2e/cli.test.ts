@@ -13,6 +13,9 @@ import { redisAnswers, startEmbeddedRedis } from "../../src/app/embedded-redis.j
 import { runtimeFilePath, type RuntimeInfo } from "../../src/app/runtime-file.js";
 import { displayRedisUrl } from "../../src/config/redis-url.js";
 import { QUEUE_NAMES } from "../../src/queues/queue-names.js";
+import { RpcCallError } from "../../src/cli/client.js";
+import { readClient } from "../../src/cli/direct-client.js";
+import { parseConfig } from "../../src/config/index.js";
 import { tempDir, testRedisUrl, uniquePrefix } from "../helpers/context.js";
 import { freePort } from "../helpers/redis-server.js";
 import { ROOT, spawnSwitchboard, type ChildHandle } from "../helpers/system.js";
@@ -213,6 +216,31 @@ describe("without a gateway: directly against Redis", () => {
     expect(status.stdout).toMatch(/^Redis: +up /m);
   });
 
+  // Most of a CLI command's start-up is loading modules, BullMQ the largest (src/cli/direct-client.ts).
+  it("sessions, history, deadletters list and call of a read method start without loading BullMQ", async () => {
+    const hook = join(FIXTURES, "report-bullmq-loads.mjs");
+    const traced = { ...env, NODE_OPTIONS: `--import ${hook}` };
+    const [sessions, history, letters, call, status] = await Promise.all([
+      runCli(["sessions", "--json", "--config", configFile], traced),
+      runCli(["history", "agent:main:main", "--config", configFile], traced),
+      runCli(["deadletters", "list", "--config", configFile], traced),
+      runCli(["call", "sessions.list", "--config", configFile], traced),
+      runCli(["status", "--config", configFile], traced),
+    ]);
+    for (const r of [sessions, history, letters, call]) {
+      expect(r.code, show(r)).toBe(0);
+      expect(r.stderr, show(r)).toBe("");
+    }
+    const keys = (out: string) => (JSON.parse(out) as { sessions: { key: string }[] }).sessions.map((s) => s.key);
+    expect(keys(sessions.stdout)).toEqual(["agent:main:main"]);
+    expect(keys(call.stdout)).toEqual(["agent:main:main"]);
+    expect(history.stdout).toMatch(/\] assistant: echo: hi\n$/);
+    expect(letters.stdout).toBe("No dead letters.\n");
+    // The hook works: status reads the queues' counts, so it loads BullMQ and says so.
+    expect(status.stdout, show(status)).toMatch(/^Redis: +up /m);
+    expect(status.stderr, show(status)).toMatch(/^bullmq loaded by file:.*\/dist\/src\//m);
+  });
+
   it("status with --url / SWITCHBOARD_URL where nothing listens probes it: not reachable, exit 0", async () => {
     const url = `http://127.0.0.1:${await freePort()}`;
     const [text, json, flag] = await Promise.all([
@@ -265,6 +293,34 @@ describe("read-only commands", () => {
       const r = await runCli([...args, "--config", file], env);
       expect(r.code, show(r)).toBeLessThanOrEqual(1); // status: 1 with no gateway running
       expect(r.stderr, show(r)).not.toMatch(/Error|at .*\.js:/);
+    }
+    const admin = new Redis(testRedisUrl(), { maxRetriesPerRequest: 1 });
+    try {
+      expect(await admin.keys(`*${fresh}*`)).toEqual([]);
+    } finally {
+      admin.disconnect();
+    }
+  });
+});
+
+describe("the read-only direct client", () => {
+  it("answers read methods and refuses any other as internal, writing nothing", async () => {
+    const fresh = uniquePrefix("cli-rc");
+    const client = readClient(parseConfig({ redis: { url: testRedisUrl(), prefix: fresh } }));
+    try {
+      expect(await client.rpc("sessions.list", {})).toMatchObject({ count: 0, sessions: [] });
+      expect(await client.rpc("chat.history", { sessionKey: "main" })).toEqual({
+        sessionKey: "agent:main:main",
+        messages: [],
+      });
+      for (const method of ["sessions.reset", "agent", "deadletters.replay", "status"]) {
+        const err = await client.rpc(method, { key: "main" }).catch((e: unknown) => e);
+        expect(err, method).toBeInstanceOf(RpcCallError);
+        expect((err as RpcCallError).code, method).toBe("internal");
+        expect((err as Error).message).toBe(`${method} is not a read method: this command's client only reads`);
+      }
+    } finally {
+      await client.close();
     }
     const admin = new Redis(testRedisUrl(), { maxRetriesPerRequest: 1 });
     try {

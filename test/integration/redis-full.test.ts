@@ -13,7 +13,7 @@ import { scriptConfig } from "../fixtures/runs-support.js";
 import { settle } from "../helpers/settle.js";
 import { REDIS_FULL_MESSAGE } from "../../src/errors/index.js";
 import { checkRedis } from "../../src/doctor/checks.js";
-import { directClient } from "../../src/cli/client.js";
+import { directClient } from "../../src/cli/direct-client.js";
 import type { Redis } from "ioredis";
 
 let redis: PrivateRedis;
@@ -98,7 +98,7 @@ describe("Redis full", () => {
     expect(fail!.message).toMatch(/out of memory|refused \d+ writes/);
 
     // The CLI without a gateway (direct mode) says the same.
-    const cli = directClient(gw.config);
+    const cli = await directClient(gw.config);
     try {
       await expect(cli.rpc("agent", { sessionKey: "agent:main:cli", message: "hi" })).rejects.toMatchObject({
         code: "redis_full",

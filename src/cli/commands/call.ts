@@ -2,6 +2,7 @@ import { UsageError } from "../flags.js";
 import { connect, type GlobalOptions } from "../client.js";
 import { printJson } from "../output.js";
 import { RPC_CATALOG } from "../../rpc/catalog.js";
+import { READ_RPC_METHODS } from "../../rpc/read-methods.js";
 
 /** `switchboard call --list`: every RPC method with its one-line description (no connection needed). */
 export function listRpcMethods(opts: { json?: boolean } = {}): number {
@@ -33,7 +34,9 @@ export async function callCommand(
       throw new UsageError(`--params is not valid JSON: ${(err as Error).message}`);
     }
   }
-  const client = await connect(opts);
+  // Without a gateway, a read method runs on a client without BullMQ (cli/direct-client.ts).
+  const reads = (READ_RPC_METHODS as readonly string[]).includes(method);
+  const client = await connect(opts, "http", reads ? "read" : "all");
   try {
     printJson(await client.rpc(method, params));
     return 0;

@@ -21,7 +21,7 @@ import { formatReport, verdict, type Finding } from "../../doctor/report.js";
 import type { Config } from "../../config/schema.js";
 import {
   cliToken,
-  directClient,
+  directClientFor,
   explicitGatewayUrl,
   gatewayCandidates,
   loadCliConfig,
@@ -94,7 +94,7 @@ async function examine(opts: GlobalOptions & { alive?: string }): Promise<Findin
     updateProgress("checking storage…");
     findings.push(...checkStorage(config));
     updateProgress("reading queues and processes…");
-    const client = directClient(config);
+    const client = await directClientFor(config);
     try {
       findings.push(...(await checkStorageFault(client.svc!)));
       findings.push(...(await checkQueues(client.svc!)));

@@ -30,7 +30,7 @@ async function lineTimestamps(
   sessionKey: string,
   messages: TranscriptMessage[],
 ): Promise<(string | undefined)[] | undefined> {
-  const svc = client.svc;
+  const svc = client.core;
   if (!svc || messages.every((m) => formatWhen(m.timestamp) !== undefined)) return undefined;
   const entry = await svc.sessions.get(sessionKey);
   if (!entry) return undefined;
@@ -53,7 +53,7 @@ export async function historyCommand(
 ): Promise<number> {
   // Refused here, by the flag's name, before Redis is asked (the RPC's own message names params).
   const limit = positiveInt("--limit", opts.limit, CHAT_HISTORY_MAX);
-  const client = await connect(opts, "direct");
+  const client = await connect(opts, "direct", "read");
   try {
     const res = (await client.rpc("chat.history", { sessionKey, ...(limit ? { limit } : {}) })) as {
       sessionKey: string;

@@ -53,7 +53,7 @@ export async function sessionsCommand(
   const limit = positiveInt("--limit", opts.limit);
   if (limit !== undefined && opts.all) throw new UsageError("--limit and --all exclude each other");
   const active = positiveInt("--active", opts.active);
-  const client = await connect(opts, "direct");
+  const client = await connect(opts, "direct", "read");
   try {
     const filters = {
       ...(active ? { activeMinutes: active } : {}),

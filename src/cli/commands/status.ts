@@ -4,7 +4,7 @@ import { deploymentStatus, type DeploymentStatus } from "../../rpc/status.js";
 import {
   type Client,
   connect,
-  directClient,
+  directClientFor,
   loadCliConfig,
   reachable,
   RpcCallError,
@@ -30,7 +30,7 @@ async function directStatus(client: Client): Promise<Partial<DeploymentStatus>> 
 async function gatewayStatus(client: Client, config: Config): Promise<StatusReport> {
   const gateway: StatusReport["gateway"] = { url: client.describe, reachable: await reachable(client.describe) };
   if (!gateway.reachable) {
-    const direct = directClient(config);
+    const direct = await directClientFor(config);
     try {
       return { gateway, ...(await directStatus(direct)) };
     } finally {
