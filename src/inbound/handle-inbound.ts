@@ -325,7 +325,8 @@ async function handleResolved(
     // as at `at`: a session is always fresh at or before its last activity.)
     const at = entry ? Math.max(now, lastActivityOf(entry)) : now;
     // A message is activity: it ends the "untouched since a sweep/sessions.reset" state.
-    const patch: SessionEntryPatch = { ...meta, updatedAt: at, resetAt: null };
+    // Object.assign, not a spread: docs/development.md, "Copies on the hot path".
+    const patch: SessionEntryPatch = Object.assign({}, meta, { updatedAt: at, resetAt: null });
     if (trigger.triggered && !systemEvent) {
       const hint = resolveModelChoice(trigger.remainder, modelCatalog(config));
       if (hint.choice) {

@@ -294,7 +294,9 @@ export async function addJob<K extends JobKind>(
   const parsed = def.data.safeParse(data);
   if (!parsed.success) throw new InvalidJobDataError(kind, parsed.error);
   const value = parsed.data as JobData<K>;
-  return await svc.queues[queueOf(kind, value)].add(def.name, value, { ...def.options(value, svc.config), ...extra });
+  // Object.assign, not a spread: docs/development.md, "Copies on the hot path".
+  const opts = Object.assign(def.options(value, svc.config), extra);
+  return await svc.queues[queueOf(kind, value)].add(def.name, value, opts);
 }
 
 /**

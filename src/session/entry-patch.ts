@@ -15,7 +15,9 @@ const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null 
  * inner fields that are undefined are not in the patch's JSON, as for the store.
  */
 export function mergePatch(entry: SessionEntry, patch: SessionEntryPatch): SessionEntry {
-  const out: Json = { ...entry };
+  // Object.assign, not a spread: a spread copy costs ~2 µs per field added to it on Node 20
+  // (docs/development.md, "Copies on the hot path"). Top-level fields are Switchboard's own.
+  const out: Json = Object.assign({} as Json, entry);
   for (const [field, value] of Object.entries(patch)) {
     if (value === undefined) continue; // not in the patch's JSON
     if (value === null) delete out[field];

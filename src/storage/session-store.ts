@@ -252,7 +252,8 @@ export class SessionStore {
     opts: UpsertOptions = {},
   ): Promise<SessionEntry> {
     const now = opts.now ?? Date.now();
-    const full: SessionEntryPatch = { ...patch, agentId: ident.agentId, kind: ident.kind };
+    // Object.assign, not a spread: docs/development.md, "Copies on the hot path".
+    const full: SessionEntryPatch = Object.assign({}, patch, { agentId: ident.agentId, kind: ident.kind });
     const staleArg = opts.staleAt === undefined ? "keep" : opts.staleAt === null ? "" : String(opts.staleAt);
     const hasParent = typeof patch.spawnedBy === "string";
     const childKey = this.keys.childrenIndex(hasParent ? (patch.spawnedBy as string) : "");

@@ -346,12 +346,16 @@ function safeParse(text: string): unknown {
 
 /** The record fields a finish writes besides status: the reply of a successful run, the error, usage. */
 function resultFields(outcome: TurnOutcome, output: RunOutput | undefined): Record<string, string | number> {
-  return {
-    // Only a successful run has a reply; a killed/failed/timed-out one must not report `reply: ""`.
-    ...(outcome.status === "ok" ? { reply: outcome.reply ?? "" } : {}),
-    ...(outcome.error ? { error: outcome.error } : {}),
-    ...(output?.usage ? { usageInput: output.usage.input, usageOutput: output.usage.output } : {}),
-  };
+  // Set one by one, not spread: docs/development.md, "Copies on the hot path".
+  const fields: Record<string, string | number> = {};
+  // Only a successful run has a reply; a killed/failed/timed-out one must not report `reply: ""`.
+  if (outcome.status === "ok") fields.reply = outcome.reply ?? "";
+  if (outcome.error) fields.error = outcome.error;
+  if (output?.usage) {
+    fields.usageInput = output.usage.input;
+    fields.usageOutput = output.usage.output;
+  }
+  return fields;
 }
 
 /** The last `limit` messages before this turn (its own lines, if a re-run wrote any, left out). */
@@ -483,7 +487,8 @@ export class TurnExecutor {
     // The next turn is begun (or the lease released): decode it first so a failure below cannot lose the release.
     const begunNext = begin ? await svc.inbox.fromRaw(next, lease, true) : undefined;
     if (finished) await this.updateSessionAfterRun(turn, entry, outcome, output, resultAt);
-    return begin ? { ...outcome, next: begunNext } : outcome;
+    // Object.assign, not a spread: docs/development.md, "Copies on the hot path".
+    return begin ? Object.assign({}, outcome, { next: begunNext }) : outcome;
   }
 
   /**
@@ -523,7 +528,7 @@ export class TurnExecutor {
         lease,
         turn.runId,
         outcome.status,
-        { ...resultFields(outcome, output), ...(plan ? { a2a: JSON.stringify(plan.result) } : {}) },
+        Object.assign(resultFields(outcome, output), plan ? { a2a: JSON.stringify(plan.result) } : {}),
         { beginNext, pushes, expectEntries: plan?.entries ?? [], ...(deadLetter ? { deadLetter } : {}) },
       );
       if ("changed" in res) {
@@ -614,7 +619,7 @@ export class TurnExecutor {
       const yielded = output.yielded ?? tools.yielded?.();
       if (yielded) return { outcome: { status: "ok", reply: "" }, output: { ...output, reply: "", yielded } };
       const reply = wellFormed(output.reply);
-      return { outcome: { status: "ok", reply }, output: { ...output, reply } };
+      return { outcome: { status: "ok", reply }, output: Object.assign({}, output, { reply }) };
     } catch (err) {
       if (lease.lost.aborted) throw new StaleFenceError(turn.sessionKey, lease.token, null);
       // Handed back, not ended: nothing of it is written, the next worker runs it again.
