@@ -2,11 +2,11 @@
  * The services that read and write Redis and the transcripts without BullMQ: the session store,
  * transcripts, run records and dead letters on one command connection. `createServices` builds
  * the queues and the run machinery on top of these; the CLI's read-only commands (`sessions`,
- * `history`, `deadletters list`) use them alone, so they start without loading BullMQ
- * (README, "Processes").
+ * `history`, `deadletters list`, `call` of a read method) use them alone, so they start without
+ * loading BullMQ (README, "Processes").
  *
  * Every import here is of a module that does not load BullMQ, directly or through an index;
- * test/e2e/cli-start.test.ts checks that a read-only command never loads it.
+ * test/e2e/cli.test.ts checks that a read-only command never loads it.
  */
 import type { Logger } from "pino";
 import type { Config } from "../config/schema.js";

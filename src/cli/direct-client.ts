@@ -4,7 +4,7 @@
  *
  * - `readClient`: the read methods only (rpc/read-methods.ts) on the core services
  *   (app/core-services.ts). Nothing it loads loads BullMQ, which is most of a command's start-up
- *   time: `sessions`, `history` and `deadletters list` use it.
+ *   time: `sessions`, `history`, `deadletters list` and `call` of a read method use it.
  * - `directClient`: every method, on the whole services (queues included).
  */
 import type { Config } from "../config/schema.js";

@@ -54,7 +54,7 @@ export const READ_RPC_METHODS = [
 export function createReadRpcMethods(svc: ReadRpcDeps): Record<(typeof READ_RPC_METHODS)[number], RpcHandler> {
   const canon = (key: string, agentId?: string) => canonicalSessionKey(svc.config, key, agentId ? { agentId } : {});
   const deliveries = new DeliveryLog(svc.redis, svc.keys);
-  return {
+  const methods: Record<(typeof READ_RPC_METHODS)[number], RpcHandler> = {
     "sessions.list": async (raw) => {
       const p = parseParams(P.SessionsListParams, raw, "sessions.list");
       const query = {
@@ -157,4 +157,6 @@ export function createReadRpcMethods(svc: ReadRpcDeps): Record<(typeof READ_RPC_
       return { deliveries: page.records, ...(page.more ? { truncated: true } : {}) };
     },
   };
+  // No prototype, as the whole table (methods.ts): a name like `toString` is no method.
+  return Object.assign(Object.create(null) as typeof methods, methods);
 }

@@ -22,6 +22,7 @@ export function mergePatch(entry: SessionEntry, patch: SessionEntryPatch): Sessi
     if (value === undefined) continue; // not in the patch's JSON
     if (value === null) delete out[field];
     else if (isObject(value) && Object.values(value).some((v) => v !== undefined)) {
+      // A spread here: an inner object's keys may be a client's (a `__proto__` stays a key).
       const merged: Json = isObject(out[field]) ? { ...(out[field] as Json) } : {};
       for (const [inner, v] of Object.entries(value)) {
         if (v === null) delete merged[inner];

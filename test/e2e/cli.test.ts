@@ -313,7 +313,7 @@ describe("the read-only direct client", () => {
         sessionKey: "agent:main:main",
         messages: [],
       });
-      for (const method of ["sessions.reset", "agent", "deadletters.replay", "status"]) {
+      for (const method of ["sessions.reset", "agent", "deadletters.replay", "status", "toString", "constructor"]) {
         const err = await client.rpc(method, { key: "main" }).catch((e: unknown) => e);
         expect(err, method).toBeInstanceOf(RpcCallError);
         expect((err as RpcCallError).code, method).toBe("internal");
