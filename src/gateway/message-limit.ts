@@ -8,14 +8,21 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Config } from "../config/schema.js";
 import { PayloadTooLargeError } from "../errors/index.js";
-import { assertMessageSize, defaultBodyBytes, toolMessageTexts, type MessageText } from "../text/message-size.js";
+import {
+  assertMessageSize,
+  defaultBodyBytes,
+  messageTextsAt,
+  toolMessageTexts,
+  type MessageText,
+} from "../text/message-size.js";
 
 export { assertMessageSize };
 
 const obj = (v: unknown): Record<string, unknown> =>
   v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
-const texts = (o: Record<string, unknown>, prefix: string, names: readonly string[]): MessageText[] =>
-  names.flatMap((n) => (typeof o[n] === "string" ? [{ field: `${prefix}${n}`, text: o[n] as string }] : []));
+
+/** The inbound door's message field. */
+const INBOUND_MESSAGE_FIELDS = ["text"];
 
 /** RPC methods that carry a message, and the field it is in. */
 const RPC_MESSAGE_FIELDS: Map<string, string[]> = new Map([
@@ -28,10 +35,10 @@ export function messageTextsOf(routeUrl: string | undefined, params: unknown, bo
   const b = obj(body);
   switch (routeUrl) {
     case "/v1/inbound":
-      return texts(b, "", ["text"]);
+      return messageTextsAt(b, "", INBOUND_MESSAGE_FIELDS);
     case "/v1/rpc/:method":
       // A Map, not an object: a method named `hasOwnProperty` must not find Object.prototype's.
-      return texts(b, "", RPC_MESSAGE_FIELDS.get(String(obj(params).method)) ?? []);
+      return messageTextsAt(b, "", RPC_MESSAGE_FIELDS.get(String(obj(params).method)) ?? []);
     case "/v1/tools/:name":
       return toolMessageTexts(b.args, "args.");
     default:

@@ -132,7 +132,8 @@ export class RunRecords {
 
   /** Fenced partial update by the lease holder. */
   async update(lease: LeaseHandle, runId: string, fields: Record<string, string | number>): Promise<void> {
-    const flat = Object.entries(fields).flatMap(([k, v]) => [k, String(v)]);
+    const flat: string[] = [];
+    for (const k of Object.keys(fields)) flat.push(k, String(fields[k]));
     try {
       await this.updateLua([lease.fenceKey, this.keys.run(runId)], [lease.token, ...flat]);
     } catch (err) {

@@ -111,10 +111,15 @@ describe.each([{ wake: "ready-list" as const }, { wake: "drain-job" as const }])
       const sys = await deploy(config());
       // The pause is read by the workers while the first turn's finish is on its way: the finish
       // was asked (flag not yet seen) to begin the second turn in the same step.
+      // The first finish waits until all three messages are queued: a first turn that finished
+      // before "two" was pushed began nothing, and "two" then waited in the paused queue.
       const records = sys.svc.runs;
       const finishStep = records.finishStep.bind(records);
+      let allQueued!: () => void;
+      const queued = new Promise<void>((resolve) => (allQueued = resolve));
       let first = true;
       records.finishStep = async (...args) => {
+        if (first) await queued;
         const res = await finishStep(...args);
         if (first) {
           first = false;
@@ -125,6 +130,7 @@ describe.each([{ wake: "ready-list" as const }, { wake: "drain-job" as const }])
       };
       const runs = [];
       for (const text of ["one", "two", "three"]) runs.push(await inbound(sys, "eve", text));
+      allQueued();
       expect(await waitRun(sys, runs[1]!.runId)).toMatchObject({ status: "ok" });
       await sleep(PAUSE_POLL_MS * 1.5);
       expect(await getRun(sys, runs[2]!.runId)).toMatchObject({ status: "queued" });
