@@ -153,6 +153,16 @@ export class RedisKeys {
   subagentReleaseOwed(): string {
     return `${this.base}:sa:release-owed`;
   }
+  /**
+   * Sub-agent runs registered (zset runId by registration time, ms on Redis's clock; entries older
+   * than the records' TTL are removed by the next registration): written with each registration
+   * (subagent-register.lua, subagent-replace.lua), read by the maintenance sweep, which drops
+   * the ones whose turn was never queued past the grace period and forgets the rest
+   * (src/subagents/unqueued.ts, `dropCutOffRuns`).
+   */
+  subagentRegistered(): string {
+    return `${this.base}:sa:registered`;
+  }
   /** Set (with a TTL) while workers see transcript storage refusing writes; /readyz reads it. */
   storageFault(): string {
     return `${this.base}:health:storage`;

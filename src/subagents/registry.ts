@@ -119,6 +119,7 @@ export class SubagentRegistry {
         this.childKey(run.childSessionKey),
         // No calling run (a call from outside a turn): a key under the same tag that never exists.
         this.keys.run(callerRunId ?? ""),
+        this.keys.subagentRegistered(),
       ],
       [run.runId, run.createdAt, maxActive, this.ttlSeconds, ...encode(run)],
     )) as [number, number];
@@ -239,6 +240,21 @@ export class SubagentRegistry {
       const run = parseOwedRelease(member);
       return run ? { member, run } : { member };
     });
+  }
+
+  /** Up to `limit` runIds registered before `before` (oldest first), for the cut-off sweep. */
+  async registeredBefore(before: number, limit: number): Promise<string[]> {
+    return await this.redis.zrangebyscore(this.keys.subagentRegistered(), "-inf", before, "LIMIT", 0, limit);
+  }
+
+  /** Registered runs the cut-off sweep has settled (queued, ended, dropped or gone). */
+  async forgetRegistered(runIds: string[]): Promise<void> {
+    if (runIds.length) await this.redis.zrem(this.keys.subagentRegistered(), ...runIds);
+  }
+
+  /** A registered run whose drop failed, dated `at` again, behind the others. */
+  async registeredAgain(runId: string, at: number): Promise<void> {
+    await this.redis.zadd(this.keys.subagentRegistered(), "XX", at, runId);
   }
 
   /** The release owed for `run` is done (or there was none to do): forget it. */
@@ -389,6 +405,7 @@ export class SubagentRegistry {
           this.recordKey(next.runId),
           this.requesterKey(next.requesterSessionKey),
           this.childKey(next.childSessionKey),
+          this.keys.subagentRegistered(),
         ],
         [prev.runId, next.runId, next.createdAt, this.ttlSeconds, ...encode(next)],
       ),

@@ -9,7 +9,9 @@
  * - by a `/stop`, `sessions.reset` or `sessions.delete` of its requester (or of a session above
  *   it), or of its own child session, which end it as a kill does (src/subagents/descendants.ts);
  * - by itself otherwise: once it is older than UNQUEUED_GRACE_MS, the requester's next spawn
- *   at the `maxChildrenPerAgent` limit and its next `subagents` call drop it.
+ *   at the `maxChildrenPerAgent` limit and its next `subagents` call drop it, and so does the
+ *   maintenance sweep (`dropCutOffRuns`, over every run registered since this release), so a
+ *   requester nobody acts for (an orchestrator waiting on the run) is not left waiting.
  *
  * The check that no turn was queued (no run record) is made in the same step as the release
  * (subagent-unqueued.lua). A spawn still alive past the grace period finds its run released
@@ -55,6 +57,63 @@ export async function releaseUnqueued(
     if (await dropUnqueued(svc, registry, run, now - UNQUEUED_GRACE_MS)) released.add(run.runId);
   }
   return released;
+}
+
+export interface CutOffSweepResult {
+  /** Registered runs looked at (registered before the grace period). */
+  examined: number;
+  /** Dropped: their turn was never queued. */
+  dropped: number;
+  /** Their drop failed (Redis): dated again, looked at by a later sweep. */
+  failed: number;
+}
+
+/**
+ * The maintenance sweep's part: drop the runs registered before the grace period whose turn was
+ * never queued, oldest first, batch after batch of `limit` while batches come back full and
+ * `budgetMs` is not spent, whoever their requester, so an orchestrator waiting on a cut-off leaf
+ * is released without anybody's next spawn or `subagents` call. The age is judged on Redis's
+ * clock alone (the set's scores and `now`), never against a spawning host's clock, so a host
+ * whose clock runs ahead cannot drop a spawn still on its way. Every other run looked at (turn
+ * queued, ended, gone with its TTL) is forgotten: its own turn and announce end it.
+ */
+export async function dropCutOffRuns(
+  svc: Pick<RotationDeps, "sessions" | "queues" | "config"> & SubagentDeps,
+  limit: number,
+  opts: { now?: number; budgetMs?: number } = {},
+): Promise<CutOffSweepResult> {
+  const registry = new SubagentRegistry(svc.redis, svc.keys, svc.runs.ttlSeconds);
+  const now = opts.now ?? (await redisNow(svc.redis));
+  const started = Date.now();
+  const result: CutOffSweepResult = { examined: 0, dropped: 0, failed: 0 };
+  for (;;) {
+    const ids = await registry.registeredBefore(now - UNQUEUED_GRACE_MS, limit);
+    result.examined += ids.length;
+    const settled: string[] = [];
+    for (const runId of ids) {
+      try {
+        const run = await registry.get(runId);
+        // Registered long enough ago by the set's score: the drop's own check of the record's
+        // createdAt (a spawning host's clock) is passed over.
+        if (run?.status === "running" && (await dropUnqueued(svc, registry, run, Number.MAX_SAFE_INTEGER)))
+          result.dropped++;
+        settled.push(runId);
+      } catch {
+        result.failed++;
+        // Behind the others: drops that keep failing must not keep the sweep from the rest. (A drop
+        // done whose release failed is owed, and releaseOwed does it.)
+        await registry.registeredAgain(runId, now).catch(() => undefined);
+      }
+    }
+    await registry.forgetRegistered(settled);
+    if (ids.length < limit || Date.now() - started >= (opts.budgetMs ?? 0)) return result;
+  }
+}
+
+/** Redis's clock, in ms. */
+async function redisNow(redis: RedisClient): Promise<number> {
+  const [seconds, micros] = await redis.time();
+  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
 }
 
 /** Drop `run` if it has no turn queued and was registered before `registeredBefore`; true if dropped. */
@@ -122,10 +181,7 @@ export async function releaseOwed(
   now?: number,
 ): Promise<ReleaseOwedResult> {
   const registry = new SubagentRegistry(svc.redis, svc.keys, svc.runs.ttlSeconds);
-  if (now === undefined) {
-    const [seconds, micros] = await svc.redis.time();
-    now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-  }
+  if (now === undefined) now = await redisNow(svc.redis);
   const result: ReleaseOwedResult = { released: 0, failed: 0 };
   for (const { member, run } of await registry.owedReleases(now - RELEASE_OWED_GRACE_MS, limit)) {
     if (!run) {

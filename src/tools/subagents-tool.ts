@@ -163,7 +163,12 @@ export async function subagentsTool(svc: ToolDeps, caller: ToolCaller, rawArgs: 
     if (!targets.length && t !== "all" && t !== "*") {
       const r = resolveTarget(t, ordered);
       if (!r.ok) return toolError(r.error, { action, target: t });
-      if (!active.includes(r.run)) {
+      // Listed as ended, but a steer may have replaced it since the listing read it (its stop of
+      // the replaced run's queued turn made that turn end): the child runs on in the steer's run,
+      // which the kill follows from the registry's record (suppressCurrent), not "already finished".
+      const replaced = active.includes(r.run) ? undefined : await registry.get(r.run.runId);
+      if (replaced?.replacedBy) targets.push(replaced);
+      else if (!active.includes(r.run)) {
         const label = r.run.label || r.run.childSessionKey;
         return {
           status: "done",
@@ -174,8 +179,7 @@ export async function subagentsTool(svc: ToolDeps, caller: ToolCaller, rawArgs: 
           label,
           text: `${label} is already finished.`,
         };
-      }
-      targets.push(r.run);
+      } else targets.push(r.run);
     }
     if (!targets.length) return { status: "done", action, target: t, text: "no running subagents to kill." };
     const cascadeLabels: string[] = [];
@@ -384,8 +388,10 @@ async function suppressTree(
   registry: SubagentRegistry,
   run: SubagentRun,
 ): Promise<{ own?: SubagentRun; descendants: SubagentRun[] } | null> {
-  // An orchestrator whose report waits for its sub-agents (announce deferred) is killed with them.
-  const own = run.status === "running" || reportWaits(run) ? await suppressCurrent(registry, run) : undefined;
+  // An orchestrator whose report waits for its sub-agents (announce deferred) is killed with them;
+  // a run a steer replaced, in the run that replaced it (whatever the replaced one's own state).
+  const follow = run.status === "running" || reportWaits(run) || run.replacedBy !== undefined;
+  const own = follow ? await suppressCurrent(registry, run) : undefined;
   const descendants: SubagentRun[] = [];
   for (const r of await runningDescendants(svc, registry, run.childSessionKey))
     if ((await registry.suppressKilled(r.runId)) === "suppressed") descendants.push(r);

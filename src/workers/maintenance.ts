@@ -7,7 +7,8 @@
  *    both paths see stale is rotated once.
  *    The same job re-arms overdue wakes and sessions left with turns and no drainer (a drain job
  *    removed in Bull Board: src/workers/stranded-sessions.ts), and finishes what a crash cut off:
- *    `/stop`s, archives of retired transcripts, releases of sub-agent requesters (src/subagents/unqueued.ts).
+ *    `/stop`s, archives of retired transcripts, sub-agent runs whose turn was never queued and
+ *    releases of sub-agent requesters (src/subagents/unqueued.ts).
  *  - `prune` (its own Job Scheduler while `session.maintenance` is set): src/workers/session-prune.ts.
  *  - `archive`: renames an old transcript to `.reset.<ts>`/`.deleted.<ts>` while holding the
  *    session lease, so it never races a turn still writing to it.
@@ -21,7 +22,7 @@ import { requeueStopped } from "../runs/stop.js";
 import type { WorkerDeps } from "./worker-deps.js";
 import { entryStaleAt, freshnessOf } from "../session/entry-freshness.js";
 import { archiveDone, requeuePendingArchives } from "../rotation/pending-archives.js";
-import { releaseOwed } from "../subagents/unqueued.js";
+import { dropCutOffRuns, releaseOwed } from "../subagents/unqueued.js";
 import { rotateSession } from "../rotation/rotate.js";
 import { JOBS, jobData } from "../queues/jobs.js";
 import { identOf } from "../session/session-ident.js";
@@ -146,12 +147,21 @@ export function createMaintenanceProcessor(svc: WorkerDeps) {
       const stranded = await repairStrandedSessions(svc, svc.config.maintenance.sweepEveryMs / 4);
       const stopped = await requeueStopped(svc, svc.config.maintenance.sweepBatch);
       const archives = await requeuePendingArchives(svc, svc.config.maintenance.sweepBatch);
+      // Sub-agent runs whose spawn was cut off before their turn was queued: dropped past the grace.
+      const cutOff = await dropCutOffRuns(svc, svc.config.maintenance.sweepBatch, {
+        budgetMs: svc.config.maintenance.sweepEveryMs / 4,
+      });
+      if (cutOff.dropped || cutOff.failed)
+        svc.log.warn(
+          cutOff,
+          "sub-agent runs whose spawn was cut off before their turn was queued: dropped by the sweep",
+        );
       // Orchestrators waiting on sub-agent runs ended without an announce whose release a crash cut off.
       const releases = await releaseOwed(svc, svc.config.maintenance.sweepBatch);
       if (releases.released || releases.failed)
         svc.log.warn(releases, "sub-agent requester releases left owed by an end cut off: done by the sweep");
       await job.updateProgress(100);
-      return { ...r, rearmed, stranded, stopped, archives, releases };
+      return { ...r, rearmed, stranded, stopped, archives, cutOff, releases };
     }
     if (job.name === JOBS.prune.name) {
       // session.maintenance (session-prune.ts): batch after batch within half the interval, as the sweep.

@@ -3,7 +3,7 @@
  * a Redis error on the push) leaves a run that nothing runs and no announce job ends. It must
  * not hold a child slot for good (docs/concepts/subagents.md, "Cleanup"): a kill ends it, a
  * failed push undoes it at once, and with nobody acting it is dropped once older than the grace
- * period, by the next spawn at the limit or the next `subagents` call.
+ * period, by the next spawn at the limit, the next `subagents` call or the maintenance sweep.
  */
 import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
@@ -26,6 +26,7 @@ import { sessionsSpawn } from "../../src/tools/sessions-spawn.js";
 import { toolCallIds } from "../../src/tools/call-ids.js";
 import type { ToolCaller } from "../../src/tools/tool-context.js";
 import { subagentSessionKey } from "../../src/session/key-build.js";
+import { dropCutOffRuns, UNQUEUED_GRACE_MS } from "../../src/subagents/unqueued.js";
 
 const LIMIT_ERROR = "sessions_spawn has reached max active children for this session (1/1)";
 
@@ -153,6 +154,27 @@ describe("an orchestrator whose leaf's spawn was cut off", () => {
     await reportsOnceOnItsAnswer(sys, orch);
     // Another call finds nothing to drop and reports nothing more.
     await tool(sys, "subagents", orch.childSessionKey, {});
+    await reportsOnceOnItsAnswer(sys, orch);
+  }, 90_000);
+  it("reports once, on its latest answer, when the maintenance sweep drops the leaf (nobody acting)", async () => {
+    const sys = await orchestratorDeployment();
+    const { orch, lost } = await orchestratorWaitingForCutOff(sys);
+    // Within the grace period it could be a spawn still on its way: the sweep leaves it.
+    expect(await dropCutOffRuns(sys.svc, 100)).toEqual({ examined: 0, dropped: 0, failed: 0 });
+    expect(await registry(sys).get(lost.runId)).toMatchObject({ status: "running" });
+    // Past it: the orchestrator, main's run, is looked at too and kept (its turn was queued).
+    const [seconds] = await sys.svc.redis.time();
+    const later = Number(seconds) * 1000 + UNQUEUED_GRACE_MS + 1000;
+    // Every registration is looked at (the orchestrator, its turn queued; leaf-a, ended; …) and
+    // only leaf-b, never queued, is dropped.
+    const registered = await sys.svc.redis.zcard(sys.svc.keys.subagentRegistered());
+    expect(registered).toBeGreaterThanOrEqual(3);
+    expect(await dropCutOffRuns(sys.svc, 100, { now: later })).toEqual({ examined: registered, dropped: 1, failed: 0 });
+    expect(await registry(sys).get(lost.runId)).toBeNull();
+    expect(await registry(sys).activeCount(orch.childSessionKey)).toBe(0);
+    await reportsOnceOnItsAnswer(sys, orch);
+    // What the sweep looked at is forgotten: the next finds nothing, and nothing more is reported.
+    expect(await dropCutOffRuns(sys.svc, 100, { now: later })).toEqual({ examined: 0, dropped: 0, failed: 0 });
     await reportsOnceOnItsAnswer(sys, orch);
   }, 90_000);
 });

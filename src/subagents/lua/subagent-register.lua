@@ -7,6 +7,8 @@
   KEYS[4] child's run    {p}:sa:child:<childKey>  (string: the child's current runId)
   KEYS[5] the calling run's record {p}:run:<runId> (a key that does not exist for a caller
           outside a turn)
+  KEYS[6] registered runs {p}:sa:registered (zset runId by registration time on Redis's clock,
+          for the sweep that drops runs whose turn was never queued)
   ARGV[1] runId, ARGV[2] createdAt, ARGV[3] max active children, ARGV[4] ttl seconds,
   ARGV[5..] record field, value pairs
 
@@ -30,4 +32,10 @@ redis.call("EXPIRE", KEYS[2], tonumber(ARGV[4]))
 redis.call("SADD", KEYS[3], ARGV[1])
 redis.call("EXPIRE", KEYS[3], tonumber(ARGV[4]))
 redis.call("SET", KEYS[4], ARGV[1], "EX", tonumber(ARGV[4]))
+-- Scored on Redis's clock (the sweep judges the age on it too, whatever the hosts' clocks say);
+-- entries older than the records' TTL are gone with their records, so the set stays bounded.
+local t = redis.call("TIME")
+local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call("ZREMRANGEBYSCORE", KEYS[6], "-inf", now_ms - tonumber(ARGV[4]) * 1000)
+redis.call("ZADD", KEYS[6], now_ms, ARGV[1])
 return {1, active + 1}

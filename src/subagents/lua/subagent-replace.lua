@@ -6,7 +6,9 @@
   it replaces (`replaces`), so a re-run of the steering turn can finish a steer cut short.
 
   KEYS[1] prev registry record, KEYS[2] prev run record, KEYS[3] requester's active runs (set),
-  KEYS[4] next registry record, KEYS[5] requester's runs (zset), KEYS[6] child's current run
+  KEYS[4] next registry record, KEYS[5] requester's runs (zset), KEYS[6] child's current run,
+  KEYS[7] registered runs (zset runId by registration time on Redis's clock, for the sweep of
+  runs never queued)
   ARGV[1] prev runId, ARGV[2] next runId, ARGV[3] next createdAt, ARGV[4] ttl seconds,
   ARGV[5..] next record field, value pairs
 
@@ -38,4 +40,10 @@ redis.call("EXPIRE", KEYS[5], ttl)
 redis.call("SADD", KEYS[3], ARGV[2])
 redis.call("EXPIRE", KEYS[3], ttl)
 redis.call("SET", KEYS[6], ARGV[2], "EX", ttl)
+-- Scored on Redis's clock (the sweep judges the age on it too, whatever the hosts' clocks say);
+-- entries older than the records' TTL are gone with their records, so the set stays bounded.
+local t = redis.call("TIME")
+local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call("ZREMRANGEBYSCORE", KEYS[7], "-inf", now_ms - ttl * 1000)
+redis.call("ZADD", KEYS[7], now_ms, ARGV[2])
 return 1

@@ -41,7 +41,7 @@
   suppression and stops the turn it queued (src/tools/sessions-spawn.ts). Only a run still
   `running`, neither replaced by a steer nor suppressed for another reason.
 
-  Returns 0 when refused (a run record exists; for drop, registered at or after ARGV[3]; for
+  Returns 0 when refused (a run record exists; for drop, not running or registered at or after ARGV[3]; for
   end, not suppressed by a kill; for stop, not running as said), 1 when done, 2 when dropped and
   the child session held only this run (it was the child's current run and replaced none: the
   session its spawn created), 3 when dropped and the run it replaced is to be announced again.
@@ -70,7 +70,9 @@ if ARGV[2] == "stop" then
   owe_release()
   return 1
 end
-local reg = redis.call("HMGET", KEYS[1], "createdAt", "replaces")
+local reg = redis.call("HMGET", KEYS[1], "createdAt", "replaces", "status")
+-- Only a run still registered as running: one a kill ended meanwhile keeps its record.
+if reg[3] ~= "running" then return 0 end
 if reg[1] and tonumber(reg[1]) >= tonumber(ARGV[3]) then return 0 end
 -- The run a cut-off steer replaced by this one, given back its place (see above).
 local restored, reannounce = false, false
