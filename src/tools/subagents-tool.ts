@@ -159,15 +159,17 @@ export async function subagentsTool(svc: ToolDeps, caller: ToolCaller, rawArgs: 
   if (action === "kill") {
     const t = (args.target ?? "").trim();
     if (!t) return toolError("Missing subagent target.", { action });
-    const targets = t === "all" || t === "*" ? active : [];
-    if (!targets.length && t !== "all" && t !== "*") {
+    const all = t === "all" || t === "*";
+    // Listed as ended but replaced by a steer since the listing: see below; all of them too.
+    const targets = all ? [...active, ...(await replacedSinceListing(registry, recent))] : [];
+    if (!targets.length && !all) {
       const r = resolveTarget(t, ordered);
       if (!r.ok) return toolError(r.error, { action, target: t });
       // Listed as ended, but a steer may have replaced it since the listing read it (its stop of
       // the replaced run's queued turn made that turn end): the child runs on in the steer's run,
       // which the kill follows from the registry's record (suppressCurrent), not "already finished".
-      const replaced = active.includes(r.run) ? undefined : await registry.get(r.run.runId);
-      if (replaced?.replacedBy) targets.push(replaced);
+      const [replaced] = active.includes(r.run) ? [] : await replacedSinceListing(registry, [r.run]);
+      if (replaced) targets.push(replaced);
       else if (!active.includes(r.run)) {
         const label = r.run.label || r.run.childSessionKey;
         return {
@@ -201,7 +203,7 @@ export async function subagentsTool(svc: ToolDeps, caller: ToolCaller, rawArgs: 
       for (const r of [current, ...tree.descendants]) await endUnqueued(svc, registry, r, "killed");
     }
     if (!killed.length) {
-      if (targets.length > 1 || t === "all" || t === "*")
+      if (targets.length > 1 || all)
         return { status: "done", action, target: t, text: "no running subagents to kill." };
       const run = targets[0]!;
       const label = run.label || run.childSessionKey;
@@ -396,6 +398,15 @@ async function suppressTree(
   for (const r of await runningDescendants(svc, registry, run.childSessionKey))
     if ((await registry.suppressKilled(r.runId)) === "suppressed") descendants.push(r);
   return own || descendants.length ? { ...(own ? { own } : {}), descendants } : null;
+}
+
+/**
+ * The registry records of those of `listed` (listed as ended) that a steer has replaced: the
+ * child runs on in the steer's run, which a kill follows (suppressCurrent).
+ */
+async function replacedSinceListing(registry: SubagentRegistry, listed: SubagentRun[]): Promise<SubagentRun[]> {
+  const fresh = await Promise.all(listed.map((r) => registry.get(r.runId)));
+  return fresh.filter((r): r is SubagentRun => r?.replacedBy !== undefined);
 }
 
 /**

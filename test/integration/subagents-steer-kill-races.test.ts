@@ -177,30 +177,44 @@ describe("subagents kill racing a steer", () => {
     expect(await registry(sys).activeCount(MAIN)).toBe(0);
   }, 30_000);
 
-  it("a kill whose listing read the run just before a steer replaced it kills the steer's run", async () => {
-    // One long child holds the only run slot: c's turn stays queued, and the steer's stop ends it.
-    const sys = await deployment({ maxChildrenPerAgent: 20, maxConcurrent: 1 }, 30_000);
-    await tool(sys, "sessions_spawn", MAIN, { task: "hang", label: "blocker" });
-    const c = await tool(sys, "sessions_spawn", MAIN, { task: "queued c", label: "c" });
-    // The kill has listed c, running and not replaced; its read of c's run record comes after a
-    // steer replaced c (and ended c's queued turn), as in the concurrent test below, once in a while.
-    let steer: Record<string, any> | undefined;
-    let cSeenAs: string | undefined;
-    const svc = svcWith(sys, "runs", "get", async (runs, runId: string) => {
-      if (runId === c.runId && !steer) {
-        steer = await tool(sys, "subagents", MAIN, { action: "steer", target: "c", message: "new plan" });
-        cSeenAs = (await runs.get(runId))?.status;
-      }
-      return await runs.get(runId);
-    });
-    const kill = await subagentsTool(svc, CALLER, { action: "kill", target: "c" });
-    expect(steer).toMatchObject({ status: "accepted" });
-    // The listed run had ended when the kill looked at it (the steer's stop ended its queued turn).
-    expect(isTerminal(cSeenAs)).toBe(true);
-    expect(kill).toMatchObject({ status: "ok", killed: 1, runId: steer!.runId });
-    expect(await registry(sys).get(steer!.runId)).toMatchObject({ suppressAnnounce: "killed" });
-    expect(["killed", undefined]).toContain((await sys.svc.runs.get(steer!.runId))?.status);
-  }, 60_000);
+  it.each([{ target: "c" }, { target: "all" }])(
+    "a kill ($target) whose listing read the run just before a steer replaced it kills the steer's run",
+    async ({ target }) => {
+      // One long child holds the only run slot: c's turn stays queued, and the steer's stop ends it.
+      const sys = await deployment({ maxChildrenPerAgent: 20, maxConcurrent: 1 }, 30_000);
+      const blocker = await tool(sys, "sessions_spawn", MAIN, { task: "hang", label: "blocker" });
+      const c = await tool(sys, "sessions_spawn", MAIN, { task: "queued c", label: "c" });
+      // The kill has listed c, running and not replaced; its read of c's run record comes after a
+      // steer replaced c (and ended c's queued turn), as in the concurrent test below, once in a while.
+      let steer: Record<string, any> | undefined;
+      let cSeenAs: string | undefined;
+      const svc = svcWith(sys, "runs", "get", async (runs, runId: string) => {
+        if (runId === c.runId && !steer) {
+          steer = await tool(sys, "subagents", MAIN, { action: "steer", target: "c", message: "new plan" });
+          // The steer's stop of c's queued turn ends it (at once, or as soon as a loaded worker gets to it).
+          cSeenAs = await settle(
+            async () => {
+              const status = (await runs.get(runId))?.status;
+              return isTerminal(status) ? status : undefined;
+            },
+            { what: "c's queued turn ended by the steer" },
+          );
+        }
+        return await runs.get(runId);
+      });
+      const kill = await subagentsTool(svc, CALLER, { action: "kill", target });
+      expect(steer).toMatchObject({ status: "accepted" });
+      // The listed run had ended when the kill looked at it (the steer's stop ended its queued turn).
+      expect(isTerminal(cSeenAs)).toBe(true);
+      expect(kill).toMatchObject(
+        target === "all" ? { status: "ok", killed: 2 } : { status: "ok", killed: 1, runId: steer!.runId },
+      );
+      const killedRuns = target === "all" ? [steer!.runId, blocker.runId] : [steer!.runId];
+      for (const id of killedRuns) expect(await registry(sys).get(id)).toMatchObject({ suppressAnnounce: "killed" });
+      expect(["killed", undefined]).toContain((await sys.svc.runs.get(steer!.runId))?.status);
+    },
+    60_000,
+  );
 
   it("concurrent steer and kill over HTTP: the kill always kills, and no steered run runs", async () => {
     // One long child holds the only sub-agent run slot: every later child's turn stays queued.
