@@ -21,6 +21,9 @@ import { REGISTRY_KEYS } from "../storage/redis-keys.js";
 import { SwitchboardError } from "../errors/index.js";
 import type { ConfigFingerprint } from "./fingerprint.js";
 import { fingerprintDifferences } from "./fingerprint.js";
+import { redisTimeMs } from "../storage/redis-time.js";
+
+export { redisTimeMs };
 
 const LUA_DIR = new URL("./lua/", import.meta.url);
 
@@ -78,12 +81,6 @@ export class DeploymentMismatchError extends SwitchboardError {
 
 export function describeProcess(p: Pick<ProcessRecord, "role" | "pid" | "host">): string {
   return `${p.role} pid ${p.pid} on ${p.host}`;
-}
-
-/** ms since the epoch from Redis TIME. */
-export async function redisTimeMs(redis: RedisClient): Promise<number> {
-  const [s, us] = await redis.time();
-  return Number(s) * 1000 + Math.floor(Number(us) / 1000);
 }
 
 /** Every live record (heartbeat within the TTL), by Redis's clock. */

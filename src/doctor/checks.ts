@@ -25,6 +25,7 @@ import type { Finding } from "./report.js";
 import { displayRedisUrl } from "../config/redis-url.js";
 import { REDIS_NEARLY_FULL_RATIO, redisMemory, type RedisMemory } from "../errors/index.js";
 import { findStrandedSessions } from "../workers/stranded-sessions.js";
+import { redisTimeMs } from "../storage/redis-time.js";
 
 /** Clocks further apart than this make run timestamps and daily/idle resets disagree between hosts. */
 export const MAX_CLOCK_SKEW_MS = 1000;
@@ -414,8 +415,7 @@ export function judgeClocks(localSkewMs: number, processes: LiveProcess[]): Find
 
 export async function checkDeployment(redis: RedisClient, config: Config): Promise<Finding[]> {
   const [all, localSkew] = await Promise.all([listProcesses(redis), measureSkew(redis)]);
-  const [s, us] = await redis.time();
-  const now = Number(s) * 1000 + Math.floor(Number(us) / 1000);
+  const now = await redisTimeMs(redis);
   return [...judgeProcesses(config, all, now), ...judgeClocks(localSkew, all)];
 }
 

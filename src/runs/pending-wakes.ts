@@ -9,6 +9,7 @@ import type { RedisClient } from "../storage/redis-client.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
 import type { Turn } from "./turn.js";
 import { luaCommand } from "../storage/lua-script.js";
+import { redisTimeMs } from "../storage/redis-time.js";
 
 const LUA_DIR = new URL("./lua/", import.meta.url);
 
@@ -60,8 +61,7 @@ export class PendingWakes {
    * clock is off neither hides a wake from the overdue check nor makes fresh ones look overdue.
    */
   async now(): Promise<number> {
-    const [seconds, micros] = await this.redis.time();
-    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    return await redisTimeMs(this.redis);
   }
 
   /** Wakes pending for longer than `olderThanMs` at `now` (Redis's clock), oldest first. */

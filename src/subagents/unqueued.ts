@@ -29,6 +29,7 @@ import type { RotationDeps } from "../rotation/rotate.js";
 import { deleteSession } from "../rotation/rotate.js";
 import { identOf } from "../session/session-ident.js";
 import type { RedisClient } from "../storage/redis-client.js";
+import { redisTimeMs } from "../storage/redis-time.js";
 import type { RedisKeys } from "../storage/redis-keys.js";
 import { SubagentRegistry, type SubagentRun } from "./registry.js";
 import { releaseRequester, type SubagentDeps } from "./announce.js";
@@ -83,7 +84,7 @@ export async function dropCutOffRuns(
   opts: { now?: number; budgetMs?: number } = {},
 ): Promise<CutOffSweepResult> {
   const registry = new SubagentRegistry(svc.redis, svc.keys, svc.runs.ttlSeconds);
-  const now = opts.now ?? (await redisNow(svc.redis));
+  const now = opts.now ?? (await redisTimeMs(svc.redis));
   const started = Date.now();
   const result: CutOffSweepResult = { examined: 0, dropped: 0, failed: 0 };
   for (;;) {
@@ -108,12 +109,6 @@ export async function dropCutOffRuns(
     await registry.forgetRegistered(settled);
     if (ids.length < limit || Date.now() - started >= (opts.budgetMs ?? 0)) return result;
   }
-}
-
-/** Redis's clock, in ms. */
-async function redisNow(redis: RedisClient): Promise<number> {
-  const [seconds, micros] = await redis.time();
-  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
 }
 
 /** Drop `run` if it has no turn queued and was registered before `registeredBefore`; true if dropped. */
@@ -181,7 +176,7 @@ export async function releaseOwed(
   now?: number,
 ): Promise<ReleaseOwedResult> {
   const registry = new SubagentRegistry(svc.redis, svc.keys, svc.runs.ttlSeconds);
-  if (now === undefined) now = await redisNow(svc.redis);
+  if (now === undefined) now = await redisTimeMs(svc.redis);
   const result: ReleaseOwedResult = { released: 0, failed: 0 };
   for (const { member, run } of await registry.owedReleases(now - RELEASE_OWED_GRACE_MS, limit)) {
     if (!run) {

@@ -36,6 +36,16 @@ function modesUnder(dir: string): { dirs: number[]; files: number[] } {
   return { dirs: [...dirs].sort(), files: [...files].sort() };
 }
 
+/** The keys on the test Redis whose names contain `prefix`. */
+async function keysOf(prefix: string): Promise<string[]> {
+  const admin = new Redis(testRedisUrl(), { maxRetriesPerRequest: 1 });
+  try {
+    return await admin.keys(`*${prefix}*`);
+  } finally {
+    admin.disconnect();
+  }
+}
+
 /** The first reply of the Redis on `port` to a PING sent without any password. */
 function noAuthReply(port: number): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -294,12 +304,7 @@ describe("read-only commands", () => {
       expect(r.code, show(r)).toBeLessThanOrEqual(1); // status: 1 with no gateway running
       expect(r.stderr, show(r)).not.toMatch(/Error|at .*\.js:/);
     }
-    const admin = new Redis(testRedisUrl(), { maxRetriesPerRequest: 1 });
-    try {
-      expect(await admin.keys(`*${fresh}*`)).toEqual([]);
-    } finally {
-      admin.disconnect();
-    }
+    expect(await keysOf(fresh)).toEqual([]);
   });
 });
 
@@ -322,12 +327,7 @@ describe("the read-only direct client", () => {
     } finally {
       await client.close();
     }
-    const admin = new Redis(testRedisUrl(), { maxRetriesPerRequest: 1 });
-    try {
-      expect(await admin.keys(`*${fresh}*`)).toEqual([]);
-    } finally {
-      admin.disconnect();
-    }
+    expect(await keysOf(fresh)).toEqual([]);
   });
 });
 
